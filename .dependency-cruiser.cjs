@@ -1,0 +1,67 @@
+/**
+ * The allowed imports of ../shared/DESIGN.md ("Layers and the direction of imports").
+ * Each layer lists what it must NOT reach; `shared` is open to everyone.
+ */
+const layer = (name) => `^src/${name}/`
+const layers = [
+  'shared',
+  'config',
+  'domain',
+  'store',
+  'queue',
+  'scheduler',
+  'runtime',
+  'control',
+  'api',
+  'sdk',
+  'cli',
+  'client',
+]
+const allowed = {
+  shared: [],
+  config: ['shared'],
+  domain: ['shared'],
+  store: ['domain', 'shared'],
+  queue: ['domain', 'shared'],
+  scheduler: ['domain', 'shared'],
+  runtime: ['shared'],
+  control: ['domain', 'queue', 'scheduler', 'runtime', 'shared'],
+  api: ['domain', 'queue', 'shared'],
+  sdk: ['shared'],
+  cli: ['client', 'config', 'shared'],
+  client: ['shared'],
+}
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Import cycles make layers meaningless and initialisation order fragile.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'nothing-imports-main',
+      severity: 'error',
+      comment: 'main.ts is the composition root; nothing in src depends on it.',
+      from: { path: '^src/' },
+      to: { path: '^src/main\\.ts$' },
+    },
+    ...layers.map((name) => ({
+      name: `layer-${name}`,
+      severity: 'error',
+      comment: `${name} may import only: ${[name, ...allowed[name]].join(', ')} (DESIGN.md)`,
+      from: { path: layer(name) },
+      to: {
+        path: `^src/(${layers.filter((other) => other !== name && !allowed[name].includes(other)).join('|')})/`,
+      },
+    })),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.test\\.ts$' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+}

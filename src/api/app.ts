@@ -1,0 +1,66 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { AccountService } from '../domain/accounts/account-service.js'
+import type { CatalogService } from '../domain/catalog/catalog-service.js'
+import type { Clock } from '../shared/clock.js'
+import { graphqlRoutes } from './graphql/graphql-routes.js'
+import { installMetrics } from './http/metrics.js'
+import { installProblemHandlers } from './http/problem.js'
+import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
+import { validatorCompiler } from './http/validation.js'
+import { opsRoutes } from './ops-routes.js'
+import { restRoutes } from './rest/rest-routes.js'
+
+export interface AppDeps {
+  logger: FastifyBaseLogger
+  clock: Clock
+  version: string
+  accounts: AccountService
+  catalog: CatalogService
+  rateLimits: RateLimitQuotas
+  readiness: () => Promise<void>
+}
+
+/** The whole HTTP surface, ready to `listen` or to `inject` in tests. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: 20 * 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.setValidatorCompiler(validatorCompiler)
+  installProblemHandlers(app)
+  const metrics = installMetrics(app)
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'podyard REST API',
+        version: '2.0.0',
+        description:
+          'RunPod-compatible management API. Errors are application/problem+json with title, status, detail and errors.',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/v2/docs', staticCSP: true })
+  app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
+  await app.register(graphqlRoutes, { accounts: deps.accounts })
+  await app.register(restRoutes, {
+    prefix: '/v2',
+    accounts: deps.accounts,
+    catalog: deps.catalog,
+    rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
+  })
+  return app
+}

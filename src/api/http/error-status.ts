@@ -1,0 +1,18 @@
+import type { ErrorCode } from '../../shared/error-codes.js'
+
+/** The only place error codes become HTTP statuses and titles. */
+export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> = {
+  MALFORMED_REQUEST: { status: 400, title: 'Bad Request' },
+  VALIDATION_FAILED: { status: 422, title: 'Unprocessable Entity' },
+  RULE_CONFLICT: { status: 400, title: 'Bad Request' },
+  UNAUTHENTICATED: { status: 401, title: 'Unauthorized' },
+  FORBIDDEN: { status: 403, title: 'Forbidden' },
+  NOT_FOUND: { status: 404, title: 'Not Found' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'Not Found' },
+  INVALID_STATE: { status: 409, title: 'Conflict' },
+  RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
+  NOT_READY: { status: 503, title: 'Service Unavailable' },
+  INTERNAL: { status: 500, title: 'Internal Server Error' },
+}

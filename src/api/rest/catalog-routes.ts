@@ -1,0 +1,181 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
+import { AppError } from '../../shared/app-error.js'
+import { ProblemSchema } from './problem-schema.js'
+import {
+  CpuQuery,
+  CpuType,
+  DataCenter,
+  DataCenterQuery,
+  GpuQuery,
+  GpuType,
+  IdParams,
+} from './catalog-schemas.js'
+import { commaValues, enumValues } from './query-lists.js'
+
+const errorResponses = {
+  401: ProblemSchema,
+  403: ProblemSchema,
+  422: ProblemSchema,
+  429: ProblemSchema,
+}
+
+function gpuQuery(query: Static<typeof GpuQuery>) {
+  const include = enumValues('include', query.include, ['AVAILABILITY'] as const)
+  enumValues('product', query.product, ['POD', 'CLUSTER', 'SERVERLESS'] as const)
+  const cudaVersions = commaValues(query.cudaVersions)
+  if (cudaVersions && query.minCudaVersion !== undefined) {
+    throw new AppError('RULE_CONFLICT', 'give cudaVersions or minCudaVersion, not both')
+  }
+  const badCuda = [
+    ...(cudaVersions ?? []),
+    ...(query.minCudaVersion ? [query.minCudaVersion] : []),
+  ].filter((v) => !/^\d+(\.\d+)?$/.test(v))
+  if (badCuda.length > 0) {
+    const errors = badCuda.map((v) => `querystring: "${v}" is not a CUDA version like 12.8`)
+    throw new AppError('VALIDATION_FAILED', errors.join('; '), { errors })
+  }
+  return {
+    count: query.count ?? 1,
+    cloud: query.cloud,
+    cudaVersions,
+    minCudaVersion: query.minCudaVersion,
+    detail: include?.includes('AVAILABILITY') ?? false,
+  }
+}
+
+function cpuQuery(query: Static<typeof CpuQuery>) {
+  const include = enumValues('include', query.include, ['AVAILABILITY'] as const)
+  enumValues('product', query.product, ['POD', 'SERVERLESS'] as const)
+  if (query.vcpuCount !== undefined && !isValidVcpuCount(query.vcpuCount)) {
+    const errors = ['querystring.vcpuCount: must be a power of two >= 2']
+    throw new AppError('VALIDATION_FAILED', errors[0]!, { errors })
+  }
+  return { vcpuCount: query.vcpuCount, detail: include?.includes('AVAILABILITY') ?? false }
+}
+
+function dataCenterQuery(query: Static<typeof DataCenterQuery>) {
+  const include = enumValues('include', query.include, [
+    'GPU_AVAILABILITY',
+    'CPU_AVAILABILITY',
+  ] as const)
+  return {
+    globalNetwork: query.globalNetwork,
+    regions: commaValues(query.regions),
+    networkVolumeTypes: commaValues(query.networkVolumeTypes),
+    compliance: commaValues(query.compliance),
+    gpuDetail: include?.includes('GPU_AVAILABILITY') ?? false,
+    cpuDetail: include?.includes('CPU_AVAILABILITY') ?? false,
+  }
+}
+
+function found<T>(value: T | undefined, what: string, id: string): T {
+  if (value === undefined) throw new AppError('NOT_FOUND', `${what} ${id} not found`)
+  return value
+}
+
+/** GET /v2/catalog/{gpus,cpus,datacenters}[/{id}]: what can be rented, at what price, how much is left. */
+export async function catalogRoutes(
+  app: FastifyInstance,
+  { catalog }: { catalog: CatalogService },
+): Promise<void> {
+  app.get<{ Querystring: Static<typeof GpuQuery> }>(
+    '/catalog/gpus',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'listGpuTypes',
+        querystring: GpuQuery,
+        response: { 200: Type.Object({ gpus: Type.Array(GpuType) }), ...errorResponses },
+      },
+    },
+    async (request) => ({ gpus: await catalog.listGpuTypes(gpuQuery(request.query)) }),
+  )
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof GpuQuery> }>(
+    '/catalog/gpus/:id',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'getGpuType',
+        params: IdParams,
+        querystring: GpuQuery,
+        response: { 200: GpuType, 404: ProblemSchema, ...errorResponses },
+      },
+    },
+    async (request) =>
+      found(
+        await catalog.getGpuType(request.params.id, gpuQuery(request.query)),
+        'GPU type',
+        request.params.id,
+      ),
+  )
+
+  app.get<{ Querystring: Static<typeof CpuQuery> }>(
+    '/catalog/cpus',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'listCpuTypes',
+        querystring: CpuQuery,
+        response: { 200: Type.Object({ cpus: Type.Array(CpuType) }), ...errorResponses },
+      },
+    },
+    async (request) => ({ cpus: await catalog.listCpuTypes(cpuQuery(request.query)) }),
+  )
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof CpuQuery> }>(
+    '/catalog/cpus/:id',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'getCpuType',
+        params: IdParams,
+        querystring: CpuQuery,
+        response: { 200: CpuType, 404: ProblemSchema, ...errorResponses },
+      },
+    },
+    async (request) =>
+      found(
+        await catalog.getCpuType(request.params.id, cpuQuery(request.query)),
+        'CPU flavor',
+        request.params.id,
+      ),
+  )
+
+  app.get<{ Querystring: Static<typeof DataCenterQuery> }>(
+    '/catalog/datacenters',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'listDataCenters',
+        querystring: DataCenterQuery,
+        response: { 200: Type.Object({ dataCenters: Type.Array(DataCenter) }), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      dataCenters: await catalog.listDataCenters(dataCenterQuery(request.query)),
+    }),
+  )
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof DataCenterQuery> }>(
+    '/catalog/datacenters/:id',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'getDataCenter',
+        params: IdParams,
+        querystring: DataCenterQuery,
+        response: { 200: DataCenter, 404: ProblemSchema, ...errorResponses },
+      },
+    },
+    async (request) =>
+      found(
+        await catalog.getDataCenter(request.params.id, dataCenterQuery(request.query)),
+        'data center',
+        request.params.id,
+      ),
+  )
+}

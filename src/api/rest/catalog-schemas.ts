@@ -1,0 +1,86 @@
+import { Type } from '@sinclair/typebox'
+
+const Availability = Type.Union(['NONE', 'LOW', 'MEDIUM', 'HIGH'].map((v) => Type.Literal(v)))
+const Nullable = <T extends ReturnType<typeof Type.Number>>(schema: T) =>
+  Type.Union([schema, Type.Null()])
+const NamedAvailability = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  availability: Availability,
+})
+
+export const GpuType = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  pool: Type.Union([Type.String(), Type.Null()]),
+  manufacturer: Type.Union(['NVIDIA', 'AMD', 'UNKNOWN'].map((v) => Type.Literal(v))),
+  memory: Type.Integer({ description: 'GB of GPU memory' }),
+  secure: Type.Boolean(),
+  community: Type.Boolean(),
+  price: Type.Object({
+    secure: Nullable(Type.Number()),
+    community: Nullable(Type.Number()),
+    serverless: Nullable(Type.Number()),
+  }),
+  maxCount: Type.Object({ secure: Type.Integer(), community: Type.Integer() }),
+  availability: Availability,
+  dataCenters: Type.Optional(Type.Array(NamedAvailability)),
+  cudaVersions: Type.Optional(
+    Type.Array(Type.Object({ version: Type.String(), available: Type.Boolean() })),
+  ),
+})
+
+export const CpuType = Type.Object({
+  id: Type.String({ description: 'CPU flavor id, as used in the cpu.id of a create-pod body' }),
+  name: Type.String(),
+  group: Type.String(),
+  vcpu: Type.Object({ min: Type.Integer(), max: Type.Integer() }),
+  vcpuCounts: Type.Array(Type.Integer(), { description: 'valid vcpuCount values (powers of two)' }),
+  ramGbPerVcpu: Type.Number(),
+  price: Type.Object({ securePerVcpu: Type.Number(), serverlessPerVcpu: Type.Number() }),
+  availability: Availability,
+  dataCenters: Type.Optional(Type.Array(NamedAvailability)),
+})
+
+export const DataCenter = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  region: Type.String(),
+  globalNetwork: Type.Boolean(),
+  networkVolumeTypes: Type.Array(Type.String()),
+  compliance: Type.Array(Type.String()),
+  gpuAvailability: Type.Optional(Type.Array(NamedAvailability)),
+  cpuAvailability: Type.Optional(Type.Array(NamedAvailability)),
+})
+
+const commaList = (description: string) =>
+  Type.Optional(Type.String({ description: `${description} (comma-separated)` }))
+
+export const GpuQuery = Type.Object({
+  include: commaList('AVAILABILITY adds per-data-center and per-CUDA-version detail'),
+  product: commaList('POD, CLUSTER, SERVERLESS'),
+  count: Type.Optional(
+    Type.Integer({ minimum: 1, default: 1, description: 'GPUs wanted in one pod' }),
+  ),
+  cloud: Type.Optional(Type.Union([Type.Literal('SECURE'), Type.Literal('COMMUNITY')])),
+  cudaVersions: commaList('only hosts with one of these CUDA versions, e.g. 12.8'),
+  minCudaVersion: Type.Optional(
+    Type.String({ description: 'only hosts with at least this CUDA version' }),
+  ),
+})
+
+export const CpuQuery = Type.Object({
+  include: commaList('AVAILABILITY adds per-data-center detail'),
+  product: commaList('POD, SERVERLESS'),
+  vcpuCount: Type.Optional(Type.Integer({ minimum: 2, description: 'a power of two >= 2' })),
+})
+
+export const DataCenterQuery = Type.Object({
+  include: commaList('GPU_AVAILABILITY, CPU_AVAILABILITY'),
+  regions: commaList('region names, e.g. EUROPE'),
+  networkVolumeTypes: commaList('STANDARD, HIGH_PERFORMANCE'),
+  compliance: commaList('compliance names, e.g. GDPR'),
+  globalNetwork: Type.Optional(Type.Boolean()),
+})
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })

@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify'
+import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import { restGuard } from '../http/authentication.js'
+import type { RateLimiter } from '../http/rate-limiter.js'
+import { accountRoutes } from './account-routes.js'
+import { catalogRoutes } from './catalog-routes.js'
+
+export interface RestDeps {
+  accounts: AccountService
+  catalog: CatalogService
+  rateLimiter: RateLimiter
+}
+
+/** The management API under /v2: every route here is authenticated and rate-limited. */
+export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<void> {
+  app.addHook('onRequest', restGuard(deps))
+  await app.register(accountRoutes, { accounts: deps.accounts })
+  await app.register(catalogRoutes, { catalog: deps.catalog })
+}

@@ -1,0 +1,85 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from './load-config.js'
+
+function dirWith(yaml?: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'podyard-config-'))
+  if (yaml !== undefined) writeFileSync(path.join(dir, 'podyard.yaml'), yaml)
+  return dir
+}
+
+describe('loadConfig', () => {
+  it('has a default for everything: SQLite under ./.podyard, the demo fleet', () => {
+    const cwd = dirWith()
+    const config = loadConfig({ cwd, env: {} })
+    expect(config.host).toBe('127.0.0.1')
+    expect(config.port).toBe(8080)
+    expect(config.dataDir).toBe(path.join(cwd, '.podyard'))
+    expect(config.storeUrl).toBe(`sqlite:${path.join(cwd, '.podyard', 'podyard.db')}`)
+    expect(config.fleet).toBe('demo')
+    expect(config.rateLimit).toEqual({ minute: 600, hour: 20000, day: 200000 })
+    expect(config.adminKey).toBeUndefined()
+  })
+
+  it('layers defaults < file < environment < flags', () => {
+    const cwd = dirWith(
+      'port: 9000\nhost: 0.0.0.0\nfleet: none\nrateLimit:\n  minute: 10\n  hour: 100\n',
+    )
+    const config = loadConfig({
+      cwd,
+      env: {
+        PODYARD_PORT: '9100',
+        PODYARD_RATELIMIT_HOUR: '200',
+        PODYARD_ADMIN_KEY: 'k'.repeat(20),
+      },
+      flags: { port: '9200' },
+    })
+    expect(config.port).toBe(9200)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.fleet).toBe('none')
+    expect(config.rateLimit).toEqual({ minute: 10, hour: 200, day: 200000 })
+    expect(config.adminKey).toBe('k'.repeat(20))
+  })
+
+  it('reads an explicit --config file instead of ./podyard.yaml', () => {
+    const cwd = dirWith('port: 9000\n')
+    writeFileSync(path.join(cwd, 'other.yaml'), 'port: 9300\n')
+    expect(loadConfig({ cwd, env: {}, configFile: 'other.yaml' }).port).toBe(9300)
+  })
+
+  it('names the bad key and where it came from', () => {
+    const cwd = dirWith()
+    expect(() => loadConfig({ cwd, env: { PODYARD_RATELIMIT_MINUTE: 'lots' } })).toThrow(
+      /rateLimit\.minute: .*"lots".*PODYARD_RATELIMIT_MINUTE/,
+    )
+    expect(() => loadConfig({ cwd, env: { PODYARD_RATELIMIT_DAY: '0' } })).toThrow(
+      /rateLimit\.day: Expected integer to be greater or equal to 1, got 0/,
+    )
+    expect(() => loadConfig({ cwd, env: {}, flags: { port: '70000' } })).toThrow(/port: .*--port/)
+  })
+
+  it('rejects unknown keys in the file, naming them', () => {
+    const cwd = dirWith('prot: 8080\nrateLimit:\n  minutes: 5\n')
+    let message = ''
+    try {
+      loadConfig({ cwd, env: {} })
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError)
+      message = (error as Error).message
+    }
+    expect(message).toMatch(/prot: unknown key/)
+    expect(message).toMatch(/rateLimit\.minutes: unknown key/)
+  })
+
+  it('rejects a file that is not a mapping', () => {
+    const cwd = dirWith('- just\n- a list\n')
+    expect(() => loadConfig({ cwd, env: {} })).toThrow(/must hold a mapping/)
+  })
+
+  it('keeps an explicit store URL', () => {
+    const config = loadConfig({ cwd: dirWith(), env: { PODYARD_STORE_URL: 'postgres://u:p@db/x' } })
+    expect(config.storeUrl).toBe('postgres://u:p@db/x')
+  })
+})

@@ -1,0 +1,128 @@
+import { existsSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { Value, ValueErrorType } from '@sinclair/typebox/value'
+import { parse as parseYaml } from 'yaml'
+import { ConfigSchema, configKeys, type Config } from './schema.js'
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+export interface ConfigSources {
+  /** Explicit file (`--config`); when absent, `podyard.yaml` in cwd is read if it exists. */
+  configFile?: string | undefined
+  env?: NodeJS.ProcessEnv
+  /** Flag values keyed by the flag names of `configKeys` (camelCase). */
+  flags?: Record<string, unknown>
+  cwd?: string
+}
+
+type Plain = Record<string, unknown>
+
+function setPath(target: Plain, dotted: string, value: unknown): void {
+  const parts = dotted.split('.')
+  let node = target
+  for (const part of parts.slice(0, -1)) {
+    if (typeof node[part] !== 'object' || node[part] === null) node[part] = {}
+    node = node[part] as Plain
+  }
+  node[parts[parts.length - 1]!] = value
+}
+
+function coerce(raw: string, type: 'string' | 'integer'): unknown {
+  if (type === 'integer' && /^-?\d+$/.test(raw.trim())) return Number(raw.trim())
+  return raw
+}
+
+function readFile(file: string): Plain {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`config: cannot read ${file}: ${(error as Error).message}`)
+  }
+  let parsed: unknown
+  try {
+    parsed = parseYaml(text)
+  } catch (error) {
+    throw new ConfigError(`config: ${file} is not valid YAML: ${(error as Error).message}`)
+  }
+  if (parsed === null || parsed === undefined) return {}
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`config: ${file} must hold a mapping of keys to values`)
+  }
+  return parsed as Plain
+}
+
+/**
+ * Layers defaults < file < environment < flags, then validates once. An invalid value is
+ * reported with its key and where it came from, so the operator knows what to fix.
+ */
+export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
+  const env = sources.env ?? process.env
+  const cwd = sources.cwd ?? process.cwd()
+  const origin = new Map<string, string>()
+  const merged: Plain = {}
+
+  const explicitFile = sources.configFile ?? env.PODYARD_CONFIG
+  const file = explicitFile
+    ? path.resolve(cwd, explicitFile)
+    : existsSync(path.join(cwd, 'podyard.yaml'))
+      ? path.join(cwd, 'podyard.yaml')
+      : undefined
+  if (file) {
+    const fromFile = readFile(file)
+    Object.assign(merged, structuredClone(fromFile))
+    const visit = (node: Plain, prefix: string) => {
+      for (const [key, value] of Object.entries(node)) {
+        const dotted = prefix ? `${prefix}.${key}` : key
+        origin.set(dotted, `file ${file}`)
+        if (value && typeof value === 'object' && !Array.isArray(value))
+          visit(value as Plain, dotted)
+      }
+    }
+    visit(fromFile, '')
+  }
+
+  for (const key of configKeys) {
+    const raw = env[key.env]
+    if (raw !== undefined && raw !== '') {
+      setPath(merged, key.path, coerce(raw, key.type))
+      origin.set(key.path, `environment variable ${key.env}`)
+    }
+  }
+
+  for (const key of configKeys) {
+    const value = key.flag ? sources.flags?.[key.flag] : undefined
+    if (value !== undefined) {
+      setPath(merged, key.path, typeof value === 'string' ? coerce(value, key.type) : value)
+      origin.set(key.path, `flag --${key.flag!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`)
+    }
+  }
+
+  const withDefaults = Value.Default(ConfigSchema, merged) as Plain
+  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map((error) => {
+    const dotted = error.path.replace(/^\//, '').replaceAll('/', '.')
+    const from = origin.get(dotted)
+    const problem =
+      error.type === ValueErrorType.ObjectAdditionalProperties
+        ? 'unknown key'
+        : `${error.message}, got ${JSON.stringify(error.value)}`
+    return `${dotted}: ${problem}${from ? ` (from ${from})` : ''}`
+  })
+  if (problems.length > 0) {
+    throw new ConfigError(`invalid configuration: ${[...new Set(problems)].join('; ')}`)
+  }
+
+  const config = withDefaults as Config
+  const dataDir = path.resolve(cwd, config.dataDir)
+  return Object.freeze({
+    ...config,
+    dataDir,
+    storeUrl: config.storeUrl || `sqlite:${path.join(dataDir, 'podyard.db')}`,
+    rateLimit: Object.freeze({ ...config.rateLimit }),
+  })
+}

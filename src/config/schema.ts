@@ -1,0 +1,66 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+const positiveInt = (description: string, defaultValue: number) =>
+  Type.Integer({ minimum: 1, default: defaultValue, description })
+
+/** The whole configuration. Every key has a default so `podyard serve` needs no file. */
+export const ConfigSchema = Type.Object(
+  {
+    host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'listen address' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'listen port' }),
+    dataDir: Type.String({
+      minLength: 1,
+      default: './.podyard',
+      description: 'directory for the SQLite file, volumes and keys',
+    }),
+    storeUrl: Type.String({
+      default: '',
+      description: 'sqlite:<file> or postgres://...; empty means sqlite:<dataDir>/podyard.db',
+    }),
+    fleet: Type.String({
+      minLength: 1,
+      default: 'demo',
+      description: 'demo, none, or the path of a fleet file (YAML or JSON)',
+    }),
+    rateLimit: Type.Object(
+      {
+        minute: positiveInt('REST requests per account per minute', 600),
+        hour: positiveInt('REST requests per account per hour', 20000),
+        day: positiveInt('REST requests per account per day', 200000),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    adminKey: Type.Optional(
+      Type.String({ minLength: 16, description: 'API key ensured for the admin account' }),
+    ),
+    adminEmail: Type.String({
+      minLength: 3,
+      default: 'admin@podyard.local',
+      description: 'email of the admin user created on first start',
+    }),
+    logLevel: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info', description: 'pino log level' },
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export type Config = Static<typeof ConfigSchema>
+
+type Leaf = 'string' | 'integer'
+
+/** Where each key may come from besides the file: its environment variable and its flag. */
+export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: string; type: Leaf }> = [
+  { path: 'host', env: 'PODYARD_HOST', flag: 'host', type: 'string' },
+  { path: 'port', env: 'PODYARD_PORT', flag: 'port', type: 'integer' },
+  { path: 'dataDir', env: 'PODYARD_DATA_DIR', flag: 'dataDir', type: 'string' },
+  { path: 'storeUrl', env: 'PODYARD_STORE_URL', flag: 'storeUrl', type: 'string' },
+  { path: 'fleet', env: 'PODYARD_FLEET', flag: 'fleet', type: 'string' },
+  { path: 'rateLimit.minute', env: 'PODYARD_RATELIMIT_MINUTE', type: 'integer' },
+  { path: 'rateLimit.hour', env: 'PODYARD_RATELIMIT_HOUR', type: 'integer' },
+  { path: 'rateLimit.day', env: 'PODYARD_RATELIMIT_DAY', type: 'integer' },
+  { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },
+  { path: 'adminEmail', env: 'PODYARD_ADMIN_EMAIL', type: 'string' },
+  { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
+]

@@ -1,0 +1,221 @@
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import { newId } from '../../shared/ids.js'
+import type { Authentication, Principal } from './access.js'
+import type { Account, AccountRole, ApiKey, Permission, User } from './account.js'
+import { API_KEY_SHAPE, displayPrefix, generateApiKey, hashApiKey } from './api-key-secret.js'
+import type { AccountRepo, ApiKeyRepo } from './ports.js'
+
+/** Writing last-used on every request would turn every read into a write; once a minute is enough. */
+const LAST_USED_RESOLUTION_MS = 60_000
+const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/
+
+export interface CreateApiKeyInput {
+  accountId: string
+  name: string
+  permission: Permission
+  endpointIds?: string[]
+  expiresAt?: string | null
+}
+
+export interface EnsureAdminResult {
+  account: Account
+  /** Set only when a key was generated now: it must be shown once and is never retrievable. */
+  generatedKey?: string
+  createdAccount: boolean
+  warnings: string[]
+}
+
+export class AccountService {
+  constructor(
+    private readonly accounts: AccountRepo,
+    private readonly keys: ApiKeyRepo,
+    private readonly clock: Clock,
+  ) {}
+
+  async createAccount(input: {
+    email: string
+    name?: string
+    role?: AccountRole
+  }): Promise<{ account: Account; user: User }> {
+    const email = input.email.trim().toLowerCase()
+    if (!EMAIL_SHAPE.test(email)) {
+      throw new AppError('VALIDATION_FAILED', `"${input.email}" is not an email address`)
+    }
+    if (await this.accounts.findUserByEmail(email)) {
+      throw new AppError('RULE_CONFLICT', `a user with email ${email} already exists`)
+    }
+    const now = this.clock.now().toISOString()
+    const account: Account = {
+      id: newId.account(),
+      name: input.name?.trim() || email,
+      role: input.role ?? 'user',
+      createdAt: now,
+    }
+    const user: User = { id: newId.user(), accountId: account.id, email, createdAt: now }
+    await this.accounts.create(account, user)
+    return { account, user }
+  }
+
+  listAccounts() {
+    return this.accounts.list()
+  }
+
+  /** Finds an account by id or by the email of its user. */
+  async findAccount(idOrEmail: string): Promise<Account | undefined> {
+    const byId = await this.accounts.findById(idOrEmail)
+    if (byId) return byId
+    const user = await this.accounts.findUserByEmail(idOrEmail.trim().toLowerCase())
+    return user ? this.accounts.findById(user.accountId) : undefined
+  }
+
+  primaryUser(accountId: string) {
+    return this.accounts.primaryUser(accountId)
+  }
+
+  findAdminAccount() {
+    return this.accounts.findAdmin()
+  }
+
+  async createApiKey(input: CreateApiKeyInput): Promise<{ key: ApiKey; secret: string }> {
+    const endpointIds = [...new Set(input.endpointIds ?? [])]
+    if (input.permission === 'RESTRICTED' && endpointIds.length === 0) {
+      throw new AppError('RULE_CONFLICT', 'a RESTRICTED key must name at least one endpoint')
+    }
+    if (input.permission !== 'RESTRICTED' && endpointIds.length > 0) {
+      throw new AppError('RULE_CONFLICT', 'endpoints can only be given for a RESTRICTED key')
+    }
+    const now = this.clock.now()
+    if (input.expiresAt && new Date(input.expiresAt).getTime() <= now.getTime()) {
+      throw new AppError('RULE_CONFLICT', `expiry ${input.expiresAt} is not in the future`)
+    }
+    if (!(await this.accounts.findById(input.accountId))) {
+      throw new AppError('NOT_FOUND', `account ${input.accountId} not found`)
+    }
+    const secret = generateApiKey()
+    const key = await this.storeKey(input.accountId, secret, {
+      name: input.name.trim() || 'api key',
+      permission: input.permission,
+      endpointIds,
+      expiresAt: input.expiresAt ? new Date(input.expiresAt).toISOString() : null,
+    })
+    return { key, secret }
+  }
+
+  private async storeKey(
+    accountId: string,
+    secret: string,
+    fields: Pick<ApiKey, 'name' | 'permission' | 'endpointIds' | 'expiresAt'>,
+  ): Promise<ApiKey> {
+    const key: ApiKey = {
+      id: newId.apiKey(),
+      accountId,
+      prefix: displayPrefix(secret),
+      createdAt: this.clock.now().toISOString(),
+      revokedAt: null,
+      lastUsedAt: null,
+      ...fields,
+    }
+    await this.keys.insert({ ...key, keyHash: hashApiKey(secret) })
+    return key
+  }
+
+  listApiKeys(accountId?: string): Promise<ApiKey[]> {
+    return accountId ? this.keys.listByAccount(accountId) : this.keys.listAll()
+  }
+
+  /** Revokes a key; with `accountId`, only a key of that account (another's reads as absent). */
+  async revokeApiKey(id: string, accountId?: string): Promise<ApiKey> {
+    const key = await this.keys.findById(id)
+    if (!key || (accountId !== undefined && key.accountId !== accountId)) {
+      throw new AppError('NOT_FOUND', `API key ${id} not found`)
+    }
+    if (key.revokedAt) return key
+    const at = this.clock.now().toISOString()
+    await this.keys.revoke(id, at)
+    return { ...key, revokedAt: at }
+  }
+
+  /** Resolves a presented key; the reason of a failure is a value, never an exception. */
+  async authenticate(presented: string | undefined): Promise<Authentication> {
+    if (presented === undefined || presented === '') return { ok: false, reason: 'missing' }
+    if (!API_KEY_SHAPE.test(presented)) return { ok: false, reason: 'malformed' }
+    const key = await this.keys.findByHash(hashApiKey(presented))
+    if (!key) return { ok: false, reason: 'unknown' }
+    if (key.revokedAt) return { ok: false, reason: 'revoked' }
+    const now = this.clock.now()
+    if (key.expiresAt && new Date(key.expiresAt).getTime() <= now.getTime()) {
+      return { ok: false, reason: 'expired' }
+    }
+    const account = await this.accounts.findById(key.accountId)
+    if (!account) return { ok: false, reason: 'unknown' }
+    if (
+      !key.lastUsedAt ||
+      now.getTime() - new Date(key.lastUsedAt).getTime() > LAST_USED_RESOLUTION_MS
+    ) {
+      await this.keys.touch(key.id, now.toISOString())
+    }
+    return {
+      ok: true,
+      principal: { accountId: account.id, isAdmin: account.role === 'admin', key },
+    }
+  }
+
+  /**
+   * On an empty store, creates the admin account. With `adminKey`, makes sure that exact key
+   * belongs to the admin account (idempotent across restarts); without it, a new admin account
+   * gets a generated key that the caller prints once.
+   */
+  async ensureAdmin(input: {
+    email: string
+    adminKey?: string | undefined
+  }): Promise<EnsureAdminResult> {
+    const warnings: string[] = []
+    let account = await this.accounts.findAdmin()
+    let createdAccount = false
+    if (!account) {
+      if ((await this.accounts.count()) > 0) {
+        warnings.push('the store has accounts but no admin account; creating one')
+      }
+      account = (await this.createAccount({ email: input.email, name: 'admin', role: 'admin' }))
+        .account
+      createdAccount = true
+    }
+    if (input.adminKey !== undefined) {
+      if (!API_KEY_SHAPE.test(input.adminKey)) {
+        throw new AppError(
+          'VALIDATION_FAILED',
+          'PODYARD_ADMIN_KEY must be 16 to 256 characters of letters, digits and _-.~+/=',
+        )
+      }
+      const existing = await this.keys.findByHash(hashApiKey(input.adminKey))
+      if (!existing) {
+        await this.storeKey(account.id, input.adminKey, {
+          name: 'admin (PODYARD_ADMIN_KEY)',
+          permission: 'READ_WRITE',
+          endpointIds: [],
+          expiresAt: null,
+        })
+      } else if (existing.accountId !== account.id) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          'PODYARD_ADMIN_KEY is already the key of another account',
+        )
+      } else if (existing.revokedAt) {
+        warnings.push('PODYARD_ADMIN_KEY matches a revoked key; it stays revoked')
+      }
+      return { account, createdAccount, warnings }
+    }
+    if (createdAccount) {
+      const { secret } = await this.createApiKey({
+        accountId: account.id,
+        name: 'admin (generated at first start)',
+        permission: 'READ_WRITE',
+      })
+      return { account, createdAccount, generatedKey: secret, warnings }
+    }
+    return { account, createdAccount, warnings }
+  }
+}
+
+export type { Principal }

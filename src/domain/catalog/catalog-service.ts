@@ -1,0 +1,359 @@
+import {
+  availableGpuCounts,
+  cpuAvailability,
+  eligibleCpuHosts,
+  gpuAvailability,
+  type Allocation,
+  type Availability,
+  type GpuStockQuery,
+} from './capacity.js'
+import {
+  CPU_FLAVORS,
+  largestVcpuCount,
+  MIN_VCPU_COUNT,
+  vcpuCountsUpTo,
+  type CpuFlavor,
+} from './cpu-flavors.js'
+import type { Cloud, DataCenter, Fleet, Host } from './fleet.js'
+import { compareCudaVersions, GPU_TYPES, type GpuManufacturer, type GpuType } from './gpu-types.js'
+import type { AllocationRepo } from './ports.js'
+
+export interface NamedAvailability {
+  id: string
+  name: string
+  availability: Availability
+}
+
+/** Wire-compat §3.3 GpuType. */
+export interface GpuTypeView {
+  id: string
+  name: string
+  pool: string | null
+  manufacturer: GpuManufacturer
+  /** GB */
+  memory: number
+  secure: boolean
+  community: boolean
+  /** USD/hour per GPU; null for a cloud (or serverless) that does not offer the type. */
+  price: { secure: number | null; community: number | null; serverless: number | null }
+  maxCount: { secure: number; community: number }
+  availability: Availability
+  dataCenters?: NamedAvailability[]
+  cudaVersions?: Array<{ version: string; available: boolean }>
+}
+
+/** Wire-compat §3.3 CpuType, plus `vcpuCounts`. */
+export interface CpuTypeView {
+  id: string
+  name: string
+  group: string
+  vcpu: { min: number; max: number }
+  /** Our extension: every vcpuCount one host can hold, so clients need not compute them. */
+  vcpuCounts: number[]
+  ramGbPerVcpu: number
+  price: { securePerVcpu: number; serverlessPerVcpu: number }
+  availability: Availability
+  dataCenters?: NamedAvailability[]
+}
+
+/** Wire-compat §3.3 DataCenter. */
+export interface DataCenterView {
+  id: string
+  name: string
+  region: string
+  globalNetwork: boolean
+  networkVolumeTypes: string[]
+  compliance: string[]
+  gpuAvailability?: NamedAvailability[]
+  cpuAvailability?: NamedAvailability[]
+}
+
+export interface GpuQuery {
+  /** GPUs one pod wants; default 1. */
+  count?: number | undefined
+  cloud?: Cloud | undefined
+  cudaVersions?: string[] | undefined
+  minCudaVersion?: string | undefined
+  /** Adds `dataCenters` and `cudaVersions`. */
+  detail?: boolean | undefined
+}
+
+export interface CpuQuery {
+  /** vCPUs one pod wants; default MIN_VCPU_COUNT. */
+  vcpuCount?: number | undefined
+  /** Adds `dataCenters`. */
+  detail?: boolean | undefined
+}
+
+export interface DataCenterQuery {
+  globalNetwork?: boolean | undefined
+  /** Any of these regions. */
+  regions?: string[] | undefined
+  /** Offering all of these volume types. */
+  networkVolumeTypes?: string[] | undefined
+  /** Holding all of these certifications. */
+  compliance?: string[] | undefined
+  gpuDetail?: boolean | undefined
+  cpuDetail?: boolean | undefined
+}
+
+export interface FleetSnapshot {
+  hosts: Host[]
+  allocations: Allocation[]
+}
+
+const DEFAULT_GPU_COUNT = 1
+
+/**
+ * Read side of the fleet: GPU types, CPU flavors and data centers with prices and live stock.
+ *
+ * Only GPU types some host of the fleet has are listed, not the whole RunPod table: a type no
+ * host has can never be rented here, and listing it would invite requests that must fail.
+ * Likewise only CPU flavors some host offers. Unknown ids give undefined, never an error;
+ * query values are validated by the API before they get here.
+ */
+export class CatalogService {
+  constructor(
+    private readonly fleetDefinition: Fleet,
+    private readonly allocations: AllocationRepo,
+  ) {}
+
+  get fleet(): Fleet {
+    return this.fleetDefinition
+  }
+
+  /** Hosts and what they hold now, for placement decisions. */
+  async snapshot(): Promise<FleetSnapshot> {
+    return { hosts: this.fleetDefinition.hosts, allocations: await this.allocations.list() }
+  }
+
+  async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
+    const allocations = await this.allocations.list()
+    return this.fleetGpuTypes().map((type) => this.gpuTypeView(type, q, allocations))
+  }
+
+  async getGpuType(id: string, q: GpuQuery = {}): Promise<GpuTypeView | undefined> {
+    const type = this.fleetGpuTypes().find((t) => t.id === id)
+    if (!type) return undefined
+    return this.gpuTypeView(type, q, await this.allocations.list())
+  }
+
+  /** GPU counts a pod of the type can get placed with now (see capacity.availableGpuCounts). */
+  async availableGpuCounts(typeId: string, cloud?: Cloud): Promise<number[]> {
+    return availableGpuCounts(
+      this.fleetDefinition.hosts,
+      await this.allocations.list(),
+      typeId,
+      cloud,
+    )
+  }
+
+  async listCpuTypes(q: CpuQuery = {}): Promise<CpuTypeView[]> {
+    const allocations = await this.allocations.list()
+    return this.fleetCpuFlavors().map(({ flavor, max }) =>
+      this.cpuTypeView(flavor, max, q, allocations),
+    )
+  }
+
+  async getCpuType(id: string, q: CpuQuery = {}): Promise<CpuTypeView | undefined> {
+    const found = this.fleetCpuFlavors().find(({ flavor }) => flavor.id === id)
+    if (!found) return undefined
+    return this.cpuTypeView(found.flavor, found.max, q, await this.allocations.list())
+  }
+
+  async listDataCenters(q: DataCenterQuery = {}): Promise<DataCenterView[]> {
+    const matching = this.fleetDefinition.dataCenters.filter((dc) => matchesDataCenterQuery(dc, q))
+    const allocations = q.gpuDetail || q.cpuDetail ? await this.allocations.list() : []
+    return matching.map((dc) => this.dataCenterView(dc, q, allocations))
+  }
+
+  /** The filters of the query do not apply here: an id names one data center. */
+  async getDataCenter(id: string, q: DataCenterQuery = {}): Promise<DataCenterView | undefined> {
+    const dc = this.fleetDefinition.dataCenters.find((d) => d.id === id)
+    if (!dc) return undefined
+    const allocations = q.gpuDetail || q.cpuDetail ? await this.allocations.list() : []
+    return this.dataCenterView(dc, q, allocations)
+  }
+
+  private gpuHosts(typeId: string, cloud?: Cloud): Host[] {
+    return this.fleetDefinition.hosts.filter(
+      (h) => h.gpu?.typeId === typeId && (cloud === undefined || h.cloud === cloud),
+    )
+  }
+
+  /** In the order of the GPU type table, so lists are stable across restarts. */
+  private fleetGpuTypes(): GpuType[] {
+    const present = new Set(
+      this.fleetDefinition.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])),
+    )
+    return GPU_TYPES.filter((t) => present.has(t.id))
+  }
+
+  private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
+    const hosts = this.fleetDefinition.hosts
+    const stock: GpuStockQuery = {
+      typeId: type.id,
+      count: q.count ?? DEFAULT_GPU_COUNT,
+      cloud: q.cloud,
+      cudaVersions: q.cudaVersions,
+      minCudaVersion: q.minCudaVersion,
+    }
+    const maxCount = (cloud: Cloud) =>
+      Math.max(0, ...this.gpuHosts(type.id, cloud).map((h) => h.gpu?.count ?? 0))
+    const secure = maxCount('SECURE')
+    const community = maxCount('COMMUNITY')
+    const price = this.fleetDefinition.prices.gpus[type.id]
+    const view: GpuTypeView = {
+      id: type.id,
+      name: type.displayName,
+      pool: type.pool,
+      manufacturer: type.manufacturer,
+      memory: type.memoryGb,
+      secure: secure > 0,
+      community: community > 0,
+      price: {
+        secure: secure > 0 ? (price?.secure ?? null) : null,
+        community: community > 0 ? (price?.community ?? null) : null,
+        serverless: price?.serverless ?? null,
+      },
+      maxCount: { secure, community },
+      availability: gpuAvailability(hosts, allocations, stock),
+    }
+    if (!q.detail) return view
+
+    const typeHosts = this.gpuHosts(type.id, q.cloud)
+    view.dataCenters = this.fleetDefinition.dataCenters
+      .filter((dc) => typeHosts.some((h) => h.dataCenterId === dc.id))
+      .map((dc) => ({
+        id: dc.id,
+        name: dc.name,
+        availability: gpuAvailability(hosts, allocations, { ...stock, dataCenterId: dc.id }),
+      }))
+    // Per version present in the fleet, whether a host with exactly that version can take the
+    // pod now: the same meaning as the cudaVersions filter, so a client can feed one to the other.
+    const versions = [
+      ...new Set(typeHosts.flatMap((h) => (h.gpu?.cudaVersion ? [h.gpu.cudaVersion] : []))),
+    ]
+    view.cudaVersions = versions
+      .sort((a, b) => compareCudaVersions(b, a))
+      .map((version) => ({
+        version,
+        available:
+          gpuAvailability(hosts, allocations, {
+            ...stock,
+            cudaVersions: [version],
+            minCudaVersion: undefined,
+          }) !== 'NONE',
+      }))
+    return view
+  }
+
+  /** Flavors some host offers, with the largest vCPU count one such host can hold. */
+  private fleetCpuFlavors(): Array<{ flavor: CpuFlavor; max: number }> {
+    const out: Array<{ flavor: CpuFlavor; max: number }> = []
+    for (const flavor of CPU_FLAVORS) {
+      const hosts = eligibleCpuHosts(this.fleetDefinition.hosts, { flavorId: flavor.id })
+      const max = Math.max(
+        0,
+        ...hosts.map((h) => largestVcpuCount(h.vcpus, h.memoryGb, flavor.ramGbPerVcpu)),
+      )
+      // A host too small for even the smallest slot offers the flavor in name only.
+      if (max >= MIN_VCPU_COUNT) out.push({ flavor, max })
+    }
+    return out
+  }
+
+  private cpuTypeView(
+    flavor: CpuFlavor,
+    max: number,
+    q: CpuQuery,
+    allocations: Allocation[],
+  ): CpuTypeView {
+    const hosts = this.fleetDefinition.hosts
+    const vcpuCount = q.vcpuCount ?? MIN_VCPU_COUNT
+    const price = this.fleetDefinition.prices.cpus[flavor.id]
+    const view: CpuTypeView = {
+      id: flavor.id,
+      name: flavor.name,
+      group: flavor.group,
+      vcpu: { min: MIN_VCPU_COUNT, max },
+      vcpuCounts: vcpuCountsUpTo(max),
+      ramGbPerVcpu: flavor.ramGbPerVcpu,
+      price: {
+        securePerVcpu: price?.securePerVcpu ?? 0,
+        serverlessPerVcpu: price?.serverlessPerVcpu ?? 0,
+      },
+      availability: cpuAvailability(hosts, allocations, { flavorId: flavor.id, vcpuCount }),
+    }
+    if (!q.detail) return view
+    const flavorHosts = eligibleCpuHosts(hosts, { flavorId: flavor.id })
+    view.dataCenters = this.fleetDefinition.dataCenters
+      .filter((dc) => flavorHosts.some((h) => h.dataCenterId === dc.id))
+      .map((dc) => ({
+        id: dc.id,
+        name: dc.name,
+        availability: cpuAvailability(hosts, allocations, {
+          flavorId: flavor.id,
+          vcpuCount,
+          dataCenterId: dc.id,
+        }),
+      }))
+    return view
+  }
+
+  private dataCenterView(
+    dc: DataCenter,
+    q: DataCenterQuery,
+    allocations: Allocation[],
+  ): DataCenterView {
+    const hosts = this.fleetDefinition.hosts
+    const view: DataCenterView = {
+      id: dc.id,
+      name: dc.name,
+      region: dc.region,
+      globalNetwork: dc.globalNetwork,
+      networkVolumeTypes: [...dc.networkVolumeTypes],
+      compliance: [...dc.compliance],
+    }
+    const here = hosts.filter((h) => h.dataCenterId === dc.id)
+    if (q.gpuDetail) {
+      const typeIds = new Set(here.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
+      view.gpuAvailability = GPU_TYPES.filter((t) => typeIds.has(t.id)).map((t) => ({
+        id: t.id,
+        name: t.displayName,
+        availability: gpuAvailability(hosts, allocations, {
+          typeId: t.id,
+          count: DEFAULT_GPU_COUNT,
+          dataCenterId: dc.id,
+        }),
+      }))
+    }
+    if (q.cpuDetail) {
+      view.cpuAvailability = this.fleetCpuFlavors()
+        .filter(({ flavor }) => here.some((h) => h.cpuFlavors.includes(flavor.id)))
+        .map(({ flavor }) => ({
+          id: flavor.id,
+          name: flavor.name,
+          availability: cpuAvailability(hosts, allocations, {
+            flavorId: flavor.id,
+            vcpuCount: MIN_VCPU_COUNT,
+            dataCenterId: dc.id,
+          }),
+        }))
+    }
+    return view
+  }
+}
+
+function matchesDataCenterQuery(dc: DataCenter, q: DataCenterQuery): boolean {
+  if (q.globalNetwork !== undefined && dc.globalNetwork !== q.globalNetwork) return false
+  if (q.regions?.length && !q.regions.includes(dc.region)) return false
+  if (
+    q.networkVolumeTypes?.length &&
+    !q.networkVolumeTypes.every((t) => (dc.networkVolumeTypes as string[]).includes(t))
+  ) {
+    return false
+  }
+  if (q.compliance?.length && !q.compliance.every((c) => dc.compliance.includes(c))) return false
+  return true
+}

@@ -1,0 +1,272 @@
+/**
+ * Composition root: config -> store -> migrate -> services -> api -> listen. Also the CLI's
+ * entry: cli/ parses flags and formats output; the wiring it needs lives here.
+ */
+import { mkdirSync, readFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import { pino, type Logger } from 'pino'
+import { parse as parseYaml } from 'yaml'
+import { buildApp } from './api/app.js'
+import { buildProgram, type ConfigFlags, type StoreCommands } from './cli/program.js'
+import { loadConfig, ConfigError } from './config/load-config.js'
+import type { Config } from './config/schema.js'
+import { AccountService } from './domain/accounts/account-service.js'
+import { CatalogService } from './domain/catalog/catalog-service.js'
+import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
+import { FleetError, parseFleet, withLocalHost, type Fleet } from './domain/catalog/fleet.js'
+import { discoverLocalHost } from './runtime/host-discovery.js'
+import { AppError, isAppError } from './shared/app-error.js'
+import { systemClock, type Clock } from './shared/clock.js'
+import { KyselyAccountRepo } from './store/account-repo.js'
+import { KyselyAllocationRepo } from './store/allocation-repo.js'
+import { KyselyApiKeyRepo } from './store/api-key-repo.js'
+import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
+import { openStore, type Store } from './store/open-store.js'
+
+export const version: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string
+  }
+).version
+
+export interface Platform {
+  app: FastifyInstance
+  store: Store
+  fleet: Fleet
+  /** Base URL the server listens on. */
+  url: string
+  /** What `serve` prints once it is ready (includes a generated admin key, if any). */
+  banner: string
+  /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
+  generatedAdminKey?: string
+  close(): Promise<void>
+}
+
+export interface StartOptions {
+  clock?: Clock
+  logger?: Logger
+}
+
+function configFromFlags(flags: ConfigFlags): Readonly<Config> {
+  return loadConfig({
+    configFile: flags.config,
+    flags: {
+      host: flags.host,
+      port: flags.port,
+      dataDir: flags.dataDir,
+      storeUrl: flags.storeUrl,
+      fleet: flags.fleet,
+      logLevel: flags.logLevel,
+    },
+  })
+}
+
+export async function loadFleet(setting: string): Promise<Fleet> {
+  const declared =
+    setting === 'demo'
+      ? demoFleet
+      : setting === 'none'
+        ? noneFleet
+        : parseFleet(parseYaml(readFileSync(setting, 'utf8')), setting)
+  return withLocalHost(declared, await discoverLocalHost())
+}
+
+/** Opens and migrates the store; refuses one migrated by a newer podyard. */
+export async function openMigratedStore(
+  config: Readonly<Config>,
+): Promise<{ store: Store; applied: string[] }> {
+  if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
+  const store = await openStore(config.storeUrl)
+  try {
+    return { store, applied: await migrateToLatest(store) }
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+}
+
+function accountServiceOf(store: Store, clock: Clock): AccountService {
+  return new AccountService(new KyselyAccountRepo(store.db), new KyselyApiKeyRepo(store.db), clock)
+}
+
+function fleetSummary(fleet: Fleet): string {
+  const gpuTypes = new Set(fleet.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
+  const gpus = fleet.hosts.reduce((n, h) => n + (h.gpu?.count ?? 0), 0)
+  const simulated = fleet.hosts.filter((h) => h.simulated).length
+  return (
+    `${fleet.hosts.length} hosts (${simulated} simulated) in ${fleet.dataCenters.length} data centers, ` +
+    `${gpus} GPUs of ${gpuTypes.size} types`
+  )
+}
+
+export async function startPlatform(
+  config: Readonly<Config>,
+  options: StartOptions = {},
+): Promise<Platform> {
+  const clock = options.clock ?? systemClock
+  const logger = options.logger ?? pino({ level: config.logLevel })
+  const { store, applied } = await openMigratedStore(config)
+  try {
+    if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations')
+    const accounts = accountServiceOf(store, clock)
+    const admin = await accounts.ensureAdmin({
+      email: config.adminEmail,
+      adminKey: config.adminKey,
+    })
+    for (const warning of admin.warnings) logger.warn(warning)
+    const fleet = await loadFleet(config.fleet)
+    const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
+
+    const app = await buildApp({
+      logger,
+      clock,
+      version,
+      accounts,
+      catalog,
+      rateLimits: config.rateLimit,
+      readiness: async () => {
+        await store.ping()
+        if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
+      },
+    })
+    const address = await app.listen({ host: config.host, port: config.port })
+    const url = address.replace('[::1]', 'localhost')
+    logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
+
+    const banner = [
+      `podyard ${version} is serving at ${url}`,
+      `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
+      `  store         ${store.displayUrl}`,
+      `  fleet         ${config.fleet}: ${fleetSummary(fleet)}` +
+        (fleet.hosts.some((h) => h.simulated)
+          ? '\n                (simulated hosts are not real hardware)'
+          : ''),
+      ...(admin.generatedKey
+        ? [
+            '',
+            `  Admin API key (shown once, store it now; set PODYARD_ADMIN_KEY to choose your own):`,
+            `    ${admin.generatedKey}`,
+          ]
+        : []),
+      '',
+      'Stop with Ctrl-C (SIGINT) or SIGTERM.',
+      '',
+    ].join('\n')
+
+    return {
+      app,
+      store,
+      fleet,
+      url,
+      banner,
+      ...(admin.generatedKey ? { generatedAdminKey: admin.generatedKey } : {}),
+      close: async () => {
+        await app.close()
+        await store.close()
+      },
+    }
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+}
+
+function storeCommands(accounts: AccountService): StoreCommands {
+  const accountOrAdmin = async (idOrEmail?: string) => {
+    const account = idOrEmail
+      ? await accounts.findAccount(idOrEmail)
+      : await accounts.findAdminAccount()
+    if (!account) throw new AppError('NOT_FOUND', `account ${idOrEmail ?? '(admin)'} not found`)
+    return account
+  }
+  return {
+    createKey: async (input) => {
+      const account = await accountOrAdmin(input.account)
+      return accounts.createApiKey({ ...input, accountId: account.id })
+    },
+    listKeys: async (idOrEmail) =>
+      accounts.listApiKeys(idOrEmail ? (await accountOrAdmin(idOrEmail)).id : undefined),
+    revokeKey: (id) => accounts.revokeApiKey(id),
+    createAccount: async (input) => {
+      const { account, user } = await accounts.createAccount(input)
+      return { ...account, email: user.email }
+    },
+    listAccounts: () => accounts.listAccounts(),
+  }
+}
+
+/** Runs the CLI; resolves with the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  const print = (text: string) => process.stdout.write(`${text}\n`)
+  const program = buildProgram({
+    print,
+    now: () => systemClock.now(),
+    serve: async (flags) => {
+      const config = configFromFlags(flags)
+      const platform = await startPlatform(config)
+      const shutdown = async (signal: string) => {
+        platform.app.log.info({ signal }, 'shutting down')
+        await platform.close()
+        process.exit(0)
+      }
+      process.once('SIGTERM', () => void shutdown('SIGTERM'))
+      process.once('SIGINT', () => void shutdown('SIGINT'))
+      // Printed only once the signal handlers are in place: whoever reads it may stop us at once.
+      process.stdout.write(platform.banner)
+      await new Promise(() => {})
+    },
+    migrate: async (flags) => {
+      const config = configFromFlags(flags)
+      const { store, applied } = await openMigratedStore(config)
+      await store.close()
+      return { applied, storeUrl: store.displayUrl }
+    },
+    withStore: async (flags, use) => {
+      const config = configFromFlags(flags)
+      const { store } = await openMigratedStore(config)
+      try {
+        const accounts = accountServiceOf(store, systemClock)
+        const admin = await accounts.ensureAdmin({
+          email: config.adminEmail,
+          adminKey: config.adminKey,
+        })
+        if (admin.generatedKey) {
+          process.stderr.write(
+            `Created the admin account; its generated key (shown once): ${admin.generatedKey}\n`,
+          )
+        }
+        return await use(storeCommands(accounts))
+      } finally {
+        await store.close()
+      }
+    },
+  })
+  program.exitOverride()
+  try {
+    await program.parseAsync(argv)
+    return 0
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0
+    if (code?.startsWith('commander.')) return (error as { exitCode?: number }).exitCode ?? 2
+    if (
+      error instanceof ConfigError ||
+      error instanceof FleetError ||
+      error instanceof DatabaseTooNewError
+    ) {
+      process.stderr.write(`podyard: ${error.message}\n`)
+      return 2
+    }
+    if (isAppError(error)) {
+      process.stderr.write(`podyard: ${error.detail}\n`)
+      return 1
+    }
+    process.stderr.write(`podyard: ${(error as Error).message}\n`)
+    return 1
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await run(process.argv)
+}

@@ -1,0 +1,26 @@
+/** Time as the rest of the code sees it; tests substitute a ManualClock to cross boundaries. */
+export interface Clock {
+  now(): Date
+}
+
+export const systemClock: Clock = { now: () => new Date() }
+
+export class ManualClock implements Clock {
+  private current: number
+
+  constructor(start: Date | string | number = '2026-01-01T00:00:00.000Z') {
+    this.current = new Date(start).getTime()
+  }
+
+  now(): Date {
+    return new Date(this.current)
+  }
+
+  set(to: Date | string | number): void {
+    this.current = new Date(to).getTime()
+  }
+
+  advance(ms: number): void {
+    this.current += ms
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * The one registry of error codes. A code names a kind of failure; it is never reused for
+ * another meaning. HTTP statuses and GraphQL mappings live in `api/`, not here.
+ */
+export const errorCodes = {
+  MALFORMED_REQUEST: 'the request could not be parsed (malformed JSON, bad header)',
+  VALIDATION_FAILED: 'the request parsed but failed schema validation',
+  RULE_CONFLICT: 'the request breaks a rule of the API (conflicting fields, unknown reference)',
+  UNAUTHENTICATED: 'no valid API key was presented',
+  FORBIDDEN: 'the API key is valid but lacks the permission',
+  NOT_FOUND: 'the resource does not exist or belongs to another account',
+  ROUTE_NOT_FOUND: 'no route matches the method and path',
+  INVALID_STATE: 'the action is not valid for the current state of the resource',
+  RATE_LIMITED: 'a rate-limit window is exhausted',
+  PAYLOAD_TOO_LARGE: 'the request body is larger than allowed',
+  UNSUPPORTED_MEDIA_TYPE: 'the request body has a content type that is not accepted',
+  NOT_READY: 'the service is not ready to serve requests',
+  INTERNAL: 'an unexpected fault inside the service',
+} as const
+
+export type ErrorCode = keyof typeof errorCodes

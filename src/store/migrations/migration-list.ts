@@ -1,0 +1,20 @@
+import * as postgres0001 from './postgres/0001-accounts-and-capacity.js'
+import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
+import type { Dialect } from '../open-store.js'
+
+/**
+ * Numbered migrations, the same numbers and names for both dialects. Append only: a released
+ * migration is never edited, and its name is how the ledger recognises it.
+ */
+export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; postgres: string[] }> =
+  [
+    {
+      name: '0001-accounts-and-capacity',
+      sqlite: sqlite0001.statements,
+      postgres: postgres0001.statements,
+    },
+  ]
+
+export function migrationStatements(dialect: Dialect) {
+  return migrationList.map((m) => ({ name: m.name, statements: m[dialect] }))
+}

@@ -1,0 +1,80 @@
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
+import type { Database } from './database-schema.js'
+
+export type Dialect = 'sqlite' | 'postgres'
+
+export interface Store {
+  readonly db: Kysely<Database>
+  readonly dialect: Dialect
+  /** The URL with any password removed, for logs. */
+  readonly displayUrl: string
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+const PG_INT8 = 20
+const PG_TIMESTAMPTZ = 1184
+const PG_TIMESTAMP = 1114
+const PG_JSON = 114
+const PG_JSONB = 3802
+
+function postgresTypes(): pg.CustomTypesConfig {
+  const toIso =
+    (oid: number) =>
+    (value: string): string =>
+      (pg.types.getTypeParser(oid) as (v: string) => Date)(value).toISOString()
+  return {
+    getTypeParser: ((oid: number, format?: string) => {
+      if (oid === PG_INT8) return (value: string) => Number(value)
+      if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) return toIso(oid)
+      // Repositories parse JSON themselves so both dialects hand them the same string.
+      if (oid === PG_JSON || oid === PG_JSONB) return (value: string) => value
+      return pg.types.getTypeParser(oid, format as 'text')
+    }) as pg.CustomTypesConfig['getTypeParser'],
+  }
+}
+
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')
+}
+
+/** Opens `sqlite:<file>` (WAL), `sqlite::memory:` or `postgres://...`. */
+export async function openStore(url: string): Promise<Store> {
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length)
+    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
+    const database = new SqliteDatabase(file)
+    database.pragma('journal_mode = WAL')
+    database.pragma('busy_timeout = 5000')
+    database.pragma('foreign_keys = ON')
+    database.pragma('synchronous = NORMAL')
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+    return {
+      db,
+      dialect: 'sqlite',
+      displayUrl: url,
+      ping: async () => {
+        await sql`select 1`.execute(db)
+      },
+      close: () => db.destroy(),
+    }
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const pool = new pg.Pool({ connectionString: url, types: postgresTypes(), max: 10 })
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    return {
+      db,
+      dialect: 'postgres',
+      displayUrl: redactUrl(url),
+      ping: async () => {
+        await sql`select 1`.execute(db)
+      },
+      close: () => db.destroy(),
+    }
+  }
+  throw new Error(`unsupported store URL ${redactUrl(url)}: use sqlite:<file> or postgres://...`)
+}

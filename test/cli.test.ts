@@ -1,0 +1,201 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli, startServe } from './support/cli.js'
+import { TEST_ADMIN_KEY, startTestPlatform, type TestPlatform } from './support/platform.js'
+
+describe('podyard CLI against the store', () => {
+  let dataDir: string
+  const withDir = (...args: string[]) => [...args, '--data-dir', dataDir]
+
+  beforeAll(() => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-cli-'))
+  })
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+  it('migrates once, then reports the database up to date', async () => {
+    const first = await runCli(withDir('migrate'))
+    expect(first.code).toBe(0)
+    expect(first.stdout).toMatch(/applied 0001-accounts-and-capacity/)
+    const second = await runCli(withDir('migrate', '--json'))
+    expect(JSON.parse(second.stdout)).toMatchObject({ applied: [] })
+  })
+
+  it('creates, lists and revokes keys; the key is printed only at creation', async () => {
+    const created = await runCli(
+      withDir('keys', 'create', '--name', 'laptop', '--expires', '30d', '--json'),
+    )
+    expect(created.code).toBe(0)
+    expect(created.stderr).toMatch(/Created the admin account; its generated key/)
+    const key = JSON.parse(created.stdout) as {
+      id: string
+      key: string
+      permission: string
+      expiresAt: string
+    }
+    expect(key).toMatchObject({ permission: 'READ_WRITE', name: 'laptop' })
+    expect(key.key).toMatch(/^pyd_/)
+    expect(new Date(key.expiresAt).getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000)
+
+    const listed = await runCli(withDir('keys', 'list', '--json'))
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).not.toContain(key.key)
+    expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((k) => k.id)).toContain(key.id)
+
+    const table = await runCli(withDir('keys', 'list'))
+    expect(table.stdout).toMatch(/^ID\s+PREFIX\s+NAME/)
+    expect(table.stdout).toContain('laptop')
+
+    const revoked = await runCli(withDir('keys', 'revoke', key.id, '--json'))
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: key.id, revokedAt: expect.any(String) })
+  })
+
+  it('creates accounts and restricted keys for them, and explains mistakes', async () => {
+    const account = await runCli(
+      withDir('accounts', 'create', '--email', 'dev@example.com', '--json'),
+    )
+    expect(JSON.parse(account.stdout)).toMatchObject({ email: 'dev@example.com', role: 'user' })
+    const restricted = await runCli(
+      withDir(
+        'keys',
+        'create',
+        '--account',
+        'dev@example.com',
+        '--permission',
+        'restricted',
+        '--endpoint',
+        'ep1',
+        '--json',
+      ),
+    )
+    expect(JSON.parse(restricted.stdout)).toMatchObject({
+      permission: 'RESTRICTED',
+      endpointIds: ['ep1'],
+    })
+
+    const noEndpoint = await runCli(withDir('keys', 'create', '--permission', 'restricted'))
+    expect(noEndpoint.code).toBe(1)
+    expect(noEndpoint.stderr).toMatch(/must name at least one endpoint/)
+    const badPermission = await runCli(withDir('keys', 'create', '--permission', 'root'))
+    expect(badPermission.code).not.toBe(0)
+    expect(badPermission.stderr).toMatch(/Allowed choices are read-write, read-only, restricted/)
+    const unknownAccount = await runCli(withDir('keys', 'list', '--account', 'nobody@example.com'))
+    expect(unknownAccount.code).toBe(1)
+    expect(unknownAccount.stderr).toMatch(/account nobody@example.com not found/)
+  })
+
+  it('names a bad configuration value and exits 2', async () => {
+    const result = await runCli(withDir('migrate'), { PODYARD_RATELIMIT_MINUTE: 'many' })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(/rateLimit\.minute: .*PODYARD_RATELIMIT_MINUTE/)
+  })
+
+  it('refuses a database migrated by a newer podyard', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-newer-'))
+    expect((await runCli(['migrate', '--data-dir', dir])).code).toBe(0)
+    const db = new SqliteDatabase(path.join(dir, 'podyard.db'))
+    db.prepare('insert into podyard_migration (name, timestamp) values (?, ?)').run(
+      '0999-future',
+      new Date().toISOString(),
+    )
+    db.close()
+    for (const args of [['migrate'], ['serve', '--port', '0']]) {
+      const result = await runCli([...args, '--data-dir', dir])
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr).toMatch(
+        /migrated by a newer version of podyard: it has migration 0999-future/,
+      )
+    }
+    rmSync(dir, { recursive: true, force: true })
+  })
+})
+
+describe('podyard catalog against a running server', () => {
+  let platform: TestPlatform
+
+  beforeAll(async () => {
+    platform = await startTestPlatform()
+  })
+  afterAll(() => platform.close())
+
+  it('prints GPU types as a table and as JSON', async () => {
+    const table = await runCli([
+      'catalog',
+      'gpus',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect(table.code).toBe(0)
+    expect(table.stdout).toMatch(/^ID\s+NAME\s+MEMORY/)
+    expect(table.stdout).toMatch(/NVIDIA GeForce RTX 4090\s+RTX 4090\s+24 GB/)
+    const json = await runCli(['catalog', 'gpus', '--json', '--url', platform.url], {
+      PODYARD_API_KEY: TEST_ADMIN_KEY,
+    })
+    expect((JSON.parse(json.stdout) as Array<{ id: string }>).length).toBeGreaterThanOrEqual(8)
+  })
+
+  it('prints CPU flavors and data centers', async () => {
+    const cpus = await runCli([
+      'catalog',
+      'cpus',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect(cpus.stdout).toMatch(/cpu3c\s+Compute-Optimized/)
+    const dcs = await runCli([
+      'catalog',
+      'datacenters',
+      '--json',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect((JSON.parse(dcs.stdout) as Array<{ id: string }>).map((d) => d.id)).toContain('US-KS-2')
+  })
+
+  it('says what went wrong with a bad key', async () => {
+    const result = await runCli([
+      'catalog',
+      'gpus',
+      '--url',
+      platform.url,
+      '--api-key',
+      `pyd_${'q'.repeat(40)}`,
+    ])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/401 Unauthorized: the API key is not valid/)
+  })
+})
+
+describe('podyard serve (the README’s first command)', () => {
+  it('starts on an empty data dir, prints the admin key once, serves the catalog, stops on SIGTERM', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-serve-'))
+    const server = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'])
+    try {
+      expect(server.banner).toMatch(/fleet\s+demo: \d+ hosts \(\d+ simulated\)/)
+      const key = /Admin API key.*\n\s+(pyd_\S+)/.exec(server.banner)?.[1]
+      expect(key).toBeDefined()
+      const response = await fetch(`${server.url}/v2/catalog/gpus`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { gpus: unknown[] }).gpus.length).toBeGreaterThanOrEqual(8)
+    } finally {
+      server.child.kill('SIGTERM')
+    }
+    expect(await server.exited).toBe(0)
+
+    const again = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'])
+    expect(again.banner).not.toMatch(/Admin API key/)
+    again.child.kill('SIGTERM')
+    expect(await again.exited).toBe(0)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+})

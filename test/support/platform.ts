@@ -1,0 +1,58 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { pino } from 'pino'
+import { loadConfig } from '../../src/config/load-config.js'
+import type { Config } from '../../src/config/schema.js'
+import { startPlatform, type Platform } from '../../src/main.js'
+import type { Clock } from '../../src/shared/clock.js'
+
+export const TEST_ADMIN_KEY = 'pyd_test-admin-key-0123456789'
+
+export interface TestPlatform extends Platform {
+  dataDir: string
+  /** fetch against the platform with `Authorization: Bearer <key>` when a key is given. */
+  call(
+    pathAndQuery: string,
+    init?: RequestInit & { key?: string | null; json?: unknown },
+  ): Promise<Response>
+}
+
+/** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
+export async function startTestPlatform(
+  overrides: Partial<Config> = {},
+  options: { clock?: Clock } = {},
+): Promise<TestPlatform> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
+  const config = {
+    ...loadConfig({ cwd: dataDir, env: {}, flags: {} }),
+    port: 0,
+    adminKey: TEST_ADMIN_KEY,
+    logLevel: 'silent' as const,
+    ...overrides,
+  }
+  const platform = await startPlatform(config, {
+    logger: pino({ level: 'silent' }),
+    ...(options.clock ? { clock: options.clock } : {}),
+  })
+  return {
+    ...platform,
+    dataDir,
+    close: async () => {
+      await platform.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+    call: (pathAndQuery, init = {}) => {
+      const { key = TEST_ADMIN_KEY, json, headers, ...rest } = init
+      return fetch(`${platform.url}${pathAndQuery}`, {
+        ...rest,
+        headers: {
+          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+          ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(headers as Record<string, string> | undefined),
+        },
+        ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+      })
+    },
+  }
+}
