@@ -1,0 +1,55 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadFleet } from '../src/main.js'
+import { startTestPlatform, type TestPlatform } from './support/platform.js'
+
+const fleetYaml = `
+dataCenters:
+  - id: EU-SE-1
+    name: EU Sweden 1
+    region: EUROPE
+    globalNetwork: true
+    networkVolumeTypes: [STANDARD]
+hosts:
+  - id: se-l4-1
+    dataCenterId: EU-SE-1
+    gpu: { typeId: NVIDIA L4, count: 2, cudaVersion: 12.4 }
+    vcpus: 16
+    memoryGb: 64
+localHost: false
+`
+
+describe('a fleet file', () => {
+  let dir: string
+  let platform: TestPlatform
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-fleet-'))
+    writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml)
+    writeFileSync(path.join(dir, 'bad.yaml'), fleetYaml.replace('NVIDIA L4', 'RTX 9999'))
+    platform = await startTestPlatform({ fleet: path.join(dir, 'fleet.yaml') })
+  })
+  afterAll(async () => {
+    await platform.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('is what the catalog serves', async () => {
+    const { gpus } = (await (await platform.call('/v2/catalog/gpus')).json()) as {
+      gpus: Array<{ id: string }>
+    }
+    expect(gpus.map((g) => g.id)).toEqual(['NVIDIA L4'])
+    const { dataCenters } = (await (await platform.call('/v2/catalog/datacenters')).json()) as {
+      dataCenters: Array<{ id: string }>
+    }
+    expect(dataCenters.map((d) => d.id)).toEqual(['EU-SE-1'])
+  })
+
+  it('is refused with the failing path named', async () => {
+    await expect(loadFleet(path.join(dir, 'bad.yaml'))).rejects.toThrow(
+      /hosts\[0\]\.gpu\.typeId: unknown GPU type "RTX 9999"/,
+    )
+  })
+})
