@@ -3,6 +3,7 @@
  * entry: cli/ parses flags and formats output; the wiring it needs lives here.
  */
 import { mkdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
@@ -12,15 +13,21 @@ import { buildProgram, type ConfigFlags, type StoreCommands } from './cli/progra
 import { loadConfig, ConfigError } from './config/load-config.js'
 import type { Config } from './config/schema.js'
 import { AccountService } from './domain/accounts/account-service.js'
+import { PodLifecycle } from './control/pod-lifecycle.js'
 import { CatalogService } from './domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
 import { FleetError, parseFleet, withLocalHost, type Fleet } from './domain/catalog/fleet.js'
+import { PodService } from './domain/pods/pod-service.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
+import type { RuntimeDriver } from './runtime/driver.js'
+import { ProcessDriver } from './runtime/process/process-driver.js'
+import { place } from './scheduler/core/placement.js'
 import { AppError, isAppError } from './shared/app-error.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
+import { podStoreOf } from './store/pod-repo.js'
 import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
 import { openStore, type Store } from './store/open-store.js'
 
@@ -34,6 +41,9 @@ export interface Platform {
   app: FastifyInstance
   store: Store
   fleet: Fleet
+  lifecycle: PodLifecycle
+  /** The runtime drivers of this server's hosts. */
+  drivers: RuntimeDriver[]
   /** Base URL the server listens on. */
   url: string
   /** What `serve` prints once it is ready (includes a generated admin key, if any). */
@@ -117,6 +127,32 @@ export async function startPlatform(
     for (const warning of admin.warnings) logger.warn(warning)
     const fleet = await loadFleet(config.fleet)
     const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
+    const podStore = podStoreOf(store)
+    // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
+    const driver = new ProcessDriver({
+      stateDir: path.join(config.dataDir, 'runtime', 'process'),
+      images: config.images,
+      sandbox: config.sandbox,
+      clock,
+    })
+    const lifecycle = new PodLifecycle({
+      store: podStore,
+      fleet,
+      driverFor: () => driver,
+      drivers: [driver],
+      dataDir: config.dataDir,
+      publicIp: config.publicIp,
+      clock,
+      logger,
+    })
+    const pods = new PodService({
+      store: podStore,
+      catalog,
+      place,
+      runtime: lifecycle,
+      clock,
+      nudge: lifecycle.nudge,
+    })
 
     const app = await buildApp({
       logger,
@@ -124,6 +160,7 @@ export async function startPlatform(
       version,
       accounts,
       catalog,
+      pods,
       rateLimits: config.rateLimit,
       readiness: async () => {
         await store.ping()
@@ -131,6 +168,7 @@ export async function startPlatform(
       },
     })
     const address = await app.listen({ host: config.host, port: config.port })
+    lifecycle.start()
     const url = address.replace('[::1]', 'localhost')
     logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
 
@@ -161,8 +199,12 @@ export async function startPlatform(
       url,
       banner,
       ...(admin.generatedKey ? { generatedAdminKey: admin.generatedKey } : {}),
+      lifecycle,
+      drivers: [driver],
       close: async () => {
         await app.close()
+        await lifecycle.stop()
+        await driver.close()
         await store.close()
       },
     }
@@ -201,6 +243,8 @@ export async function run(argv: string[]): Promise<number> {
   const print = (text: string) => process.stdout.write(`${text}\n`)
   const program = buildProgram({
     print,
+    progress: (text) => process.stderr.write(`${text}\n`),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: () => systemClock.now(),
     serve: async (flags) => {
       const config = configFromFlags(flags)

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
+import type { PodService } from '../domain/pods/pod-service.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { installMetrics } from './http/metrics.js'
@@ -19,6 +20,7 @@ export interface AppDeps {
   version: string
   accounts: AccountService
   catalog: CatalogService
+  pods: PodService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
 }
@@ -60,6 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     prefix: '/v2',
     accounts: deps.accounts,
     catalog: deps.catalog,
+    pods: deps.pods,
     rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
   })
   return app

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ApiClient } from '../client/api-client.js'
 import { formatTable } from './format-table.js'
+import { addPodsCommands } from './pods-commands.js'
 import { parseExpiry } from './parse-expiry.js'
 
 /** Flags that feed the configuration layers (flag > env > file > defaults). */
@@ -52,6 +53,8 @@ export interface StoreCommands {
 
 export interface CliDeps {
   serve(flags: ConfigFlags): Promise<void>
+  progress(text: string): void
+  sleep(ms: number): Promise<void>
   migrate(flags: ConfigFlags): Promise<{ applied: string[]; storeUrl: string }>
   withStore<T>(flags: ConfigFlags, use: (commands: StoreCommands) => Promise<T>): Promise<T>
   print(text: string): void
@@ -325,6 +328,8 @@ export function buildProgram(deps: CliDeps): Command {
       )
     },
   )
+
+  addPodsCommands(program, deps)
 
   return program
 }

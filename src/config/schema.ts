@@ -38,6 +38,19 @@ export const ConfigSchema = Type.Object(
       default: 'admin@podyard.local',
       description: 'email of the admin user created on first start',
     }),
+    publicIp: Type.String({
+      minLength: 1,
+      default: '127.0.0.1',
+      description: 'address at which pods’ public ports are reachable (RUNPOD_PUBLIC_IP)',
+    }),
+    images: Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), {
+      default: {},
+      description: 'process driver: the command to run for a pod of an image that has no args',
+    }),
+    sandbox: Type.Union([Type.Literal('auto'), Type.Literal('none'), Type.Literal('bubblewrap')], {
+      default: 'auto',
+      description: 'process driver: run pods inside bubblewrap (auto: when it is installed)',
+    }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info', description: 'pino log level' },
@@ -62,5 +75,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'rateLimit.day', env: 'PODYARD_RATELIMIT_DAY', type: 'integer' },
   { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },
   { path: 'adminEmail', env: 'PODYARD_ADMIN_EMAIL', type: 'string' },
+  { path: 'publicIp', env: 'PODYARD_PUBLIC_IP', type: 'string' },
+  { path: 'sandbox', env: 'PODYARD_SANDBOX', type: 'string' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
 ]

@@ -11,6 +11,7 @@ export const errorCodes = {
   NOT_FOUND: 'the resource does not exist or belongs to another account',
   ROUTE_NOT_FOUND: 'no route matches the method and path',
   INVALID_STATE: 'the action is not valid for the current state of the resource',
+  NO_CAPACITY: 'no host has the free capacity the request needs',
   RATE_LIMITED: 'a rate-limit window is exhausted',
   PAYLOAD_TOO_LARGE: 'the request body is larger than allowed',
   UNSUPPORTED_MEDIA_TYPE: 'the request body has a content type that is not accepted',

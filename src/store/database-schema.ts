@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely'
+
 /**
  * Column conventions shared by both dialects so one repository serves both:
  * timestamps are ISO-8601 strings (text in SQLite, timestamptz read back as ISO in PostgreSQL),
@@ -45,9 +47,31 @@ export interface AllocationsTable {
   created_at: string
 }
 
+export interface PodsTable {
+  id: string
+  account_id: string
+  name: string
+  status: string
+  host_id: string | null
+  version: number
+  created_at: string
+  terminated_at: string | null
+  /** The whole pod as JSON; the columns above are copies for filtering. */
+  doc: string
+}
+
+export interface PodEventsTable {
+  seq: Generated<number>
+  pod_id: string
+  ts: string
+  line: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
   api_keys: ApiKeysTable
   allocations: AllocationsTable
+  pods: PodsTable
+  pod_events: PodEventsTable
 }

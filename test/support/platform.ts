@@ -5,7 +5,10 @@ import { pino } from 'pino'
 import { loadConfig } from '../../src/config/load-config.js'
 import type { Config } from '../../src/config/schema.js'
 import { startPlatform, type Platform } from '../../src/main.js'
-import type { Clock } from '../../src/shared/clock.js'
+import { AccountService } from '../../src/domain/accounts/account-service.js'
+import { systemClock, type Clock } from '../../src/shared/clock.js'
+import { KyselyAccountRepo } from '../../src/store/account-repo.js'
+import { KyselyApiKeyRepo } from '../../src/store/api-key-repo.js'
 
 export const TEST_ADMIN_KEY = 'pyd_test-admin-key-0123456789'
 
@@ -39,6 +42,11 @@ export async function startTestPlatform(
     ...platform,
     dataDir,
     close: async () => {
+      // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
+      await platform.lifecycle.stop()
+      for (const driver of platform.drivers) {
+        for (const workload of await driver.list()) await driver.remove(workload.id)
+      }
       await platform.close()
       rmSync(dataDir, { recursive: true, force: true })
     },
@@ -55,4 +63,20 @@ export async function startTestPlatform(
       })
     },
   }
+}
+
+/** A second account with a read-write key, to check that accounts never see each other. */
+export async function otherAccountKey(platform: Platform, email: string): Promise<string> {
+  const accounts = new AccountService(
+    new KyselyAccountRepo(platform.store.db),
+    new KyselyApiKeyRepo(platform.store.db),
+    systemClock,
+  )
+  const { account } = await accounts.createAccount({ email })
+  const { secret } = await accounts.createApiKey({
+    accountId: account.id,
+    name: 'other',
+    permission: 'READ_WRITE',
+  })
+  return secret
 }

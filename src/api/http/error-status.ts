@@ -10,6 +10,7 @@ export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> 
   NOT_FOUND: { status: 404, title: 'Not Found' },
   ROUTE_NOT_FOUND: { status: 404, title: 'Not Found' },
   INVALID_STATE: { status: 409, title: 'Conflict' },
+  NO_CAPACITY: { status: 409, title: 'Conflict' },
   RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },

@@ -1,14 +1,17 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import type { PodService } from '../../domain/pods/pod-service.js'
 import { restGuard } from '../http/authentication.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
+import { podRoutes } from './pod-routes.js'
 
 export interface RestDeps {
   accounts: AccountService
   catalog: CatalogService
+  pods: PodService
   rateLimiter: RateLimiter
 }
 
@@ -17,4 +20,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   app.addHook('onRequest', restGuard(deps))
   await app.register(accountRoutes, { accounts: deps.accounts })
   await app.register(catalogRoutes, { catalog: deps.catalog })
+  await app.register(podRoutes, { pods: deps.pods })
 }

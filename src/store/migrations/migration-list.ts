@@ -1,5 +1,7 @@
 import * as postgres0001 from './postgres/0001-accounts-and-capacity.js'
+import * as postgres0002 from './postgres/0002-pods.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
+import * as sqlite0002 from './sqlite/0002-pods.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -13,6 +15,7 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0001.statements,
       postgres: postgres0001.statements,
     },
+    { name: '0002-pods', sqlite: sqlite0002.statements, postgres: postgres0002.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {

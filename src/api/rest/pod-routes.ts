@@ -1,0 +1,283 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
+import {
+  POD_STATUSES,
+  type Pod,
+  type PodActionRequest,
+  type PodRuntime,
+} from '../../domain/pods/pod.js'
+import {
+  actionsFor,
+  costOf,
+  envProblems,
+  INTERNAL_DOMAIN,
+  portProblems,
+} from '../../domain/pods/pod-rules.js'
+import type { PodService } from '../../domain/pods/pod-service.js'
+import type { PodLogLine } from '../../domain/pods/ports.js'
+import { AppError } from '../../shared/app-error.js'
+import { principalOf } from '../http/authentication.js'
+import { ProblemSchema } from './problem-schema.js'
+import {
+  CreatePodBody,
+  PodActionBody,
+  PodListQuery,
+  PodLogsQuery,
+  PodSchema,
+  UpdatePodBody,
+} from './pod-schemas.js'
+import { enumValues } from './query-lists.js'
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
+const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
+const writeErrors = { ...errors, 400: ProblemSchema, 409: ProblemSchema, 422: ProblemSchema }
+
+export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema> {
+  return {
+    id: pod.id,
+    name: pod.name,
+    status: pod.status,
+    actions: actionsFor(pod.status),
+    image: pod.image,
+    imageName: pod.image,
+    args: pod.args,
+    disk: pod.disk,
+    ports: pod.ports,
+    env: pod.env,
+    registry: pod.registry,
+    mounts: pod.mounts,
+    ...(pod.compute.kind === 'gpu'
+      ? { gpu: { id: pod.compute.gpuTypeId, count: pod.compute.gpuCount } }
+      : {
+          cpu: {
+            id: pod.compute.flavorId,
+            vcpuCount: pod.compute.vcpuCount,
+            memory: pod.compute.memoryGb,
+          },
+        }),
+    cloud: pod.cloud,
+    dataCenterId: pod.dataCenterId,
+    template: pod.templateId,
+    cost: costOf(pod),
+    locked: pod.locked,
+    globalNetworking: pod.globalIp
+      ? { enabled: true, ip: pod.globalIp, internalDns: `${pod.id}.${INTERNAL_DOMAIN}` }
+      : { enabled: false },
+    runtime,
+    statusReason: pod.statusReason,
+    createdAt: pod.createdAt,
+    startedAt: pod.startedAt,
+  }
+}
+
+/** Checks JSON Schema cannot express: ports, env names, vCPU powers of two (422 like the schema). */
+function checkContainerFields(body: {
+  ports?: string[]
+  env?: Record<string, string>
+  cpu?: { vcpuCount: number }
+}) {
+  const problems = [
+    ...portProblems(body.ports ?? []),
+    ...envProblems(body.env ?? {}),
+    ...(body.cpu && !isValidVcpuCount(body.cpu.vcpuCount)
+      ? ['body.cpu.vcpuCount: must be a power of two >= 2']
+      : []),
+  ]
+  if (problems.length > 0) {
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `the request failed validation: ${problems.join('; ')}`,
+      {
+        errors: problems,
+      },
+    )
+  }
+}
+
+function sseEvent(line: PodLogLine, source: string): string {
+  return `id: ${line.ts}/${line.seq}\ndata: ${JSON.stringify({ ts: line.ts, source, line: line.line })}\n\n`
+}
+
+/** `Last-Event-ID: <ts>/<seq>` (or a bare seq) -> seq. */
+function lastSeqOf(request: FastifyRequest): number | undefined {
+  const header = request.headers['last-event-id']
+  if (typeof header !== 'string' || header === '') return undefined
+  const seq = Number(header.split('/').pop())
+  return Number.isInteger(seq) && seq >= 0 ? seq : undefined
+}
+
+const KEEPALIVE_MS = 15_000
+
+export async function podRoutes(
+  app: FastifyInstance,
+  { pods }: { pods: PodService },
+): Promise<void> {
+  const view = async (pod: Pod) => podView(pod, await pods.runtimeOf(pod))
+
+  app.post<{ Body: CreatePodBody }>(
+    '/pods',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'createPod',
+        body: CreatePodBody,
+        response: { 201: PodSchema, ...writeErrors },
+      },
+    },
+    async (request, reply) => {
+      checkContainerFields(request.body)
+      const pod = await pods.create(principalOf(request).accountId, request.body)
+      return reply.code(201).send(await view(pod))
+    },
+  )
+
+  app.get<{ Querystring: Static<typeof PodListQuery> }>(
+    '/pods',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'listPods',
+        querystring: PodListQuery,
+        response: { 200: Type.Object({ pods: Type.Array(PodSchema) }), ...errors },
+      },
+    },
+    async (request) => {
+      const statuses = enumValues('status', request.query.status, POD_STATUSES)
+      const list = await pods.list(principalOf(request).accountId, {
+        ...(statuses ? { statuses } : {}),
+        ...(request.query.name !== undefined ? { name: request.query.name } : {}),
+      })
+      return { pods: await Promise.all(list.map(view)) }
+    },
+  )
+
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/pods/:id',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'getPod',
+        params: IdParams,
+        response: { 200: PodSchema, ...errors },
+      },
+    },
+    async (request) => view(await pods.get(principalOf(request).accountId, request.params.id)),
+  )
+
+  app.patch<{ Params: Static<typeof IdParams>; Body: UpdatePodBody }>(
+    '/pods/:id',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'updatePod',
+        params: IdParams,
+        body: UpdatePodBody,
+        response: { 200: PodSchema, ...writeErrors },
+      },
+    },
+    async (request) => {
+      checkContainerFields(request.body)
+      const { templateId, ...patch } = request.body
+      if (templateId !== undefined)
+        throw new AppError('RULE_CONFLICT', `template "${templateId}" not found`)
+      return view(await pods.update(principalOf(request).accountId, request.params.id, patch))
+    },
+  )
+
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PodActionBody> }>(
+    '/pods/:id/action',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'podAction',
+        params: IdParams,
+        body: PodActionBody,
+        response: { 200: PodSchema, 204: Type.Null(), ...writeErrors },
+      },
+    },
+    async (request, reply) => {
+      const pod = await pods.act(
+        principalOf(request).accountId,
+        request.params.id,
+        request.body.action as PodActionRequest,
+      )
+      if (request.body.action === 'terminate') return reply.code(204).send()
+      return view(pod)
+    },
+  )
+
+  app.delete<{ Params: Static<typeof IdParams> }>(
+    '/pods/:id',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'deletePod',
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await pods.terminate(principalOf(request).accountId, request.params.id)
+      return reply.code(204).send()
+    },
+  )
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof PodLogsQuery> }>(
+    '/pods/:id/logs',
+    {
+      schema: {
+        tags: ['Pods'],
+        operationId: 'podLogs',
+        description:
+          'Server-sent events: `id: <ts>/<seq>`, `data: {"ts","source","line"}`; resume with Last-Event-ID.',
+        params: IdParams,
+        querystring: PodLogsQuery,
+        response: { ...errors, 422: ProblemSchema },
+      },
+    },
+    async (request, reply: FastifyReply) => {
+      const pod = await pods.get(principalOf(request).accountId, request.params.id)
+      const source = request.query.source ?? 'container'
+      const lastSeq = lastSeqOf(request)
+      const history = await pods.readLogs(pod, source, {
+        ...(lastSeq !== undefined ? { afterSeq: lastSeq } : { tail: request.query.tail ?? 100 }),
+        ...(request.query.since ? { since: new Date(request.query.since).toISOString() } : {}),
+      })
+
+      const abort = new AbortController()
+      request.raw.on('close', () => abort.abort())
+      reply.hijack()
+      const out = reply.raw
+      out.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        ...Object.fromEntries(
+          ['ratelimit', 'ratelimit-policy'].flatMap((h) => {
+            const value = reply.getHeader(h)
+            return value === undefined ? [] : [[h, String(value)]]
+          }),
+        ),
+      })
+      let last = lastSeq ?? 0
+      for (const line of history) {
+        out.write(sseEvent(line, source))
+        last = line.seq
+      }
+      if (request.query.follow === false) return void out.end()
+      const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
+      try {
+        for await (const line of pods.followLogs(pod, source, last, abort.signal)) {
+          out.write(sseEvent(line, source))
+        }
+      } catch (error) {
+        if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
+      } finally {
+        clearInterval(keepalive)
+        out.end()
+      }
+    },
+  )
+}

@@ -1,0 +1,269 @@
+import type { Command } from 'commander'
+import { ApiClient, readEvents } from '../client/api-client.js'
+import { formatTable } from './format-table.js'
+
+interface PodJson {
+  id: string
+  name: string
+  status: string
+  image: string
+  gpu?: { id: string; count: number }
+  cpu?: { id: string; vcpuCount: number; memory: number }
+  dataCenterId: string | null
+  cost: number
+  createdAt: string
+  statusReason: string | null
+  runtime: {
+    ports?: Array<{ private: number; public: number | null; type: string; ip: string | null }>
+  } | null
+}
+
+export interface PodsCommandDeps {
+  print(text: string): void
+  /** Progress for people (stderr), so stdout stays parseable. */
+  progress(text: string): void
+  sleep(ms: number): Promise<void>
+}
+
+interface ClientFlags {
+  url: string
+  apiKey?: string
+  json?: boolean
+}
+
+function computeOf(pod: PodJson): string {
+  if (pod.gpu) return `${pod.gpu.count}x ${pod.gpu.id}`
+  if (pod.cpu) return `${pod.cpu.id} ${pod.cpu.vcpuCount} vCPU ${pod.cpu.memory} GB`
+  return '-'
+}
+
+function podTable(pods: PodJson[]): string {
+  return formatTable(
+    ['ID', 'NAME', 'STATUS', 'COMPUTE', 'DATA CENTER', '$/H', 'CREATED'],
+    pods.map((p) => [p.id, p.name, p.status, computeOf(p), p.dataCenterId, p.cost, p.createdAt]),
+  )
+}
+
+function podDetail(pod: PodJson): string {
+  const ports =
+    pod.runtime?.ports?.map((p) => `${p.private}/${p.type} -> ${p.ip}:${p.public}`) ?? []
+  return [
+    `${pod.id}  ${pod.name}`,
+    `  status      ${pod.status}${pod.statusReason ? ` (${pod.statusReason})` : ''}`,
+    `  image       ${pod.image}`,
+    `  compute     ${computeOf(pod)}`,
+    `  data center ${pod.dataCenterId ?? '-'}`,
+    `  cost        $${pod.cost}/h`,
+    ...(ports.length > 0 ? [`  ports       ${ports.join(', ')}`] : []),
+  ].join('\n')
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value]
+
+function parseEnv(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=')
+      if (at <= 0) throw new Error(`--env: "${pair}" is not NAME=value`)
+      return [pair.slice(0, at), pair.slice(at + 1)]
+    }),
+  )
+}
+
+/** Polls the pod until it is RUNNING (or can no longer get there), reporting each status. */
+async function waitForRunning(
+  client: ApiClient,
+  id: string,
+  deps: PodsCommandDeps,
+  timeoutMs: number,
+): Promise<PodJson> {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  for (;;) {
+    const pod = await client.get<PodJson>(`/v2/pods/${encodeURIComponent(id)}`)
+    if (pod.status !== last) {
+      deps.progress(`${pod.id} ${pod.status}${pod.statusReason ? ` (${pod.statusReason})` : ''}`)
+      last = pod.status
+    }
+    if (pod.status === 'RUNNING') return pod
+    if (['EXITED', 'ERROR', 'TERMINATED'].includes(pod.status)) {
+      throw new Error(
+        `pod ${pod.id} is ${pod.status}${pod.statusReason ? `: ${pod.statusReason}` : ''}`,
+      )
+    }
+    if (Date.now() > deadline)
+      throw new Error(`pod ${pod.id} is still ${pod.status} after ${timeoutMs / 1000} s`)
+    await deps.sleep(500)
+  }
+}
+
+export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
+  const pods = program.command('pods').description('rent and run pods, on a running server')
+  const withClient = (command: Command) =>
+    command
+      .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
+      .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
+      .option('--json', 'print JSON')
+  const clientOf = (flags: ClientFlags) => new ApiClient(flags.url, flags.apiKey)
+  const show = (flags: ClientFlags, pod: PodJson) =>
+    deps.print(flags.json ? JSON.stringify(pod, null, 2) : podDetail(pod))
+
+  withClient(pods.command('list').description('your pods'))
+    .option(
+      '--status <statuses>',
+      'only these statuses, comma-separated (TERMINATED only when named)',
+    )
+    .option('--name <name>', 'only pods with this name')
+    .action(async (flags: ClientFlags & { status?: string; name?: string }) => {
+      const query = new URLSearchParams({
+        ...(flags.status ? { status: flags.status } : {}),
+        ...(flags.name ? { name: flags.name } : {}),
+      }).toString()
+      const { pods: list } = await clientOf(flags).get<{ pods: PodJson[] }>(
+        `/v2/pods${query ? `?${query}` : ''}`,
+      )
+      deps.print(flags.json ? JSON.stringify(list, null, 2) : podTable(list))
+    })
+
+  withClient(pods.command('get').description('one pod').argument('<pod-id>')).action(
+    async (id: string, flags: ClientFlags) =>
+      show(flags, await clientOf(flags).get<PodJson>(`/v2/pods/${encodeURIComponent(id)}`)),
+  )
+
+  withClient(pods.command('create').description('create a pod'))
+    .requiredOption('--name <name>', 'pod name')
+    .requiredOption('--image <image>', 'container image')
+    .option('--gpu <type>', 'GPU type id (see: podyard catalog gpus)')
+    .option('--gpu-count <n>', 'GPUs', (v) => Number(v))
+    .option('--cpu <flavor>', 'CPU flavor id (see: podyard catalog cpus)')
+    .option('--vcpus <n>', 'vCPUs of a CPU pod (a power of two)', (v) => Number(v))
+    .option('--args <command>', 'command, run through /bin/sh -c')
+    .option('--disk <gb>', 'container disk, GB', (v) => Number(v))
+    .option(
+      '--port <port/protocol>',
+      'declared port, e.g. 8888/http (repeatable)',
+      collect,
+      [] as string[],
+    )
+    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
+    .option('--volume-size <gb>', 'persistent volume, GB (GPU pods)', (v) => Number(v))
+    .option('--volume-path <path>', 'where the persistent volume is mounted', '/workspace')
+    .option('--cloud <cloud>', 'SECURE or COMMUNITY')
+    .option(
+      '--data-center <id>',
+      'allowed data center, in order of preference (repeatable)',
+      collect,
+      [] as string[],
+    )
+    .option('--global-networking', 'give the pod an address on your private network')
+    .option('--wait', 'wait until the pod is RUNNING, showing its progress')
+    .option('--timeout <seconds>', 'how long --wait waits', (v) => Number(v), 300)
+    .action(
+      async (
+        flags: ClientFlags & {
+          name: string
+          image: string
+          gpu?: string
+          gpuCount?: number
+          cpu?: string
+          vcpus?: number
+          args?: string
+          disk?: number
+          port: string[]
+          env: string[]
+          volumeSize?: number
+          volumePath: string
+          cloud?: string
+          dataCenter: string[]
+          globalNetworking?: boolean
+          wait?: boolean
+          timeout: number
+        },
+      ) => {
+        const body = {
+          name: flags.name,
+          image: flags.image,
+          ...(flags.gpu ? { gpu: { id: flags.gpu, count: flags.gpuCount ?? 1 } } : {}),
+          ...(flags.cpu ? { cpu: { id: flags.cpu, vcpuCount: flags.vcpus ?? 2 } } : {}),
+          ...(flags.args !== undefined ? { args: flags.args } : {}),
+          ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
+          ...(flags.port.length > 0 ? { ports: flags.port } : {}),
+          ...(flags.env.length > 0 ? { env: parseEnv(flags.env) } : {}),
+          ...(flags.volumeSize !== undefined
+            ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
+            : {}),
+          ...(flags.cloud ? { cloud: flags.cloud } : {}),
+          ...(flags.dataCenter.length > 0 ? { dataCenterIds: flags.dataCenter } : {}),
+          ...(flags.globalNetworking ? { globalNetworking: true } : {}),
+        }
+        const client = clientOf(flags)
+        let pod = await client.request<PodJson>('POST', '/v2/pods', body)
+        if (flags.wait) pod = await waitForRunning(client, pod.id, deps, flags.timeout * 1000)
+        show(flags, pod)
+      },
+    )
+
+  withClient(
+    pods
+      .command('stop')
+      .description('stop a pod (its GPUs go back to the host)')
+      .argument('<pod-id>'),
+  ).action(async (id: string, flags: ClientFlags) =>
+    show(
+      flags,
+      await clientOf(flags).request<PodJson>('POST', `/v2/pods/${encodeURIComponent(id)}/action`, {
+        action: 'stop',
+      }),
+    ),
+  )
+
+  for (const action of ['start', 'restart', 'reset'] as const) {
+    withClient(pods.command(action).description(`${action} a pod`).argument('<pod-id>'))
+      .option('--wait', 'wait until the pod is RUNNING, showing its progress')
+      .option('--timeout <seconds>', 'how long --wait waits', (v) => Number(v), 300)
+      .action(async (id: string, flags: ClientFlags & { wait?: boolean; timeout: number }) => {
+        const client = clientOf(flags)
+        let pod = await client.request<PodJson>(
+          'POST',
+          `/v2/pods/${encodeURIComponent(id)}/action`,
+          { action },
+        )
+        if (flags.wait) pod = await waitForRunning(client, pod.id, deps, flags.timeout * 1000)
+        show(flags, pod)
+      })
+  }
+
+  withClient(
+    pods
+      .command('terminate')
+      .description('terminate a pod (frees its resources and disks)')
+      .argument('<pod-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    await clientOf(flags).request('DELETE', `/v2/pods/${encodeURIComponent(id)}`)
+    deps.print(flags.json ? JSON.stringify({ id, status: 'TERMINATED' }) : `Terminated ${id}.`)
+  })
+
+  withClient(pods.command('logs').description('a pod’s output').argument('<pod-id>'))
+    .option('-f, --follow', 'keep printing new lines')
+    .option('--tail <n>', 'lines of history', (v) => Number(v), 100)
+    .option('--source <source>', 'container or system (lifecycle events)', 'container')
+    .action(
+      async (
+        id: string,
+        flags: ClientFlags & { follow?: boolean; tail: number; source: string },
+      ) => {
+        const query = new URLSearchParams({
+          tail: String(flags.tail),
+          source: flags.source,
+          follow: flags.follow ? 'true' : 'false',
+        })
+        const response = await clientOf(flags).open(
+          `/v2/pods/${encodeURIComponent(id)}/logs?${query}`,
+        )
+        for await (const event of readEvents(response)) {
+          const { ts, line } = JSON.parse(event.data) as { ts: string; line: string }
+          deps.print(flags.json ? event.data : flags.source === 'system' ? `${ts}  ${line}` : line)
+        }
+      },
+    )
+}

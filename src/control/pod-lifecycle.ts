@@ -1,0 +1,313 @@
+import { mkdir, rm } from 'node:fs/promises'
+import path from 'node:path'
+import type { Logger } from 'pino'
+import type { Fleet } from '../domain/catalog/fleet.js'
+import type { Pod, PodRuntime, PodStatus } from '../domain/pods/pod.js'
+import { MAX_CRASH_RESTARTS } from '../domain/pods/pod-rules.js'
+import { TERMINATED_RETENTION_MS } from '../domain/pods/pod-service.js'
+import type { PodLogLine, PodLogQuery, PodRuntimeReader, PodStore } from '../domain/pods/ports.js'
+import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
+import type { Clock } from '../shared/clock.js'
+import { freePort, portAnswers } from './free-port.js'
+import {
+  assignPorts,
+  podDirectories,
+  POD_LABEL_GENERATION,
+  POD_LABEL_KIND,
+  workloadOf,
+} from './pod-workload.js'
+
+/** A pod is RUNNING once its process has stayed up this long (and its http port answers). */
+export const STARTUP_GRACE_MS = 1000
+/** A process that never opens its declared http port still counts as started after this. */
+export const HTTP_READY_TIMEOUT_MS = 30_000
+export const STOP_GRACE_MS = 10_000
+const TICK_MS = 500
+
+export interface PodLifecycleDeps {
+  store: PodStore
+  fleet: Fleet
+  /** The runtime driver of a host. */
+  driverFor: (hostId: string) => RuntimeDriver
+  drivers: RuntimeDriver[]
+  dataDir: string
+  publicIp: string
+  clock: Clock
+  logger: Logger
+}
+
+/**
+ * The pod lifecycle loop: makes the processes on the hosts match what the pods' statuses say,
+ * and moves statuses forward as processes start, become healthy and exit. The API changes
+ * statuses (start, stop, terminate); this loop does the work.
+ */
+export class PodLifecycle implements PodRuntimeReader {
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private readonly busy = new Set<string>()
+  private readonly cleaned = new Set<string>()
+
+  constructor(private readonly deps: PodLifecycleDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.nudge(), TICK_MS)
+    this.timer.unref()
+    this.nudge()
+  }
+
+  /** Runs a reconcile pass now (or right after the one in progress). */
+  nudge = (): void => {
+    if (this.running) {
+      this.again = true
+      return
+    }
+    this.running = this.tick()
+      .catch((error: unknown) =>
+        this.deps.logger.error({ err: error }, 'pod lifecycle pass failed'),
+      )
+      .finally(() => {
+        this.running = undefined
+        if (this.again) {
+          this.again = false
+          this.nudge()
+        }
+      })
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+    await this.running
+  }
+
+  /** One pass over every pod and every workload; exposed so tests can step it. */
+  async tick(): Promise<void> {
+    const pods = await this.deps.store.pods.list({})
+    const workloads = new Map<string, WorkloadState>()
+    for (const driver of this.deps.drivers) {
+      for (const workload of await driver.list()) workloads.set(workload.id, workload)
+    }
+    await Promise.all(pods.map((pod) => this.reconcileGuarded(pod, workloads.get(pod.id))))
+    await this.removeOrphans(pods, workloads)
+    await this.purgeTerminated()
+  }
+
+  private async reconcileGuarded(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+    if (this.busy.has(pod.id)) return
+    this.busy.add(pod.id)
+    try {
+      await this.reconcile(pod, workload)
+    } catch (error) {
+      this.deps.logger.error({ err: error, podId: pod.id }, 'reconciling pod failed')
+    } finally {
+      this.busy.delete(pod.id)
+    }
+  }
+
+  private generationOf(workload: WorkloadState | undefined): number | undefined {
+    const label = workload?.labels[POD_LABEL_GENERATION]
+    return label === undefined ? undefined : Number(label)
+  }
+
+  private async reconcile(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+    const current =
+      workload && this.generationOf(workload) === pod.generation ? workload : undefined
+    const stale = workload && workload.phase === 'running' && !current
+    switch (pod.status) {
+      case 'PROVISIONING':
+        if (stale) await this.driverOf(pod).stop(pod.id, { graceMs: STOP_GRACE_MS })
+        if (current?.phase === 'running') return void (await this.transition(pod, 'STARTING', null))
+        return this.launch(pod)
+      case 'STARTING':
+        return this.watchStart(pod, current)
+      case 'RUNNING':
+        return this.watchRunning(pod, current)
+      case 'EXITED':
+      case 'ERROR':
+        if (workload?.phase === 'running') {
+          await this.driverOf(pod).stop(pod.id, { graceMs: STOP_GRACE_MS })
+          await this.event(pod, 'process stopped')
+        }
+        return
+      case 'TERMINATED':
+        return this.cleanUp(pod, workload !== undefined)
+    }
+  }
+
+  private driverOf(pod: Pod): RuntimeDriver {
+    return this.deps.driverFor(pod.hostId ?? '')
+  }
+
+  private async event(pod: Pod, line: string): Promise<void> {
+    await this.deps.store.events.append(pod.id, this.deps.clock.now().toISOString(), line)
+  }
+
+  /** Writes a status change unless the pod changed meanwhile (then the next pass sees it). */
+  private async transition(
+    pod: Pod,
+    status: PodStatus,
+    reason: string | null,
+    extra: Partial<Pod> = {},
+  ): Promise<boolean> {
+    const now = this.deps.clock.now().toISOString()
+    const written = await this.deps.store.pods.update({
+      ...pod,
+      ...extra,
+      status,
+      statusReason: reason,
+      lastStatusChange: now,
+      version: pod.version + 1,
+    })
+    if (written) {
+      this.deps.logger.info({ podId: pod.id, from: pod.status, to: status, reason }, 'pod status')
+      await this.event(pod, `${status}${reason ? `: ${reason}` : ''}`)
+    }
+    return written
+  }
+
+  private async releaseAndSet(pod: Pod, status: 'EXITED' | 'ERROR', reason: string): Promise<void> {
+    if (await this.transition(pod, status, reason, { gpuIndices: [] })) {
+      await this.deps.store.allocations.remove('pod', pod.id)
+    }
+  }
+
+  private async launch(pod: Pod): Promise<void> {
+    const allocation = await this.deps.store.allocations.findByOwner('pod', pod.id)
+    if (!allocation) return this.releaseAndSet(pod, 'ERROR', 'its host reservation is missing')
+    const host = this.deps.fleet.hosts.find((h) => h.id === pod.hostId)
+    if (!host)
+      return this.releaseAndSet(pod, 'ERROR', `host ${pod.hostId} is no longer in the fleet`)
+    const dirs = podDirectories(this.deps.dataDir, pod.id)
+    try {
+      await mkdir(dirs.containerDisk, { recursive: true })
+      if (pod.mounts.persistent) await mkdir(dirs.persistent, { recursive: true })
+      const portMappings = await assignPorts(pod, () => freePort())
+      const spec = workloadOf(
+        pod,
+        dirs,
+        {
+          dataCenterId: host.dataCenterId,
+          publicIp: this.deps.publicIp,
+          vcpus: allocation.vcpus,
+          memoryGb: allocation.memoryGb,
+        },
+        portMappings,
+      )
+      await this.event(
+        pod,
+        `starting ${spec.command === null ? `image ${pod.image}` : 'its command'} on host ${host.id}`,
+      )
+      await this.driverOf(pod).start(spec)
+      await this.transition(pod, 'STARTING', null, { portMappings })
+    } catch (error) {
+      await this.releaseAndSet(pod, 'ERROR', `could not start: ${(error as Error).message}`)
+    }
+  }
+
+  private async watchStart(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+    if (!workload)
+      return void (await this.transition(
+        pod,
+        'PROVISIONING',
+        'its process was not found; starting again',
+      ))
+    if (workload.phase === 'exited') {
+      return this.releaseAndSet(
+        pod,
+        'ERROR',
+        `the process exited with code ${workload.exitCode ?? 'none (killed)'} while starting`,
+      )
+    }
+    const aliveMs = this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()
+    if (aliveMs < STARTUP_GRACE_MS) return
+    const http = pod.portMappings.find((p) => p.type === 'http')
+    if (http && aliveMs < HTTP_READY_TIMEOUT_MS && !(await portAnswers(http.public))) return
+    await this.transition(pod, 'RUNNING', null, { startedAt: workload.startedAt })
+  }
+
+  private async watchRunning(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+    if (workload?.phase === 'running') return
+    const code = workload?.exitCode
+    if (workload && code === 0)
+      return this.releaseAndSet(pod, 'EXITED', 'the process exited with code 0')
+    const what = workload
+      ? `the process exited with code ${code ?? 'none (killed)'}`
+      : 'its process is gone'
+    if (pod.crashRestarts < MAX_CRASH_RESTARTS) {
+      await this.transition(
+        pod,
+        'PROVISIONING',
+        `${what}; restart ${pod.crashRestarts + 1} of ${MAX_CRASH_RESTARTS}`,
+        {
+          generation: pod.generation + 1,
+          crashRestarts: pod.crashRestarts + 1,
+        },
+      )
+      return
+    }
+    return this.releaseAndSet(pod, 'ERROR', `${what} after ${MAX_CRASH_RESTARTS} restarts`)
+  }
+
+  private async cleanUp(pod: Pod, hasWorkload: boolean): Promise<void> {
+    if (this.cleaned.has(pod.id) && !hasWorkload) return
+    if (hasWorkload) await this.driverOf(pod).remove(pod.id)
+    await rm(path.dirname(podDirectories(this.deps.dataDir, pod.id).containerDisk), {
+      recursive: true,
+      force: true,
+    })
+    this.cleaned.add(pod.id)
+  }
+
+  /** Pod workloads whose pod no longer exists (purged, or deleted while the server was down). */
+  private async removeOrphans(pods: Pod[], workloads: Map<string, WorkloadState>): Promise<void> {
+    const known = new Set(pods.map((p) => p.id))
+    for (const workload of workloads.values()) {
+      if (workload.labels[POD_LABEL_KIND] !== 'pod' || known.has(workload.id)) continue
+      this.deps.logger.warn(
+        { workloadId: workload.id },
+        'removing a workload that belongs to no pod',
+      )
+      for (const driver of this.deps.drivers) await driver.remove(workload.id)
+      await rm(path.join(this.deps.dataDir, 'pods', workload.id), { recursive: true, force: true })
+    }
+  }
+
+  private async purgeTerminated(): Promise<void> {
+    const before = new Date(this.deps.clock.now().getTime() - TERMINATED_RETENTION_MS).toISOString()
+    for (const id of await this.deps.store.pods.purgeTerminated(before)) this.cleaned.delete(id)
+  }
+
+  async runtimeOf(pod: Pod): Promise<PodRuntime | null> {
+    const driver = this.driverOf(pod)
+    const workload = await driver.inspect(pod.id)
+    if (!workload || workload.phase !== 'running') return null
+    const stats = await driver.stats(pod.id)
+    return {
+      uptime: Math.max(
+        0,
+        Math.floor(
+          (this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()) / 1000,
+        ),
+      ),
+      // Simulated GPUs have no counters; a real GPU's utilisation comes with the docker driver.
+      gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
+      cpu: { util: stats?.cpuPercent ?? 0 },
+      memory: { util: stats?.memoryPercent ?? 0 },
+      ports: pod.portMappings.map((p) => ({
+        private: p.private,
+        public: p.public,
+        type: p.type,
+        ip: this.deps.publicIp,
+      })),
+    }
+  }
+
+  async readContainerLogs(pod: Pod, query: PodLogQuery): Promise<PodLogLine[]> {
+    return this.driverOf(pod).readLogs(pod.id, query)
+  }
+
+  followContainerLogs(pod: Pod, afterSeq: number, signal: AbortSignal): AsyncIterable<PodLogLine> {
+    return this.driverOf(pod).followLogs(pod.id, afterSeq, signal)
+  }
+}

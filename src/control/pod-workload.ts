@@ -1,0 +1,87 @@
+import path from 'node:path'
+import type { Pod, PortMapping } from '../domain/pods/pod.js'
+import { parsePortSpec } from '../domain/pods/pod-rules.js'
+import type { WorkloadSpec } from '../runtime/driver.js'
+
+export const POD_LABEL_KIND = 'podyard.kind'
+export const POD_LABEL_GENERATION = 'podyard.generation'
+
+export interface PodDirectories {
+  containerDisk: string
+  persistent: string
+}
+
+/** Where a pod's disks live on the host: `<dataDir>/pods/<id>/{disk,persistent}`. */
+export function podDirectories(dataDir: string, podId: string): PodDirectories {
+  const root = path.join(dataDir, 'pods', podId)
+  return { containerDisk: path.join(root, 'disk'), persistent: path.join(root, 'persistent') }
+}
+
+export interface PodHostFacts {
+  dataCenterId: string
+  publicIp: string
+  /** What the pod's allocation holds on the host. */
+  vcpus: number
+  memoryGb: number
+}
+
+/**
+ * Translates a pod into the workload its host's driver runs: the pod's env plus the variables
+ * RunPod's images read (RUNPOD_POD_ID, RUNPOD_DC_ID, ...), its disks and mounts, its ports.
+ */
+export function workloadOf(
+  pod: Pod,
+  dirs: PodDirectories,
+  host: PodHostFacts,
+  portMappings: PortMapping[],
+): WorkloadSpec {
+  const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
+  const env: Record<string, string> = {
+    ...pod.env,
+    RUNPOD_POD_ID: pod.id,
+    RUNPOD_DC_ID: host.dataCenterId,
+    RUNPOD_GPU_COUNT: String(gpuCount),
+    RUNPOD_CPU_COUNT: String(host.vcpus),
+    RUNPOD_PUBLIC_IP: host.publicIp,
+    ...Object.fromEntries(
+      portMappings.map((p) => [`RUNPOD_TCP_PORT_${p.private}`, String(p.public)]),
+    ),
+    ...(pod.globalIp ? { PODYARD_GLOBAL_IP: pod.globalIp } : {}),
+  }
+  return {
+    id: pod.id,
+    image: pod.image,
+    command: pod.args.trim() === '' ? null : pod.args,
+    env,
+    containerDiskPath: dirs.containerDisk,
+    diskGb: pod.disk,
+    mounts: pod.mounts.persistent
+      ? [
+          {
+            hostPath: dirs.persistent,
+            containerPath: pod.mounts.persistent.path,
+            kind: 'persistent',
+          },
+        ]
+      : [],
+    ports: portMappings.map((p) => ({
+      private: p.private,
+      public: p.public,
+      protocol: p.type as 'http' | 'tcp' | 'udp',
+    })),
+    gpuIndices: pod.gpuIndices,
+    vcpus: host.vcpus,
+    memoryGb: host.memoryGb,
+    labels: { [POD_LABEL_KIND]: 'pod', [POD_LABEL_GENERATION]: String(pod.generation) },
+  }
+}
+
+/** The declared ports, each with a host port chosen by `pick`. */
+export async function assignPorts(pod: Pod, pick: () => Promise<number>): Promise<PortMapping[]> {
+  const mappings: PortMapping[] = []
+  for (const spec of pod.ports) {
+    const parsed = parsePortSpec(spec)
+    if (parsed) mappings.push({ private: parsed.port, public: await pick(), type: parsed.protocol })
+  }
+  return mappings
+}

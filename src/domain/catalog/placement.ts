@@ -1,0 +1,65 @@
+import type { Allocation } from './capacity.js'
+import type { Cloud, DataCenter, Host } from './fleet.js'
+
+export interface GpuCompute {
+  kind: 'gpu'
+  gpuTypeId: string
+  gpuCount: number
+  /** Only hosts whose CUDA version is one of these; when non-empty, minCudaVersion is ignored. */
+  cudaVersions?: string[]
+  /** Only hosts whose CUDA version is at least this, compared numerically. */
+  minCudaVersion?: string
+}
+
+export interface CpuCompute {
+  kind: 'cpu'
+  flavorId: string
+  vcpuCount: number
+}
+
+/** What a workload needs of a host. The scheduler (scheduler/core) decides; the domain asks. */
+export interface PlacementRequest {
+  compute: GpuCompute | CpuCompute
+  /** undefined: either cloud (GraphQL cloudType ALL). */
+  cloud?: Cloud
+  /** Allowed data centers in order of preference; empty: any. */
+  dataCenterIds: string[]
+  /** Only data centers with global networking, and only NVIDIA GPUs. */
+  globalNetworking: boolean
+  /** Container disk plus persistent mount, GB. */
+  diskGb: number
+  /** Must land on this host (a pod with a persistent mount restarts where its data is). */
+  pinnedHostId?: string
+  /** Try this host first (a restarting pod prefers its previous host). */
+  preferredHostId?: string
+}
+
+export interface Placement {
+  hostId: string
+  dataCenterId: string
+  gpuIndices: number[]
+  vcpus: number
+  memoryGb: number
+  diskGb: number
+}
+
+export interface HostRejection {
+  hostId: string
+  /** A predicate of the host: `host ${hostId} ${reason}` reads as a sentence. */
+  reason: string
+}
+
+export type PlacementResult =
+  { ok: true; placement: Placement } | { ok: false; detail: string; rejections: HostRejection[] }
+
+export interface PlacementSnapshot {
+  hosts: readonly Host[]
+  dataCenters: readonly DataCenter[]
+  allocations: readonly Allocation[]
+}
+
+/** The scheduler's pure decision, injected where capacity is taken. */
+export type PlacementPolicy = (
+  snapshot: PlacementSnapshot,
+  request: PlacementRequest,
+) => PlacementResult

@@ -1,0 +1,480 @@
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import { newId } from '../../shared/ids.js'
+import type { CatalogService } from '../catalog/catalog-service.js'
+import type { Cloud } from '../catalog/fleet.js'
+import { findGpuType } from '../catalog/gpu-types.js'
+import type { PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
+import type { Allocation } from '../catalog/capacity.js'
+import type { Pod, PodActionRequest, PodCompute, PodMounts, PodRuntime, PodStatus } from './pod.js'
+import {
+  checkAction,
+  checkMountsOnCreate,
+  DEFAULT_CLOUD,
+  DEFAULT_CONTAINER_DISK_GB,
+  holdsResources,
+  hourlyPriceOf,
+  patchMounts,
+  RESTARTING_FIELDS,
+} from './pod-rules.js'
+import type {
+  CapacityUnit,
+  LogSource,
+  PodLogLine,
+  PodLogQuery,
+  PodRuntimeReader,
+  PodStore,
+} from './ports.js'
+
+export interface CreatePodInput {
+  name: string
+  image: string
+  args?: string
+  disk?: number
+  ports?: string[]
+  env?: Record<string, string>
+  registry?: string | null
+  gpu?: { id: string; count?: number }
+  cpu?: { id: string; vcpuCount: number }
+  mounts?: PodMounts
+  cloud?: Cloud
+  dataCenterIds?: string[]
+  globalNetworking?: boolean
+  templateId?: string
+}
+
+export interface UpdatePodInput {
+  name?: string
+  locked?: boolean
+  image?: string
+  args?: string
+  disk?: number
+  ports?: string[]
+  env?: Record<string, string>
+  registry?: string | null
+  mounts?: PodMounts
+  globalNetworking?: boolean
+}
+
+export interface PodServiceDeps {
+  store: PodStore
+  catalog: CatalogService
+  place: PlacementPolicy
+  runtime: PodRuntimeReader
+  clock: Clock
+  /** Wakes the lifecycle loop after a change so it acts now rather than at its next tick. */
+  nudge: () => void
+}
+
+const ALLOCATION_KIND = 'pod'
+/** How long a TERMINATED pod stays readable by id (docs/pods.md). */
+export const TERMINATED_RETENTION_MS = 24 * 3600 * 1000
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b)
+}
+
+/** Pods: creation with placement, reads, updates and actions. The lifecycle loop runs them. */
+export class PodService {
+  constructor(private readonly deps: PodServiceDeps) {}
+
+  private get now(): string {
+    return this.deps.clock.now().toISOString()
+  }
+
+  /** Resolves the compute part of a create body against the catalog; 400 naming the rule broken. */
+  private async computeOf(input: CreatePodInput): Promise<PodCompute> {
+    if (input.gpu && input.cpu)
+      throw new AppError('RULE_CONFLICT', 'give either gpu or cpu, not both')
+    if (!input.gpu && !input.cpu) throw new AppError('RULE_CONFLICT', 'give one of gpu or cpu')
+    if (input.gpu) {
+      if (!(await this.deps.catalog.getGpuType(input.gpu.id))) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
+        )
+      }
+      return { kind: 'gpu', gpuTypeId: input.gpu.id, gpuCount: input.gpu.count ?? 1 }
+    }
+    const { id, vcpuCount } = input.cpu!
+    const flavor = await this.deps.catalog.getCpuType(id)
+    if (!flavor)
+      throw new AppError('RULE_CONFLICT', `unknown CPU flavor "${id}": see GET /v2/catalog/cpus`)
+    if (!flavor.vcpuCounts.includes(vcpuCount)) {
+      throw new AppError(
+        'RULE_CONFLICT',
+        `CPU flavor ${id} does not offer ${vcpuCount} vCPUs; it offers ${flavor.vcpuCounts.join(', ')}`,
+      )
+    }
+    return {
+      kind: 'cpu',
+      flavorId: id,
+      vcpuCount,
+      memoryGb: Math.round(vcpuCount * flavor.ramGbPerVcpu),
+    }
+  }
+
+  private checkDataCenters(ids: string[], globalNetworking: boolean, compute: PodCompute): void {
+    const fleet = this.deps.catalog.fleet
+    for (const id of ids) {
+      if (!fleet.dataCenters.some((dc) => dc.id === id)) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          `unknown data center "${id}": see GET /v2/catalog/datacenters`,
+        )
+      }
+    }
+    if (!globalNetworking) return
+    const manufacturer =
+      compute.kind === 'gpu' ? findGpuType(compute.gpuTypeId)?.manufacturer : undefined
+    if (manufacturer !== 'NVIDIA') {
+      throw new AppError('RULE_CONFLICT', 'globalNetworking needs an NVIDIA GPU')
+    }
+    if (
+      ids.length > 0 &&
+      !ids.some((id) => fleet.dataCenters.find((dc) => dc.id === id)?.globalNetwork)
+    ) {
+      throw new AppError(
+        'RULE_CONFLICT',
+        `globalNetworking needs a data center with global networking; none of ${ids.join(', ')} has it`,
+      )
+    }
+  }
+
+  /**
+   * Registries, network volumes and templates are resources of their own (issue 4); until an
+   * account can have any, a reference to one names nothing and is refused as unknown.
+   */
+  private checkReferences(input: Pick<CreatePodInput, 'registry' | 'mounts' | 'templateId'>): void {
+    if (input.templateId !== undefined) {
+      throw new AppError('RULE_CONFLICT', `template "${input.templateId}" not found`)
+    }
+    if (input.registry)
+      throw new AppError('RULE_CONFLICT', `registry "${input.registry}" not found`)
+    const volumeId = input.mounts?.network?.[0]?.volumeId
+    if (volumeId !== undefined) {
+      throw new AppError('RULE_CONFLICT', `network volume "${volumeId}" not found in your account`)
+    }
+  }
+
+  private placementRequest(
+    pod: Pod,
+    hosts: { pinned?: string; preferred?: string } = {},
+  ): PlacementRequest {
+    return {
+      compute:
+        pod.compute.kind === 'gpu'
+          ? { kind: 'gpu', gpuTypeId: pod.compute.gpuTypeId, gpuCount: pod.compute.gpuCount }
+          : { kind: 'cpu', flavorId: pod.compute.flavorId, vcpuCount: pod.compute.vcpuCount },
+      cloud: pod.cloud,
+      dataCenterIds: pod.dataCenterIds,
+      globalNetworking: pod.globalNetworking,
+      diskGb: pod.disk + (pod.mounts.persistent?.size ?? 0),
+      ...(hosts.pinned ? { pinnedHostId: hosts.pinned } : {}),
+      ...(hosts.preferred ? { preferredHostId: hosts.preferred } : {}),
+    }
+  }
+
+  /** Places the pod and records its allocation, inside the exclusive unit. */
+  private async reserve(unit: CapacityUnit, pod: Pod, request: PlacementRequest): Promise<Pod> {
+    const fleet = this.deps.catalog.fleet
+    const result = this.deps.place(
+      {
+        hosts: fleet.hosts,
+        dataCenters: fleet.dataCenters,
+        allocations: await unit.allocations.list(),
+      },
+      request,
+    )
+    if (!result.ok) throw new AppError('NO_CAPACITY', result.detail)
+    const { placement } = result
+    const allocation: Allocation = {
+      id: newId.allocation(),
+      hostId: placement.hostId,
+      ownerKind: ALLOCATION_KIND,
+      ownerId: pod.id,
+      gpuCount: placement.gpuIndices.length,
+      gpuIndices: placement.gpuIndices,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
+      diskGb: placement.diskGb,
+      createdAt: this.now,
+    }
+    await unit.allocations.remove(ALLOCATION_KIND, pod.id)
+    await unit.allocations.insert(allocation)
+    return {
+      ...pod,
+      hostId: placement.hostId,
+      dataCenterId: placement.dataCenterId,
+      gpuIndices: placement.gpuIndices,
+    }
+  }
+
+  private async nextGlobalIp(
+    unit: CapacityUnit,
+    accountId: string,
+    excludePodId: string,
+  ): Promise<string> {
+    const used = new Set(
+      (await unit.pods.list({ accountId }))
+        .filter((p) => p.id !== excludePodId && p.status !== 'TERMINATED' && p.globalIp)
+        .map((p) => p.globalIp),
+    )
+    // Each account has its own private network, so ranges may repeat across accounts.
+    for (let n = 2; n < 1 << 24; n++) {
+      const ip = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`
+      if (!used.has(ip)) return ip
+    }
+    throw new AppError('NO_CAPACITY', 'the account has used every address of its private network')
+  }
+
+  async create(accountId: string, input: CreatePodInput): Promise<Pod> {
+    const compute = await this.computeOf(input)
+    checkMountsOnCreate(input.mounts, compute)
+    const dataCenterIds = input.dataCenterIds ?? []
+    const globalNetworking = input.globalNetworking ?? false
+    this.checkDataCenters(dataCenterIds, globalNetworking, compute)
+    this.checkReferences(input)
+
+    const now = this.now
+    const cloud = input.cloud ?? DEFAULT_CLOUD
+    const id = newId.pod()
+    const draft: Pod = {
+      id,
+      accountId,
+      name: input.name,
+      image: input.image,
+      args: input.args ?? '',
+      disk: input.disk ?? DEFAULT_CONTAINER_DISK_GB,
+      ports: input.ports ?? [],
+      env: input.env ?? {},
+      registry: input.registry ?? null,
+      compute,
+      mounts: input.mounts ?? {},
+      cloud,
+      dataCenterIds,
+      dataCenterId: null,
+      hostId: null,
+      templateId: null,
+      locked: false,
+      globalNetworking,
+      globalIp: null,
+      status: 'PROVISIONING',
+      statusReason: null,
+      hourlyPrice: hourlyPriceOf(this.deps.catalog.fleet, compute, cloud),
+      gpuIndices: [],
+      portMappings: [],
+      generation: 1,
+      crashRestarts: 0,
+      createdAt: now,
+      startedAt: null,
+      lastStatusChange: now,
+      terminatedAt: null,
+      version: 1,
+    }
+    const pod = await this.deps.store.exclusive(async (unit) => {
+      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
+      if (globalNetworking) placed.globalIp = await this.nextGlobalIp(unit, accountId, id)
+      await unit.pods.insert(placed)
+      return placed
+    })
+    await this.deps.store.events.append(
+      pod.id,
+      now,
+      `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
+    )
+    this.deps.nudge()
+    return pod
+  }
+
+  /** A pod of the account; another account's pod, or a purged one, is 404. */
+  async get(accountId: string, id: string): Promise<Pod> {
+    const pod = await this.deps.store.pods.findById(id)
+    if (!pod || pod.accountId !== accountId) throw new AppError('NOT_FOUND', `pod ${id} not found`)
+    return pod
+  }
+
+  /** Lists the account's pods; TERMINATED ones only when the status filter asks for them. */
+  list(accountId: string, filter: { statuses?: PodStatus[]; name?: string } = {}): Promise<Pod[]> {
+    const statuses =
+      filter.statuses && filter.statuses.length > 0
+        ? filter.statuses
+        : (['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR'] as PodStatus[])
+    return this.deps.store.pods.list({
+      accountId,
+      statuses,
+      ...(filter.name ? { name: filter.name } : {}),
+    })
+  }
+
+  runtimeOf(pod: Pod): Promise<PodRuntime | null> {
+    return pod.status === 'RUNNING' ? this.deps.runtime.runtimeOf(pod) : Promise.resolve(null)
+  }
+
+  /** Writes a changed pod; a concurrent write by the lifecycle loop makes us re-read and retry. */
+  private async mutate(
+    accountId: string,
+    id: string,
+    change: (pod: Pod, unit: CapacityUnit) => Promise<Pod | undefined>,
+  ): Promise<Pod> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const result = await this.deps.store.exclusive(async (unit) => {
+        const current = await unit.pods.findById(id)
+        if (!current || current.accountId !== accountId)
+          throw new AppError('NOT_FOUND', `pod ${id} not found`)
+        const next = await change(current, unit)
+        if (!next) return { pod: current, written: true }
+        const stored: Pod = { ...next, version: current.version + 1 }
+        return { pod: stored, written: await unit.pods.update(stored) }
+      })
+      if (result.written) {
+        this.deps.nudge()
+        return result.pod
+      }
+    }
+    throw new AppError('INVALID_STATE', `pod ${id} is changing too often to update; try again`)
+  }
+
+  private withStatus(pod: Pod, status: PodStatus, reason: string | null): Pod {
+    return { ...pod, status, statusReason: reason, lastStatusChange: this.now }
+  }
+
+  async act(accountId: string, id: string, action: PodActionRequest): Promise<Pod> {
+    const pod = await this.mutate(accountId, id, async (current, unit) => {
+      checkAction(current, action)
+      switch (action) {
+        case 'start':
+        case 'reset':
+          if (current.status === 'PROVISIONING') return undefined
+          if (current.status === 'RUNNING') return this.restart(current)
+          return this.restartFromStopped(current, unit)
+        case 'restart':
+          return this.restart(current)
+        case 'stop':
+          await unit.allocations.remove(ALLOCATION_KIND, current.id)
+          return { ...this.withStatus(current, 'EXITED', 'stopped by request'), gpuIndices: [] }
+        case 'terminate':
+          return this.terminated(current, unit)
+      }
+    })
+    await this.deps.store.events.append(pod.id, this.now, `${action} requested; now ${pod.status}`)
+    return pod
+  }
+
+  async terminate(accountId: string, id: string): Promise<void> {
+    const pod = await this.mutate(accountId, id, async (current, unit) =>
+      current.status === 'TERMINATED' ? undefined : this.terminated(current, unit),
+    )
+    await this.deps.store.events.append(pod.id, this.now, 'terminated')
+  }
+
+  private async terminated(pod: Pod, unit: CapacityUnit): Promise<Pod> {
+    await unit.allocations.remove(ALLOCATION_KIND, pod.id)
+    return {
+      ...this.withStatus(pod, 'TERMINATED', 'terminated by request'),
+      gpuIndices: [],
+      terminatedAt: this.now,
+    }
+  }
+
+  private restart(pod: Pod): Pod {
+    return {
+      ...this.withStatus(pod, 'PROVISIONING', null),
+      generation: pod.generation + 1,
+      crashRestarts: 0,
+    }
+  }
+
+  /** EXITED or ERROR -> PROVISIONING: on the same host when it has room (a persistent mount pins it). */
+  private async restartFromStopped(pod: Pod, unit: CapacityUnit): Promise<Pod> {
+    const hosts =
+      pod.mounts.persistent && pod.hostId
+        ? { pinned: pod.hostId }
+        : { preferred: pod.hostId ?? undefined }
+    const placed = await this.reserve(unit, pod, this.placementRequest(pod, hosts))
+    return this.restart(placed)
+  }
+
+  async update(accountId: string, id: string, patch: UpdatePodInput): Promise<Pod> {
+    return this.mutate(accountId, id, async (current, unit) => {
+      if (current.status === 'TERMINATED') {
+        throw new AppError('INVALID_STATE', `pod ${id} is TERMINATED and cannot change`)
+      }
+      if (patch.registry) this.checkReferences({ registry: patch.registry })
+      const mounts = patchMounts(current.mounts, patch.mounts)
+      const globalNetworking = patch.globalNetworking ?? current.globalNetworking
+      if (globalNetworking && !current.globalNetworking) {
+        this.checkDataCenters([], true, current.compute)
+        const dc = this.deps.catalog.fleet.dataCenters.find((d) => d.id === current.dataCenterId)
+        if (!dc?.globalNetwork) {
+          throw new AppError(
+            'RULE_CONFLICT',
+            `globalNetworking needs a data center with global networking; ${current.dataCenterId} has none`,
+          )
+        }
+      }
+      let next: Pod = {
+        ...current,
+        name: patch.name ?? current.name,
+        locked: patch.locked ?? current.locked,
+        image: patch.image ?? current.image,
+        args: patch.args ?? current.args,
+        disk: patch.disk ?? current.disk,
+        env: patch.env ?? current.env,
+        ports: patch.ports ?? current.ports,
+        registry: patch.registry === undefined ? current.registry : patch.registry,
+        mounts,
+        globalNetworking,
+        globalIp: globalNetworking
+          ? (current.globalIp ?? (await this.nextGlobalIp(unit, accountId, id)))
+          : null,
+      }
+      const diskChanged =
+        next.disk !== current.disk ||
+        next.mounts.persistent?.size !== current.mounts.persistent?.size
+      if (diskChanged && holdsResources(current.status) && current.hostId) {
+        next = await this.reserve(
+          unit,
+          next,
+          this.placementRequest(next, { pinned: current.hostId }),
+        )
+      }
+      const restarts = RESTARTING_FIELDS.some((field) => !sameJson(next[field], current[field]))
+      if (
+        restarts &&
+        (current.status === 'RUNNING' ||
+          current.status === 'STARTING' ||
+          current.status === 'PROVISIONING')
+      ) {
+        next = this.restart(next)
+      }
+      return next
+    })
+  }
+
+  async readLogs(pod: Pod, source: LogSource, query: PodLogQuery): Promise<PodLogLine[]> {
+    return source === 'system'
+      ? this.deps.store.events.list(pod.id, query)
+      : this.deps.runtime.readContainerLogs(pod, query)
+  }
+
+  async *followLogs(
+    pod: Pod,
+    source: LogSource,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<PodLogLine> {
+    if (source === 'container') {
+      yield* this.deps.runtime.followContainerLogs(pod, afterSeq, signal)
+      return
+    }
+    let last = afterSeq
+    while (!signal.aborted) {
+      for (const line of await this.deps.store.events.list(pod.id, { afterSeq: last })) {
+        last = line.seq
+        yield line
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+}

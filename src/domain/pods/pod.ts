@@ -1,0 +1,94 @@
+import type { Cloud } from '../catalog/fleet.js'
+
+export const POD_STATUSES = [
+  'PROVISIONING',
+  'STARTING',
+  'RUNNING',
+  'EXITED',
+  'ERROR',
+  'TERMINATED',
+] as const
+export type PodStatus = (typeof POD_STATUSES)[number]
+
+/** The spec's PodAction: what `actions` may list. */
+export const POD_ACTIONS = ['start', 'stop', 'restart', 'terminate'] as const
+export type PodAction = (typeof POD_ACTIONS)[number]
+/** What `POST /v2/pods/{id}/action` accepts: the PodActions plus `reset`. */
+export type PodActionRequest = PodAction | 'reset'
+
+export type PodCompute =
+  | { kind: 'gpu'; gpuTypeId: string; gpuCount: number }
+  | { kind: 'cpu'; flavorId: string; vcpuCount: number; memoryGb: number }
+
+export interface PersistentMount {
+  size: number
+  path: string
+}
+
+export interface NetworkMount {
+  volumeId: string
+  path: string
+}
+
+export interface PodMounts {
+  persistent?: PersistentMount
+  network?: NetworkMount[]
+}
+
+export interface PortMapping {
+  private: number
+  public: number
+  type: string
+}
+
+export interface Pod {
+  id: string
+  accountId: string
+  name: string
+  image: string
+  args: string
+  disk: number
+  ports: string[]
+  env: Record<string, string>
+  registry: string | null
+  compute: PodCompute
+  mounts: PodMounts
+  cloud: Cloud
+  /** The data centers the creator allowed, in order of preference (empty: any). */
+  dataCenterIds: string[]
+  dataCenterId: string | null
+  hostId: string | null
+  templateId: string | null
+  locked: boolean
+  globalNetworking: boolean
+  /** The pod's address on its account's private network, when globalNetworking. */
+  globalIp: string | null
+  status: PodStatus
+  /** Why the pod is in ERROR (or what stopped it), for people. */
+  statusReason: string | null
+  /** USD per hour while the pod holds its host's resources. */
+  hourlyPrice: number
+  /** Host GPU indices while the pod holds resources. */
+  gpuIndices: number[]
+  /** Host ports of the declared ports, assigned at each start. */
+  portMappings: PortMapping[]
+  /** Increments at every (re)start; a workload of an older generation is stale. */
+  generation: number
+  /** Restarts after a crash since the last start requested by a person. */
+  crashRestarts: number
+  createdAt: string
+  startedAt: string | null
+  lastStatusChange: string
+  terminatedAt: string | null
+  /** Optimistic concurrency: every write increments it. */
+  version: number
+}
+
+/** The live metrics of a RUNNING pod (spec PodRuntime). */
+export interface PodRuntime {
+  uptime: number
+  gpus: Array<{ util: number; memoryUtil: number }>
+  cpu: { util: number }
+  memory: { util: number }
+  ports: Array<{ private: number; public: number | null; type: string; ip: string | null }>
+}

@@ -1,0 +1,108 @@
+/**
+ * The runtime contract. A driver runs workloads on one host; it knows WorkloadSpecs, never
+ * pods or workers (the control loops translate). Every driver passes the conformance suite in
+ * test/runtime-conformance.test.ts.
+ */
+
+export interface WorkloadMount {
+  /** Directory on the host. */
+  hostPath: string
+  /** Where the workload sees it. */
+  containerPath: string
+  kind: 'persistent' | 'network'
+}
+
+export interface WorkloadPort {
+  /** The port the workload declares (`8888/http` -> 8888). */
+  private: number
+  protocol: 'http' | 'tcp' | 'udp'
+  /** The host port assigned to it; the control loop picks it, the driver honours it. */
+  public: number
+}
+
+export interface WorkloadSpec {
+  /** Stable id (a pod id, a worker id); one live workload per id. */
+  id: string
+  /** Container image reference; drivers without images map it to a command (config `images:`). */
+  image: string
+  /** Shell command; null runs the image's default (or the driver's documented idle process). */
+  command: string | null
+  env: Record<string, string>
+  /**
+   * Ephemeral container disk: the driver empties it before every start, so restart and reset
+   * begin from nothing.
+   */
+  containerDiskPath: string
+  diskGb: number
+  mounts: WorkloadMount[]
+  ports: WorkloadPort[]
+  /** Host GPU indices assigned to the workload (empty for CPU workloads). */
+  gpuIndices: number[]
+  vcpus: number
+  memoryGb: number
+  /** Free-form labels the driver stores with the workload and returns from list(). */
+  labels: Record<string, string>
+}
+
+export type WorkloadPhase = 'running' | 'exited'
+
+export interface WorkloadState {
+  id: string
+  phase: WorkloadPhase
+  /** When the workload's process started (ISO); set while running and after exit. */
+  startedAt: string
+  /** Set when exited: the exit code, or null when it was killed by a signal. */
+  exitCode: number | null
+  /** When exited (ISO). */
+  finishedAt: string | null
+  labels: Record<string, string>
+}
+
+export interface WorkloadStats {
+  /** Percent of the workload's vCPU allotment, 0-100. */
+  cpuPercent: number
+  /** Percent of the workload's memory allotment, 0-100. */
+  memoryPercent: number
+}
+
+export interface LogLine {
+  /** Monotonic position of the line in the workload's log, from 1. */
+  seq: number
+  /** When the line was read from the workload (ISO). */
+  ts: string
+  line: string
+}
+
+export interface LogQuery {
+  /** Only lines with seq greater than this (resume after Last-Event-ID). */
+  afterSeq?: number
+  /** Only the last N lines of the history (applied after afterSeq). */
+  tail?: number
+  /** Only lines at or after this time (ISO). */
+  since?: string
+}
+
+export interface RuntimeDriver {
+  readonly name: string
+  /**
+   * Starts the workload and returns once it is launched (not necessarily healthy). Starting an
+   * id that is running is an error; an exited one is replaced.
+   */
+  start(spec: WorkloadSpec): Promise<WorkloadState>
+  /** SIGTERM to everything the workload runs, SIGKILL after `graceMs`; resolves when gone. */
+  stop(id: string, options?: { graceMs?: number }): Promise<void>
+  /** Current state, or undefined when the driver has no such workload. */
+  inspect(id: string): Promise<WorkloadState | undefined>
+  /** Every workload the driver knows on this host, including ones started before a restart. */
+  list(): Promise<WorkloadState[]>
+  /** Live usage; undefined when not running. */
+  stats(id: string): Promise<WorkloadStats | undefined>
+  /** Lines the workload has written (stdout and stderr), oldest first. */
+  readLogs(id: string, query?: LogQuery): Promise<LogLine[]>
+  /** New lines as they arrive, until the signal aborts. */
+  followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine>
+  /** Stops it if running and forgets it, its logs and its container disk. */
+  remove(id: string): Promise<void>
+  /** Releases watchers and timers; running workloads keep running (they are re-adopted). */
+  close(): Promise<void>
+}

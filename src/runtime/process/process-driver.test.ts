@@ -1,0 +1,338 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../shared/clock.js'
+import type { WorkloadSpec } from '../driver.js'
+import { ProcessDriver, type ProcessDriverOptions } from './process-driver.js'
+import { groupMembers } from './process-group.js'
+import { MAX_LOG_LINE_BYTES } from './log-lines.js'
+import { parseProcStat } from './proc-stat.js'
+
+/**
+ * What is particular to the process driver; what every driver does is in
+ * test/runtime-conformance.test.ts.
+ */
+
+let root: string
+let drivers: ProcessDriver[]
+let counter = 0
+
+beforeEach(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'podyard-process-driver-'))
+  drivers = []
+})
+
+afterEach(async () => {
+  for (const d of drivers) await d.close()
+  const cleaner = new ProcessDriver({ stateDir: path.join(root, 'state'), sandbox: 'none' })
+  for (const state of await cleaner.list()) {
+    await cleaner.stop(state.id, { graceMs: 0 })
+  }
+  await cleaner.close()
+  rmSync(root, { recursive: true, force: true })
+})
+
+function driver(options: Partial<ProcessDriverOptions> = {}): ProcessDriver {
+  const created = new ProcessDriver({
+    stateDir: path.join(root, 'state'),
+    sandbox: 'none',
+    logPollMs: 25,
+    ...options,
+  })
+  drivers.push(created)
+  return created
+}
+
+function makeSpec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
+  const id = overrides.id ?? `p${++counter}`
+  return {
+    id,
+    image: 'none',
+    command: 'exec sleep 300',
+    env: {},
+    containerDiskPath: path.join(root, 'disks', id),
+    diskGb: 1,
+    mounts: [],
+    ports: [],
+    gpuIndices: [],
+    vcpus: 1,
+    memoryGb: 1,
+    labels: {},
+    ...overrides,
+  }
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
+  const deadline = performance.now() + 10_000
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(20)
+  }
+}
+
+function fileText(file: string): Promise<string> {
+  return waitFor(file, () => (existsSync(file) ? readFileSync(file, 'utf8') : undefined))
+}
+
+function stateJson(id: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(path.join(root, 'state', id, 'state.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >
+}
+
+function envOf(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  )
+}
+
+const bubblewrapWorks =
+  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', 'true'], { stdio: 'ignore' })
+    .status === 0
+
+describe('ProcessDriver', () => {
+  it('records the group leader with its start ticks, and uses the injected clock', async () => {
+    const clock = new ManualClock('2030-05-01T12:00:00.000Z')
+    const d = driver({ clock })
+    const spec = makeSpec({ command: 'echo hi; exec sleep 300' })
+    const state = await d.start(spec)
+    expect(state.startedAt).toBe('2030-05-01T12:00:00.000Z')
+    const saved = stateJson(spec.id)
+    expect(saved.pgid).toBe(saved.pid)
+    const leader = parseProcStat(readFileSync(`/proc/${String(saved.pid)}/stat`, 'utf8'))
+    expect(saved.processStartTicks).toBe(leader?.starttime)
+    expect(saved).toMatchObject({ spec, sandbox: 'none', startedAt: state.startedAt })
+    expect(saved.bootId).toBe(readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim())
+    const lines = await waitFor('hi', async () => {
+      const read = await d.readLogs(spec.id)
+      return read.length > 0 ? read : undefined
+    })
+    expect(lines).toEqual([{ seq: 1, ts: '2030-05-01T12:00:00.000Z', line: 'hi' }])
+  })
+
+  it('leaves workloads running when the server process exits, for the next one to adopt', async () => {
+    const spec = makeSpec({
+      command: 'echo started; while [ ! -f go ]; do sleep 0.05; done; echo resumed; exit 5',
+    })
+    // A separate server process that starts the workload and exits at once.
+    const script = [
+      `import { ProcessDriver } from ${JSON.stringify(path.resolve(import.meta.dirname, 'process-driver.ts'))}`,
+      `const d = new ProcessDriver({ stateDir: ${JSON.stringify(path.join(root, 'state'))}, sandbox: 'none' })`,
+      `await d.start(${JSON.stringify(spec)})`,
+      'await d.close()',
+    ].join('\n')
+    const server = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        cwd: path.resolve(import.meta.dirname, '../../..'),
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    )
+    expect(server.stderr).toBe('')
+    expect(server.status).toBe(0)
+
+    const d = driver()
+    expect((await d.inspect(spec.id))?.phase).toBe('running')
+    writeFileSync(path.join(spec.containerDiskPath, 'go'), '')
+    const state = await waitFor('the exit', async () => {
+      const s = await d.inspect(spec.id)
+      return s?.phase === 'exited' ? s : undefined
+    })
+    expect(state.exitCode).toBe(5)
+    expect((await d.readLogs(spec.id)).map((l) => l.line)).toEqual(['started', 'resumed'])
+  })
+
+  it('does not take a process that re-uses the pid for the workload', async () => {
+    const d = driver()
+    const spec = makeSpec()
+    await d.start(spec)
+    await d.close()
+    const saved = stateJson(spec.id)
+    const file = path.join(root, 'state', spec.id, 'state.json')
+    writeFileSync(
+      file,
+      JSON.stringify({ ...saved, processStartTicks: Number(saved.processStartTicks) + 1 }),
+    )
+    try {
+      const successor = driver()
+      expect(await successor.inspect(spec.id)).toMatchObject({ phase: 'exited', exitCode: null })
+      // Not ours: stop must not signal it.
+      await successor.stop(spec.id, { graceMs: 0 })
+      expect(existsSync(`/proc/${String(saved.pid)}`)).toBe(true)
+    } finally {
+      process.kill(-Number(saved.pgid), 'SIGKILL')
+    }
+  })
+
+  it('runs `exec sleep infinity` when there is nothing else to run, or the configured idle command', async () => {
+    const d = driver()
+    const spec = makeSpec({ command: null })
+    await d.start(spec)
+    const pgid = Number(stateJson(spec.id).pgid)
+    const commands = await waitFor('the idle sleep', async () => {
+      const members = await groupMembers({
+        pgid,
+        leaderStartTicks: Number(stateJson(spec.id).processStartTicks),
+      })
+      const argvs = members.map((m) =>
+        readFileSync(`/proc/${m.pid}/cmdline`, 'utf8').split('\0').join(' ').trim(),
+      )
+      return argvs.includes('sleep infinity') ? argvs : undefined
+    })
+    expect(commands).toContain('sleep infinity')
+
+    const custom = driver({ idleCommand: 'echo idling; exec sleep 300' })
+    const other = makeSpec({ command: null })
+    await custom.start(other)
+    await waitFor('idling', async () =>
+      (await custom.readLogs(other.id)).length > 0 ? true : undefined,
+    )
+  })
+
+  it('tells an unsandboxed workload where its disks are, and which ports to bind', async () => {
+    const d = driver()
+    const volume = path.join(root, 'volumes', 'v1')
+    const spec = makeSpec({
+      command: 'env > env.txt; touch ready; exec sleep 300',
+      mounts: [{ hostPath: volume, containerPath: '/workspace', kind: 'persistent' }],
+      ports: [{ private: 8888, protocol: 'http', public: 41234 }],
+    })
+    await d.start(spec)
+    await fileText(path.join(spec.containerDiskPath, 'ready'))
+    const env = envOf(readFileSync(path.join(spec.containerDiskPath, 'env.txt'), 'utf8'))
+    expect(env).toMatchObject({
+      HOME: spec.containerDiskPath,
+      PODYARD_CONTAINER_DISK: spec.containerDiskPath,
+      PODYARD_MOUNT_WORKSPACE: volume,
+      RUNPOD_TCP_PORT_8888: '41234',
+      PATH: process.env.PATH,
+    })
+    expect(env.CUDA_VISIBLE_DEVICES).toBeUndefined()
+    expect(existsSync(volume)).toBe(true)
+  })
+
+  it('continues the log of a workload across its runs, and splits over-long lines', async () => {
+    const d = driver()
+    const spec = makeSpec({ command: 'echo run-1; printf unterminated' })
+    await d.start(spec)
+    await waitFor('run 1 to end', async () =>
+      (await d.inspect(spec.id))?.phase === 'exited' ? true : undefined,
+    )
+    await d.start({
+      ...spec,
+      command: `echo run-2; head -c ${MAX_LOG_LINE_BYTES + 5} /dev/zero | tr '\\0' x; echo`,
+    })
+    await waitFor('run 2 to end', async () =>
+      (await d.inspect(spec.id))?.phase === 'exited' ? true : undefined,
+    )
+    const lines = await d.readLogs(spec.id)
+    expect(lines.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5])
+    expect(lines.slice(0, 3).map((l) => l.line)).toEqual(['run-1', 'unterminated', 'run-2'])
+    expect(lines.slice(3).map((l) => l.line.length)).toEqual([MAX_LOG_LINE_BYTES, 5])
+  })
+
+  it('stops what an exited workload left running in its group', async () => {
+    const d = driver()
+    const token = String(200_000 + Math.floor(Math.random() * 100_000))
+    const spec = makeSpec({ command: `sleep ${token} & exit 0` })
+    await d.start(spec)
+    const state = await waitFor('the leader to exit', async () => {
+      const s = await d.inspect(spec.id)
+      return s?.phase === 'exited' ? s : undefined
+    })
+    expect(state.exitCode).toBe(0)
+    const pgid = Number(stateJson(spec.id).pgid)
+    const leaderStartTicks = Number(stateJson(spec.id).processStartTicks)
+    expect((await groupMembers({ pgid, leaderStartTicks })).length).toBeGreaterThan(0)
+    await d.stop(spec.id, { graceMs: 1000 })
+    expect(await groupMembers({ pgid, leaderStartTicks })).toEqual([])
+  })
+
+  it('ends followers when it closes, and leaves the workload running', async () => {
+    const d = driver()
+    const spec = makeSpec()
+    await d.start(spec)
+    const follow = d.followLogs(spec.id, 0, new AbortController().signal)[Symbol.asyncIterator]()
+    const pending = follow.next()
+    await sleep(50)
+    await d.close()
+    expect((await pending).done).toBe(true)
+    expect((await d.inspect(spec.id))?.phase).toBe('running')
+    expect((await driver().inspect(spec.id))?.phase).toBe('running')
+  })
+
+  it('refuses ids and container disks that could reach outside their place', async () => {
+    const d = driver()
+    await expect(d.start(makeSpec({ id: '../escape' }))).rejects.toThrow(/invalid workload id/)
+    await expect(d.start(makeSpec({ containerDiskPath: '/' }))).rejects.toThrow(/container disk/)
+    await expect(d.start(makeSpec({ containerDiskPath: root }))).rejects.toThrow(/container disk/)
+    await expect(d.start(makeSpec({ containerDiskPath: 'relative' }))).rejects.toThrow(
+      /container disk/,
+    )
+    const disk = path.join(root, 'disks', 'd1')
+    const inside = { hostPath: path.join(disk, 'vol'), containerPath: '/workspace' } as const
+    await expect(
+      d.start(makeSpec({ containerDiskPath: disk, mounts: [{ ...inside, kind: 'persistent' }] })),
+    ).rejects.toThrow(/inside the container disk/)
+  })
+
+  it("falls back to no sandbox in 'auto' without bwrap, and refuses to start in 'bubblewrap'", async () => {
+    const savedPath = process.env.PATH
+    process.env.PATH = path.join(root, 'empty-bin')
+    try {
+      expect(await driver({ sandbox: 'auto' }).activeSandbox()).toBe('none')
+      await expect(driver({ sandbox: 'bubblewrap' }).start(makeSpec())).rejects.toThrow(/bwrap/)
+    } finally {
+      process.env.PATH = savedPath
+    }
+  })
+
+  describe.runIf(bubblewrapWorks)('in bubblewrap', () => {
+    it('sees its disk at /root, its mounts at their paths, a read-only system and its own pids', async () => {
+      const d = driver({ sandbox: 'bubblewrap' })
+      expect(await d.activeSandbox()).toBe('bubblewrap')
+      const volume = path.join(root, 'volumes', 'v1')
+      const spec = makeSpec({
+        command: [
+          'env > env.txt',
+          'pwd > pwd.txt',
+          'ls /proc | grep -c "^[0-9]" > pids.txt',
+          'if touch /usr/podyard-probe 2>/dev/null; then echo writable; else echo read-only; fi > usr.txt',
+          'echo from-sandbox > /workspace/written.txt',
+          'touch ready',
+          'exec sleep 300',
+        ].join('; '),
+        mounts: [{ hostPath: volume, containerPath: '/workspace', kind: 'persistent' }],
+      })
+      await d.start(spec)
+      await fileText(path.join(spec.containerDiskPath, 'ready'))
+      const read = (name: string): string =>
+        readFileSync(path.join(spec.containerDiskPath, name), 'utf8').trim()
+      expect(read('pwd.txt')).toBe('/root')
+      expect(read('usr.txt')).toBe('read-only')
+      expect(Number(read('pids.txt'))).toBeLessThan(10)
+      expect(readFileSync(path.join(volume, 'written.txt'), 'utf8')).toBe('from-sandbox\n')
+      expect(envOf(read('env.txt'))).toMatchObject({
+        HOME: '/root',
+        PODYARD_CONTAINER_DISK: '/root',
+        PODYARD_MOUNT_WORKSPACE: '/workspace',
+      })
+      expect(stateJson(spec.id).sandbox).toBe('bubblewrap')
+    })
+  })
+})

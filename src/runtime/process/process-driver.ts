@@ -1,0 +1,583 @@
+import { spawn } from 'node:child_process'
+import { closeSync, openSync } from 'node:fs'
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { AppError } from '../../shared/app-error.js'
+import { systemClock, type Clock } from '../../shared/clock.js'
+import type {
+  LogLine,
+  LogQuery,
+  RuntimeDriver,
+  WorkloadSpec,
+  WorkloadState,
+  WorkloadStats,
+} from '../driver.js'
+import { probeBubblewrap } from './bubblewrap.js'
+import { selectLogLines } from './log-lines.js'
+import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
+import { cpuPercent, cpuSample, memoryPercent, type CpuSample } from './proc-stat.js'
+import {
+  currentBootId,
+  groupMembers,
+  leaderIsRunning,
+  readProcStatSync,
+  signalGroup,
+  systemPageSize,
+  type GroupIdentity,
+} from './process-group.js'
+import {
+  buildLaunch,
+  DEFAULT_IDLE_COMMAND,
+  resolveCommand,
+  type BubblewrapSandbox,
+  type Launch,
+} from './workload-launch.js'
+import {
+  isValidWorkloadId,
+  parseExitStatus,
+  parseWorkloadRecord,
+  type WorkloadRecord,
+} from './workload-record.js'
+
+export type SandboxMode = 'auto' | 'none' | 'bubblewrap'
+
+export interface ProcessDriverOptions {
+  /** Where each workload keeps state.json, output.log, logs.jsonl and its exit status. */
+  stateDir: string
+  /** Image reference -> shell command, for specs without a command of their own. */
+  images?: Record<string, string>
+  /** What a workload with neither command nor mapped image runs (DEFAULT_IDLE_COMMAND). */
+  idleCommand?: string
+  clock?: Clock
+  /** 'auto' (default): bubblewrap when a working bwrap is on PATH, else none. */
+  sandbox?: SandboxMode
+  /** How often running workloads' output is copied into their logs (ms). */
+  logPollMs?: number
+}
+
+export const DEFAULT_STOP_GRACE_MS = 10_000
+export const DEFAULT_LOG_POLL_MS = 250
+
+/** Window of the first stats() measurement of a workload (later ones use the previous call). */
+export const STATS_SAMPLE_MS = 200
+/** A previous stats() sample older than this says little about now; measure afresh. */
+const STATS_SAMPLE_MAX_AGE_MS = 60_000
+const STOP_POLL_MS = 25
+/**
+ * After SIGKILL a process may still be leaving (a large address space to free, a read from a
+ * dead NFS server in D state); past this bound stop() reports the survivors.
+ */
+const KILL_WAIT_MS = 10_000
+/** Processes an exited workload left behind are stopped quickly before it is started again. */
+const LEFTOVER_GRACE_MS = 1_000
+
+const STATE_FILE = 'state.json'
+const OUTPUT_FILE = 'output.log'
+const LOG_FILE = 'logs.jsonl'
+const EXIT_STATUS_FILE = 'exit-status'
+
+interface Ended {
+  exitCode: number | null
+  finishedAt: string
+}
+
+/** What the driver holds in memory about one workload it started or adopted. */
+interface Tracked {
+  record: WorkloadRecord
+  pump: LogPump
+  timer: NodeJS.Timeout | undefined
+  ticking: boolean
+  ended: Ended | undefined
+  cpu: CpuSample | undefined
+  removed: boolean
+  /** Writes of state.json, one after the other, each of the record current when it runs. */
+  saving: Promise<unknown>
+}
+
+function groupOf(record: WorkloadRecord): GroupIdentity {
+  return { pgid: record.pgid, leaderStartTicks: record.processStartTicks }
+}
+
+function isMissing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'ENOENT'
+}
+
+function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child)
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative))
+}
+
+/**
+ * Runs each workload as a detached process group on this host: no images, no resource limits,
+ * optionally inside bubblewrap. Workloads outlive the server; a new driver on the same state
+ * directory adopts them. See docs/runtime.md.
+ */
+export class ProcessDriver implements RuntimeDriver {
+  readonly name = 'process'
+
+  private readonly stateDir: string
+  private readonly images: Readonly<Record<string, string>>
+  private readonly idleCommand: string
+  private readonly clock: Clock
+  private readonly sandboxMode: SandboxMode
+  private readonly logPollMs: number
+  private readonly workloads = new Map<string, Tracked>()
+  private readonly locks = new Map<string, Promise<unknown>>()
+  private readonly closing = new AbortController()
+  private sandboxChoice: Promise<BubblewrapSandbox | null> | undefined
+
+  constructor(options: ProcessDriverOptions) {
+    this.stateDir = path.resolve(options.stateDir)
+    this.images = { ...options.images }
+    this.idleCommand = options.idleCommand ?? DEFAULT_IDLE_COMMAND
+    this.clock = options.clock ?? systemClock
+    this.sandboxMode = options.sandbox ?? 'auto'
+    this.logPollMs = options.logPollMs ?? DEFAULT_LOG_POLL_MS
+  }
+
+  /** The sandbox new workloads get: decided once, on first use. */
+  async activeSandbox(): Promise<'none' | 'bubblewrap'> {
+    return (await this.chooseSandbox()) === null ? 'none' : 'bubblewrap'
+  }
+
+  async start(spec: WorkloadSpec): Promise<WorkloadState> {
+    this.checkSpec(spec)
+    return this.exclusive(spec.id, () => this.startNow(spec))
+  }
+
+  stop(id: string, options: { graceMs?: number } = {}): Promise<void> {
+    return this.exclusive(id, async () => {
+      const tracked = await this.load(id)
+      if (tracked) await this.stopNow(tracked, options.graceMs ?? DEFAULT_STOP_GRACE_MS)
+    })
+  }
+
+  async inspect(id: string): Promise<WorkloadState | undefined> {
+    const tracked = await this.load(id)
+    return tracked && this.stateOf(tracked)
+  }
+
+  async list(): Promise<WorkloadState[]> {
+    let names: string[]
+    try {
+      names = await readdir(this.stateDir)
+    } catch (error) {
+      if (isMissing(error)) return []
+      throw error
+    }
+    const states = await Promise.all(names.filter(isValidWorkloadId).map((id) => this.inspect(id)))
+    return states
+      .filter((s): s is WorkloadState => s !== undefined)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  }
+
+  async stats(id: string): Promise<WorkloadStats | undefined> {
+    const tracked = await this.load(id)
+    if (!tracked || !(await this.isRunning(tracked.record))) return undefined
+    const group = groupOf(tracked.record)
+    let previous = tracked.cpu
+    if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
+      previous = cpuSample(performance.now(), await groupMembers(group))
+    }
+    const wait = STATS_SAMPLE_MS - (performance.now() - previous.atMs)
+    if (wait > 0) await sleep(wait)
+    const members = await groupMembers(group)
+    const next = cpuSample(performance.now(), members)
+    tracked.cpu = next
+    const rssBytes = members.reduce((sum, m) => sum + m.rssPages, 0) * (await systemPageSize())
+    return {
+      cpuPercent: cpuPercent(previous, next, tracked.record.spec.vcpus),
+      memoryPercent: memoryPercent(rssBytes, tracked.record.spec.memoryGb),
+    }
+  }
+
+  async readLogs(id: string, query: LogQuery = {}): Promise<LogLine[]> {
+    const tracked = await this.load(id)
+    if (!tracked) return []
+    await tracked.pump.pump(!(await this.isRunning(tracked.record)))
+    return selectLogLines(await readLogEntries(this.file(id, LOG_FILE)), query)
+  }
+
+  async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
+    const stopped = AbortSignal.any([signal, this.closing.signal])
+    let last = afterSeq
+    let offset = 0
+    while (!stopped.aborted) {
+      const tracked = await this.load(id)
+      if (!tracked) return
+      // Read the phase before pumping: a workload seen exited has written everything, so
+      // this pass delivers its last lines and following can end.
+      const running = await this.isRunning(tracked.record)
+      await tracked.pump.pump(!running)
+      const { entries, next } = await readLogEntriesFrom(this.file(id, LOG_FILE), offset)
+      offset = next
+      for (const entry of entries) {
+        if (entry.seq <= last) continue
+        if (stopped.aborted) return
+        yield { seq: entry.seq, ts: entry.ts, line: entry.line }
+        last = entry.seq
+      }
+      if (!running) return
+      await sleep(this.logPollMs, undefined, { signal: stopped }).catch(() => undefined)
+    }
+  }
+
+  remove(id: string): Promise<void> {
+    return this.exclusive(id, async () => {
+      const tracked = await this.load(id)
+      if (tracked) {
+        await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS)
+        tracked.removed = true
+        this.workloads.delete(id)
+        await rm(tracked.record.spec.containerDiskPath, {
+          recursive: true,
+          force: true,
+          maxRetries: 3,
+        })
+      }
+      if (isValidWorkloadId(id)) {
+        await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 })
+      }
+    })
+  }
+
+  /** Ends timers and followers; the driver still answers (reading logs on demand). */
+  async close(): Promise<void> {
+    this.closing.abort()
+    for (const tracked of this.workloads.values()) this.stopPumping(tracked)
+    this.workloads.clear()
+  }
+
+  // --- starting ---------------------------------------------------------------------------
+
+  private checkSpec(spec: WorkloadSpec): void {
+    if (!isValidWorkloadId(spec.id))
+      throw new Error(`invalid workload id ${JSON.stringify(spec.id)}`)
+    const disk = spec.containerDiskPath
+    // The disk is emptied on every start: a path that holds the state directory, or the root,
+    // would be wiped with it.
+    if (!path.isAbsolute(disk) || path.resolve(disk) === '/' || isInside(this.stateDir, disk)) {
+      throw new Error(`workload ${spec.id}: unusable container disk path ${JSON.stringify(disk)}`)
+    }
+    for (const mount of spec.mounts) {
+      if (!path.isAbsolute(mount.hostPath) || !path.isAbsolute(mount.containerPath)) {
+        throw new Error(`workload ${spec.id}: mount paths must be absolute`)
+      }
+      // Volumes outlive the container disk; one inside it would be wiped with it.
+      if (isInside(mount.hostPath, disk)) {
+        throw new Error(`workload ${spec.id}: mount ${mount.hostPath} is inside the container disk`)
+      }
+    }
+  }
+
+  private async startNow(spec: WorkloadSpec): Promise<WorkloadState> {
+    const existing = await this.load(spec.id)
+    if (existing) {
+      if (await this.isRunning(existing.record)) {
+        throw new AppError('INVALID_STATE', `workload ${spec.id} is already running`)
+      }
+      await this.stopNow(existing, LEFTOVER_GRACE_MS)
+    }
+    const sandbox = await this.chooseSandbox()
+    await this.emptyDirectory(spec.containerDiskPath)
+    for (const mount of spec.mounts) await mkdir(mount.hostPath, { recursive: true })
+    await mkdir(this.dir(spec.id), { recursive: true })
+    const exitStatusFile = this.file(spec.id, EXIT_STATUS_FILE)
+    await rm(exitStatusFile, { force: true })
+
+    const { command } = resolveCommand(spec, this.images, this.idleCommand)
+    const launch = buildLaunch(spec, {
+      command,
+      exitStatusFile,
+      sandbox,
+      hostPath: process.env.PATH,
+    })
+    const { pid, startTicks } = await this.spawnDetached(spec.id, launch)
+    const record: WorkloadRecord = {
+      spec,
+      pid,
+      pgid: pid,
+      processStartTicks: startTicks,
+      bootId: currentBootId(),
+      sandbox: sandbox === null ? 'none' : 'bubblewrap',
+      startedAt: this.clock.now().toISOString(),
+    }
+    const tracked = existing ?? this.track(record)
+    tracked.record = record
+    tracked.ended = undefined
+    tracked.cpu = undefined
+    this.workloads.set(spec.id, tracked)
+    try {
+      await this.save(tracked)
+    } catch (error) {
+      // Unrecorded, nobody could ever find and stop it.
+      signalGroup(groupOf(record), [], 'SIGKILL')
+      this.workloads.delete(spec.id)
+      throw error
+    }
+    this.startPumping(tracked)
+    return this.stateOf(tracked)
+  }
+
+  /** Empties a directory (creating it when missing) without removing the directory itself. */
+  private async emptyDirectory(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true })
+    const names = await readdir(dir)
+    await Promise.all(
+      names.map((name) =>
+        rm(path.join(dir, name), { recursive: true, force: true, maxRetries: 3 }),
+      ),
+    )
+  }
+
+  private async spawnDetached(
+    id: string,
+    launch: Launch,
+  ): Promise<{ pid: number; startTicks: number | null }> {
+    // output.log is opened here and handed to the child as its stdout and stderr: the
+    // workload writes to the file itself, so its output does not depend on this process
+    // staying alive (a pipe would break, and the workload die of SIGPIPE, with the server).
+    // Append mode keeps the output of earlier runs, which logs.jsonl offsets refer to.
+    const fd = openSync(this.file(id, OUTPUT_FILE), 'a')
+    let child
+    try {
+      child = spawn(launch.file, launch.args, {
+        cwd: launch.cwd,
+        env: launch.env,
+        // A new session and process group, so that the whole workload can be signalled as
+        // one (kill(-pgid)) and the server's own signals (Ctrl-C on its group) spare it.
+        detached: true,
+        stdio: ['ignore', fd, fd],
+      })
+    } finally {
+      closeSync(fd)
+    }
+    const pid = child.pid
+    if (pid === undefined) {
+      const error = await new Promise<Error>((resolve) => child.once('error', resolve))
+      throw new Error(`workload ${id}: could not start: ${error.message}`, { cause: error })
+    }
+    // Read before this function yields to the event loop: until then Node cannot have reaped
+    // the child, so /proc/<pid> is there even for a command that exits at once.
+    const startTicks = readProcStatSync(pid)?.starttime ?? null
+    child.on('error', () => undefined)
+    child.once('exit', () => this.childExited(id, pid))
+    child.unref()
+    return { pid, startTicks }
+  }
+
+  /** Our own child ended: note the time, and collect its last output without waiting. */
+  private childExited(id: string, pid: number): void {
+    if (this.closing.signal.aborted) return
+    const tracked = this.workloads.get(id)
+    if (!tracked || tracked.removed || tracked.record.pid !== pid) return
+    if (tracked.record.stoppedAt === undefined) {
+      tracked.record = { ...tracked.record, stoppedAt: this.clock.now().toISOString() }
+      this.save(tracked).catch(() => undefined)
+    }
+    void this.tick(tracked)
+  }
+
+  private chooseSandbox(): Promise<BubblewrapSandbox | null> {
+    if (this.sandboxChoice === undefined) {
+      const choice = (async () => {
+        if (this.sandboxMode === 'none') return null
+        const probe = await probeBubblewrap(process.env.PATH)
+        if (probe.ok) return probe.sandbox
+        if (this.sandboxMode === 'bubblewrap') {
+          throw new Error(`sandbox 'bubblewrap' is not usable: ${probe.reason}`)
+        }
+        return null
+      })()
+      this.sandboxChoice = choice
+      // A failed explicit choice is retried next time (bwrap may be installed meanwhile).
+      choice.catch(() => {
+        if (this.sandboxChoice === choice) this.sandboxChoice = undefined
+      })
+    }
+    return this.sandboxChoice
+  }
+
+  // --- stopping ---------------------------------------------------------------------------
+
+  private async stopNow(tracked: Tracked, graceMs: number): Promise<void> {
+    const { record } = tracked
+    const group = groupOf(record)
+    const members = record.bootId === currentBootId() ? await groupMembers(group) : []
+    if (members.length > 0) {
+      signalGroup(group, members, 'SIGTERM')
+      let left = await this.waitForGroupEnd(group, graceMs, null)
+      if (left.length > 0) {
+        left = await this.waitForGroupEnd(group, KILL_WAIT_MS, 'SIGKILL')
+        if (left.length > 0) {
+          const pids = left.map((m) => m.pid).join(', ')
+          throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
+        }
+      }
+    }
+    await this.settle(tracked)
+  }
+
+  /** Polls until the group is gone or `ms` pass; resends `signal` to late forks each time. */
+  private async waitForGroupEnd(
+    group: GroupIdentity,
+    ms: number,
+    signal: NodeJS.Signals | null,
+  ): Promise<Awaited<ReturnType<typeof groupMembers>>> {
+    const deadline = performance.now() + ms
+    for (;;) {
+      const members = await groupMembers(group)
+      if (members.length === 0) return members
+      if (signal) signalGroup(group, members, signal)
+      if (performance.now() >= deadline) return members
+      await sleep(STOP_POLL_MS)
+    }
+  }
+
+  /** The workload is over: stop its timer, take its last output and note how it ended. */
+  private async settle(tracked: Tracked): Promise<void> {
+    this.stopPumping(tracked)
+    await tracked.pump.pump(true)
+    await this.noteEnded(tracked)
+  }
+
+  // --- observing --------------------------------------------------------------------------
+
+  private async isRunning(record: WorkloadRecord): Promise<boolean> {
+    return record.bootId === currentBootId() && leaderIsRunning(groupOf(record))
+  }
+
+  private async stateOf(tracked: Tracked): Promise<WorkloadState> {
+    const { record } = tracked
+    const base = { id: record.spec.id, startedAt: record.startedAt, labels: record.spec.labels }
+    if (await this.isRunning(record)) {
+      return { ...base, phase: 'running', exitCode: null, finishedAt: null }
+    }
+    const ended = await this.noteEnded(tracked)
+    return { ...base, phase: 'exited', exitCode: ended.exitCode, finishedAt: ended.finishedAt }
+  }
+
+  /** How an ended workload ended; computed once and kept. Call only once it has ended. */
+  private async noteEnded(tracked: Tracked): Promise<Ended> {
+    if (tracked.ended) return tracked.ended
+    const exitFile = this.file(tracked.record.spec.id, EXIT_STATUS_FILE)
+    const exitCode = parseExitStatus(await readFile(exitFile, 'utf8').catch(() => undefined))
+    let finishedAt = tracked.record.stoppedAt
+    if (finishedAt === undefined) {
+      // Ended while no driver watched: the exit-status file was written as it ended.
+      const written = await stat(exitFile).catch(() => undefined)
+      finishedAt = (written?.mtime ?? this.clock.now()).toISOString()
+      tracked.record = { ...tracked.record, stoppedAt: finishedAt }
+      await this.save(tracked).catch(() => undefined)
+    }
+    tracked.ended = { exitCode, finishedAt }
+    return tracked.ended
+  }
+
+  /** The tracked workload for an id, adopting it from the state directory when unseen. */
+  private async load(id: string): Promise<Tracked | undefined> {
+    const known = this.workloads.get(id)
+    if (known) return known
+    if (!isValidWorkloadId(id)) return undefined
+    let text: string
+    try {
+      text = await readFile(this.file(id, STATE_FILE), 'utf8')
+    } catch (error) {
+      if (isMissing(error)) return undefined
+      throw error
+    }
+    const record = parseWorkloadRecord(text)
+    if (!record || record.spec.id !== id) return undefined
+    const raced = this.workloads.get(id)
+    if (raced) return raced
+    const tracked = this.track(record)
+    this.workloads.set(id, tracked)
+    // Adopted: pump its output again; the first tick also collects the last lines of one
+    // that ended while no driver was running.
+    this.startPumping(tracked)
+    return tracked
+  }
+
+  // --- log pumping ------------------------------------------------------------------------
+
+  private startPumping(tracked: Tracked): void {
+    if (tracked.timer !== undefined || this.closing.signal.aborted) return
+    tracked.timer = setInterval(() => void this.tick(tracked), this.logPollMs)
+    tracked.timer.unref()
+  }
+
+  private stopPumping(tracked: Tracked): void {
+    if (tracked.timer !== undefined) clearInterval(tracked.timer)
+    tracked.timer = undefined
+  }
+
+  private async tick(tracked: Tracked): Promise<void> {
+    if (tracked.ticking || tracked.removed) return
+    tracked.ticking = true
+    try {
+      const running = await this.isRunning(tracked.record)
+      if (tracked.removed) return
+      await tracked.pump.pump(!running)
+      if (!running) {
+        this.stopPumping(tracked)
+        await this.noteEnded(tracked)
+      }
+    } catch {
+      // A failed read or append is retried on the next tick; readLogs() reports it.
+    } finally {
+      tracked.ticking = false
+    }
+  }
+
+  // --- files ------------------------------------------------------------------------------
+
+  private dir(id: string): string {
+    return path.join(this.stateDir, id)
+  }
+
+  private file(id: string, name: string): string {
+    return path.join(this.stateDir, id, name)
+  }
+
+  private track(record: WorkloadRecord): Tracked {
+    const id = record.spec.id
+    return {
+      record,
+      pump: new LogPump(this.file(id, OUTPUT_FILE), this.file(id, LOG_FILE), this.clock),
+      timer: undefined,
+      ticking: false,
+      ended: undefined,
+      cpu: undefined,
+      removed: false,
+      saving: Promise.resolve(),
+    }
+  }
+
+  /** Persists the tracked record; serialised so that an older record never lands last. */
+  private save(tracked: Tracked): Promise<void> {
+    const run = tracked.saving.then(async () => {
+      if (tracked.removed) return
+      // Written aside and renamed, so a crash never leaves half a state.json.
+      const target = this.file(tracked.record.spec.id, STATE_FILE)
+      await writeFile(`${target}.tmp`, `${JSON.stringify(tracked.record, null, 2)}\n`)
+      await rename(`${target}.tmp`, target)
+    })
+    tracked.saving = run.catch(() => undefined)
+    return run
+  }
+
+  /** Runs operations on one id one at a time (a stop racing a start would kill the new run). */
+  private async exclusive<T>(id: string, operation: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve()
+    const run = previous.then(operation)
+    const settled = run.catch(() => undefined)
+    this.locks.set(id, settled)
+    try {
+      return await run
+    } finally {
+      if (this.locks.get(id) === settled) this.locks.delete(id)
+    }
+  }
+}

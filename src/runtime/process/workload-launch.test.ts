@@ -1,0 +1,246 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import type { WorkloadSpec } from '../driver.js'
+import {
+  buildBubblewrapArgs,
+  buildLaunch,
+  buildWorkloadEnv,
+  DEFAULT_IDLE_COMMAND,
+  DEFAULT_PATH,
+  DOCKER_DEFAULT_CAPABILITIES,
+  mountEnvName,
+  resolveCommand,
+  type BubblewrapSandbox,
+} from './workload-launch.js'
+
+function spec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
+  return {
+    id: 'pod1',
+    image: 'runpod/pytorch:2.4',
+    command: 'python train.py',
+    env: { RUNPOD_POD_ID: 'pod1' },
+    containerDiskPath: '/data/disks/pod1',
+    diskGb: 20,
+    mounts: [
+      { hostPath: '/data/volumes/pod1', containerPath: '/workspace', kind: 'persistent' },
+      { hostPath: '/data/network/nv1', containerPath: '/runpod-volume', kind: 'network' },
+    ],
+    ports: [
+      { private: 8888, protocol: 'http', public: 40001 },
+      { private: 22, protocol: 'tcp', public: 40002 },
+    ],
+    gpuIndices: [1, 3],
+    vcpus: 4,
+    memoryGb: 16,
+    labels: {},
+    ...overrides,
+  }
+}
+
+const sandbox: BubblewrapSandbox = {
+  bwrapPath: '/usr/bin/bwrap',
+  systemDirs: [
+    { path: '/usr', symlinkTo: null },
+    { path: '/bin', symlinkTo: 'usr/bin' },
+    { path: '/etc', symlinkTo: null },
+  ],
+  asRoot: false,
+}
+
+describe('resolveCommand', () => {
+  const images = { 'runpod/pytorch:2.4': 'jupyter lab' }
+
+  it("prefers the spec's command, then the image's, then the idle command", () => {
+    expect(resolveCommand(spec(), images)).toEqual({
+      command: 'python train.py',
+      source: 'command',
+    })
+    expect(resolveCommand(spec({ command: null }), images)).toEqual({
+      command: 'jupyter lab',
+      source: 'image',
+    })
+    expect(resolveCommand(spec({ command: null, image: 'other' }), images)).toEqual({
+      command: DEFAULT_IDLE_COMMAND,
+      source: 'idle',
+    })
+    expect(resolveCommand(spec({ command: null, image: 'other' }), images, 'exec idle')).toEqual({
+      command: 'exec idle',
+      source: 'idle',
+    })
+  })
+
+  it('keeps an empty command (the spec asked for it) and ignores inherited object keys', () => {
+    expect(resolveCommand(spec({ command: '' }), images).source).toBe('command')
+    expect(resolveCommand(spec({ command: null, image: 'constructor' }), images).source).toBe(
+      'idle',
+    )
+  })
+
+  it('idles until it is signalled', () => {
+    expect(DEFAULT_IDLE_COMMAND).toBe('exec sleep infinity')
+  })
+})
+
+describe('mountEnvName', () => {
+  it('upper-cases the container path and turns other characters into underscores', () => {
+    expect(mountEnvName('/workspace')).toBe('PODYARD_MOUNT_WORKSPACE')
+    expect(mountEnvName('/runpod-volume')).toBe('PODYARD_MOUNT_RUNPOD_VOLUME')
+    expect(mountEnvName('/mnt/data.v2/')).toBe('PODYARD_MOUNT_MNT_DATA_V2')
+  })
+})
+
+describe('buildWorkloadEnv', () => {
+  it('unsandboxed: tells the workload where its disks really are, its GPUs and ports', () => {
+    expect(
+      buildWorkloadEnv(spec(), { sandboxed: false, hostPath: '/opt/node/bin:/usr/bin' }),
+    ).toEqual({
+      PATH: '/opt/node/bin:/usr/bin',
+      RUNPOD_POD_ID: 'pod1',
+      HOME: '/data/disks/pod1',
+      PODYARD_CONTAINER_DISK: '/data/disks/pod1',
+      PODYARD_MOUNT_WORKSPACE: '/data/volumes/pod1',
+      PODYARD_MOUNT_RUNPOD_VOLUME: '/data/network/nv1',
+      CUDA_VISIBLE_DEVICES: '1,3',
+      NVIDIA_VISIBLE_DEVICES: '1,3',
+      RUNPOD_TCP_PORT_8888: '40001',
+      RUNPOD_TCP_PORT_22: '40002',
+    })
+  })
+
+  it('sandboxed: the paths are the ones inside the sandbox, PATH the standard one', () => {
+    const env = buildWorkloadEnv(spec(), { sandboxed: true, hostPath: '/opt/node/bin' })
+    expect(env).toMatchObject({
+      PATH: DEFAULT_PATH,
+      HOME: '/root',
+      PODYARD_CONTAINER_DISK: '/root',
+      PODYARD_MOUNT_WORKSPACE: '/workspace',
+      PODYARD_MOUNT_RUNPOD_VOLUME: '/runpod-volume',
+    })
+  })
+
+  it('sets no GPU variables without GPUs, and falls back to a standard PATH', () => {
+    const env = buildWorkloadEnv(spec({ gpuIndices: [], ports: [], mounts: [] }), {
+      sandboxed: false,
+      hostPath: undefined,
+    })
+    expect(env).toEqual({
+      PATH: DEFAULT_PATH,
+      RUNPOD_POD_ID: 'pod1',
+      HOME: '/data/disks/pod1',
+      PODYARD_CONTAINER_DISK: '/data/disks/pod1',
+    })
+  })
+
+  it("lets the spec set PATH, but not override the driver's facts", () => {
+    const env = buildWorkloadEnv(
+      spec({ env: { PATH: '/custom', HOME: '/elsewhere', CUDA_VISIBLE_DEVICES: '0,1,2,3' } }),
+      { sandboxed: false, hostPath: '/usr/bin' },
+    )
+    expect(env.PATH).toBe('/custom')
+    expect(env.HOME).toBe('/data/disks/pod1')
+    expect(env.CUDA_VISIBLE_DEVICES).toBe('1,3')
+  })
+})
+
+describe('buildBubblewrapArgs', () => {
+  it('binds the system read-only, the disk at /root and the mounts read-write', () => {
+    const args = buildBubblewrapArgs(spec({ gpuIndices: [] }), sandbox, 'python train.py')
+    // prettier-ignore
+    expect(args).toEqual([
+      '--ro-bind', '/usr', '/usr',
+      '--symlink', 'usr/bin', '/bin',
+      '--ro-bind', '/etc', '/etc',
+      '--proc', '/proc',
+      '--dev', '/dev',
+      '--tmpfs', '/tmp',
+      '--unshare-pid',
+      '--bind', '/data/disks/pod1', '/root',
+      '--bind', '/data/volumes/pod1', '/workspace',
+      '--bind', '/data/network/nv1', '/runpod-volume',
+      '--chdir', '/root',
+      '--', '/bin/sh', '-c', 'python train.py',
+    ])
+  })
+
+  it('never ties the workload to its parent or moves it out of its process group', () => {
+    const args = buildBubblewrapArgs(spec(), { ...sandbox, asRoot: true }, 'x')
+    expect(args).not.toContain('--die-with-parent')
+    expect(args).not.toContain('--new-session')
+    expect(args).not.toContain('--unshare-net')
+  })
+
+  it("gives a root workload Docker's default capabilities only", () => {
+    const args = buildBubblewrapArgs(spec(), { ...sandbox, asRoot: true }, 'x')
+    const dropAt = args.indexOf('--cap-drop')
+    expect(args.slice(dropAt, dropAt + 2)).toEqual(['--cap-drop', 'ALL'])
+    const added = args.flatMap((a, i) => (a === '--cap-add' ? [args[i + 1]] : []))
+    expect(added).toEqual([...DOCKER_DEFAULT_CAPABILITIES])
+    expect(added).not.toContain('CAP_SYS_ADMIN')
+    expect(buildBubblewrapArgs(spec(), sandbox, 'x')).not.toContain('--cap-drop')
+  })
+
+  it('passes the devices of its GPUs through, when they exist', () => {
+    const args = buildBubblewrapArgs(spec({ gpuIndices: [3] }), sandbox, 'x')
+    const devices = args.flatMap((a, i) => (a === '--dev-bind-try' ? [args[i + 1]] : []))
+    expect(devices).toContain('/dev/nvidia3')
+    expect(devices).toContain('/dev/nvidiactl')
+    expect(devices).not.toContain('/dev/nvidia1')
+  })
+})
+
+describe('buildLaunch', () => {
+  it('wraps sh -c in the exit-status recorder, in the container disk', () => {
+    const launch = buildLaunch(spec(), {
+      command: 'python train.py',
+      exitStatusFile: '/state/pod1/exit-status',
+      sandbox: null,
+      hostPath: '/usr/bin',
+    })
+    expect(launch.file).toBe('/bin/sh')
+    expect(launch.args.slice(2)).toEqual([
+      'podyard-workload',
+      '/state/pod1/exit-status',
+      '/bin/sh',
+      '-c',
+      'python train.py',
+    ])
+    expect(launch.cwd).toBe('/data/disks/pod1')
+    expect(launch.env.PODYARD_MOUNT_WORKSPACE).toBe('/data/volumes/pod1')
+  })
+
+  it('puts bwrap inside the recorder when sandboxed', () => {
+    const launch = buildLaunch(spec(), {
+      command: 'x',
+      exitStatusFile: '/s/exit-status',
+      sandbox,
+      hostPath: '/usr/bin',
+    })
+    expect(launch.args.slice(2, 5)).toEqual([
+      'podyard-workload',
+      '/s/exit-status',
+      '/usr/bin/bwrap',
+    ])
+    expect(launch.env.PODYARD_MOUNT_WORKSPACE).toBe('/workspace')
+  })
+
+  it('records the exit status of the command, with arguments kept intact', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-wrapper-'))
+    try {
+      const launch = buildLaunch(spec({ containerDiskPath: dir, mounts: [] }), {
+        command: 'printf "%s|" "$0" "a b"; exit 42',
+        exitStatusFile: path.join(dir, 'exit-status'),
+        sandbox: null,
+        hostPath: process.env.PATH,
+      })
+      const run = spawnSync(launch.file, launch.args, { cwd: launch.cwd, env: launch.env })
+      expect(run.status).toBe(0)
+      expect(run.stdout.toString()).toBe('/bin/sh|a b|')
+      expect(readFileSync(path.join(dir, 'exit-status'), 'utf8')).toBe('42\n')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

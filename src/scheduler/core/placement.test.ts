@@ -1,0 +1,717 @@
+import { describe, expect, it } from 'vitest'
+import { gpuShare, type Allocation } from '../../domain/catalog/capacity.js'
+import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
+import { place, type PlacementRequest, type PlacementResult } from './placement.js'
+
+const H100 = 'NVIDIA H100 80GB HBM3'
+const A40 = 'NVIDIA A40'
+const RTX4090 = 'NVIDIA GeForce RTX 4090'
+const MI300X = 'AMD Instinct MI300X OAM'
+
+function dc(id: string, globalNetwork: boolean): DataCenter {
+  return {
+    id,
+    name: id,
+    region: 'UNKNOWN',
+    globalNetwork,
+    networkVolumeTypes: ['STANDARD'],
+    compliance: [],
+  }
+}
+
+const DATA_CENTERS: DataCenter[] = [
+  dc('US-KS-2', true),
+  dc('EU-RO-1', true),
+  dc('CA-MTL-1', false),
+  dc('EUR-IS-1', false),
+]
+
+function gpuHost(
+  id: string,
+  dataCenterId: string,
+  typeId: string,
+  count: number,
+  extra: Partial<Host> = {},
+): Host {
+  return {
+    id,
+    dataCenterId,
+    cloud: 'SECURE',
+    gpu: { typeId, count, cudaVersion: typeId === MI300X ? null : '12.8' },
+    vcpus: 16 * count,
+    memoryGb: 64 * count,
+    diskGb: 1000,
+    driver: 'process',
+    cpuFlavors: [],
+    simulated: true,
+    ...extra,
+  }
+}
+
+function cpuHost(
+  id: string,
+  dataCenterId: string,
+  cpuFlavors: string[],
+  vcpus: number,
+  memoryGb: number,
+  extra: Partial<Host> = {},
+): Host {
+  return {
+    id,
+    dataCenterId,
+    cloud: 'SECURE',
+    gpu: null,
+    vcpus,
+    memoryGb,
+    diskGb: 1000,
+    driver: 'process',
+    cpuFlavors,
+    simulated: true,
+    ...extra,
+  }
+}
+
+let seq = 0
+function alloc(host: Host, gpuIndices: number[], rest: Partial<Allocation> = {}): Allocation {
+  const share = gpuShare(host, gpuIndices.length)
+  seq++
+  return {
+    id: `a${seq}`,
+    hostId: host.id,
+    ownerKind: 'pod',
+    ownerId: `pod${seq}`,
+    gpuCount: gpuIndices.length,
+    gpuIndices,
+    vcpus: share.vcpus,
+    memoryGb: share.memoryGb,
+    diskGb: 0,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    ...rest,
+  }
+}
+
+function gpu(
+  gpuTypeId: string,
+  gpuCount: number,
+  extra: Partial<PlacementRequest> & {
+    cudaVersions?: string[]
+    minCudaVersion?: string
+  } = {},
+): PlacementRequest {
+  const { cudaVersions, minCudaVersion, ...rest } = extra
+  return {
+    compute: {
+      kind: 'gpu',
+      gpuTypeId,
+      gpuCount,
+      ...(cudaVersions ? { cudaVersions } : {}),
+      ...(minCudaVersion !== undefined ? { minCudaVersion } : {}),
+    },
+    dataCenterIds: [],
+    globalNetworking: false,
+    diskGb: 50,
+    ...rest,
+  }
+}
+
+function cpu(
+  flavorId: string,
+  vcpuCount: number,
+  extra: Partial<PlacementRequest> = {},
+): PlacementRequest {
+  return {
+    compute: { kind: 'cpu', flavorId, vcpuCount },
+    dataCenterIds: [],
+    globalNetworking: false,
+    diskGb: 20,
+    ...extra,
+  }
+}
+
+function run(
+  hosts: Host[],
+  request: PlacementRequest,
+  allocations: Allocation[] = [],
+  dataCenters: DataCenter[] = DATA_CENTERS,
+): PlacementResult {
+  return place({ hosts, dataCenters, allocations }, request)
+}
+
+function placed(result: PlacementResult) {
+  if (!result.ok) throw new Error(`expected a placement, got: ${result.detail}`)
+  return result.placement
+}
+
+function failed(result: PlacementResult) {
+  if (result.ok) throw new Error(`expected no placement, got host ${result.placement.hostId}`)
+  return result
+}
+
+const reasonOf = (result: PlacementResult, hostId: string) =>
+  failed(result).rejections.find((r) => r.hostId === hostId)?.reason
+
+describe('place: GPU pods', () => {
+  it('places on a host of the type with the GPU share of vCPUs and memory', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 8)
+    expect(placed(run([host], gpu(H100, 2, { diskGb: 80 })))).toEqual({
+      hostId: 'h1',
+      dataCenterId: 'US-KS-2',
+      gpuIndices: [0, 1],
+      vcpus: 32,
+      memoryGb: 128,
+      diskGb: 80,
+    })
+  })
+
+  it('takes the lowest free GPU indices of the host', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 8)
+    const taken = [alloc(host, [0, 2]), alloc(host, [3])]
+    expect(placed(run([host], gpu(H100, 3), taken)).gpuIndices).toEqual([1, 4, 5])
+  })
+
+  it('fits exactly enough free GPUs and refuses one short', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 4)
+    const taken = [alloc(host, [0])]
+    expect(placed(run([host], gpu(H100, 3), taken)).gpuIndices).toEqual([1, 2, 3])
+
+    const result = failed(run([host], gpu(H100, 4), taken))
+    expect(result.rejections).toEqual([{ hostId: 'h1', reason: `has only 3 free ${H100}` }])
+    expect(result.detail).toBe(`no host has 4 free ${H100}`)
+  })
+
+  it('says when a host has no free GPU, and when it has too few in all', () => {
+    const full = gpuHost('full', 'US-KS-2', H100, 2)
+    const small = gpuHost('small', 'US-KS-2', H100, 2)
+    const result = run([full, small], gpu(H100, 3), [alloc(full, [0, 1])])
+    expect(reasonOf(result, 'full')).toBe(`has only 2 ${H100} in all`)
+    expect(reasonOf(result, 'small')).toBe(`has only 2 ${H100} in all`)
+
+    const none = run([full], gpu(H100, 1), [alloc(full, [0, 1])])
+    expect(reasonOf(none, 'full')).toBe(`has no free ${H100}`)
+  })
+
+  it('refuses idle GPUs whose share of vCPUs or memory went to CPU pods', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 2, { cpuFlavors: ['cpu3c'] })
+    // 32 vCPUs, 128 GB; 1 GPU's share is 16 vCPUs and 64 GB.
+    const cpuPod = alloc(host, [], { vcpus: 17, memoryGb: 10 })
+    const lowCpu = run([host], gpu(H100, 1), [cpuPod])
+    expect(reasonOf(lowCpu, 'h1')).toBe(
+      `has 1 free ${H100} but not their share of vCPUs: needs 16, 15 free`,
+    )
+    expect(failed(lowCpu).detail).toBe(
+      `no host has 1 free ${H100} and their share of vCPUs and memory`,
+    )
+
+    const memPod = alloc(host, [], { vcpus: 2, memoryGb: 65 })
+    expect(reasonOf(run([host], gpu(H100, 1), [memPod]), 'h1')).toBe(
+      `has 1 free ${H100} but not their share of memory: needs 64 GB, 63 GB free`,
+    )
+
+    const exact = alloc(host, [], { vcpus: 16, memoryGb: 64 })
+    expect(placed(run([host], gpu(H100, 1), [exact])).hostId).toBe('h1')
+  })
+
+  it('rejects hosts of another GPU type and CPU-only hosts', () => {
+    const result = run(
+      [gpuHost('a40', 'US-KS-2', A40, 4), cpuHost('c1', 'US-KS-2', ['cpu3c'], 32, 64)],
+      gpu(H100, 1),
+    )
+    expect(failed(result).rejections).toEqual([
+      { hostId: 'a40', reason: `has ${A40}, not ${H100}` },
+      { hostId: 'c1', reason: `has no GPUs, not ${H100}` },
+    ])
+  })
+
+  it('matches the cloud, and either cloud when none is asked', () => {
+    const secure = gpuHost('s', 'US-KS-2', RTX4090, 2)
+    const community = gpuHost('c', 'US-KS-2', RTX4090, 4, { cloud: 'COMMUNITY' })
+    expect(placed(run([secure, community], gpu(RTX4090, 1, { cloud: 'COMMUNITY' }))).hostId).toBe(
+      'c',
+    )
+    expect(placed(run([secure, community], gpu(RTX4090, 1))).hostId).toBe('s')
+
+    const result = run([secure], gpu(RTX4090, 1, { cloud: 'COMMUNITY' }))
+    expect(reasonOf(result, 's')).toBe('is in the SECURE cloud, not COMMUNITY')
+    expect(failed(result).detail).toBe(`no host has 1 free ${RTX4090} in the COMMUNITY cloud`)
+  })
+
+  describe('CUDA', () => {
+    const host = (cudaVersion: string) =>
+      gpuHost('h1', 'US-KS-2', H100, 2, { gpu: { typeId: H100, count: 2, cudaVersion } })
+
+    it('accepts a host at the minimum and refuses one below it', () => {
+      expect(placed(run([host('12.4')], gpu(H100, 1, { minCudaVersion: '12.4' }))).hostId).toBe(
+        'h1',
+      )
+      const result = run([host('12.3')], gpu(H100, 1, { minCudaVersion: '12.4' }))
+      expect(reasonOf(result, 'h1')).toBe('has CUDA 12.3, below the minimum 12.4')
+      expect(failed(result).detail).toBe(`no host has 1 free ${H100} with CUDA 12.4 or newer`)
+    })
+
+    it('compares versions numerically, not as strings', () => {
+      expect(placed(run([host('12.0')], gpu(H100, 1, { minCudaVersion: '12' }))).hostId).toBe('h1')
+      expect(placed(run([host('12.10')], gpu(H100, 1, { minCudaVersion: '12.9' }))).hostId).toBe(
+        'h1',
+      )
+      expect(failed(run([host('12.9')], gpu(H100, 1, { minCudaVersion: '12.10' }))).ok).toBe(false)
+    })
+
+    it('takes only listed versions when a list is given', () => {
+      const request = gpu(H100, 1, { cudaVersions: ['12.4', '12.8'] })
+      expect(placed(run([host('12.8')], request)).hostId).toBe('h1')
+      const result = run([host('12.9')], request)
+      expect(reasonOf(result, 'h1')).toBe('has CUDA 12.9, not 12.4 or 12.8')
+      expect(failed(result).detail).toBe(`no host has 1 free ${H100} with CUDA 12.4 or 12.8`)
+    })
+
+    it('refuses an AMD host when a CUDA version is asked', () => {
+      const amd = gpuHost('mi', 'CA-MTL-1', MI300X, 8)
+      expect(reasonOf(run([amd], gpu(MI300X, 1, { minCudaVersion: '11.8' })), 'mi')).toBe(
+        'has no CUDA, below the minimum 11.8',
+      )
+      expect(placed(run([amd], gpu(MI300X, 1))).hostId).toBe('mi')
+    })
+  })
+
+  it('needs the disk to fit: exactly is enough, 1 GB short is not', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 2, { diskGb: 300 })
+    const used = [alloc(host, [0], { diskGb: 200 })]
+    expect(placed(run([host], gpu(H100, 1, { diskGb: 100 }), used)).diskGb).toBe(100)
+
+    const result = run([host], gpu(H100, 1, { diskGb: 101 }), used)
+    expect(reasonOf(result, 'h1')).toBe('has only 100 GB of free disk, needs 101 GB')
+    expect(failed(result).detail).toBe(`no host has 1 free ${H100} and 101 GB of free disk`)
+  })
+})
+
+describe('place: CPU pods', () => {
+  it('places vcpuCount vCPUs with the flavor memory and no GPUs', () => {
+    const host = cpuHost('c1', 'US-KS-2', ['cpu3c', 'cpu3g'], 64, 512)
+    expect(placed(run([host], cpu('cpu3g', 4, { diskGb: 30 })))).toEqual({
+      hostId: 'c1',
+      dataCenterId: 'US-KS-2',
+      gpuIndices: [],
+      vcpus: 4,
+      memoryGb: 16,
+      diskGb: 30,
+    })
+  })
+
+  it('uses only hosts offering the flavor', () => {
+    const result = run([cpuHost('c1', 'US-KS-2', ['cpu5c'], 64, 512)], cpu('cpu3c', 2))
+    expect(reasonOf(result, 'c1')).toBe('does not offer CPU flavor cpu3c')
+  })
+
+  it('keeps GPU hosts for GPU pods unless they list the flavor', () => {
+    const plain = gpuHost('g1', 'US-KS-2', H100, 8)
+    expect(reasonOf(run([plain], cpu('cpu3c', 2)), 'g1')).toBe(
+      'is a GPU host that does not offer CPU flavor cpu3c',
+    )
+    const offering = gpuHost('g2', 'US-KS-2', H100, 8, { cpuFlavors: ['cpu3c'] })
+    const placement = placed(run([plain, offering], cpu('cpu3c', 2)))
+    expect(placement.hostId).toBe('g2')
+    expect(placement.gpuIndices).toEqual([])
+  })
+
+  it('needs vcpuCount free vCPUs and vcpuCount * ramGbPerVcpu GB, exactly or more', () => {
+    const host = cpuHost('c1', 'US-KS-2', ['cpu3m'], 8, 64)
+    expect(placed(run([host], cpu('cpu3m', 8))).memoryGb).toBe(64)
+
+    const cpuShort = run([host], cpu('cpu3m', 4), [alloc(host, [], { vcpus: 5, memoryGb: 0 })])
+    expect(reasonOf(cpuShort, 'c1')).toBe('has only 3 free vCPUs, needs 4')
+
+    const memShort = run([host], cpu('cpu3m', 4), [alloc(host, [], { vcpus: 0, memoryGb: 33 })])
+    expect(reasonOf(memShort, 'c1')).toBe('has only 31 GB of free memory, needs 32 GB')
+  })
+
+  it('names the slot and the candidate data centers when nothing fits', () => {
+    const hosts = [
+      cpuHost('ks', 'US-KS-2', ['cpu3c'], 2, 64),
+      cpuHost('mtl', 'CA-MTL-1', ['cpu3c'], 64, 6),
+    ]
+    const result = run(hosts, cpu('cpu3c', 4, { dataCenterIds: ['US-KS-2', 'CA-MTL-1'] }))
+    expect(failed(result).detail).toBe(
+      'no host has 4 free vCPUs of cpu3c (8 GB memory) in US-KS-2, CA-MTL-1',
+    )
+    expect(failed(result).rejections).toEqual([
+      { hostId: 'ks', reason: 'has only 2 free vCPUs, needs 4' },
+      { hostId: 'mtl', reason: 'has only 6 GB of free memory, needs 8 GB' },
+    ])
+  })
+
+  it('needs the disk to fit', () => {
+    const host = cpuHost('c1', 'US-KS-2', ['cpu3c'], 8, 64, { diskGb: 20 })
+    expect(placed(run([host], cpu('cpu3c', 2, { diskGb: 20 }))).hostId).toBe('c1')
+    const result = run([host], cpu('cpu3c', 2, { diskGb: 21 }))
+    expect(failed(result).detail).toBe(
+      'no host has 2 free vCPUs of cpu3c (4 GB memory) and 21 GB of free disk',
+    )
+  })
+
+  it('matches the cloud', () => {
+    const host = cpuHost('c1', 'US-KS-2', ['cpu3c'], 8, 64)
+    expect(reasonOf(run([host], cpu('cpu3c', 2, { cloud: 'COMMUNITY' })), 'c1')).toBe(
+      'is in the SECURE cloud, not COMMUNITY',
+    )
+  })
+})
+
+describe('place: data centers and global networking', () => {
+  const ks = gpuHost('ks', 'US-KS-2', H100, 8)
+  const ro = gpuHost('ro', 'EU-RO-1', H100, 2)
+  const mtl = gpuHost('mtl', 'CA-MTL-1', H100, 1)
+
+  it('tries the allowed data centers in their order, the first with a fit wins', () => {
+    // ks is a worse fit than ro, but US-KS-2 comes first.
+    expect(
+      placed(run([ks, ro, mtl], gpu(H100, 1, { dataCenterIds: ['US-KS-2', 'EU-RO-1'] }))).hostId,
+    ).toBe('ks')
+    expect(
+      placed(run([ks, ro, mtl], gpu(H100, 1, { dataCenterIds: ['EU-RO-1', 'US-KS-2'] }))).hostId,
+    ).toBe('ro')
+    // The first data center has no fit: the next one is used.
+    const full = [alloc(ro, [0, 1])]
+    expect(
+      placed(run([ks, ro], gpu(H100, 1, { dataCenterIds: ['EU-RO-1', 'US-KS-2'] }), full)).hostId,
+    ).toBe('ks')
+  })
+
+  it('uses every data center, best fit across them, when none is named', () => {
+    expect(placed(run([ks, ro, mtl], gpu(H100, 1))).hostId).toBe('mtl')
+  })
+
+  it('rejects hosts outside the allowed data centers, skipping unknown ids', () => {
+    const result = run([ks, ro], gpu(H100, 4, { dataCenterIds: ['EU-SE-1', 'EU-RO-1'] }))
+    expect(reasonOf(result, 'ks')).toBe('is in US-KS-2, not among EU-SE-1, EU-RO-1')
+    expect(reasonOf(result, 'ro')).toBe(`has only 2 ${H100} in all`)
+    expect(failed(result).detail).toBe(`no host has 4 free ${H100} in EU-RO-1`)
+  })
+
+  it('says so when no requested data center exists', () => {
+    const result = failed(run([ks], gpu(H100, 1, { dataCenterIds: ['EU-SE-1', 'AP-JP-1'] })))
+    expect(result.detail).toBe('no known data center among EU-SE-1, AP-JP-1')
+    expect(result.rejections).toHaveLength(1)
+  })
+
+  it('rejects a host whose data center the snapshot does not know', () => {
+    const stray = gpuHost('stray', 'XX-1', H100, 8)
+    expect(reasonOf(run([stray], gpu(H100, 1)), 'stray')).toBe(
+      'is in data center XX-1, which is not known',
+    )
+  })
+
+  it('with global networking uses only data centers that have it', () => {
+    expect(placed(run([ks, ro, mtl], gpu(H100, 1, { globalNetworking: true }))).hostId).toBe('ro')
+    const result = run([mtl], gpu(H100, 1, { globalNetworking: true }))
+    expect(reasonOf(result, 'mtl')).toBe('is in CA-MTL-1, which has no global networking')
+    expect(failed(result).detail).toBe(
+      `no host has 1 free ${H100} in a data center with global networking`,
+    )
+  })
+
+  it('names the requested data centers when none has global networking', () => {
+    const withSe = [...DATA_CENTERS, dc('EU-SE-1', false)]
+    const result = failed(
+      run([ks], gpu(H100, 1, { globalNetworking: true, dataCenterIds: ['EU-SE-1'] }), [], withSe),
+    )
+    expect(result.detail).toBe('no data center with global networking among EU-SE-1')
+    const unknown = failed(
+      run([ks], gpu(H100, 1, { globalNetworking: true, dataCenterIds: ['CA-MTL-1', 'NOPE'] })),
+    )
+    expect(unknown.detail).toBe('no data center with global networking among CA-MTL-1, NOPE')
+    const nowhere = failed(
+      run([mtl], gpu(H100, 1, { globalNetworking: true }), [], [dc('CA-MTL-1', false)]),
+    )
+    expect(nowhere.detail).toBe('no data center has global networking')
+  })
+
+  it('drops requested data centers without global networking from the candidates', () => {
+    const result = run(
+      [mtl],
+      gpu(H100, 1, { globalNetworking: true, dataCenterIds: ['CA-MTL-1', 'US-KS-2'] }),
+    )
+    expect(failed(result).detail).toBe(`no host has 1 free ${H100} in US-KS-2`)
+  })
+
+  it('refuses an AMD GPU with global networking', () => {
+    const amd = gpuHost('mi', 'US-KS-2', MI300X, 8)
+    const result = run([amd, ks], gpu(MI300X, 1, { globalNetworking: true }))
+    expect(failed(result).detail).toBe(
+      `GPU type ${MI300X} is not NVIDIA: global networking needs an NVIDIA GPU`,
+    )
+    expect(reasonOf(result, 'mi')).toBe(
+      `has ${MI300X}, which is not NVIDIA: global networking needs an NVIDIA GPU`,
+    )
+    expect(placed(run([amd], gpu(MI300X, 1))).hostId).toBe('mi')
+  })
+
+  it('mentions cloud, CUDA and data centers together in the detail', () => {
+    const result = run([ro], gpu(H100, 2, { cloud: 'SECURE', dataCenterIds: ['EU-RO-1'] }), [
+      alloc(ro, [0]),
+    ])
+    expect(failed(result).detail).toBe(`no host has 2 free ${H100} in the SECURE cloud in EU-RO-1`)
+  })
+})
+
+describe('place: best fit, preference and pinning', () => {
+  it('picks the host left with the fewest free GPUs, so large blocks stay whole', () => {
+    const big = gpuHost('a-big', 'US-KS-2', H100, 8)
+    const small = gpuHost('z-small', 'US-KS-2', H100, 8)
+    const taken = [alloc(small, [0, 1, 2, 3, 4, 5])]
+    expect(placed(run([big, small], gpu(H100, 2), taken)).hostId).toBe('z-small')
+    expect(placed(run([big, small], gpu(H100, 3), taken)).hostId).toBe('a-big')
+  })
+
+  it('breaks ties by host id whatever the snapshot order', () => {
+    const b = gpuHost('b', 'US-KS-2', H100, 4)
+    const a = gpuHost('a', 'US-KS-2', H100, 4)
+    expect(placed(run([b, a], gpu(H100, 1))).hostId).toBe('a')
+    expect(placed(run([a, b], gpu(H100, 1))).hostId).toBe('a')
+  })
+
+  it('picks the CPU host left with the fewest free vCPUs', () => {
+    const roomy = cpuHost('a-roomy', 'US-KS-2', ['cpu3c'], 64, 512)
+    const tight = cpuHost('z-tight', 'US-KS-2', ['cpu3c'], 8, 512)
+    expect(placed(run([roomy, tight], cpu('cpu3c', 4))).hostId).toBe('z-tight')
+  })
+
+  it('prefers the preferred host whenever it fits, over best fit and data center order', () => {
+    const ks = gpuHost('ks', 'US-KS-2', H100, 8)
+    const ro = gpuHost('ro', 'EU-RO-1', H100, 1)
+    const request = gpu(H100, 1, { dataCenterIds: ['EU-RO-1', 'US-KS-2'], preferredHostId: 'ks' })
+    expect(placed(run([ks, ro], request)).hostId).toBe('ks')
+  })
+
+  it('ignores the preferred host when it does not fit or is not allowed', () => {
+    const ks = gpuHost('ks', 'US-KS-2', H100, 8)
+    const ro = gpuHost('ro', 'EU-RO-1', H100, 8)
+    const full = [alloc(ks, [0, 1, 2, 3, 4, 5, 6, 7])]
+    expect(placed(run([ks, ro], gpu(H100, 1, { preferredHostId: 'ks' }), full)).hostId).toBe('ro')
+    const elsewhere = gpu(H100, 1, { preferredHostId: 'ks', dataCenterIds: ['EU-RO-1'] })
+    expect(placed(run([ks, ro], elsewhere)).hostId).toBe('ro')
+    expect(placed(run([ks, ro], gpu(H100, 1, { preferredHostId: 'gone' }))).hostId).toBe('ks')
+  })
+
+  it('places a pinned pod only on its host', () => {
+    const pinned = gpuHost('us-ks-2-h100-1', 'US-KS-2', H100, 8)
+    const better = gpuHost('other', 'US-KS-2', H100, 1)
+    const request = gpu(H100, 1, { pinnedHostId: 'us-ks-2-h100-1' })
+    expect(placed(run([pinned, better], request)).hostId).toBe('us-ks-2-h100-1')
+  })
+
+  it('names the pinned host and what it lacks when it is full', () => {
+    const pinned = gpuHost('us-ks-2-h100-1', 'US-KS-2', H100, 8)
+    const other = gpuHost('other', 'US-KS-2', H100, 8)
+    const taken = [alloc(pinned, [0, 1, 2, 3, 4, 5, 6])]
+    const result = failed(
+      run([pinned, other], gpu(H100, 2, { pinnedHostId: 'us-ks-2-h100-1' }), taken),
+    )
+    expect(result.detail).toBe(
+      `host us-ks-2-h100-1 (where the pod's persistent volume lives) has only 1 free ${H100}`,
+    )
+    expect(result.rejections).toEqual([
+      { hostId: 'us-ks-2-h100-1', reason: `has only 1 free ${H100}` },
+      {
+        hostId: 'other',
+        reason: "is not host us-ks-2-h100-1, where the pod's persistent volume lives",
+      },
+    ])
+  })
+
+  it('names the pinned host when it is outside the allowed data centers or gone', () => {
+    const pinned = gpuHost('h1', 'CA-MTL-1', H100, 8)
+    const outside = failed(
+      run([pinned], gpu(H100, 1, { pinnedHostId: 'h1', dataCenterIds: ['US-KS-2'] })),
+    )
+    expect(outside.detail).toBe(
+      "host h1 (where the pod's persistent volume lives) is in CA-MTL-1, not among US-KS-2",
+    )
+    const gone = failed(run([pinned], gpu(H100, 1, { pinnedHostId: 'h9' })))
+    expect(gone.detail).toBe(
+      "host h9 (where the pod's persistent volume lives) is not in the fleet",
+    )
+  })
+})
+
+describe('place: malformed requests', () => {
+  const hosts = [gpuHost('h1', 'US-KS-2', H100, 8), cpuHost('c1', 'US-KS-2', ['cpu3c'], 8, 64)]
+
+  it.each<[string, PlacementRequest, string]>([
+    ['unknown GPU type', gpu('RTX 9999', 1), 'unknown GPU type "RTX 9999"'],
+    ['unknown CPU flavor', cpu('cpu9x', 2), 'unknown CPU flavor "cpu9x"'],
+    ['zero GPUs', gpu(H100, 0), 'invalid request: gpuCount must be a positive integer, got 0'],
+    [
+      'fractional vCPUs',
+      cpu('cpu3c', 1.5),
+      'invalid request: vcpuCount must be a positive integer, got 1.5',
+    ],
+    [
+      'negative disk',
+      gpu(H100, 1, { diskGb: -1 }),
+      'invalid request: diskGb must be a number >= 0, got -1',
+    ],
+  ])('returns a detail instead of throwing: %s', (_name, request, detail) => {
+    expect(run(hosts, request)).toEqual({ ok: false, detail, rejections: [] })
+  })
+
+  it('fails cleanly on an empty fleet', () => {
+    expect(place({ hosts: [], dataCenters: [], allocations: [] }, gpu(H100, 1))).toEqual({
+      ok: false,
+      detail: `no host has 1 free ${H100}`,
+      rejections: [],
+    })
+  })
+})
+
+/** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe('place: never over-commits (property)', () => {
+  const fleet: Host[] = [
+    gpuHost('ks-h100-1', 'US-KS-2', H100, 8, { diskGb: 2000 }),
+    gpuHost('ks-h100-2', 'US-KS-2', H100, 4, {
+      gpu: { typeId: H100, count: 4, cudaVersion: '12.4' },
+      cpuFlavors: ['cpu3c', 'cpu3g'],
+    }),
+    gpuHost('ks-4090-c', 'US-KS-2', RTX4090, 4, { cloud: 'COMMUNITY', diskGb: 600 }),
+    gpuHost('ro-a40', 'EU-RO-1', A40, 4, { vcpus: 30, memoryGb: 100 }),
+    gpuHost('ro-h100', 'EU-RO-1', H100, 2, {
+      gpu: { typeId: H100, count: 2, cudaVersion: '12.9' },
+    }),
+    gpuHost('mtl-mi300x', 'CA-MTL-1', MI300X, 8, { diskGb: 4000 }),
+    gpuHost('mtl-4090', 'CA-MTL-1', RTX4090, 2, { cpuFlavors: ['cpu3c'] }),
+    cpuHost('ks-cpu', 'US-KS-2', ['cpu3c', 'cpu3g', 'cpu3m'], 64, 512),
+    cpuHost('ro-cpu', 'EU-RO-1', ['cpu5c', 'cpu5g', 'cpu5m'], 32, 128, { diskGb: 400 }),
+    cpuHost('is-cpu', 'EUR-IS-1', ['cpu3c', 'cpu5c'], 16, 40, { cloud: 'COMMUNITY' }),
+  ]
+  const gpuTypes = [H100, H100, A40, RTX4090, MI300X]
+  const flavors = ['cpu3c', 'cpu3g', 'cpu3m', 'cpu5c', 'cpu5g', 'cpu5m']
+  const dcIds = [...DATA_CENTERS.map((d) => d.id), 'EU-SE-1']
+  const cudas = ['11.8', '12.4', '12.8', '12.9', '13.0']
+
+  function randomRequest(rand: () => number): PlacementRequest {
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!
+    const dataCenterIds = dcIds.filter(() => rand() < 0.3)
+    const base = {
+      dataCenterIds: rand() < 0.5 ? [] : dataCenterIds,
+      globalNetworking: rand() < 0.2,
+      diskGb: Math.floor(rand() * 400),
+      ...(rand() < 0.3 ? { cloud: pick(['SECURE', 'COMMUNITY'] as const) } : {}),
+      ...(rand() < 0.1 ? { pinnedHostId: pick(fleet).id } : {}),
+      ...(rand() < 0.2 ? { preferredHostId: pick(fleet).id } : {}),
+    }
+    if (rand() < 0.6) {
+      const r = rand()
+      return {
+        ...base,
+        compute: {
+          kind: 'gpu',
+          gpuTypeId: pick(gpuTypes),
+          gpuCount: 1 + Math.floor(rand() * rand() * 8),
+          ...(r < 0.15 ? { minCudaVersion: pick(cudas) } : {}),
+          ...(r > 0.9 ? { cudaVersions: cudas.filter(() => rand() < 0.5) } : {}),
+        },
+      }
+    }
+    return {
+      ...base,
+      compute: {
+        kind: 'cpu',
+        flavorId: pick(flavors),
+        vcpuCount: 2 ** (1 + Math.floor(rand() * 4)),
+      },
+    }
+  }
+
+  function checkInvariants(allocations: readonly Allocation[]) {
+    for (const host of fleet) {
+      const mine = allocations.filter((a) => a.hostId === host.id)
+      const indices = mine.flatMap((a) => a.gpuIndices)
+      expect(new Set(indices).size, `${host.id} GPU indices unique`).toBe(indices.length)
+      for (const i of indices) {
+        expect(i).toBeGreaterThanOrEqual(0)
+        expect(i).toBeLessThan(host.gpu?.count ?? 0)
+      }
+      const sum = (pick: (a: Allocation) => number) => mine.reduce((n, a) => n + pick(a), 0)
+      expect(
+        sum((a) => a.vcpus),
+        `${host.id} vCPUs`,
+      ).toBeLessThanOrEqual(host.vcpus)
+      expect(
+        sum((a) => a.memoryGb),
+        `${host.id} memory`,
+      ).toBeLessThanOrEqual(host.memoryGb)
+      expect(
+        sum((a) => a.diskGb),
+        `${host.id} disk`,
+      ).toBeLessThanOrEqual(host.diskGb)
+    }
+  }
+
+  it.each([1, 7, 42, 2026])('seed %i: 400 requests, some pods released', (seed) => {
+    const rand = prng(seed)
+    let allocations: Allocation[] = []
+    let placedCount = 0
+    for (let step = 0; step < 400; step++) {
+      // Release now and then, so freed indices and capacity get reused.
+      if (allocations.length > 0 && rand() < 0.15) {
+        const victim = Math.floor(rand() * allocations.length)
+        allocations = allocations.filter((_, i) => i !== victim)
+      }
+      const request = randomRequest(rand)
+      const snapshot = { hosts: fleet, dataCenters: DATA_CENTERS, allocations }
+      const result = place(snapshot, request)
+      expect(place(snapshot, request), 'deterministic').toEqual(result)
+      if (!result.ok) {
+        expect(result.detail).not.toBe('')
+        expect(result.rejections.map((r) => r.hostId)).toEqual(fleet.map((h) => h.id))
+        continue
+      }
+      const p = result.placement
+      const host = fleet.find((h) => h.id === p.hostId)!
+      const c = request.compute
+      expect(p.dataCenterId).toBe(host.dataCenterId)
+      if (request.dataCenterIds.length > 0) expect(request.dataCenterIds).toContain(p.dataCenterId)
+      if (request.cloud) expect(host.cloud).toBe(request.cloud)
+      if (request.pinnedHostId) expect(p.hostId).toBe(request.pinnedHostId)
+      if (request.globalNetworking) {
+        expect(DATA_CENTERS.find((d) => d.id === p.dataCenterId)!.globalNetwork).toBe(true)
+      }
+      if (c.kind === 'gpu') {
+        expect(host.gpu?.typeId).toBe(c.gpuTypeId)
+        expect(p.gpuIndices).toHaveLength(c.gpuCount)
+      } else {
+        expect(host.cpuFlavors).toContain(c.flavorId)
+        expect(p.gpuIndices).toEqual([])
+      }
+      placedCount++
+      allocations = [
+        ...allocations,
+        {
+          id: `p${step}`,
+          hostId: p.hostId,
+          ownerKind: 'pod',
+          ownerId: `pod-${step}`,
+          gpuCount: p.gpuIndices.length,
+          gpuIndices: p.gpuIndices,
+          vcpus: p.vcpus,
+          memoryGb: p.memoryGb,
+          diskGb: p.diskGb,
+          createdAt: '2026-01-01T00:00:00.000Z',
+        },
+      ]
+      checkInvariants(allocations)
+    }
+    // The run must actually exercise placement, not fail every request.
+    expect(placedCount).toBeGreaterThan(40)
+  })
+})

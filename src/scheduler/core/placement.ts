@@ -1,0 +1,362 @@
+import {
+  canPlaceCpu,
+  canPlaceGpus,
+  cpuSlotMemoryGb,
+  eligibleCpuHosts,
+  eligibleGpuHosts,
+  freeCapacity,
+  gpuShare,
+  type Allocation,
+  type FreeCapacity,
+} from '../../domain/catalog/capacity.js'
+import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
+import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
+import { findGpuType } from '../../domain/catalog/gpu-types.js'
+import type {
+  CpuCompute,
+  GpuCompute,
+  Placement,
+  PlacementRequest,
+  PlacementResult,
+  PlacementSnapshot,
+} from '../../domain/catalog/placement.js'
+
+export type {
+  CpuCompute,
+  GpuCompute,
+  HostRejection,
+  Placement,
+  PlacementRequest,
+  PlacementResult,
+  PlacementSnapshot,
+} from '../../domain/catalog/placement.js'
+
+/**
+ * How far a host got through the checks, in the order they run. The furthest stage any
+ * candidate host reached tells which requirement the failure detail must name: a fleet with
+ * idle GPUs but full disks is short of disk, not of GPUs.
+ */
+const Stage = {
+  /** Excluded by pinning, data center or global networking: says nothing about the compute. */
+  Excluded: 0,
+  Kind: 1,
+  Cloud: 2,
+  Cuda: 3,
+  Units: 4,
+  Share: 5,
+  Disk: 6,
+} as const
+type Stage = (typeof Stage)[keyof typeof Stage]
+
+type Evaluation =
+  | { fits: true; host: Host; free: FreeCapacity; leftover: number }
+  | { fits: false; host: Host; stage: Stage; reason: string }
+
+interface Context {
+  request: PlacementRequest
+  /** Data centers a host may be in, in preference order. */
+  allowed: readonly DataCenter[]
+  dataCenterById: ReadonlyMap<string, DataCenter>
+  /** Set when the requested GPU type is known and not NVIDIA while global networking is on. */
+  needsNvidia: boolean
+}
+
+const list = (ids: readonly string[]) => ids.join(', ')
+const plural = (n: number, one: string, many: string) => (n === 1 ? one : many)
+
+function describeCuda(compute: GpuCompute): string {
+  if (compute.cudaVersions && compute.cudaVersions.length > 0) {
+    return ` with CUDA ${compute.cudaVersions.join(' or ')}`
+  }
+  if (compute.minCudaVersion !== undefined) return ` with CUDA ${compute.minCudaVersion} or newer`
+  return ''
+}
+
+function describeWhere(ctx: Context): string {
+  const cloud = ctx.request.cloud ? ` in the ${ctx.request.cloud} cloud` : ''
+  if (ctx.request.dataCenterIds.length > 0)
+    return `${cloud} in ${list(ctx.allowed.map((d) => d.id))}`
+  if (ctx.request.globalNetworking) return `${cloud} in a data center with global networking`
+  return cloud
+}
+
+/** A malformed request is a bug upstream (validation lives in the API); say so, do not throw. */
+function malformed(request: PlacementRequest): string | undefined {
+  const c = request.compute
+  if (c.kind === 'gpu') {
+    if (!findGpuType(c.gpuTypeId)) return `unknown GPU type "${c.gpuTypeId}"`
+    if (!Number.isSafeInteger(c.gpuCount) || c.gpuCount < 1) {
+      return `invalid request: gpuCount must be a positive integer, got ${c.gpuCount}`
+    }
+  } else {
+    if (!findCpuFlavor(c.flavorId)) return `unknown CPU flavor "${c.flavorId}"`
+    if (!Number.isSafeInteger(c.vcpuCount) || c.vcpuCount < 1) {
+      return `invalid request: vcpuCount must be a positive integer, got ${c.vcpuCount}`
+    }
+  }
+  if (!Number.isFinite(request.diskGb) || request.diskGb < 0) {
+    return `invalid request: diskGb must be a number >= 0, got ${request.diskGb}`
+  }
+  return undefined
+}
+
+function diskReason(free: FreeCapacity, diskGb: number): string | undefined {
+  if (free.diskGb >= diskGb) return undefined
+  return `has only ${free.diskGb} GB of free disk, needs ${diskGb} GB`
+}
+
+function evaluateGpu(
+  host: Host,
+  compute: GpuCompute,
+  ctx: Context,
+  free: FreeCapacity,
+): Evaluation {
+  const type = compute.gpuTypeId
+  const reject = (stage: Stage, reason: string): Evaluation => ({
+    fits: false,
+    host,
+    stage,
+    reason,
+  })
+  if (!host.gpu) return reject(Stage.Kind, `has no GPUs, not ${type}`)
+  if (host.gpu.typeId !== type) return reject(Stage.Kind, `has ${host.gpu.typeId}, not ${type}`)
+  if (ctx.needsNvidia) {
+    return reject(
+      Stage.Kind,
+      `has ${type}, which is not NVIDIA: global networking needs an NVIDIA GPU`,
+    )
+  }
+  if (ctx.request.cloud && host.cloud !== ctx.request.cloud) {
+    return reject(Stage.Cloud, `is in the ${host.cloud} cloud, not ${ctx.request.cloud}`)
+  }
+  // Only the CUDA filter is left to check; eligibleGpuHosts owns its numeric comparison.
+  const cudaQuery = {
+    typeId: type,
+    count: compute.gpuCount,
+    cudaVersions: compute.cudaVersions,
+    minCudaVersion: compute.minCudaVersion,
+  }
+  if (eligibleGpuHosts([host], cudaQuery).length === 0) {
+    const has = host.gpu.cudaVersion === null ? 'has no CUDA' : `has CUDA ${host.gpu.cudaVersion}`
+    const wanted =
+      compute.cudaVersions && compute.cudaVersions.length > 0
+        ? `not ${compute.cudaVersions.join(' or ')}`
+        : `below the minimum ${compute.minCudaVersion}`
+    return reject(Stage.Cuda, `${has}, ${wanted}`)
+  }
+  const count = compute.gpuCount
+  if (host.gpu.count < count) {
+    return reject(Stage.Units, `has only ${host.gpu.count} ${type} in all`)
+  }
+  if (free.gpus < count) {
+    return reject(
+      Stage.Units,
+      free.gpus === 0 ? `has no free ${type}` : `has only ${free.gpus} free ${type}`,
+    )
+  }
+  if (!canPlaceGpus(host, free, count)) {
+    const share = gpuShare(host, count)
+    const gpus = `${count} free ${type}`
+    return reject(
+      Stage.Share,
+      free.vcpus < share.vcpus
+        ? `has ${gpus} but not their share of vCPUs: needs ${share.vcpus}, ${free.vcpus} free`
+        : `has ${gpus} but not their share of memory: needs ${share.memoryGb} GB, ${free.memoryGb} GB free`,
+    )
+  }
+  const disk = diskReason(free, ctx.request.diskGb)
+  if (disk) return reject(Stage.Disk, disk)
+  return { fits: true, host, free, leftover: free.gpus - count }
+}
+
+function evaluateCpu(
+  host: Host,
+  compute: CpuCompute,
+  ctx: Context,
+  free: FreeCapacity,
+): Evaluation {
+  const reject = (stage: Stage, reason: string): Evaluation => ({
+    fits: false,
+    host,
+    stage,
+    reason,
+  })
+  const flavor = compute.flavorId
+  // GPU hosts usually list no flavor: their CPUs are the GPUs' share and stay with them.
+  if (eligibleCpuHosts([host], { flavorId: flavor }).length === 0) {
+    return reject(
+      Stage.Kind,
+      host.gpu
+        ? `is a GPU host that does not offer CPU flavor ${flavor}`
+        : `does not offer CPU flavor ${flavor}`,
+    )
+  }
+  if (ctx.request.cloud && host.cloud !== ctx.request.cloud) {
+    return reject(Stage.Cloud, `is in the ${host.cloud} cloud, not ${ctx.request.cloud}`)
+  }
+  const n = compute.vcpuCount
+  if (!canPlaceCpu(free, flavor, n)) {
+    const memoryGb = cpuSlotMemoryGb(flavor, n)
+    return reject(
+      Stage.Units,
+      free.vcpus < n
+        ? `has only ${free.vcpus} free ${plural(free.vcpus, 'vCPU', 'vCPUs')}, needs ${n}`
+        : `has only ${free.memoryGb} GB of free memory, needs ${memoryGb} GB`,
+    )
+  }
+  const disk = diskReason(free, ctx.request.diskGb)
+  if (disk) return reject(Stage.Disk, disk)
+  return { fits: true, host, free, leftover: free.vcpus - n }
+}
+
+function evaluate(host: Host, ctx: Context, allocations: readonly Allocation[]): Evaluation {
+  const { request } = ctx
+  const excluded = (reason: string): Evaluation => ({
+    fits: false,
+    host,
+    stage: Stage.Excluded,
+    reason,
+  })
+  if (request.pinnedHostId !== undefined && host.id !== request.pinnedHostId) {
+    return excluded(`is not host ${request.pinnedHostId}, where the pod's persistent volume lives`)
+  }
+  const dataCenter = ctx.dataCenterById.get(host.dataCenterId)
+  if (!dataCenter) return excluded(`is in data center ${host.dataCenterId}, which is not known`)
+  if (request.dataCenterIds.length > 0 && !request.dataCenterIds.includes(dataCenter.id)) {
+    return excluded(`is in ${dataCenter.id}, not among ${list(request.dataCenterIds)}`)
+  }
+  if (request.globalNetworking && !dataCenter.globalNetwork) {
+    return excluded(`is in ${dataCenter.id}, which has no global networking`)
+  }
+  const free = freeCapacity(host, allocations)
+  return request.compute.kind === 'gpu'
+    ? evaluateGpu(host, request.compute, ctx, free)
+    : evaluateCpu(host, request.compute, ctx, free)
+}
+
+/** Fewest units left after placement first, so that large blocks stay whole; then host id. */
+function bestFit<T extends { host: Host; leftover: number }>(fits: readonly T[]): T | undefined {
+  let best: T | undefined
+  for (const fit of fits) {
+    if (
+      best === undefined ||
+      fit.leftover < best.leftover ||
+      (fit.leftover === best.leftover && fit.host.id < best.host.id)
+    ) {
+      best = fit
+    }
+  }
+  return best
+}
+
+function toPlacement(host: Host, free: FreeCapacity, request: PlacementRequest): Placement {
+  const c = request.compute
+  if (c.kind === 'gpu') {
+    const share = gpuShare(host, c.gpuCount)
+    return {
+      hostId: host.id,
+      dataCenterId: host.dataCenterId,
+      gpuIndices: free.gpuIndices.slice(0, c.gpuCount),
+      vcpus: share.vcpus,
+      memoryGb: share.memoryGb,
+      diskGb: request.diskGb,
+    }
+  }
+  return {
+    hostId: host.id,
+    dataCenterId: host.dataCenterId,
+    gpuIndices: [],
+    vcpus: c.vcpuCount,
+    memoryGb: cpuSlotMemoryGb(c.flavorId, c.vcpuCount),
+    diskGb: request.diskGb,
+  }
+}
+
+/** The sentence for a request no candidate host could take, naming the first unmet need. */
+function shortage(ctx: Context, furthest: Stage): string {
+  const c = ctx.request.compute
+  const disk = furthest === Stage.Disk ? ` and ${ctx.request.diskGb} GB of free disk` : ''
+  if (c.kind === 'gpu') {
+    const share = furthest === Stage.Share ? ' and their share of vCPUs and memory' : ''
+    return `no host has ${c.gpuCount} free ${c.gpuTypeId}${describeCuda(c)}${share}${disk}${describeWhere(ctx)}`
+  }
+  const memoryGb = cpuSlotMemoryGb(c.flavorId, c.vcpuCount)
+  const vcpus = `${c.vcpuCount} free ${plural(c.vcpuCount, 'vCPU', 'vCPUs')}`
+  return `no host has ${vcpus} of ${c.flavorId} (${memoryGb} GB memory)${disk}${describeWhere(ctx)}`
+}
+
+/**
+ * Chooses the host for a pod or worker, or says why none can take it. Pure: the same snapshot
+ * and request always give the same answer.
+ */
+export function place(snapshot: PlacementSnapshot, request: PlacementRequest): PlacementResult {
+  const invalid = malformed(request)
+  if (invalid !== undefined) return { ok: false, detail: invalid, rejections: [] }
+
+  const dataCenterById = new Map(snapshot.dataCenters.map((d) => [d.id, d]))
+  const requested = [...new Set(request.dataCenterIds)]
+  const known =
+    requested.length > 0
+      ? requested.flatMap((id) => dataCenterById.get(id) ?? [])
+      : [...snapshot.dataCenters]
+  const allowed = request.globalNetworking ? known.filter((d) => d.globalNetwork) : known
+  const gpuType =
+    request.compute.kind === 'gpu' ? findGpuType(request.compute.gpuTypeId) : undefined
+  const ctx: Context = {
+    request,
+    allowed,
+    dataCenterById,
+    needsNvidia:
+      request.globalNetworking && gpuType !== undefined && gpuType.manufacturer !== 'NVIDIA',
+  }
+
+  const evaluations = snapshot.hosts.map((host) => evaluate(host, ctx, snapshot.allocations))
+  const fits = evaluations.flatMap((e) => (e.fits ? [e] : []))
+
+  const preferred = fits.find((e) => e.host.id === request.preferredHostId)
+  let chosen = preferred
+  if (!chosen && requested.length > 0) {
+    for (const dataCenter of allowed) {
+      chosen = bestFit(fits.filter((e) => e.host.dataCenterId === dataCenter.id))
+      if (chosen) break
+    }
+  } else if (!chosen) {
+    chosen = bestFit(fits)
+  }
+  if (chosen) return { ok: true, placement: toPlacement(chosen.host, chosen.free, request) }
+
+  const rejections = evaluations.flatMap((e) =>
+    e.fits ? [] : [{ hostId: e.host.id, reason: e.reason }],
+  )
+  return { ok: false, detail: failureDetail(ctx, requested, known, evaluations), rejections }
+}
+
+function failureDetail(
+  ctx: Context,
+  requested: readonly string[],
+  known: readonly DataCenter[],
+  evaluations: readonly Evaluation[],
+): string {
+  const { request } = ctx
+  if (ctx.needsNvidia && request.compute.kind === 'gpu') {
+    return `GPU type ${request.compute.gpuTypeId} is not NVIDIA: global networking needs an NVIDIA GPU`
+  }
+  if (requested.length > 0 && known.length === 0) {
+    return `no known data center among ${list(requested)}`
+  }
+  if (ctx.allowed.length === 0 && request.globalNetworking) {
+    return requested.length > 0
+      ? `no data center with global networking among ${list(requested)}`
+      : 'no data center has global networking'
+  }
+  const pinned = request.pinnedHostId
+  if (pinned !== undefined) {
+    const lives = `host ${pinned} (where the pod's persistent volume lives)`
+    const own = evaluations.find((e) => e.host.id === pinned)
+    if (!own) return `${lives} is not in the fleet`
+    if (!own.fits) return `${lives} ${own.reason}`
+  }
+  let furthest: Stage = Stage.Excluded
+  for (const e of evaluations) if (!e.fits && e.stage > furthest) furthest = e.stage
+  return shortage(ctx, furthest)
+}

@@ -1,0 +1,134 @@
+import { sql, type Kysely } from 'kysely'
+import type { Pod } from '../domain/pods/pod.js'
+import type {
+  CapacityUnit,
+  PodEventRepo,
+  PodFilter,
+  PodLogLine,
+  PodRepo,
+  PodStore,
+} from '../domain/pods/ports.js'
+import { KyselyAllocationRepo } from './allocation-repo.js'
+import type { Database } from './database-schema.js'
+import type { Dialect, Store } from './open-store.js'
+
+function columnsOf(pod: Pod) {
+  return {
+    id: pod.id,
+    account_id: pod.accountId,
+    name: pod.name,
+    status: pod.status,
+    host_id: pod.hostId,
+    version: pod.version,
+    created_at: pod.createdAt,
+    terminated_at: pod.terminatedAt,
+    doc: JSON.stringify(pod),
+  }
+}
+
+export class KyselyPodRepo implements PodRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(pod: Pod): Promise<void> {
+    await this.db.insertInto('pods').values(columnsOf(pod)).execute()
+  }
+
+  async findById(id: string): Promise<Pod | undefined> {
+    const row = await this.db
+      .selectFrom('pods')
+      .select('doc')
+      .where('id', '=', id)
+      .executeTakeFirst()
+    return row && (JSON.parse(row.doc) as Pod)
+  }
+
+  async list(filter: PodFilter): Promise<Pod[]> {
+    let query = this.db.selectFrom('pods').select('doc')
+    if (filter.accountId !== undefined) query = query.where('account_id', '=', filter.accountId)
+    if (filter.statuses !== undefined) query = query.where('status', 'in', filter.statuses)
+    if (filter.name !== undefined) query = query.where('name', '=', filter.name)
+    const rows = await query.orderBy('created_at').orderBy('id').execute()
+    return rows.map((row) => JSON.parse(row.doc) as Pod)
+  }
+
+  async update(pod: Pod): Promise<boolean> {
+    const result = await this.db
+      .updateTable('pods')
+      .set(columnsOf(pod))
+      .where('id', '=', pod.id)
+      .where('version', '=', pod.version - 1)
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows) === 1
+  }
+
+  async purgeTerminated(before: string): Promise<string[]> {
+    const rows = await this.db
+      .deleteFrom('pods')
+      .where('status', '=', 'TERMINATED')
+      .where('terminated_at', '<', before)
+      .returning('id')
+      .execute()
+    if (rows.length > 0) {
+      await this.db
+        .deleteFrom('pod_events')
+        .where(
+          'pod_id',
+          'in',
+          rows.map((r) => r.id),
+        )
+        .execute()
+    }
+    return rows.map((r) => r.id)
+  }
+}
+
+export class KyselyPodEventRepo implements PodEventRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async append(podId: string, ts: string, line: string): Promise<void> {
+    await this.db.insertInto('pod_events').values({ pod_id: podId, ts, line }).execute()
+  }
+
+  async list(
+    podId: string,
+    query: { afterSeq?: number; tail?: number; since?: string },
+  ): Promise<PodLogLine[]> {
+    let select = this.db
+      .selectFrom('pod_events')
+      .select(['seq', 'ts', 'line'])
+      .where('pod_id', '=', podId)
+    if (query.afterSeq !== undefined) select = select.where('seq', '>', query.afterSeq)
+    if (query.since !== undefined) select = select.where('ts', '>=', query.since)
+    const rows =
+      query.tail !== undefined
+        ? (await select.orderBy('seq', 'desc').limit(query.tail).execute()).reverse()
+        : await select.orderBy('seq').execute()
+    return rows.map((r) => ({ seq: Number(r.seq), ts: r.ts, line: r.line }))
+  }
+}
+
+/** Any constant works; it only has to be the same for every replica of this application. */
+const CAPACITY_LOCK_KEY = 7_341_001
+
+function unitOf(db: Kysely<Database>): CapacityUnit {
+  return { pods: new KyselyPodRepo(db), allocations: new KyselyAllocationRepo(db) }
+}
+
+async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<void> {
+  // SQLite has one connection and Kysely runs one transaction at a time on it, so the
+  // transaction itself is exclusive. PostgreSQL needs a lock every replica takes.
+  if (dialect === 'postgres')
+    await sql`select pg_advisory_xact_lock(${CAPACITY_LOCK_KEY})`.execute(db)
+}
+
+export function podStoreOf(store: Store): PodStore {
+  return {
+    ...unitOf(store.db),
+    events: new KyselyPodEventRepo(store.db),
+    exclusive: (work) =>
+      store.db.transaction().execute(async (tx) => {
+        await lockCapacity(tx, store.dialect)
+        return work(unitOf(tx))
+      }),
+  }
+}

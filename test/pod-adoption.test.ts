@@ -1,0 +1,111 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { startServe } from './support/cli.js'
+
+const KEY = 'pyd_adoption-test-key-0123456789'
+
+/** Pids of processes whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
+  } catch {
+    return []
+  }
+}
+
+describe('pods across a server crash', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-adopt-'))
+  // Unique durations name this run's processes, so the checks see nothing else.
+  const keptSleep = `sleep ${4_000_000 + Math.floor(Math.random() * 1_000_000)}`
+  const doomedSleep = `sleep ${5_000_000 + Math.floor(Math.random() * 1_000_000)}`
+  afterAll(() => {
+    for (const marker of [keptSleep, doomedSleep]) {
+      for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
+    }
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  async function serve() {
+    const server = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'], {
+      PODYARD_ADMIN_KEY: KEY,
+    })
+    const call = async (method: string, urlPath: string, json?: unknown) => {
+      const response = await fetch(`${server.url}${urlPath}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(json ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(json ? { body: JSON.stringify(json) } : {}),
+      })
+      return {
+        status: response.status,
+        body:
+          response.status === 204
+            ? undefined
+            : ((await response.json()) as { id: string; status: string; startedAt: string | null }),
+      }
+    }
+    const waitRunning = async (id: string) => {
+      await expect
+        .poll(async () => (await call('GET', `/v2/pods/${id}`)).body!.status, {
+          timeout: 20_000,
+          interval: 200,
+        })
+        .toBe('RUNNING')
+      return (await call('GET', `/v2/pods/${id}`)).body!
+    }
+    return { server, call, waitRunning }
+  }
+
+  it('re-adopts running pods after the server is killed, and removes workloads of pods that are gone', async () => {
+    const first = await serve()
+    const kept = await first.call('POST', '/v2/pods', {
+      name: 'kept',
+      image: 'x',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: keptSleep,
+    })
+    const doomed = await first.call('POST', '/v2/pods', {
+      name: 'doomed',
+      image: 'x',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: doomedSleep,
+    })
+    expect(kept.status).toBe(201)
+    const before = await first.waitRunning(kept.body!.id)
+    await first.waitRunning(doomed.body!.id)
+    const pids = processesWith(`^${keptSleep}$`)
+    expect(pids).toHaveLength(1)
+
+    first.server.child.kill('SIGKILL')
+    await first.server.exited
+    expect(processesWith(`^${keptSleep}$`)).toEqual(pids)
+    // While the server is down the doomed pod disappears from the store (as a purge would do).
+    const db = new SqliteDatabase(path.join(dataDir, 'podyard.db'))
+    db.prepare('delete from pods where id = ?').run(doomed.body!.id)
+    db.close()
+
+    const second = await serve()
+    try {
+      const after = await second.waitRunning(kept.body!.id)
+      expect(after.startedAt).toBe(before.startedAt)
+      expect(processesWith(`^${keptSleep}$`)).toEqual(pids)
+      await expect.poll(() => processesWith(`^${doomedSleep}$`), { timeout: 15_000 }).toEqual([])
+
+      expect((await second.call('DELETE', `/v2/pods/${kept.body!.id}`)).status).toBe(204)
+      await expect.poll(() => processesWith(`^${keptSleep}$`), { timeout: 15_000 }).toEqual([])
+    } finally {
+      second.server.child.kill('SIGTERM')
+      await second.server.exited
+    }
+  })
+})

@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { pino } from 'pino'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { PodLifecycle } from '../src/control/pod-lifecycle.js'
+import { AccountService } from '../src/domain/accounts/account-service.js'
+import { CatalogService } from '../src/domain/catalog/catalog-service.js'
+import { demoFleet } from '../src/domain/catalog/demo-fleet.js'
+import { PodService } from '../src/domain/pods/pod-service.js'
+import { ProcessDriver } from '../src/runtime/process/process-driver.js'
+import { place } from '../src/scheduler/core/placement.js'
+import { systemClock } from '../src/shared/clock.js'
+import { KyselyAccountRepo } from '../src/store/account-repo.js'
+import { KyselyAllocationRepo } from '../src/store/allocation-repo.js'
+import { KyselyApiKeyRepo } from '../src/store/api-key-repo.js'
+import type { Store } from '../src/store/open-store.js'
+import { podStoreOf } from '../src/store/pod-repo.js'
+import { testStores } from './support/stores.js'
+
+/** Placement under concurrency, on every store: the capacity lock is what is tested here. */
+describe.each(testStores())('pod placement on $name', ({ open }) => {
+  let store: Store
+  let dataDir: string
+  let pods: PodService
+  let accountId: string
+
+  beforeEach(async () => {
+    store = await open()
+    dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-placement-'))
+    const accounts = new AccountService(
+      new KyselyAccountRepo(store.db),
+      new KyselyApiKeyRepo(store.db),
+      systemClock,
+    )
+    accountId = (await accounts.createAccount({ email: 'a@example.com' })).account.id
+    const podStore = podStoreOf(store)
+    // The loop is built but never started: this suite is about the store, not processes.
+    const lifecycle = new PodLifecycle({
+      store: podStore,
+      fleet: demoFleet,
+      driverFor: () => driver,
+      drivers: [],
+      dataDir,
+      publicIp: '127.0.0.1',
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+    })
+    const driver = new ProcessDriver({ stateDir: path.join(dataDir, 'runtime') })
+    pods = new PodService({
+      store: podStore,
+      catalog: new CatalogService(demoFleet, new KyselyAllocationRepo(store.db)),
+      place,
+      runtime: lifecycle,
+      clock: systemClock,
+      nudge: () => {},
+    })
+  })
+  afterEach(async () => {
+    await store.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('places concurrent creates without over-committing, and frees capacity on terminate', async () => {
+    const attempts = await Promise.allSettled(
+      Array.from({ length: 16 }, (_, i) =>
+        pods.create(accountId, { name: `p${i}`, image: 'x', gpu: { id: 'NVIDIA H200', count: 3 } }),
+      ),
+    )
+    const placed = attempts
+      .filter((a) => a.status === 'fulfilled')
+      .map((a) => (a as PromiseFulfilledResult<{ id: string; gpuIndices: number[] }>).value)
+    const refused = attempts
+      .filter((a) => a.status === 'rejected')
+      .map((a) => (a as PromiseRejectedResult).reason as { code: string; detail: string })
+    // One H200 host with 8 GPUs: two pods of 3 fit, a third does not.
+    expect(placed).toHaveLength(2)
+    expect(new Set(placed.flatMap((p) => p.gpuIndices)).size).toBe(6)
+    expect(refused.every((r) => r.code === 'NO_CAPACITY')).toBe(true)
+    expect(refused[0]!.detail).toMatch(/^no host has 3 free NVIDIA H200/)
+
+    await pods.terminate(accountId, placed[0]!.id)
+    const again = await pods.create(accountId, {
+      name: 'again',
+      image: 'x',
+      gpu: { id: 'NVIDIA H200', count: 3 },
+    })
+    expect(again.hostId).toBe('eur-is-1-h200-1')
+    expect(again.gpuIndices).toEqual(placed[0]!.gpuIndices)
+    await expect(
+      pods.create(accountId, {
+        name: 'one more',
+        image: 'x',
+        gpu: { id: 'NVIDIA H200', count: 3 },
+      }),
+    ).rejects.toMatchObject({ code: 'NO_CAPACITY' })
+  })
+})

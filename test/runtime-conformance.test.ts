@@ -1,0 +1,453 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { LogLine, RuntimeDriver, WorkloadSpec, WorkloadState } from '../src/runtime/driver.js'
+import { CONFORMANCE_IMAGES, HELLO_IMAGE_LINE, runtimeDrivers } from './support/runtime-drivers.js'
+
+/**
+ * The behaviour every runtime driver must have, written against RuntimeDriver only, with real
+ * processes. Workloads find their mounts through `${PODYARD_MOUNT_<PATH>:-<containerPath>}`:
+ * drivers that mount at the container path need no variable, the unsandboxed process driver
+ * sets it.
+ */
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined && value !== false) return value
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(25)
+  }
+}
+
+/** Pids of live processes whose argv contains `args` in a row (host /proc: sees containers). */
+function processesWith(args: readonly string[]): number[] {
+  const found: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let argv: string[]
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0')
+    } catch {
+      continue
+    }
+    const at = argv.findIndex((_, i) => args.every((a, j) => argv[i + j] === a))
+    if (at >= 0) found.push(Number(name))
+  }
+  return found
+}
+
+/** A sleep duration no other process on the machine uses, to find the workload's sleeps. */
+function uniqueSleep(): string {
+  return String(100_000 + Math.floor(Math.random() * 800_000))
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() =>
+        typeof address === 'object' && address
+          ? resolve(address.port)
+          : reject(new Error('no port')),
+      )
+    })
+  })
+}
+
+describe.each(runtimeDrivers())('runtime driver conformance: $name', (factory) => {
+  let root: string
+  let stateDir: string
+  let driver: RuntimeDriver
+  let drivers: RuntimeDriver[]
+  let ids: string[]
+  let counter = 0
+
+  beforeEach(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'podyard-conformance-'))
+    stateDir = path.join(root, 'state')
+    drivers = []
+    ids = []
+    driver = open()
+  })
+
+  afterEach(async () => {
+    // Closed first: two live drivers on one state directory would both copy the logs.
+    for (const d of drivers) await d.close()
+    const cleaner = factory.create(stateDir)
+    for (const id of ids) {
+      await cleaner.stop(id, { graceMs: 0 })
+      await cleaner.remove(id)
+    }
+    await cleaner.close()
+    rmSync(root, { recursive: true, force: true })
+  })
+
+  function open(): RuntimeDriver {
+    const created = factory.create(stateDir)
+    drivers.push(created)
+    return created
+  }
+
+  function makeSpec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
+    const id = overrides.id ?? `wl-${process.pid}-${++counter}`
+    if (!ids.includes(id)) ids.push(id)
+    return {
+      id,
+      image: CONFORMANCE_IMAGES.plain,
+      command: 'exec sleep 300',
+      env: {},
+      containerDiskPath: path.join(root, 'disks', id),
+      diskGb: 1,
+      mounts: [],
+      ports: [],
+      gpuIndices: [],
+      vcpus: 1,
+      memoryGb: 1,
+      labels: {},
+      ...overrides,
+    }
+  }
+
+  function exited(target: RuntimeDriver, id: string): Promise<WorkloadState> {
+    return waitFor(`${id} to exit`, async () => {
+      const state = await target.inspect(id)
+      return state?.phase === 'exited' ? state : undefined
+    })
+  }
+
+  function diskFile(spec: WorkloadSpec, name: string): string {
+    return path.join(spec.containerDiskPath, name)
+  }
+
+  /** The workloads write their files, then `touch ready`: wait for that before reading. */
+  function ready(spec: WorkloadSpec): Promise<true> {
+    return waitFor(`${spec.id} to be ready`, () => existsSync(diskFile(spec, 'ready')))
+  }
+
+  function fileText(file: string): Promise<string> {
+    return waitFor(file, () => (existsSync(file) ? readFileSync(file, 'utf8') : undefined))
+  }
+
+  describe('start and inspect', () => {
+    it('runs the command in its container disk, with its env and GPU indices, as running', async () => {
+      const spec = makeSpec({
+        command: 'env > env.tmp && mv env.tmp env.txt; exec sleep 300',
+        env: { GREETING: 'hello world', RUNPOD_POD_ID: 'pod123' },
+        gpuIndices: [0, 2],
+        labels: { kind: 'pod', owner: 'acct-1' },
+      })
+      const before = Date.now()
+      const started = await driver.start(spec)
+      expect(started).toMatchObject({ id: spec.id, phase: 'running', exitCode: null })
+      expect(started.finishedAt).toBeNull()
+      expect(started.labels).toEqual({ kind: 'pod', owner: 'acct-1' })
+      expect(Date.parse(started.startedAt)).toBeGreaterThanOrEqual(before - 1000)
+
+      // Written relative to its working directory: found in the container disk.
+      const env = Object.fromEntries(
+        (await fileText(diskFile(spec, 'env.txt')))
+          .split('\n')
+          .filter((line) => line.includes('='))
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      )
+      expect(env.GREETING).toBe('hello world')
+      expect(env.RUNPOD_POD_ID).toBe('pod123')
+      expect(env.CUDA_VISIBLE_DEVICES).toBe('0,2')
+      expect(env.NVIDIA_VISIBLE_DEVICES).toBe('0,2')
+
+      const inspected = await driver.inspect(spec.id)
+      expect(inspected).toEqual(started)
+      expect(await driver.list()).toContainEqual(started)
+      await expect(driver.start(spec)).rejects.toThrow()
+    })
+
+    it('reports the exit code and finish time of a command that ends', async () => {
+      const failing = makeSpec({ command: 'exit 3' })
+      const succeeding = makeSpec({ command: 'true' })
+      await driver.start(failing)
+      await driver.start(succeeding)
+      const three = await exited(driver, failing.id)
+      const zero = await exited(driver, succeeding.id)
+      expect(three.exitCode).toBe(3)
+      expect(zero.exitCode).toBe(0)
+      for (const state of [three, zero]) {
+        expect(state.finishedAt).not.toBeNull()
+        expect(Date.parse(state.finishedAt!)).toBeGreaterThanOrEqual(
+          Date.parse(state.startedAt) - 1000,
+        )
+      }
+      // Stopping what has ended changes nothing.
+      await driver.stop(failing.id)
+      expect(await driver.inspect(failing.id)).toEqual(three)
+      await driver.stop('no-such-workload')
+      expect(await driver.inspect('no-such-workload')).toBeUndefined()
+    })
+  })
+
+  describe('stop', () => {
+    it('terminates the whole process group, grandchildren included', async () => {
+      const [a, b] = [uniqueSleep(), uniqueSleep()]
+      const spec = makeSpec({ command: `sleep ${a} & sleep ${b}; wait` })
+      await driver.start(spec)
+      await waitFor(
+        'both sleeps',
+        () => processesWith(['sleep', a]).length > 0 && processesWith(['sleep', b]).length > 0,
+      )
+
+      const began = performance.now()
+      await driver.stop(spec.id, { graceMs: 5000 })
+      expect(performance.now() - began).toBeLessThan(4000)
+      expect(processesWith(['sleep', a])).toEqual([])
+      expect(processesWith(['sleep', b])).toEqual([])
+      const state = await driver.inspect(spec.id)
+      expect(state).toMatchObject({ phase: 'exited', exitCode: null })
+      expect(state?.finishedAt).not.toBeNull()
+    })
+
+    it('kills what ignores SIGTERM once the grace period is over', async () => {
+      const token = uniqueSleep()
+      const spec = makeSpec({ command: `trap '' TERM; sleep ${token}; echo survived` })
+      await driver.start(spec)
+      await waitFor('the sleep', () => processesWith(['sleep', token]).length > 0)
+
+      const began = performance.now()
+      await driver.stop(spec.id, { graceMs: 300 })
+      expect(performance.now() - began).toBeGreaterThanOrEqual(290)
+      expect(processesWith(['sleep', token])).toEqual([])
+      expect((await driver.inspect(spec.id))?.phase).toBe('exited')
+      expect((await driver.readLogs(spec.id)).map((l) => l.line)).not.toContain('survived')
+    })
+  })
+
+  it('starts again from an empty container disk, keeping what is on the mounts', async () => {
+    const volume = path.join(root, 'volumes', 'data')
+    const first = makeSpec({
+      command:
+        'echo scratch > scratch.txt; echo kept > "${PODYARD_MOUNT_DATA:-/data}/kept.txt"; touch ready; exec sleep 300',
+      mounts: [{ hostPath: volume, containerPath: '/data', kind: 'persistent' }],
+    })
+    await driver.start(first)
+    await ready(first)
+    expect(readFileSync(diskFile(first, 'scratch.txt'), 'utf8')).toBe('scratch\n')
+    expect(readFileSync(path.join(volume, 'kept.txt'), 'utf8')).toBe('kept\n')
+    await driver.stop(first.id, { graceMs: 2000 })
+
+    const second = {
+      ...first,
+      command:
+        'ls -A > listing.txt; cat "${PODYARD_MOUNT_DATA:-/data}/kept.txt" > seen.txt; touch ready; exec sleep 300',
+    }
+    await driver.start(second)
+    // The disk was emptied before start returned, so this `ready` is the second run's.
+    await ready(second)
+    expect(readFileSync(diskFile(second, 'seen.txt'), 'utf8')).toBe('kept\n')
+    expect(existsSync(diskFile(second, 'scratch.txt'))).toBe(false)
+    expect(readFileSync(diskFile(second, 'listing.txt'), 'utf8').split('\n')).not.toContain(
+      'scratch.txt',
+    )
+    expect(readFileSync(path.join(volume, 'kept.txt'), 'utf8')).toBe('kept\n')
+  })
+
+  describe('logs', () => {
+    it('keeps stdout and stderr lines in order, numbered, and answers tail and afterSeq', async () => {
+      const spec = makeSpec({ command: 'echo one; echo two >&2; echo three; exec sleep 300' })
+      const before = Date.now()
+      await driver.start(spec)
+      const lines = await waitFor('three lines', async () => {
+        const read = await driver.readLogs(spec.id)
+        return read.length >= 3 ? read : undefined
+      })
+      expect(lines.map((l) => l.line)).toEqual(['one', 'two', 'three'])
+      expect(lines[0]!.seq).toBe(1)
+      for (let i = 1; i < lines.length; i++)
+        expect(lines[i]!.seq).toBeGreaterThan(lines[i - 1]!.seq)
+      for (const line of lines) expect(Date.parse(line.ts)).toBeGreaterThanOrEqual(before - 1000)
+
+      const tail = await driver.readLogs(spec.id, { tail: 2 })
+      expect(tail.map((l) => l.line)).toEqual(['two', 'three'])
+      const after = await driver.readLogs(spec.id, { afterSeq: lines[0]!.seq })
+      expect(after.map((l) => l.line)).toEqual(['two', 'three'])
+      const afterThenTail = await driver.readLogs(spec.id, { afterSeq: lines[0]!.seq, tail: 1 })
+      expect(afterThenTail.map((l) => l.line)).toEqual(['three'])
+      const future = new Date(Date.now() + 60_000).toISOString()
+      expect(await driver.readLogs(spec.id, { since: future })).toEqual([])
+      expect(await driver.readLogs(spec.id, { since: lines[0]!.ts })).toHaveLength(3)
+    })
+
+    it('follows new lines as they are written, until aborted', async () => {
+      const spec = makeSpec({
+        command:
+          'echo before; while [ ! -f go ]; do sleep 0.05; done; echo after-1; echo after-2; exec sleep 300',
+      })
+      await driver.start(spec)
+      const abort = new AbortController()
+      const follow = driver.followLogs(spec.id, 0, abort.signal)[Symbol.asyncIterator]()
+      const next = async (): Promise<LogLine | undefined> => {
+        const result = await follow.next()
+        return result.done ? undefined : result.value
+      }
+      expect((await next())?.line).toBe('before')
+      writeFileSync(diskFile(spec, 'go'), '')
+      const one = await next()
+      const two = await next()
+      expect([one?.line, two?.line]).toEqual(['after-1', 'after-2'])
+      expect(two!.seq).toBeGreaterThan(one!.seq)
+
+      abort.abort()
+      const began = performance.now()
+      expect((await follow.next()).done).toBe(true)
+      expect(performance.now() - began).toBeLessThan(2000)
+    })
+
+    it('ends following once an exited workload has delivered everything, last partial line included', async () => {
+      const spec = makeSpec({ command: 'echo a; echo b; echo c; printf no-newline' })
+      await driver.start(spec)
+      await exited(driver, spec.id)
+      const seen: LogLine[] = []
+      for await (const line of driver.followLogs(spec.id, 1, new AbortController().signal)) {
+        seen.push(line)
+      }
+      expect(seen.map((l) => l.line)).toEqual(['b', 'c', 'no-newline'])
+      expect((await driver.readLogs(spec.id)).map((l) => l.line)).toEqual([
+        'a',
+        'b',
+        'c',
+        'no-newline',
+      ])
+    })
+  })
+
+  it('makes a port served on $RUNPOD_TCP_PORT_<private> reachable on its public port', async () => {
+    const port = await freePort()
+    const spec = makeSpec({
+      command:
+        "exec node -e \"require('http').createServer((q, s) => s.end('pong')).listen(Number(process.env.RUNPOD_TCP_PORT_8888))\"",
+      ports: [{ private: 8888, protocol: 'http', public: port }],
+    })
+    await driver.start(spec)
+    const body = await waitFor(
+      'the HTTP server',
+      async () => {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}/`)
+          return await response.text()
+        } catch {
+          return undefined
+        }
+      },
+      15_000,
+    )
+    expect(body).toBe('pong')
+  })
+
+  it('measures CPU and memory use relative to the allotment', async () => {
+    const busy = makeSpec({ command: 'while :; do :; done', vcpus: 1, memoryGb: 1 })
+    await driver.start(busy)
+    const stats = await driver.stats(busy.id)
+    expect(stats).toBeDefined()
+    expect(stats!.cpuPercent).toBeGreaterThan(0)
+    expect(stats!.cpuPercent).toBeLessThanOrEqual(100)
+    expect(stats!.memoryPercent).toBeGreaterThanOrEqual(0)
+    expect(stats!.memoryPercent).toBeLessThanOrEqual(100)
+    expect(Number.isInteger(stats!.cpuPercent) && Number.isInteger(stats!.memoryPercent)).toBe(true)
+
+    await driver.stop(busy.id, { graceMs: 1000 })
+    expect(await driver.stats(busy.id)).toBeUndefined()
+    expect(await driver.stats('no-such-workload')).toBeUndefined()
+  })
+
+  describe('adoption by a new driver', () => {
+    it('sees a workload started by a closed driver as running, with its logs, and stops it', async () => {
+      const spec = makeSpec({
+        command: 'echo from-a; while [ ! -f go ]; do sleep 0.05; done; echo from-b; exec sleep 300',
+      })
+      const started = await driver.start(spec)
+      await waitFor('from-a', async () => (await driver.readLogs(spec.id)).length > 0)
+      await driver.close()
+
+      writeFileSync(diskFile(spec, 'go'), '')
+      const successor = open()
+      const listed = await successor.list()
+      expect(listed.find((s) => s.id === spec.id)).toEqual(started)
+      expect(await successor.inspect(spec.id)).toEqual(started)
+      const lines = await waitFor('from-b', async () => {
+        const read = await successor.readLogs(spec.id)
+        return read.length >= 2 ? read : undefined
+      })
+      expect(lines.map((l) => [l.seq, l.line])).toEqual([
+        [1, 'from-a'],
+        [2, 'from-b'],
+      ])
+
+      await successor.stop(spec.id, { graceMs: 2000 })
+      expect((await successor.inspect(spec.id))?.phase).toBe('exited')
+    })
+
+    it('reports the exit code of a workload that ended while no driver watched', async () => {
+      const spec = makeSpec({
+        command: 'while [ ! -f go ]; do sleep 0.05; done; touch done; exit 7',
+      })
+      const started = await driver.start(spec)
+      await driver.close()
+      writeFileSync(diskFile(spec, 'go'), '')
+      await fileText(diskFile(spec, 'done'))
+      await sleep(100)
+
+      const successor = open()
+      const state = await exited(successor, spec.id)
+      expect(state).toMatchObject({ phase: 'exited', exitCode: 7, startedAt: started.startedAt })
+      expect(state.finishedAt).not.toBeNull()
+    })
+  })
+
+  describe('default commands', () => {
+    it('runs the idle process when there is no command and the image has none', async () => {
+      const spec = makeSpec({ command: null, image: CONFORMANCE_IMAGES.plain })
+      await driver.start(spec)
+      await sleep(300)
+      expect((await driver.inspect(spec.id))?.phase).toBe('running')
+      const began = performance.now()
+      await driver.stop(spec.id, { graceMs: 5000 })
+      // The idle process ends on SIGTERM, it does not wait for the SIGKILL.
+      expect(performance.now() - began).toBeLessThan(4000)
+    })
+
+    it("runs the image's own command when there is no command", async () => {
+      const spec = makeSpec({ command: null, image: CONFORMANCE_IMAGES.hello })
+      await driver.start(spec)
+      const lines = await waitFor('the image line', async () => {
+        const read = await driver.readLogs(spec.id)
+        return read.length > 0 ? read : undefined
+      })
+      expect(lines.map((l) => l.line)).toEqual([HELLO_IMAGE_LINE])
+      expect((await driver.inspect(spec.id))?.phase).toBe('running')
+    })
+  })
+
+  it('remove forgets the workload, its logs and its container disk', async () => {
+    const spec = makeSpec({
+      command: 'echo bye; echo data > file.txt; touch ready; exec sleep 300',
+    })
+    await driver.start(spec)
+    await ready(spec)
+    await driver.remove(spec.id)
+    expect(await driver.inspect(spec.id)).toBeUndefined()
+    expect((await driver.list()).map((s) => s.id)).not.toContain(spec.id)
+    expect(await driver.readLogs(spec.id)).toEqual([])
+    expect(existsSync(spec.containerDiskPath)).toBe(false)
+    await driver.remove(spec.id)
+    await driver.remove('no-such-workload')
+  })
+})

@@ -1,0 +1,68 @@
+import { spawnSync } from 'node:child_process'
+import type { RuntimeDriver } from '../../src/runtime/driver.js'
+import { ProcessDriver } from '../../src/runtime/process/process-driver.js'
+
+export interface RuntimeDriverFactory {
+  name: string
+  /** A driver keeping its state under stateDir; two drivers on one stateDir see the same. */
+  create(stateDir: string): RuntimeDriver
+}
+
+/** The image references the conformance suite uses; every driver must give them this meaning. */
+export const CONFORMANCE_IMAGES = {
+  /** No default command: a workload without a command runs the driver's idle process. */
+  plain: 'podyard-conformance/plain:1',
+  /** Default command: prints HELLO_IMAGE_LINE, then idles until stopped. */
+  hello: 'podyard-conformance/hello:1',
+} as const
+
+export const HELLO_IMAGE_LINE = 'hello from the image'
+
+/** Faster than the default so that log tests wait less; the behaviour is the same. */
+const LOG_POLL_MS = 50
+
+const processImages = {
+  [CONFORMANCE_IMAGES.hello]: `echo '${HELLO_IMAGE_LINE}'; exec sleep infinity`,
+}
+
+/**
+ * Whether bubblewrap runs here (installed, and namespaces allowed), checked the way the
+ * process driver uses it. Without it the sandboxed variant is left out, not failed.
+ */
+function bubblewrapWorks(): boolean {
+  const probe = spawnSync(
+    'bwrap',
+    ['--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--unshare-pid', 'true'],
+    { stdio: 'ignore', timeout: 5000 },
+  )
+  return probe.status === 0
+}
+
+/** Every driver the conformance suite runs against on this machine. */
+export function runtimeDrivers(): RuntimeDriverFactory[] {
+  const drivers: RuntimeDriverFactory[] = [
+    {
+      name: 'process',
+      create: (stateDir) =>
+        new ProcessDriver({
+          stateDir,
+          images: processImages,
+          sandbox: 'none',
+          logPollMs: LOG_POLL_MS,
+        }),
+    },
+  ]
+  if (bubblewrapWorks()) {
+    drivers.push({
+      name: 'process (bubblewrap)',
+      create: (stateDir) =>
+        new ProcessDriver({
+          stateDir,
+          images: processImages,
+          sandbox: 'bubblewrap',
+          logPollMs: LOG_POLL_MS,
+        }),
+    })
+  }
+  return drivers
+}
