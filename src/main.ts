@@ -10,6 +10,7 @@ import { pino, type Logger } from 'pino'
 import { parse as parseYaml } from 'yaml'
 import { buildApp } from './api/app.js'
 import { buildProgram, type ConfigFlags, type StoreCommands } from './cli/program.js'
+import { resolveEncryptionKey } from './config/encryption-key.js'
 import { loadConfig, ConfigError } from './config/load-config.js'
 import type { Config } from './config/schema.js'
 import { AccountService } from './domain/accounts/account-service.js'
@@ -18,16 +19,36 @@ import { CatalogService } from './domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
 import { FleetError, parseFleet, withLocalHost, type Fleet } from './domain/catalog/fleet.js'
 import { PodService } from './domain/pods/pod-service.js'
+import {
+  podsUsing,
+  usesNetworkVolume,
+  usesRegistry,
+  usesTemplate,
+} from './domain/pods/pod-users.js'
+import { RegistryService } from './domain/registries/registry-service.js'
+import {
+  EncryptionKeyFormatError,
+  parseEncryptionKey,
+  SecretBox,
+} from './domain/registries/secret-box.js'
+import { builtinImageCommands } from './domain/templates/builtin-templates.js'
+import { TemplateService } from './domain/templates/template-service.js'
+import { VolumeService } from './domain/volumes/volume-service.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
 import type { RuntimeDriver } from './runtime/driver.js'
 import { ProcessDriver } from './runtime/process/process-driver.js'
+import { DirectoryVolumeStorage } from './runtime/volume-directories.js'
 import { place } from './scheduler/core/placement.js'
 import { AppError, isAppError } from './shared/app-error.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
+import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
+import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
 import { podStoreOf } from './store/pod-repo.js'
+import { KyselyRegistryRepo } from './store/registry-repo.js'
+import { KyselyTemplateRepo } from './store/template-repo.js'
 import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
 import { openStore, type Store } from './store/open-store.js'
 
@@ -100,6 +121,27 @@ function accountServiceOf(store: Store, clock: Clock): AccountService {
   return new AccountService(new KyselyAccountRepo(store.db), new KyselyApiKeyRepo(store.db), clock)
 }
 
+/**
+ * The box that seals registry passwords, with the configured key or the data dir's key file
+ * (generated on first start); refuses to start when the key is not the database's.
+ */
+async function secretBoxFor(
+  config: Readonly<Config>,
+  store: Store,
+  logger: Logger,
+): Promise<SecretBox> {
+  const resolved = resolveEncryptionKey({
+    configured: config.encryptionKey,
+    dataDir: config.dataDir,
+  })
+  if (resolved.source === 'generated') {
+    logger.info({ file: resolved.file }, 'generated the encryption key for registry passwords')
+  }
+  const box = new SecretBox(parseEncryptionKey(resolved.key))
+  await verifyEncryptionKey(store.db, box, resolved.file ? { keyFile: resolved.file } : {})
+  return box
+}
+
 function fleetSummary(fleet: Fleet): string {
   const gpuTypes = new Set(fleet.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
   const gpus = fleet.hosts.reduce((n, h) => n + (h.gpu?.count ?? 0), 0)
@@ -128,12 +170,42 @@ export async function startPlatform(
     const fleet = await loadFleet(config.fleet)
     const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
     const podStore = podStoreOf(store)
+    const box = await secretBoxFor(config, store, logger)
     // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
     const driver = new ProcessDriver({
       stateDir: path.join(config.dataDir, 'runtime', 'process'),
-      images: config.images,
+      images: { ...builtinImageCommands(process.execPath), ...config.images },
       sandbox: config.sandbox,
       clock,
+    })
+    const templateRepo = new KyselyTemplateRepo(store.db)
+    const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
+    const volumes = new VolumeService({
+      repo: new KyselyNetworkVolumeRepo(store.db),
+      fleet,
+      storage: volumeStorage,
+      clock,
+      usersOf: (accountId, volumeId) =>
+        podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId)),
+    })
+    const registries = new RegistryService({
+      repo: new KyselyRegistryRepo(store.db),
+      box,
+      clock,
+      usersOf: async (accountId, registryId) => [
+        ...(await podsUsing(podStore.pods, accountId, usesRegistry(registryId))),
+        ...(await templateRepo.listByAccount(accountId))
+          .filter((t) => t.registry === registryId)
+          .map((t) => `template ${t.id} (${t.name})`),
+      ],
+    })
+    const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
+    const templates = new TemplateService({
+      repo: templateRepo,
+      clock,
+      registryExists,
+      usersOf: (accountId, templateId) =>
+        podsUsing(podStore.pods, accountId, usesTemplate(templateId)),
     })
     const lifecycle = new PodLifecycle({
       store: podStore,
@@ -142,6 +214,8 @@ export async function startPlatform(
       drivers: [driver],
       dataDir: config.dataDir,
       publicIp: config.publicIp,
+      volumePath: (volumeId) => volumeStorage.path(volumeId),
+      registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
       clock,
       logger,
     })
@@ -150,6 +224,11 @@ export async function startPlatform(
       catalog,
       place,
       runtime: lifecycle,
+      references: {
+        template: (accountId, id) => templates.resolve(accountId, id),
+        registryExists,
+        networkVolume: (accountId, id) => volumes.find(accountId, id),
+      },
       clock,
       nudge: lifecycle.nudge,
     })
@@ -161,6 +240,9 @@ export async function startPlatform(
       accounts,
       catalog,
       pods,
+      templates,
+      volumes,
+      registries,
       rateLimits: config.rateLimit,
       readiness: async () => {
         await store.ping()
@@ -297,7 +379,9 @@ export async function run(argv: string[]): Promise<number> {
     if (
       error instanceof ConfigError ||
       error instanceof FleetError ||
-      error instanceof DatabaseTooNewError
+      error instanceof DatabaseTooNewError ||
+      error instanceof EncryptionKeyMismatchError ||
+      error instanceof EncryptionKeyFormatError
     ) {
       process.stderr.write(`podyard: ${error.message}\n`)
       return 2

@@ -43,6 +43,9 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       drivers: [],
       dataDir,
       publicIp: '127.0.0.1',
+      volumePath: (volumeId) => path.join(dataDir, 'volumes', volumeId),
+      // This account has no registries, volumes or templates.
+      registryCredentials: async () => undefined,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
     })
@@ -52,6 +55,11 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       catalog: new CatalogService(demoFleet, new KyselyAllocationRepo(store.db)),
       place,
       runtime: lifecycle,
+      references: {
+        template: async () => undefined,
+        registryExists: async () => false,
+        networkVolume: async () => undefined,
+      },
       clock: systemClock,
       nudge: () => {},
     })

@@ -140,6 +140,30 @@ describe.each(runtimeDrivers())('runtime driver conformance: $name', (factory) =
     return waitFor(file, () => (existsSync(file) ? readFileSync(file, 'utf8') : undefined))
   }
 
+  describe('secrets', () => {
+    it('never writes registry credentials anywhere, nor hands them to the workload', async () => {
+      const password = `registry-password-${uniqueSleep()}`
+      const spec = makeSpec({
+        command: 'env > env.txt; touch ready; exec sleep 300',
+        registryAuth: { username: 'registry-user', password },
+      })
+      await driver.start(spec)
+      await ready(spec)
+      expect(readFileSync(diskFile(spec, 'env.txt'), 'utf8')).not.toContain(password)
+      const files = (readdirSync(root, { recursive: true }) as string[])
+        .map((name) => path.join(root, name))
+        .filter((file) => {
+          try {
+            return readFileSync(file).length >= 0
+          } catch {
+            return false
+          }
+        })
+      expect(files.length).toBeGreaterThan(2)
+      for (const file of files) expect(readFileSync(file, 'utf8'), file).not.toContain(password)
+    })
+  })
+
   describe('start and inspect', () => {
     it('runs the command in its container disk, with its env and GPU indices, as running', async () => {
       const spec = makeSpec({

@@ -5,6 +5,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { PodService } from '../domain/pods/pod-service.js'
+import type { RegistryService } from '../domain/registries/registry-service.js'
+import type { TemplateService } from '../domain/templates/template-service.js'
+import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { installMetrics } from './http/metrics.js'
@@ -21,6 +24,9 @@ export interface AppDeps {
   accounts: AccountService
   catalog: CatalogService
   pods: PodService
+  templates: TemplateService
+  volumes: VolumeService
+  registries: RegistryService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
 }
@@ -63,6 +69,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts: deps.accounts,
     catalog: deps.catalog,
     pods: deps.pods,
+    templates: deps.templates,
+    volumes: deps.volumes,
+    registries: deps.registries,
     rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
   })
   return app

@@ -1,5 +1,12 @@
 import type { Command } from 'commander'
-import { ApiClient, readEvents } from '../client/api-client.js'
+import { readEvents, type ApiClient } from '../client/api-client.js'
+import {
+  clientFrom,
+  collect,
+  parseEnvPairs,
+  withClientOptions,
+  type ClientFlags,
+} from './client-options.js'
 import { formatTable } from './format-table.js'
 
 interface PodJson {
@@ -23,12 +30,6 @@ export interface PodsCommandDeps {
   /** Progress for people (stderr), so stdout stays parseable. */
   progress(text: string): void
   sleep(ms: number): Promise<void>
-}
-
-interface ClientFlags {
-  url: string
-  apiKey?: string
-  json?: boolean
 }
 
 function computeOf(pod: PodJson): string {
@@ -56,18 +57,6 @@ function podDetail(pod: PodJson): string {
     `  cost        $${pod.cost}/h`,
     ...(ports.length > 0 ? [`  ports       ${ports.join(', ')}`] : []),
   ].join('\n')
-}
-
-const collect = (value: string, previous: string[]) => [...previous, value]
-
-function parseEnv(pairs: string[]): Record<string, string> {
-  return Object.fromEntries(
-    pairs.map((pair) => {
-      const at = pair.indexOf('=')
-      if (at <= 0) throw new Error(`--env: "${pair}" is not NAME=value`)
-      return [pair.slice(0, at), pair.slice(at + 1)]
-    }),
-  )
 }
 
 /** Polls the pod until it is RUNNING (or can no longer get there), reporting each status. */
@@ -99,12 +88,8 @@ async function waitForRunning(
 
 export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
   const pods = program.command('pods').description('rent and run pods, on a running server')
-  const withClient = (command: Command) =>
-    command
-      .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
-      .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
-      .option('--json', 'print JSON')
-  const clientOf = (flags: ClientFlags) => new ApiClient(flags.url, flags.apiKey)
+  const withClient = withClientOptions
+  const clientOf = clientFrom
   const show = (flags: ClientFlags, pod: PodJson) =>
     deps.print(flags.json ? JSON.stringify(pod, null, 2) : podDetail(pod))
 
@@ -188,7 +173,7 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
           ...(flags.args !== undefined ? { args: flags.args } : {}),
           ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
           ...(flags.port.length > 0 ? { ports: flags.port } : {}),
-          ...(flags.env.length > 0 ? { env: parseEnv(flags.env) } : {}),
+          ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
           ...(flags.volumeSize !== undefined
             ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
             : {}),

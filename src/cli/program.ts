@@ -1,7 +1,10 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ApiClient } from '../client/api-client.js'
+import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { addPodsCommands } from './pods-commands.js'
+import { addRegistriesCommands } from './registries-commands.js'
+import { addTemplatesCommands } from './templates-commands.js'
+import { addVolumesCommands } from './volumes-commands.js'
 import { parseExpiry } from './parse-expiry.js'
 
 /** Flags that feed the configuration layers (flag > env > file > defaults). */
@@ -114,10 +117,6 @@ function keyRows(keys: KeyView[]) {
       k.lastUsedAt,
     ]),
   )
-}
-
-function catalogClient(options: { url: string; apiKey?: string }): ApiClient {
-  return new ApiClient(options.url, options.apiKey)
 }
 
 export function buildProgram(deps: CliDeps): Command {
@@ -256,15 +255,11 @@ export function buildProgram(deps: CliDeps): Command {
   const catalog = program
     .command('catalog')
     .description('what can be rented, from a running server')
-  const catalogOptions = (command: Command) =>
-    command
-      .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
-      .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
-      .option('--json', 'print JSON')
+  const catalogOptions = withClientOptions
 
   catalogOptions(catalog.command('gpus').description('GPU types with prices and stock')).action(
     async (flags: { url: string; apiKey?: string; json?: boolean }) => {
-      const { gpus } = await catalogClient(flags).get<{ gpus: Array<Record<string, any>> }>(
+      const { gpus } = await clientFrom(flags).get<{ gpus: Array<Record<string, any>> }>(
         '/v2/catalog/gpus',
       )
       if (flags.json) return deps.print(json(gpus))
@@ -287,7 +282,7 @@ export function buildProgram(deps: CliDeps): Command {
 
   catalogOptions(catalog.command('cpus').description('CPU flavors with prices and stock')).action(
     async (flags: { url: string; apiKey?: string; json?: boolean }) => {
-      const { cpus } = await catalogClient(flags).get<{ cpus: Array<Record<string, any>> }>(
+      const { cpus } = await clientFrom(flags).get<{ cpus: Array<Record<string, any>> }>(
         '/v2/catalog/cpus',
       )
       if (flags.json) return deps.print(json(cpus))
@@ -310,7 +305,7 @@ export function buildProgram(deps: CliDeps): Command {
 
   catalogOptions(catalog.command('datacenters').description('data centers')).action(
     async (flags: { url: string; apiKey?: string; json?: boolean }) => {
-      const { dataCenters } = await catalogClient(flags).get<{
+      const { dataCenters } = await clientFrom(flags).get<{
         dataCenters: Array<Record<string, any>>
       }>('/v2/catalog/datacenters')
       if (flags.json) return deps.print(json(dataCenters))
@@ -330,6 +325,9 @@ export function buildProgram(deps: CliDeps): Command {
   )
 
   addPodsCommands(program, deps)
+  addTemplatesCommands(program, deps)
+  addVolumesCommands(program, deps)
+  addRegistriesCommands(program, deps)
 
   return program
 }

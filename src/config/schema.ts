@@ -33,6 +33,13 @@ export const ConfigSchema = Type.Object(
     adminKey: Type.Optional(
       Type.String({ minLength: 16, description: 'API key ensured for the admin account' }),
     ),
+    encryptionKey: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'base64 of 32 bytes; encrypts registry passwords (default: <dataDir>/encryption.key, generated on first start)',
+      }),
+    ),
     adminEmail: Type.String({
       minLength: 3,
       default: 'admin@podyard.local',
@@ -75,6 +82,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'rateLimit.day', env: 'PODYARD_RATELIMIT_DAY', type: 'integer' },
   { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },
   { path: 'adminEmail', env: 'PODYARD_ADMIN_EMAIL', type: 'string' },
+  { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },
   { path: 'publicIp', env: 'PODYARD_PUBLIC_IP', type: 'string' },
   { path: 'sandbox', env: 'PODYARD_SANDBOX', type: 'string' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },

@@ -11,6 +11,7 @@ import type { Clock } from '../shared/clock.js'
 import { freePort, portAnswers } from './free-port.js'
 import {
   assignPorts,
+  type PodAttachments,
   podDirectories,
   POD_LABEL_GENERATION,
   POD_LABEL_KIND,
@@ -32,6 +33,13 @@ export interface PodLifecycleDeps {
   drivers: RuntimeDriver[]
   dataDir: string
   publicIp: string
+  /** Host directory of a network volume. */
+  volumePath: (volumeId: string) => string
+  /** Decrypted credentials of a registry of the account, for pulling the pod's image. */
+  registryCredentials: (
+    accountId: string,
+    registryId: string,
+  ) => Promise<{ username: string; password: string } | undefined>
   clock: Clock
   logger: Logger
 }
@@ -193,6 +201,7 @@ export class PodLifecycle implements PodRuntimeReader {
           memoryGb: allocation.memoryGb,
         },
         portMappings,
+        await this.attachmentsOf(pod),
       )
       await this.event(
         pod,
@@ -202,6 +211,18 @@ export class PodLifecycle implements PodRuntimeReader {
       await this.transition(pod, 'STARTING', null, { portMappings })
     } catch (error) {
       await this.releaseAndSet(pod, 'ERROR', `could not start: ${(error as Error).message}`)
+    }
+  }
+
+  private async attachmentsOf(pod: Pod): Promise<PodAttachments> {
+    const volumeId = pod.mounts.network?.[0]?.volumeId
+    const registryAuth = pod.registry
+      ? await this.deps.registryCredentials(pod.accountId, pod.registry)
+      : undefined
+    if (pod.registry && !registryAuth) throw new Error(`registry ${pod.registry} no longer exists`)
+    return {
+      ...(volumeId ? { networkVolumePath: this.deps.volumePath(volumeId) } : {}),
+      ...(registryAuth ? { registryAuth } : {}),
     }
   }
 

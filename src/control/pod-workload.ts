@@ -17,6 +17,13 @@ export function podDirectories(dataDir: string, podId: string): PodDirectories {
   return { containerDisk: path.join(root, 'disk'), persistent: path.join(root, 'persistent') }
 }
 
+/** What the pod's references resolve to on the host, at launch. */
+export interface PodAttachments {
+  /** Host directory of the pod's network volume, when it has a network mount. */
+  networkVolumePath?: string
+  registryAuth?: { username: string; password: string }
+}
+
 export interface PodHostFacts {
   dataCenterId: string
   publicIp: string
@@ -34,6 +41,7 @@ export function workloadOf(
   dirs: PodDirectories,
   host: PodHostFacts,
   portMappings: PortMapping[],
+  attachments: PodAttachments = {},
 ): WorkloadSpec {
   const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
   const env: Record<string, string> = {
@@ -55,15 +63,26 @@ export function workloadOf(
     env,
     containerDiskPath: dirs.containerDisk,
     diskGb: pod.disk,
-    mounts: pod.mounts.persistent
-      ? [
-          {
-            hostPath: dirs.persistent,
-            containerPath: pod.mounts.persistent.path,
-            kind: 'persistent',
-          },
-        ]
-      : [],
+    mounts: [
+      ...(pod.mounts.persistent
+        ? [
+            {
+              hostPath: dirs.persistent,
+              containerPath: pod.mounts.persistent.path,
+              kind: 'persistent' as const,
+            },
+          ]
+        : []),
+      ...(pod.mounts.network?.[0] && attachments.networkVolumePath
+        ? [
+            {
+              hostPath: attachments.networkVolumePath,
+              containerPath: pod.mounts.network[0].path,
+              kind: 'network' as const,
+            },
+          ]
+        : []),
+    ],
     ports: portMappings.map((p) => ({
       private: p.private,
       public: p.public,
@@ -73,6 +92,7 @@ export function workloadOf(
     vcpus: host.vcpus,
     memoryGb: host.memoryGb,
     labels: { [POD_LABEL_KIND]: 'pod', [POD_LABEL_GENERATION]: String(pod.generation) },
+    ...(attachments.registryAuth ? { registryAuth: attachments.registryAuth } : {}),
   }
 }
 

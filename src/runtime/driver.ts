@@ -40,6 +40,11 @@ export interface WorkloadSpec {
   gpuIndices: number[]
   vcpus: number
   memoryGb: number
+  /**
+   * Credentials for pulling `image` from a private registry, decrypted for the driver alone;
+   * a driver must never persist or log them (the process driver has no images to pull).
+   */
+  registryAuth?: { username: string; password: string }
   /** Free-form labels the driver stores with the workload and returns from list(). */
   labels: Record<string, string>
 }

@@ -67,6 +67,50 @@ export interface PodEventsTable {
   line: string
 }
 
+export interface NetworkVolumesTable {
+  id: string
+  account_id: string
+  name: string
+  size_gb: number
+  data_center_id: string
+  type: string
+  created_at: string
+  updated_at: string
+}
+
+/** Every size a volume has had, from its creation on, so storage can be billed by time. */
+export interface NetworkVolumeSizesTable {
+  seq: Generated<number>
+  volume_id: string
+  size_gb: number
+  changed_at: string
+}
+
+export interface RegistriesTable {
+  id: string
+  account_id: string
+  name: string
+  username: string
+  /** The password encrypted with the platform's key (never the password itself). */
+  password_sealed: string
+  created_at: string
+}
+
+export interface TemplatesTable {
+  id: string
+  account_id: string
+  name: string
+  /** `public` or `private`. */
+  visibility: string
+  created_at: string
+  doc: string
+}
+
+export interface SettingsTable {
+  key: string
+  value: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -74,4 +118,9 @@ export interface Database {
   allocations: AllocationsTable
   pods: PodsTable
   pod_events: PodEventsTable
+  network_volumes: NetworkVolumesTable
+  network_volume_sizes: NetworkVolumeSizesTable
+  registries: RegistriesTable
+  templates: TemplatesTable
+  settings: SettingsTable
 }

@@ -1,23 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
 import {
   POD_STATUSES,
   type Pod,
   type PodActionRequest,
   type PodRuntime,
 } from '../../domain/pods/pod.js'
-import {
-  actionsFor,
-  costOf,
-  envProblems,
-  INTERNAL_DOMAIN,
-  portProblems,
-} from '../../domain/pods/pod-rules.js'
+import { actionsFor, costOf, INTERNAL_DOMAIN } from '../../domain/pods/pod-rules.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
 import type { PodLogLine } from '../../domain/pods/ports.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
+import { checkContainerFields } from './container-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CreatePodBody,
@@ -68,30 +62,6 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     statusReason: pod.statusReason,
     createdAt: pod.createdAt,
     startedAt: pod.startedAt,
-  }
-}
-
-/** Checks JSON Schema cannot express: ports, env names, vCPU powers of two (422 like the schema). */
-function checkContainerFields(body: {
-  ports?: string[]
-  env?: Record<string, string>
-  cpu?: { vcpuCount: number }
-}) {
-  const problems = [
-    ...portProblems(body.ports ?? []),
-    ...envProblems(body.env ?? {}),
-    ...(body.cpu && !isValidVcpuCount(body.cpu.vcpuCount)
-      ? ['body.cpu.vcpuCount: must be a power of two >= 2']
-      : []),
-  ]
-  if (problems.length > 0) {
-    throw new AppError(
-      'VALIDATION_FAILED',
-      `the request failed validation: ${problems.join('; ')}`,
-      {
-        errors: problems,
-      },
-    )
   }
 }
 
@@ -179,8 +149,12 @@ export async function podRoutes(
     async (request) => {
       checkContainerFields(request.body)
       const { templateId, ...patch } = request.body
-      if (templateId !== undefined)
-        throw new AppError('RULE_CONFLICT', `template "${templateId}" not found`)
+      if (templateId !== undefined) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          "a pod's template is chosen at create; PATCH the fields you want to change instead",
+        )
+      }
       return view(await pods.update(principalOf(request).accountId, request.params.id, patch))
     },
   )

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { containerFields, MountPath, PersistentMount, strict } from './container-schemas.js'
 
 const Cloud = Type.Union([Type.Literal('SECURE'), Type.Literal('COMMUNITY')])
 const Status = Type.Union(
@@ -7,17 +8,6 @@ const Status = Type.Union(
   ),
 )
 const ActionName = Type.Union(['start', 'stop', 'restart', 'terminate'].map((a) => Type.Literal(a)))
-const MountPath = Type.String({
-  minLength: 1,
-  pattern: '^/',
-  description: 'absolute path inside the container',
-})
-const strict = { additionalProperties: false } as const
-
-const PersistentMount = Type.Object(
-  { size: Type.Integer({ minimum: 10, description: 'GB of host-local storage' }), path: MountPath },
-  strict,
-)
 const NetworkMount = Type.Object(
   { volumeId: Type.String({ minLength: 1 }), path: MountPath },
   strict,
@@ -30,23 +20,12 @@ export const Mounts = Type.Object(
   strict,
 )
 
-/** Container configuration shared by templates, pods and endpoints (create form). */
-const containerFields = {
-  args: Type.Optional(
-    Type.String({ description: 'run through /bin/sh -c; empty: the image default' }),
-  ),
-  disk: Type.Optional(Type.Integer({ minimum: 1, description: 'container disk, GB (default 50)' })),
-  ports: Type.Optional(
-    Type.Array(Type.String({ description: '<port>/<protocol>, e.g. 8888/http' })),
-  ),
-  env: Type.Optional(Type.Record(Type.String(), Type.String())),
-  registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
-}
-
 export const CreatePodBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 191 }),
-    image: Type.String({ minLength: 1 }),
+    image: Type.Optional(
+      Type.String({ minLength: 1, description: 'required unless templateId gives it' }),
+    ),
     ...containerFields,
     gpu: Type.Optional(
       Type.Object(

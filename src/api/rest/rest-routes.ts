@@ -2,16 +2,25 @@ import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
+import type { RegistryService } from '../../domain/registries/registry-service.js'
+import type { TemplateService } from '../../domain/templates/template-service.js'
+import type { VolumeService } from '../../domain/volumes/volume-service.js'
 import { restGuard } from '../http/authentication.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { podRoutes } from './pod-routes.js'
+import { registryRoutes } from './registry-routes.js'
+import { templateRoutes } from './template-routes.js'
+import { volumeRoutes } from './volume-routes.js'
 
 export interface RestDeps {
   accounts: AccountService
   catalog: CatalogService
   pods: PodService
+  templates: TemplateService
+  volumes: VolumeService
+  registries: RegistryService
   rateLimiter: RateLimiter
 }
 
@@ -21,4 +30,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(accountRoutes, { accounts: deps.accounts })
   await app.register(catalogRoutes, { catalog: deps.catalog })
   await app.register(podRoutes, { pods: deps.pods })
+  await app.register(templateRoutes, { templates: deps.templates })
+  await app.register(volumeRoutes, { volumes: deps.volumes })
+  await app.register(registryRoutes, { registries: deps.registries })
 }

@@ -6,6 +6,7 @@ import type { Cloud } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
 import type { PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
+import type { Template } from '../templates/template.js'
 import type { Pod, PodActionRequest, PodCompute, PodMounts, PodRuntime, PodStatus } from './pod.js'
 import {
   checkAction,
@@ -28,7 +29,8 @@ import type {
 
 export interface CreatePodInput {
   name: string
-  image: string
+  /** Required unless a template gives it. */
+  image?: string
   args?: string
   disk?: number
   ports?: string[]
@@ -56,11 +58,19 @@ export interface UpdatePodInput {
   globalNetworking?: boolean
 }
 
+/** Other resources a pod may name; each lookup sees only what the account may use. */
+export interface PodReferences {
+  template(accountId: string, id: string): Promise<Template | undefined>
+  registryExists(accountId: string, id: string): Promise<boolean>
+  networkVolume(accountId: string, id: string): Promise<{ dataCenterId: string } | undefined>
+}
+
 export interface PodServiceDeps {
   store: PodStore
   catalog: CatalogService
   place: PlacementPolicy
   runtime: PodRuntimeReader
+  references: PodReferences
   clock: Clock
   /** Wakes the lifecycle loop after a change so it acts now rather than at its next tick. */
   nudge: () => void
@@ -83,7 +93,10 @@ export class PodService {
   }
 
   /** Resolves the compute part of a create body against the catalog; 400 naming the rule broken. */
-  private async computeOf(input: CreatePodInput): Promise<PodCompute> {
+  private async computeOf(
+    input: CreatePodInput,
+    template: Template | undefined,
+  ): Promise<PodCompute> {
     if (input.gpu && input.cpu)
       throw new AppError('RULE_CONFLICT', 'give either gpu or cpu, not both')
     if (!input.gpu && !input.cpu) throw new AppError('RULE_CONFLICT', 'give one of gpu or cpu')
@@ -94,7 +107,13 @@ export class PodService {
           `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
         )
       }
-      return { kind: 'gpu', gpuTypeId: input.gpu.id, gpuCount: input.gpu.count ?? 1 }
+      const allowedCudaVersions = template?.allowedCudaVersions ?? []
+      return {
+        kind: 'gpu',
+        gpuTypeId: input.gpu.id,
+        gpuCount: input.gpu.count ?? 1,
+        ...(allowedCudaVersions.length > 0 ? { allowedCudaVersions } : {}),
+      }
     }
     const { id, vcpuCount } = input.cpu!
     const flavor = await this.deps.catalog.getCpuType(id)
@@ -141,20 +160,46 @@ export class PodService {
     }
   }
 
+  private async checkRegistry(
+    accountId: string,
+    registry: string | null | undefined,
+  ): Promise<void> {
+    if (registry && !(await this.deps.references.registryExists(accountId, registry))) {
+      throw new AppError('RULE_CONFLICT', `registry "${registry}" not found`)
+    }
+  }
+
   /**
-   * Registries, network volumes and templates are resources of their own (issue 4); until an
-   * account can have any, a reference to one names nothing and is refused as unknown.
+   * A network mount names a volume of the account; the pod can only run in the volume's data
+   * center, so that becomes the only data center allowed.
    */
-  private checkReferences(input: Pick<CreatePodInput, 'registry' | 'mounts' | 'templateId'>): void {
-    if (input.templateId !== undefined) {
-      throw new AppError('RULE_CONFLICT', `template "${input.templateId}" not found`)
-    }
-    if (input.registry)
-      throw new AppError('RULE_CONFLICT', `registry "${input.registry}" not found`)
-    const volumeId = input.mounts?.network?.[0]?.volumeId
-    if (volumeId !== undefined) {
+  private async networkDataCenters(
+    accountId: string,
+    mounts: PodMounts,
+    preferred: string[],
+  ): Promise<string[]> {
+    const volumeId = mounts.network?.[0]?.volumeId
+    if (volumeId === undefined) return preferred
+    const volume = await this.deps.references.networkVolume(accountId, volumeId)
+    if (!volume)
       throw new AppError('RULE_CONFLICT', `network volume "${volumeId}" not found in your account`)
+    if (preferred.length > 0 && !preferred.includes(volume.dataCenterId)) {
+      throw new AppError(
+        'RULE_CONFLICT',
+        `network volume ${volumeId} is in ${volume.dataCenterId}, which is not among the pod's data centers (${preferred.join(', ')})`,
+      )
     }
+    return [volume.dataCenterId]
+  }
+
+  private async templateOf(
+    accountId: string,
+    templateId: string | undefined,
+  ): Promise<Template | undefined> {
+    if (templateId === undefined) return undefined
+    const template = await this.deps.references.template(accountId, templateId)
+    if (!template) throw new AppError('RULE_CONFLICT', `template "${templateId}" not found`)
+    return template
   }
 
   private placementRequest(
@@ -164,7 +209,14 @@ export class PodService {
     return {
       compute:
         pod.compute.kind === 'gpu'
-          ? { kind: 'gpu', gpuTypeId: pod.compute.gpuTypeId, gpuCount: pod.compute.gpuCount }
+          ? {
+              kind: 'gpu',
+              gpuTypeId: pod.compute.gpuTypeId,
+              gpuCount: pod.compute.gpuCount,
+              ...(pod.compute.allowedCudaVersions
+                ? { cudaVersions: pod.compute.allowedCudaVersions }
+                : {}),
+            }
           : { kind: 'cpu', flavorId: pod.compute.flavorId, vcpuCount: pod.compute.vcpuCount },
       cloud: pod.cloud,
       dataCenterIds: pod.dataCenterIds,
@@ -229,12 +281,32 @@ export class PodService {
   }
 
   async create(accountId: string, input: CreatePodInput): Promise<Pod> {
-    const compute = await this.computeOf(input)
-    checkMountsOnCreate(input.mounts, compute)
-    const dataCenterIds = input.dataCenterIds ?? []
+    const template = await this.templateOf(accountId, input.templateId)
+    const image = input.image ?? template?.image
+    if (image === undefined) {
+      throw new AppError(
+        'VALIDATION_FAILED',
+        'the request failed validation: body.image: is required',
+        {
+          errors: ['body.image: is required'],
+        },
+      )
+    }
+    const compute = await this.computeOf(input, template)
+    // Body fields override the template's; env is merged, the body's variables winning. A
+    // template's persistent mount is left out of CPU pods, which cannot have one.
+    const templateMounts = compute.kind === 'gpu' ? (template?.mounts ?? {}) : {}
+    const mounts: PodMounts = input.mounts ?? templateMounts
+    checkMountsOnCreate(mounts, compute)
     const globalNetworking = input.globalNetworking ?? false
-    this.checkDataCenters(dataCenterIds, globalNetworking, compute)
-    this.checkReferences(input)
+    this.checkDataCenters(input.dataCenterIds ?? [], globalNetworking, compute)
+    const registry = input.registry !== undefined ? input.registry : (template?.registry ?? null)
+    await this.checkRegistry(accountId, registry)
+    const dataCenterIds = await this.networkDataCenters(
+      accountId,
+      mounts,
+      input.dataCenterIds ?? [],
+    )
 
     const now = this.now
     const cloud = input.cloud ?? DEFAULT_CLOUD
@@ -243,19 +315,19 @@ export class PodService {
       id,
       accountId,
       name: input.name,
-      image: input.image,
-      args: input.args ?? '',
-      disk: input.disk ?? DEFAULT_CONTAINER_DISK_GB,
-      ports: input.ports ?? [],
-      env: input.env ?? {},
-      registry: input.registry ?? null,
+      image,
+      args: input.args ?? template?.args ?? '',
+      disk: input.disk ?? template?.disk ?? DEFAULT_CONTAINER_DISK_GB,
+      ports: input.ports ?? template?.ports ?? [],
+      env: { ...template?.env, ...input.env },
+      registry,
       compute,
-      mounts: input.mounts ?? {},
+      mounts,
       cloud,
       dataCenterIds,
       dataCenterId: null,
       hostId: null,
-      templateId: null,
+      templateId: template?.id ?? null,
       locked: false,
       globalNetworking,
       globalIp: null,
@@ -400,7 +472,7 @@ export class PodService {
       if (current.status === 'TERMINATED') {
         throw new AppError('INVALID_STATE', `pod ${id} is TERMINATED and cannot change`)
       }
-      if (patch.registry) this.checkReferences({ registry: patch.registry })
+      await this.checkRegistry(accountId, patch.registry)
       const mounts = patchMounts(current.mounts, patch.mounts)
       const globalNetworking = patch.globalNetworking ?? current.globalNetworking
       if (globalNetworking && !current.globalNetworking) {

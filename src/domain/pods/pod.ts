@@ -17,7 +17,13 @@ export type PodAction = (typeof POD_ACTIONS)[number]
 export type PodActionRequest = PodAction | 'reset'
 
 export type PodCompute =
-  | { kind: 'gpu'; gpuTypeId: string; gpuCount: number }
+  | {
+      kind: 'gpu'
+      gpuTypeId: string
+      gpuCount: number
+      /** Only hosts with one of these CUDA versions (from the pod's template); empty: any. */
+      allowedCudaVersions?: string[]
+    }
   | { kind: 'cpu'; flavorId: string; vcpuCount: number; memoryGb: number }
 
 export interface PersistentMount {

@@ -295,8 +295,11 @@ export class ProcessDriver implements RuntimeDriver {
       hostPath: process.env.PATH,
     })
     const { pid, startTicks } = await this.spawnDetached(spec.id, launch)
+    // Registry credentials are for pulling images, which this driver does not do; they are
+    // never written to state.json.
+    const { registryAuth: _credentials, ...persistedSpec } = spec
     const record: WorkloadRecord = {
-      spec,
+      spec: persistedSpec,
       pid,
       pgid: pid,
       processStartTicks: startTicks,

@@ -1,7 +1,9 @@
 import * as postgres0001 from './postgres/0001-accounts-and-capacity.js'
 import * as postgres0002 from './postgres/0002-pods.js'
+import * as postgres0003 from './postgres/0003-templates-volumes-registries.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
+import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -16,6 +18,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       postgres: postgres0001.statements,
     },
     { name: '0002-pods', sqlite: sqlite0002.statements, postgres: postgres0002.statements },
+    {
+      name: '0003-templates-volumes-registries',
+      sqlite: sqlite0003.statements,
+      postgres: postgres0003.statements,
+    },
   ]
 
 export function migrationStatements(dialect: Dialect) {

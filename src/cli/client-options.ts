@@ -1,0 +1,34 @@
+import type { Command } from 'commander'
+import { ApiClient } from '../client/api-client.js'
+
+export interface ClientFlags {
+  url: string
+  apiKey?: string
+  json?: boolean
+}
+
+/** `--url`, `--api-key` and `--json`, for commands that talk to a running server. */
+export function withClientOptions(command: Command): Command {
+  return command
+    .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
+    .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
+    .option('--json', 'print JSON')
+}
+
+export function clientFrom(flags: ClientFlags): ApiClient {
+  return new ApiClient(flags.url, flags.apiKey)
+}
+
+/** For repeatable options: `--port 80/http --port 22/tcp`. */
+export const collect = (value: string, previous: string[]): string[] => [...previous, value]
+
+/** `NAME=value` pairs into an object; a pair without `=` is an error naming the flag. */
+export function parseEnvPairs(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=')
+      if (at <= 0) throw new Error(`--env: "${pair}" is not NAME=value`)
+      return [pair.slice(0, at), pair.slice(at + 1)]
+    }),
+  )
+}

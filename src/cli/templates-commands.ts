@@ -1,0 +1,125 @@
+import type { Command } from 'commander'
+import {
+  clientFrom,
+  collect,
+  parseEnvPairs,
+  withClientOptions,
+  type ClientFlags,
+} from './client-options.js'
+import { formatTable } from './format-table.js'
+
+interface TemplateJson {
+  id: string
+  name: string
+  image: string
+  category: string
+  public: boolean
+  serverless: boolean
+  disk: number
+  ports: string[]
+}
+
+function templateTable(templates: TemplateJson[]): string {
+  return formatTable(
+    ['ID', 'NAME', 'IMAGE', 'CATEGORY', 'PUBLIC', 'SERVERLESS', 'PORTS'],
+    templates.map((t) => [
+      t.id,
+      t.name,
+      t.image,
+      t.category,
+      t.public,
+      t.serverless,
+      t.ports.join(',') || null,
+    ]),
+  )
+}
+
+export function addTemplatesCommands(program: Command, deps: { print(text: string): void }): void {
+  const templates = program
+    .command('templates')
+    .description('container templates, on a running server')
+  const json = (value: unknown) => JSON.stringify(value, null, 2)
+
+  withClientOptions(templates.command('list').description('your templates'))
+    .option('--public', 'also the public templates of other accounts')
+    .option('--catalog <source>', 'the template catalog instead: official, verified or community')
+    .action(async (flags: ClientFlags & { public?: boolean; catalog?: string }) => {
+      const path = flags.catalog
+        ? `/v2/catalog/templates?source=${encodeURIComponent(flags.catalog)}`
+        : `/v2/templates${flags.public ? '?includePublic=true' : ''}`
+      const { templates: list } = await clientFrom(flags).get<{ templates: TemplateJson[] }>(path)
+      deps.print(flags.json ? json(list) : templateTable(list))
+    })
+
+  withClientOptions(
+    templates.command('get').description('one template').argument('<template-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    const template = await clientFrom(flags).get<TemplateJson>(
+      `/v2/templates/${encodeURIComponent(id)}`,
+    )
+    deps.print(flags.json ? json(template) : templateTable([template]))
+  })
+
+  withClientOptions(templates.command('create').description('create a template'))
+    .requiredOption('--name <name>', 'template name (unique in your account)')
+    .requiredOption('--image <image>', 'container image')
+    .option('--args <command>', 'command, run through /bin/sh -c')
+    .option('--disk <gb>', 'container disk, GB', (v) => Number(v))
+    .option('--port <port/protocol>', 'declared port (repeatable)', collect, [] as string[])
+    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
+    .option('--category <category>', 'NVIDIA, AMD or CPU')
+    .option('--registry <id>', 'registry credential for a private image')
+    .option('--volume-size <gb>', 'persistent volume of pods made from it, GB', (v) => Number(v))
+    .option('--volume-path <path>', 'where that volume is mounted', '/workspace')
+    .option('--public', 'readable (not writable) by every account')
+    .option('--serverless', 'meant for serverless endpoints')
+    .action(
+      async (
+        flags: ClientFlags & {
+          name: string
+          image: string
+          args?: string
+          disk?: number
+          port: string[]
+          env: string[]
+          category?: string
+          registry?: string
+          volumeSize?: number
+          volumePath: string
+          public?: boolean
+          serverless?: boolean
+        },
+      ) => {
+        const body = {
+          name: flags.name,
+          image: flags.image,
+          ...(flags.args !== undefined ? { args: flags.args } : {}),
+          ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
+          ...(flags.port.length > 0 ? { ports: flags.port } : {}),
+          ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
+          ...(flags.category ? { category: flags.category } : {}),
+          ...(flags.registry ? { registry: flags.registry } : {}),
+          ...(flags.volumeSize !== undefined
+            ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
+            : {}),
+          ...(flags.public ? { public: true } : {}),
+          ...(flags.serverless ? { serverless: true } : {}),
+        }
+        const template = await clientFrom(flags).request<TemplateJson>(
+          'POST',
+          '/v2/templates',
+          body,
+        )
+        deps.print(
+          flags.json ? json(template) : `Created template ${template.id} (${template.name}).`,
+        )
+      },
+    )
+
+  withClientOptions(
+    templates.command('delete').description('delete a template').argument('<template-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    await clientFrom(flags).request('DELETE', `/v2/templates/${encodeURIComponent(id)}`)
+    deps.print(flags.json ? json({ id, deleted: true }) : `Deleted template ${id}.`)
+  })
+}

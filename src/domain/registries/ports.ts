@@ -1,0 +1,15 @@
+import type { Registry, RegistryRecord } from './registry.js'
+
+export interface RegistryRepo {
+  insert(registry: RegistryRecord): Promise<void>
+  findById(id: string): Promise<RegistryRecord | undefined>
+  listByAccount(accountId: string): Promise<Registry[]>
+  /** True when a row was deleted. */
+  delete(id: string): Promise<boolean>
+}
+
+/**
+ * What refers to a registry, each as a phrase such as `pod abc123 (trainer)`; empty when
+ * nothing does. Pods and templates own those references, so the composition root supplies this.
+ */
+export type RegistryUsersOf = (accountId: string, registryId: string) => Promise<string[]>
