@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/shared/clock.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 interface PodJson {
@@ -252,6 +253,19 @@ describe('REST pods', () => {
     expect(pod.cost).toBeGreaterThan(0)
     expect(pod).not.toHaveProperty('cpu')
 
+    const stillProvisioning = (await (await act(pod.id, 'start')).json()) as PodJson
+    expect(stillProvisioning).toMatchObject({ id: pod.id, status: 'PROVISIONING' })
+    const longest = await created({ name: 'n'.repeat(191), cpu: { id: 'cpu3c', vcpuCount: 2 } })
+    await terminate(longest.id)
+    expect(
+      (
+        await problem(
+          await create({ name: 'n'.repeat(192), cpu: { id: 'cpu3c', vcpuCount: 2 } }),
+          422,
+        )
+      ).errors,
+    ).toEqual(['body.name: must NOT have more than 191 characters'])
+
     const cpuPod = await created({ cpu: { id: 'cpu3g', vcpuCount: 2 } })
     expect(cpuPod.cpu).toEqual({ id: 'cpu3g', vcpuCount: 2, memory: 8 })
     expect(cpuPod).not.toHaveProperty('gpu')
@@ -419,6 +433,27 @@ describe('REST pods', () => {
     expect(await availability(RTX_5090)).toBe('HIGH')
   })
 
+  it('starts a stopped pod on its own host, and says what is missing when that host is full', async () => {
+    const pinned = await created({
+      name: 'pinned',
+      gpu: { id: RTX_5090, count: 1 },
+      mounts: { persistent: { size: 20, path: '/workspace' } },
+    })
+    await waitFor(pinned.id, 'RUNNING')
+    expect((await act(pinned.id, 'stop')).status).toBe(200)
+    const squatter = await created({ name: 'squatter', gpu: { id: RTX_5090, count: 2 } })
+    const refused = await problem(await act(pinned.id, 'start'), 409)
+    expect(refused.detail).toBe(
+      "host eu-ro-1-rtx5090-1 (where the pod's persistent volume lives) has no free NVIDIA GeForce RTX 5090",
+    )
+    expect((await getPod(pinned.id)).status).toBe('EXITED')
+    await terminate(squatter.id)
+    const started = (await (await act(pinned.id, 'start')).json()) as PodJson
+    expect(started).toMatchObject({ status: 'PROVISIONING', dataCenterId: 'EU-RO-1' })
+    await waitFor(pinned.id, 'RUNNING')
+    await terminate(pinned.id)
+  })
+
   it('keeps a locked pod from stopping and resetting', async () => {
     const pod = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 } })
     const locked = (await (
@@ -448,6 +483,13 @@ describe('REST pods', () => {
     expect((await waitFor(quick.id, 'ERROR')).statusReason).toBe(
       'the process exited with code 7 while starting',
     )
+    const restarted = (await (await act(quick.id, 'start')).json()) as PodJson
+    expect(restarted).toMatchObject({
+      status: 'PROVISIONING',
+      statusReason: null,
+      actions: ['start', 'terminate'],
+    })
+    expect(restarted.cost).toBeGreaterThan(0)
     for (const pod of [crashing, clean, quick]) await terminate(pod.id)
   })
 
@@ -546,5 +588,28 @@ describe('REST pods', () => {
     expect(
       (await problem(await platform.call(`/v2/pods/${pod.id}/logs?source=fish`), 422)).errors?.[0],
     ).toMatch(/^querystring\.source/)
+  })
+})
+
+describe('TERMINATED pods', () => {
+  it('stay readable for 24 hours, then are forgotten', async () => {
+    const clock = new ManualClock('2026-06-01T00:00:00.000Z')
+    const platform = await startTestPlatform({}, { clock })
+    try {
+      const response = await platform.call('/v2/pods', {
+        method: 'POST',
+        json: { name: 'short', image: 'x', cpu: { id: 'cpu3c', vcpuCount: 2 } },
+      })
+      const { id } = (await response.json()) as { id: string }
+      expect((await platform.call(`/v2/pods/${id}`, { method: 'DELETE' })).status).toBe(204)
+      clock.advance(24 * 3600 * 1000 - 1000)
+      await platform.lifecycle.tick()
+      expect((await platform.call(`/v2/pods/${id}`)).status).toBe(200)
+      clock.advance(2000)
+      await platform.lifecycle.tick()
+      expect((await platform.call(`/v2/pods/${id}`)).status).toBe(404)
+    } finally {
+      await platform.close()
+    }
   })
 })
