@@ -10,6 +10,7 @@ import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
+import { requestLogSerializer } from './http/log-redaction.js'
 import { installMetrics } from './http/metrics.js'
 import { installProblemHandlers } from './http/problem.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
@@ -34,7 +35,7 @@ export interface AppDeps {
 /** The whole HTTP surface, ready to `listen` or to `inject` in tests. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: deps.logger,
+    loggerInstance: deps.logger.child({}, { serializers: { req: requestLogSerializer } }),
     bodyLimit: 20 * 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { pino } from 'pino'
+import { pino, type Logger } from 'pino'
 import { loadConfig } from '../../src/config/load-config.js'
 import type { Config } from '../../src/config/schema.js'
 import { startPlatform, type Platform } from '../../src/main.js'
@@ -24,7 +24,7 @@ export interface TestPlatform extends Platform {
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: Partial<Config> = {},
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; logger?: Logger } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
   const config = {
@@ -35,7 +35,7 @@ export async function startTestPlatform(
     ...overrides,
   }
   const platform = await startPlatform(config, {
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
   })
   return {
