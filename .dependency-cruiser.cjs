@@ -42,6 +42,13 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'only-main-imports-platform',
+      severity: 'error',
+      comment: 'platform.ts composes the server; only the CLI entry (main.ts) loads it.',
+      from: { path: '^src/', pathNot: '^src/main\\.ts$' },
+      to: { path: '^src/platform\\.ts$' },
+    },
+    {
       name: 'nothing-imports-main',
       severity: 'error',
       comment: 'main.ts is the composition root; nothing in src depends on it.',

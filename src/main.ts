@@ -1,83 +1,14 @@
 /**
- * Composition root: config -> store -> migrate -> services -> api -> listen. Also the CLI's
- * entry: cli/ parses flags and formats output; the wiring it needs lives here.
+ * The CLI entry (`bin/podyard.js`, `npm start`). cli/ parses flags and formats output; the
+ * server and the store are composed in platform.ts, imported only by the commands that use
+ * them, so client commands (`pods`, `catalog`, ...) start fast.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
-import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { FastifyInstance } from 'fastify'
-import { pino, type Logger } from 'pino'
-import { parse as parseYaml } from 'yaml'
-import { buildApp } from './api/app.js'
-import { buildProgram, type ConfigFlags, type StoreCommands } from './cli/program.js'
-import { resolveEncryptionKey } from './config/encryption-key.js'
-import { loadConfig, ConfigError } from './config/load-config.js'
+import { buildProgram, type ConfigFlags } from './cli/program.js'
+import { ConfigError, loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
-import { AccountService } from './domain/accounts/account-service.js'
-import { PodLifecycle } from './control/pod-lifecycle.js'
-import { CatalogService } from './domain/catalog/catalog-service.js'
-import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
-import { FleetError, parseFleet, withLocalHost, type Fleet } from './domain/catalog/fleet.js'
-import { PodService } from './domain/pods/pod-service.js'
-import {
-  podsUsing,
-  usesNetworkVolume,
-  usesRegistry,
-  usesTemplate,
-} from './domain/pods/pod-users.js'
-import { RegistryService } from './domain/registries/registry-service.js'
-import {
-  EncryptionKeyFormatError,
-  parseEncryptionKey,
-  SecretBox,
-} from './domain/registries/secret-box.js'
-import { builtinImageCommands } from './domain/templates/builtin-templates.js'
-import { TemplateService } from './domain/templates/template-service.js'
-import { VolumeService } from './domain/volumes/volume-service.js'
-import { discoverLocalHost } from './runtime/host-discovery.js'
-import type { RuntimeDriver } from './runtime/driver.js'
-import { ProcessDriver } from './runtime/process/process-driver.js'
-import { DirectoryVolumeStorage } from './runtime/volume-directories.js'
-import { place } from './scheduler/core/placement.js'
-import { AppError, isAppError } from './shared/app-error.js'
-import { systemClock, type Clock } from './shared/clock.js'
-import { KyselyAccountRepo } from './store/account-repo.js'
-import { KyselyAllocationRepo } from './store/allocation-repo.js'
-import { KyselyApiKeyRepo } from './store/api-key-repo.js'
-import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
-import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
-import { podStoreOf } from './store/pod-repo.js'
-import { KyselyRegistryRepo } from './store/registry-repo.js'
-import { KyselyTemplateRepo } from './store/template-repo.js'
-import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
-import { openStore, type Store } from './store/open-store.js'
-
-export const version: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string
-  }
-).version
-
-export interface Platform {
-  app: FastifyInstance
-  store: Store
-  fleet: Fleet
-  lifecycle: PodLifecycle
-  /** The runtime drivers of this server's hosts. */
-  drivers: RuntimeDriver[]
-  /** Base URL the server listens on. */
-  url: string
-  /** What `serve` prints once it is ready (includes a generated admin key, if any). */
-  banner: string
-  /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
-  generatedAdminKey?: string
-  close(): Promise<void>
-}
-
-export interface StartOptions {
-  clock?: Clock
-  logger?: Logger
-}
+import { isAppError } from './shared/app-error.js'
+import { systemClock } from './shared/clock.js'
 
 function configFromFlags(flags: ConfigFlags): Readonly<Config> {
   return loadConfig({
@@ -93,280 +24,38 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
   })
 }
 
-export async function loadFleet(setting: string): Promise<Fleet> {
-  const declared =
-    setting === 'demo'
-      ? demoFleet
-      : setting === 'none'
-        ? noneFleet
-        : parseFleet(parseYaml(readFileSync(setting, 'utf8')), setting)
-  return withLocalHost(declared, await discoverLocalHost())
-}
-
-/** Opens and migrates the store; refuses one migrated by a newer podyard. */
-export async function openMigratedStore(
-  config: Readonly<Config>,
-): Promise<{ store: Store; applied: string[] }> {
-  if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
-  const store = await openStore(config.storeUrl)
-  try {
-    return { store, applied: await migrateToLatest(store) }
-  } catch (error) {
-    await store.close()
-    throw error
-  }
-}
-
-function accountServiceOf(store: Store, clock: Clock): AccountService {
-  return new AccountService(new KyselyAccountRepo(store.db), new KyselyApiKeyRepo(store.db), clock)
-}
-
-/**
- * The box that seals registry passwords, with the configured key or the data dir's key file
- * (generated on first start); refuses to start when the key is not the database's.
- */
-async function secretBoxFor(
-  config: Readonly<Config>,
-  store: Store,
-  logger: Logger,
-): Promise<SecretBox> {
-  const resolved = resolveEncryptionKey({
-    configured: config.encryptionKey,
-    dataDir: config.dataDir,
-  })
-  if (resolved.source === 'generated') {
-    logger.info({ file: resolved.file }, 'generated the encryption key for registry passwords')
-  }
-  const box = new SecretBox(parseEncryptionKey(resolved.key))
-  await verifyEncryptionKey(store.db, box, resolved.file ? { keyFile: resolved.file } : {})
-  return box
-}
-
-function fleetSummary(fleet: Fleet): string {
-  const gpuTypes = new Set(fleet.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
-  const gpus = fleet.hosts.reduce((n, h) => n + (h.gpu?.count ?? 0), 0)
-  const simulated = fleet.hosts.filter((h) => h.simulated).length
-  return (
-    `${fleet.hosts.length} hosts (${simulated} simulated) in ${fleet.dataCenters.length} data centers, ` +
-    `${gpus} GPUs of ${gpuTypes.size} types`
-  )
-}
-
-export async function startPlatform(
-  config: Readonly<Config>,
-  options: StartOptions = {},
-): Promise<Platform> {
-  const clock = options.clock ?? systemClock
-  const logger = options.logger ?? pino({ level: config.logLevel })
-  const { store, applied } = await openMigratedStore(config)
-  try {
-    if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations')
-    const accounts = accountServiceOf(store, clock)
-    const admin = await accounts.ensureAdmin({
-      email: config.adminEmail,
-      adminKey: config.adminKey,
-    })
-    for (const warning of admin.warnings) logger.warn(warning)
-    const fleet = await loadFleet(config.fleet)
-    const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
-    const podStore = podStoreOf(store)
-    const box = await secretBoxFor(config, store, logger)
-    // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
-    const driver = new ProcessDriver({
-      stateDir: path.join(config.dataDir, 'runtime', 'process'),
-      images: { ...builtinImageCommands(process.execPath), ...config.images },
-      sandbox: config.sandbox,
-      clock,
-    })
-    const templateRepo = new KyselyTemplateRepo(store.db)
-    const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
-    const volumes = new VolumeService({
-      repo: new KyselyNetworkVolumeRepo(store.db),
-      fleet,
-      storage: volumeStorage,
-      clock,
-      usersOf: (accountId, volumeId) =>
-        podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId)),
-    })
-    const registries = new RegistryService({
-      repo: new KyselyRegistryRepo(store.db),
-      box,
-      clock,
-      usersOf: async (accountId, registryId) => [
-        ...(await podsUsing(podStore.pods, accountId, usesRegistry(registryId))),
-        ...(await templateRepo.listByAccount(accountId))
-          .filter((t) => t.registry === registryId)
-          .map((t) => `template ${t.id} (${t.name})`),
-      ],
-    })
-    const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
-    const templates = new TemplateService({
-      repo: templateRepo,
-      clock,
-      registryExists,
-      usersOf: (accountId, templateId) =>
-        podsUsing(podStore.pods, accountId, usesTemplate(templateId)),
-    })
-    const lifecycle = new PodLifecycle({
-      store: podStore,
-      fleet,
-      driverFor: () => driver,
-      drivers: [driver],
-      dataDir: config.dataDir,
-      publicIp: config.publicIp,
-      volumePath: (volumeId) => volumeStorage.path(volumeId),
-      registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
-      clock,
-      logger,
-    })
-    const pods = new PodService({
-      store: podStore,
-      catalog,
-      place,
-      runtime: lifecycle,
-      references: {
-        template: (accountId, id) => templates.resolve(accountId, id),
-        registryExists,
-        networkVolume: (accountId, id) => volumes.find(accountId, id),
-      },
-      clock,
-      nudge: lifecycle.nudge,
-    })
-
-    const app = await buildApp({
-      logger,
-      clock,
-      version,
-      accounts,
-      catalog,
-      pods,
-      templates,
-      volumes,
-      registries,
-      rateLimits: config.rateLimit,
-      readiness: async () => {
-        await store.ping()
-        if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
-      },
-    })
-    const address = await app.listen({ host: config.host, port: config.port })
-    lifecycle.start()
-    const url = address.replace('[::1]', 'localhost')
-    logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
-
-    const banner = [
-      `podyard ${version} is serving at ${url}`,
-      `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
-      `  store         ${store.displayUrl}`,
-      `  fleet         ${config.fleet}: ${fleetSummary(fleet)}` +
-        (fleet.hosts.some((h) => h.simulated)
-          ? '\n                (simulated hosts are not real hardware)'
-          : ''),
-      ...(admin.generatedKey
-        ? [
-            '',
-            `  Admin API key (shown once, store it now; set PODYARD_ADMIN_KEY to choose your own):`,
-            `    ${admin.generatedKey}`,
-          ]
-        : []),
-      '',
-      'Stop with Ctrl-C (SIGINT) or SIGTERM.',
-      '',
-    ].join('\n')
-
-    return {
-      app,
-      store,
-      fleet,
-      url,
-      banner,
-      ...(admin.generatedKey ? { generatedAdminKey: admin.generatedKey } : {}),
-      lifecycle,
-      drivers: [driver],
-      close: async () => {
-        await app.close()
-        await lifecycle.stop()
-        await driver.close()
-        await store.close()
-      },
-    }
-  } catch (error) {
-    await store.close()
-    throw error
-  }
-}
-
-function storeCommands(accounts: AccountService): StoreCommands {
-  const accountOrAdmin = async (idOrEmail?: string) => {
-    const account = idOrEmail
-      ? await accounts.findAccount(idOrEmail)
-      : await accounts.findAdminAccount()
-    if (!account) throw new AppError('NOT_FOUND', `account ${idOrEmail ?? '(admin)'} not found`)
-    return account
-  }
-  return {
-    createKey: async (input) => {
-      const account = await accountOrAdmin(input.account)
-      return accounts.createApiKey({ ...input, accountId: account.id })
-    },
-    listKeys: async (idOrEmail) =>
-      accounts.listApiKeys(idOrEmail ? (await accountOrAdmin(idOrEmail)).id : undefined),
-    revokeKey: (id) => accounts.revokeApiKey(id),
-    createAccount: async (input) => {
-      const { account, user } = await accounts.createAccount(input)
-      return { ...account, email: user.email }
-    },
-    listAccounts: () => accounts.listAccounts(),
-  }
-}
+let loaded: Promise<typeof import('./platform.js')> | undefined
+const platform = () => (loaded ??= import('./platform.js'))
 
 /** Runs the CLI; resolves with the exit code. */
 export async function run(argv: string[]): Promise<number> {
-  const print = (text: string) => process.stdout.write(`${text}\n`)
   const program = buildProgram({
-    print,
+    print: (text) => process.stdout.write(`${text}\n`),
     progress: (text) => process.stderr.write(`${text}\n`),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: () => systemClock.now(),
     serve: async (flags) => {
       const config = configFromFlags(flags)
-      const platform = await startPlatform(config)
+      const running = await (await platform()).startPlatform(config)
       const shutdown = async (signal: string) => {
-        platform.app.log.info({ signal }, 'shutting down')
-        await platform.close()
+        running.app.log.info({ signal }, 'shutting down')
+        await running.close()
         process.exit(0)
       }
       process.once('SIGTERM', () => void shutdown('SIGTERM'))
       process.once('SIGINT', () => void shutdown('SIGINT'))
       // Printed only once the signal handlers are in place: whoever reads it may stop us at once.
-      process.stdout.write(platform.banner)
+      process.stdout.write(running.banner)
       await new Promise(() => {})
     },
     migrate: async (flags) => {
       const config = configFromFlags(flags)
-      const { store, applied } = await openMigratedStore(config)
+      const { store, applied } = await (await platform()).openMigratedStore(config)
       await store.close()
       return { applied, storeUrl: store.displayUrl }
     },
-    withStore: async (flags, use) => {
-      const config = configFromFlags(flags)
-      const { store } = await openMigratedStore(config)
-      try {
-        const accounts = accountServiceOf(store, systemClock)
-        const admin = await accounts.ensureAdmin({
-          email: config.adminEmail,
-          adminKey: config.adminKey,
-        })
-        if (admin.generatedKey) {
-          process.stderr.write(
-            `Created the admin account; its generated key (shown once): ${admin.generatedKey}\n`,
-          )
-        }
-        return await use(storeCommands(accounts))
-      } finally {
-        await store.close()
-      }
-    },
+    withStore: async (flags, use) =>
+      (await platform()).withStoreCommands(configFromFlags(flags), use),
   })
   program.exitOverride()
   try {
@@ -376,21 +65,13 @@ export async function run(argv: string[]): Promise<number> {
     const code = (error as { code?: string }).code
     if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0
     if (code?.startsWith('commander.')) return (error as { exitCode?: number }).exitCode ?? 2
-    if (
-      error instanceof ConfigError ||
-      error instanceof FleetError ||
-      error instanceof DatabaseTooNewError ||
-      error instanceof EncryptionKeyMismatchError ||
-      error instanceof EncryptionKeyFormatError
-    ) {
-      process.stderr.write(`podyard: ${error.message}\n`)
+    if (error instanceof ConfigError || (loaded && (await loaded).isStartupRefusal(error))) {
+      process.stderr.write(`podyard: ${(error as Error).message}\n`)
       return 2
     }
-    if (isAppError(error)) {
-      process.stderr.write(`podyard: ${error.detail}\n`)
-      return 1
-    }
-    process.stderr.write(`podyard: ${(error as Error).message}\n`)
+    process.stderr.write(
+      `podyard: ${isAppError(error) ? error.detail : (error as Error).message}\n`,
+    )
     return 1
   }
 }

@@ -66,46 +66,50 @@ describe('pods across a server crash', () => {
     return { server, call, waitRunning }
   }
 
-  it('re-adopts running pods after the server is killed, and removes workloads of pods that are gone', async () => {
-    const first = await serve()
-    const kept = await first.call('POST', '/v2/pods', {
-      name: 'kept',
-      image: 'x',
-      cpu: { id: 'cpu3c', vcpuCount: 2 },
-      args: keptSleep,
-    })
-    const doomed = await first.call('POST', '/v2/pods', {
-      name: 'doomed',
-      image: 'x',
-      cpu: { id: 'cpu3c', vcpuCount: 2 },
-      args: doomedSleep,
-    })
-    expect(kept.status).toBe(201)
-    const before = await first.waitRunning(kept.body!.id)
-    await first.waitRunning(doomed.body!.id)
-    const pids = processesWith(`^${keptSleep}$`)
-    expect(pids).toHaveLength(1)
+  it(
+    're-adopts running pods after the server is killed, and removes workloads of pods that are gone',
+    { timeout: 90_000 },
+    async () => {
+      const first = await serve()
+      const kept = await first.call('POST', '/v2/pods', {
+        name: 'kept',
+        image: 'x',
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        args: keptSleep,
+      })
+      const doomed = await first.call('POST', '/v2/pods', {
+        name: 'doomed',
+        image: 'x',
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        args: doomedSleep,
+      })
+      expect(kept.status).toBe(201)
+      const before = await first.waitRunning(kept.body!.id)
+      await first.waitRunning(doomed.body!.id)
+      const pids = processesWith(`^${keptSleep}$`)
+      expect(pids).toHaveLength(1)
 
-    first.server.child.kill('SIGKILL')
-    await first.server.exited
-    expect(processesWith(`^${keptSleep}$`)).toEqual(pids)
-    // While the server is down the doomed pod disappears from the store (as a purge would do).
-    const db = new SqliteDatabase(path.join(dataDir, 'podyard.db'))
-    db.prepare('delete from pods where id = ?').run(doomed.body!.id)
-    db.close()
-
-    const second = await serve()
-    try {
-      const after = await second.waitRunning(kept.body!.id)
-      expect(after.startedAt).toBe(before.startedAt)
+      first.server.child.kill('SIGKILL')
+      await first.server.exited
       expect(processesWith(`^${keptSleep}$`)).toEqual(pids)
-      await expect.poll(() => processesWith(`^${doomedSleep}$`), { timeout: 15_000 }).toEqual([])
+      // While the server is down the doomed pod disappears from the store (as a purge would do).
+      const db = new SqliteDatabase(path.join(dataDir, 'podyard.db'))
+      db.prepare('delete from pods where id = ?').run(doomed.body!.id)
+      db.close()
 
-      expect((await second.call('DELETE', `/v2/pods/${kept.body!.id}`)).status).toBe(204)
-      await expect.poll(() => processesWith(`^${keptSleep}$`), { timeout: 15_000 }).toEqual([])
-    } finally {
-      second.server.child.kill('SIGTERM')
-      await second.server.exited
-    }
-  })
+      const second = await serve()
+      try {
+        const after = await second.waitRunning(kept.body!.id)
+        expect(after.startedAt).toBe(before.startedAt)
+        expect(processesWith(`^${keptSleep}$`)).toEqual(pids)
+        await expect.poll(() => processesWith(`^${doomedSleep}$`), { timeout: 15_000 }).toEqual([])
+
+        expect((await second.call('DELETE', `/v2/pods/${kept.body!.id}`)).status).toBe(204)
+        await expect.poll(() => processesWith(`^${keptSleep}$`), { timeout: 15_000 }).toEqual([])
+      } finally {
+        second.server.child.kill('SIGTERM')
+        await second.server.exited
+      }
+    },
+  )
 })
