@@ -41,7 +41,9 @@ describe('podyard pods', () => {
         env: Record<string, string>
       }
       expect(pod).toMatchObject({ status: 'RUNNING', env: { A: '1' } })
-      expect(created.stderr).toMatch(new RegExp(`^(${pod.id} (PROVISIONING|STARTING)\\n)+${pod.id} RUNNING\\n$`))
+      expect(created.stderr).toMatch(
+        new RegExp(`^(${pod.id} (PROVISIONING|STARTING)\\n)+${pod.id} RUNNING\\n$`),
+      )
 
       const table = await pods('list')
       expect(table.stdout).toMatch(/^ID\s+NAME\s+STATUS\s+COMPUTE/)
