@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander'
-import { ApiClient } from '../client/api-client.js'
+import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import { formatTable } from './format-table.js'
 
 interface VolumeJson {
@@ -15,12 +15,6 @@ interface VolumeJson {
 
 export interface VolumesCommandDeps {
   print(text: string): void
-}
-
-interface ClientFlags {
-  url: string
-  apiKey?: string
-  json?: boolean
 }
 
 const GB = 1024 ** 3
@@ -73,12 +67,8 @@ export function addVolumesCommands(program: Command, deps: VolumesCommandDeps): 
   const volumes = program
     .command('volumes')
     .description('network volumes: storage your pods share, on a running server')
-  const withClient = (command: Command) =>
-    command
-      .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
-      .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
-      .option('--json', 'print JSON')
-  const clientOf = (flags: ClientFlags) => new ApiClient(flags.url, flags.apiKey)
+  const withClient = withClientOptions
+  const clientOf = clientFrom
   const pathOf = (id: string) => `/v2/network-volumes/${encodeURIComponent(id)}`
   const show = (flags: ClientFlags, volume: VolumeJson) =>
     deps.print(flags.json ? JSON.stringify(volume, null, 2) : volumeDetail(volume))
