@@ -55,6 +55,8 @@ export function workloadOf(
       portMappings.map((p) => [`RUNPOD_TCP_PORT_${p.private}`, String(p.public)]),
     ),
     ...(pod.globalIp ? { PODYARD_GLOBAL_IP: pod.globalIp } : {}),
+    // A CPU pod on a host with GPUs must not see them: CUDA and the NVIDIA runtime read these.
+    ...(gpuCount === 0 ? { CUDA_VISIBLE_DEVICES: '', NVIDIA_VISIBLE_DEVICES: 'void' } : {}),
   }
   return {
     id: pod.id,

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest'
+import type { Pod } from '../domain/pods/pod.js'
+import { podDirectories, workloadOf } from './pod-workload.js'
+
+const base: Pod = {
+  id: 'pod1',
+  accountId: 'acct',
+  name: 'p',
+  image: 'img',
+  args: '',
+  disk: 10,
+  ports: ['8080/http'],
+  env: { MINE: '1', RUNPOD_POD_ID: 'spoofed' },
+  registry: null,
+  compute: { kind: 'gpu', gpuTypeId: 'NVIDIA L4', gpuCount: 2 },
+  mounts: { persistent: { size: 20, path: '/workspace' } },
+  cloud: 'SECURE',
+  dataCenterIds: [],
+  dataCenterId: 'EU-RO-1',
+  hostId: 'h1',
+  templateId: null,
+  locked: false,
+  globalNetworking: true,
+  globalIp: '10.0.0.2',
+  status: 'PROVISIONING',
+  statusReason: null,
+  hourlyPrice: 1,
+  gpuIndices: [1, 3],
+  portMappings: [],
+  generation: 4,
+  crashRestarts: 0,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  startedAt: null,
+  lastStatusChange: '2026-01-01T00:00:00.000Z',
+  terminatedAt: null,
+  version: 1,
+}
+const host = { dataCenterId: 'EU-RO-1', publicIp: '203.0.113.7', vcpus: 16, memoryGb: 64 }
+const dirs = podDirectories('/data', 'pod1')
+
+describe('workloadOf', () => {
+  it('gives the pod the variables RunPod images read, its own winning over none of them', () => {
+    const spec = workloadOf(base, dirs, host, [{ private: 8080, public: 41000, type: 'http' }], {
+      networkVolumePath: '/data/volumes/v1',
+      registryAuth: { username: 'u', password: 'p' },
+    })
+    expect(spec.env).toEqual({
+      MINE: '1',
+      RUNPOD_POD_ID: 'pod1',
+      RUNPOD_DC_ID: 'EU-RO-1',
+      RUNPOD_GPU_COUNT: '2',
+      RUNPOD_CPU_COUNT: '16',
+      RUNPOD_PUBLIC_IP: '203.0.113.7',
+      RUNPOD_TCP_PORT_8080: '41000',
+      PODYARD_GLOBAL_IP: '10.0.0.2',
+    })
+    expect(spec).toMatchObject({
+      id: 'pod1',
+      command: null,
+      containerDiskPath: '/data/pods/pod1/disk',
+      gpuIndices: [1, 3],
+      vcpus: 16,
+      memoryGb: 64,
+      ports: [{ private: 8080, public: 41000, protocol: 'http' }],
+      mounts: [
+        { hostPath: '/data/pods/pod1/persistent', containerPath: '/workspace', kind: 'persistent' },
+      ],
+      labels: { 'podyard.kind': 'pod', 'podyard.generation': '4' },
+      registryAuth: { username: 'u', password: 'p' },
+    })
+  })
+
+  it('hides every GPU of the host from a CPU pod, and mounts its network volume', () => {
+    const cpuPod: Pod = {
+      ...base,
+      compute: { kind: 'cpu', flavorId: 'cpu3c', vcpuCount: 2, memoryGb: 4 },
+      mounts: { network: [{ volumeId: 'v1', path: '/data' }] },
+      gpuIndices: [],
+      args: 'echo hi',
+    }
+    const spec = workloadOf(cpuPod, dirs, { ...host, vcpus: 2, memoryGb: 4 }, [], {
+      networkVolumePath: '/data/volumes/v1',
+    })
+    expect(spec.env).toMatchObject({
+      CUDA_VISIBLE_DEVICES: '',
+      NVIDIA_VISIBLE_DEVICES: 'void',
+      RUNPOD_GPU_COUNT: '0',
+    })
+    expect(spec.command).toBe('echo hi')
+    expect(spec.mounts).toEqual([
+      { hostPath: '/data/volumes/v1', containerPath: '/data', kind: 'network' },
+    ])
+  })
+})
