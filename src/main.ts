@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
+import type * as PlatformModule from './platform.js'
 import { isAppError } from './shared/app-error.js'
 import { systemClock } from './shared/clock.js'
 
@@ -24,7 +25,7 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
   })
 }
 
-let loaded: Promise<typeof import('./platform.js')> | undefined
+let loaded: Promise<typeof PlatformModule> | undefined
 const platform = () => (loaded ??= import('./platform.js'))
 
 /** Runs the CLI; resolves with the exit code. */

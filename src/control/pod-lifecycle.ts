@@ -53,6 +53,7 @@ export class PodLifecycle implements PodRuntimeReader {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private again = false
+  private stopped = false
   private readonly busy = new Set<string>()
   private readonly cleaned = new Set<string>()
 
@@ -66,6 +67,7 @@ export class PodLifecycle implements PodRuntimeReader {
 
   /** Runs a reconcile pass now (or right after the one in progress). */
   nudge = (): void => {
+    if (this.stopped) return
     if (this.running) {
       this.again = true
       return
@@ -83,7 +85,9 @@ export class PodLifecycle implements PodRuntimeReader {
       })
   }
 
+  /** Stops the loop for good: a nudge after this (a late request) starts nothing. */
   async stop(): Promise<void> {
+    this.stopped = true
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined
     await this.running

@@ -28,6 +28,12 @@ export interface PlacementRequest {
   globalNetworking: boolean
   /** Container disk plus persistent mount, GB. */
   diskGb: number
+  /** GPU workloads: the vCPUs that come with the GPUs (the host's share) must be at least this. */
+  minVcpus?: number
+  /** GPU workloads: the memory that comes with the GPUs must be at least this, GB. */
+  minMemoryGb?: number
+  /** Only data centers holding every one of these compliance certifications. */
+  compliance?: string[]
   /** Must land on this host (a pod with a persistent mount restarts where its data is). */
   pinnedHostId?: string
   /** Try this host first (a restarting pod prefers its previous host). */

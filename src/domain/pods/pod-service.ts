@@ -7,7 +7,15 @@ import { findGpuType } from '../catalog/gpu-types.js'
 import type { PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Template } from '../templates/template.js'
-import type { Pod, PodActionRequest, PodCompute, PodMounts, PodRuntime, PodStatus } from './pod.js'
+import type {
+  Pod,
+  PodRequirements,
+  PodActionRequest,
+  PodCompute,
+  PodMounts,
+  PodRuntime,
+  PodStatus,
+} from './pod.js'
 import {
   checkAction,
   checkMountsOnCreate,
@@ -43,6 +51,7 @@ export interface CreatePodInput {
   dataCenterIds?: string[]
   globalNetworking?: boolean
   templateId?: string
+  requirements?: PodRequirements
 }
 
 export interface UpdatePodInput {
@@ -213,8 +222,14 @@ export class PodService {
               kind: 'gpu',
               gpuTypeId: pod.compute.gpuTypeId,
               gpuCount: pod.compute.gpuCount,
-              ...(pod.compute.allowedCudaVersions
-                ? { cudaVersions: pod.compute.allowedCudaVersions }
+              // The creator's CUDA versions win over the template's.
+              ...(pod.requirements?.cudaVersions?.length
+                ? { cudaVersions: pod.requirements.cudaVersions }
+                : pod.compute.allowedCudaVersions
+                  ? { cudaVersions: pod.compute.allowedCudaVersions }
+                  : {}),
+              ...(pod.requirements?.minCudaVersion
+                ? { minCudaVersion: pod.requirements.minCudaVersion }
                 : {}),
             }
           : { kind: 'cpu', flavorId: pod.compute.flavorId, vcpuCount: pod.compute.vcpuCount },
@@ -222,6 +237,9 @@ export class PodService {
       dataCenterIds: pod.dataCenterIds,
       globalNetworking: pod.globalNetworking,
       diskGb: pod.disk + (pod.mounts.persistent?.size ?? 0),
+      ...(pod.requirements?.minVcpus ? { minVcpus: pod.requirements.minVcpus } : {}),
+      ...(pod.requirements?.minMemoryGb ? { minMemoryGb: pod.requirements.minMemoryGb } : {}),
+      ...(pod.requirements?.compliance?.length ? { compliance: pod.requirements.compliance } : {}),
       ...(hosts.pinned ? { pinnedHostId: hosts.pinned } : {}),
       ...(hosts.preferred ? { preferredHostId: hosts.preferred } : {}),
     }
@@ -323,6 +341,7 @@ export class PodService {
       registry,
       compute,
       mounts,
+      ...(input.requirements ? { requirements: input.requirements } : {}),
       cloud,
       dataCenterIds,
       dataCenterId: null,

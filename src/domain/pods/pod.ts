@@ -47,6 +47,18 @@ export interface PortMapping {
   type: string
 }
 
+/**
+ * What a host must offer beyond the compute itself (GraphQL's minVcpuCount, minMemoryInGb,
+ * allowedCudaVersions, minCudaVersion and compliance); kept so every start honours them.
+ */
+export interface PodRequirements {
+  cudaVersions?: string[]
+  minCudaVersion?: string
+  minVcpus?: number
+  minMemoryGb?: number
+  compliance?: string[]
+}
+
 export interface Pod {
   id: string
   accountId: string
@@ -59,6 +71,7 @@ export interface Pod {
   registry: string | null
   compute: PodCompute
   mounts: PodMounts
+  requirements?: PodRequirements
   cloud: Cloud
   /** The data centers the creator allowed, in order of preference (empty: any). */
   dataCenterIds: string[]

@@ -715,3 +715,65 @@ describe('place: never over-commits (property)', () => {
     expect(placedCount).toBeGreaterThan(40)
   })
 })
+
+describe('host requirements: vCPU and memory minimums, compliance', () => {
+  const hosts = [
+    gpuHost('small', 'US-KS-2', A40, 4, { vcpus: 32, memoryGb: 128 }),
+    gpuHost('large', 'EU-RO-1', A40, 4, { vcpus: 64, memoryGb: 512 }),
+  ]
+  const dataCenters = [
+    dc('US-KS-2', true),
+    { ...dc('EU-RO-1', true), compliance: ['GDPR', 'ISO_IEC_27001'] },
+  ]
+  const request = (extra: Partial<PlacementRequest>): PlacementRequest => ({
+    compute: { kind: 'gpu', gpuTypeId: A40, gpuCount: 1 },
+    dataCenterIds: [],
+    globalNetworking: false,
+    diskGb: 10,
+    ...extra,
+  })
+  const run = (extra: Partial<PlacementRequest>) =>
+    place({ hosts, dataCenters, allocations: [] }, request(extra))
+
+  it('places where the GPUs come with at least the vCPUs and memory asked for, at the edge', () => {
+    // small gives one A40 8 vCPUs and 32 GB; large gives 16 vCPUs and 128 GB.
+    expect(run({ minVcpus: 8, minMemoryGb: 32, dataCenterIds: ['US-KS-2'] })).toMatchObject({
+      ok: true,
+      placement: { hostId: 'small' },
+    })
+    expect(run({ minVcpus: 9 })).toMatchObject({
+      ok: true,
+      placement: { hostId: 'large', vcpus: 16 },
+    })
+    expect(run({ minMemoryGb: 33 })).toMatchObject({ ok: true, placement: { hostId: 'large' } })
+    const none = run({ minVcpus: 17 })
+    expect(none).toMatchObject({
+      ok: false,
+      detail: `no host has 1 free ${A40} with at least 17 vCPUs`,
+    })
+    expect(none.ok === false && none.rejections).toEqual([
+      { hostId: 'small', reason: `gives 1 ${A40} only 8 vCPUs and 32 GB of memory` },
+      { hostId: 'large', reason: `gives 1 ${A40} only 16 vCPUs and 128 GB of memory` },
+    ])
+    expect(run({ minVcpus: 1, minMemoryGb: 200 })).toMatchObject({
+      ok: false,
+      detail: `no host has 1 free ${A40} with at least 1 vCPUs and 200 GB of memory`,
+    })
+  })
+
+  it('places only in data centers holding every certification asked for', () => {
+    expect(run({ compliance: ['GDPR'] })).toMatchObject({
+      ok: true,
+      placement: { hostId: 'large' },
+    })
+    expect(run({ compliance: ['GDPR', 'HIPAA'] })).toMatchObject({
+      ok: false,
+      detail: `no host has 1 free ${A40} in a data center certified GDPR, HIPAA`,
+    })
+    const result = run({ compliance: ['HIPAA'] })
+    expect(result.ok === false && result.rejections[1]).toEqual({
+      hostId: 'large',
+      reason: 'is in EU-RO-1, which is not certified HIPAA',
+    })
+  })
+})

@@ -42,9 +42,11 @@ const Stage = {
   Kind: 1,
   Cloud: 2,
   Cuda: 3,
-  Units: 4,
-  Share: 5,
-  Disk: 6,
+  /** The vCPUs and memory that come with the GPUs are below the request's minimums. */
+  Size: 4,
+  Units: 5,
+  Share: 6,
+  Disk: 7,
 } as const
 type Stage = (typeof Stage)[keyof typeof Stage]
 
@@ -72,10 +74,24 @@ function describeCuda(compute: GpuCompute): string {
   return ''
 }
 
+function describeSize(ctx: Context): string {
+  const { minVcpus = 0, minMemoryGb = 0 } = ctx.request
+  const parts = [
+    ...(minVcpus > 0 ? [`${minVcpus} vCPUs`] : []),
+    ...(minMemoryGb > 0 ? [`${minMemoryGb} GB of memory`] : []),
+  ]
+  return parts.length > 0 ? ` with at least ${parts.join(' and ')}` : ''
+}
+
 function describeWhere(ctx: Context): string {
   const cloud = ctx.request.cloud ? ` in the ${ctx.request.cloud} cloud` : ''
+  const certified =
+    ctx.request.compliance && ctx.request.compliance.length > 0
+      ? ` certified ${list(ctx.request.compliance)}`
+      : ''
   if (ctx.request.dataCenterIds.length > 0)
-    return `${cloud} in ${list(ctx.allowed.map((d) => d.id))}`
+    return `${cloud} in ${list(ctx.allowed.map((d) => d.id))}${certified}`
+  if (certified) return `${cloud} in a data center${certified}`
   if (ctx.request.globalNetworking) return `${cloud} in a data center with global networking`
   return cloud
 }
@@ -145,6 +161,14 @@ function evaluateGpu(
     return reject(Stage.Cuda, `${has}, ${wanted}`)
   }
   const count = compute.gpuCount
+  const size = gpuShare(host, count)
+  const { minVcpus = 0, minMemoryGb = 0 } = ctx.request
+  if (size.vcpus < minVcpus || size.memoryGb < minMemoryGb) {
+    return reject(
+      Stage.Size,
+      `gives ${count} ${type} only ${size.vcpus} vCPUs and ${size.memoryGb} GB of memory`,
+    )
+  }
   if (host.gpu.count < count) {
     return reject(Stage.Units, `has only ${host.gpu.count} ${type} in all`)
   }
@@ -228,6 +252,10 @@ function evaluate(host: Host, ctx: Context, allocations: readonly Allocation[]):
   if (request.globalNetworking && !dataCenter.globalNetwork) {
     return excluded(`is in ${dataCenter.id}, which has no global networking`)
   }
+  const missing = (request.compliance ?? []).filter((c) => !dataCenter.compliance.includes(c))
+  if (missing.length > 0) {
+    return excluded(`is in ${dataCenter.id}, which is not certified ${list(missing)}`)
+  }
   const free = freeCapacity(host, allocations)
   return request.compute.kind === 'gpu'
     ? evaluateGpu(host, request.compute, ctx, free)
@@ -278,7 +306,7 @@ function shortage(ctx: Context, furthest: Stage): string {
   const disk = furthest === Stage.Disk ? ` and ${ctx.request.diskGb} GB of free disk` : ''
   if (c.kind === 'gpu') {
     const share = furthest === Stage.Share ? ' and their share of vCPUs and memory' : ''
-    return `no host has ${c.gpuCount} free ${c.gpuTypeId}${describeCuda(c)}${share}${disk}${describeWhere(ctx)}`
+    return `no host has ${c.gpuCount} free ${c.gpuTypeId}${describeCuda(c)}${describeSize(ctx)}${share}${disk}${describeWhere(ctx)}`
   }
   const memoryGb = cpuSlotMemoryGb(c.flavorId, c.vcpuCount)
   const vcpus = `${c.vcpuCount} free ${plural(c.vcpuCount, 'vCPU', 'vCPUs')}`
