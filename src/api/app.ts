@@ -64,7 +64,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
-  await app.register(graphqlRoutes, { accounts: deps.accounts })
+  await app.register(graphqlRoutes, {
+    accounts: deps.accounts,
+    pods: deps.pods,
+    catalog: deps.catalog,
+    templates: deps.templates,
+    volumes: deps.volumes,
+    clock: deps.clock,
+  })
   await app.register(restRoutes, {
     prefix: '/v2',
     accounts: deps.accounts,

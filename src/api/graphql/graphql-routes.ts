@@ -1,11 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import mercurius, { type IResolvers } from 'mercurius'
+import { GraphQLError } from 'graphql'
+import mercurius from 'mercurius'
 import { decideAccess, type Principal } from '../../domain/accounts/access.js'
-import type { AccountService } from '../../domain/accounts/account-service.js'
-import { AppError, isAppError } from '../../shared/app-error.js'
+import { isAppError } from '../../shared/app-error.js'
 import type { ErrorCode } from '../../shared/error-codes.js'
 import { authenticate } from '../http/authentication.js'
 import { httpStatusOf } from '../http/error-status.js'
+import { GRAPHIQL_HTML } from './graphiql-page.js'
+import { queryLimitsRule } from './query-limits.js'
+import { buildResolvers, type GraphqlServices } from './resolvers.js'
 import { typeDefs } from './type-defs.js'
 
 declare module 'mercurius' {
@@ -25,49 +28,74 @@ function sendGraphqlError(reply: FastifyReply, code: ErrorCode, message: string)
     .send({ data: null, errors: [{ message, extensions: { code } }] })
 }
 
+/**
+ * A resolver's AppError becomes `{message, path, extensions: {code}}` (wire-compat §6.1); any
+ * other fault is logged and answered as INTERNAL without its message, which may hold internals.
+ * A new error without `originalError` also keeps mercurius from reading AppError's `errors`
+ * list as a list of GraphQL errors.
+ */
+function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError {
+  const original = error.originalError
+  const rebuilt = (message: string, extensions: Record<string, unknown>) =>
+    new GraphQLError(message, {
+      ...(error.nodes ? { nodes: error.nodes } : {}),
+      ...(error.path ? { path: error.path } : {}),
+      extensions: { ...error.extensions, ...extensions },
+    })
+  if (isAppError(original)) {
+    return rebuilt(original.detail, {
+      code: original.code,
+      ...(original.errors ? { errors: original.errors } : {}),
+    })
+  }
+  if (
+    original instanceof Error &&
+    !(original instanceof GraphQLError) &&
+    !Array.isArray((original as { errors?: unknown }).errors)
+  ) {
+    app.log.error({ err: original, path: error.path }, 'GraphQL resolver failed')
+    return rebuilt('internal error: the server log has the details', { code: 'INTERNAL' })
+  }
+  return error
+}
+
+/** `/graphql` (authenticated) and the `/graphiql` console (a page; its queries need a key). */
 export async function graphqlRoutes(
   app: FastifyInstance,
-  { accounts }: { accounts: AccountService },
+  services: GraphqlServices,
 ): Promise<void> {
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    try {
-      request.principal = await authenticate(accounts, request, 'bearer-or-query')
-    } catch (error) {
-      if (isAppError(error)) return sendGraphqlError(reply, error.code, error.detail)
-      throw error
-    }
-    const access = decideAccess(request.principal, { write: false })
-    if (!access.allowed) return sendGraphqlError(reply, 'FORBIDDEN', access.detail)
-  })
+  app.get('/graphiql', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').send(GRAPHIQL_HTML),
+  )
+  app.get('/graphiql/schema.graphql', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/plain; charset=utf-8').send(typeDefs),
+  )
 
-  const resolvers: IResolvers = {
-    Query: {
-      myself: async (_root, _args, { principal }) => {
-        const user = await accounts.primaryUser(principal.accountId)
-        if (!user) throw new AppError('NOT_FOUND', 'account not found')
-        return { id: principal.accountId, email: user.email }
-      },
-    },
-  }
+  await app.register(async (api) => {
+    api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+      try {
+        request.principal = await authenticate(services.accounts, request, 'bearer-or-query')
+      } catch (error) {
+        if (isAppError(error)) return sendGraphqlError(reply, error.code, error.detail)
+        throw error
+      }
+      // Mutations are checked for write permission one by one (resolvers.ts).
+      const access = decideAccess(request.principal, { write: false })
+      if (!access.allowed) return sendGraphqlError(reply, 'FORBIDDEN', access.detail)
+    })
 
-  await app.register(mercurius, {
-    schema: typeDefs,
-    resolvers,
-    path: '/graphql',
-    graphiql: false,
-    context: (request: FastifyRequest) => ({ principal: request.principal! }),
-    errorFormatter: (execution, context) => {
-      const formatted = mercurius.defaultErrorFormatter(execution, context)
-      const errors = formatted.response.errors?.map((error) => {
-        const original = (error as { originalError?: unknown }).originalError
-        if (!isAppError(original)) return error
-        return {
-          ...error,
-          message: original.detail,
-          extensions: { ...error.extensions, code: original.code },
-        }
-      })
-      return { statusCode: formatted.statusCode, response: { ...formatted.response, errors } }
-    },
+    await api.register(mercurius, {
+      schema: typeDefs,
+      resolvers: buildResolvers(services),
+      path: '/graphql',
+      graphiql: false,
+      validationRules: [queryLimitsRule],
+      context: (request: FastifyRequest) => ({ principal: request.principal! }),
+      errorFormatter: (execution, context) =>
+        mercurius.defaultErrorFormatter(
+          { ...execution, errors: execution.errors?.map((error) => graphqlErrorOf(error, api)) },
+          context,
+        ),
+    })
   })
 }

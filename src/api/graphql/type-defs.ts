@@ -1,15 +1,394 @@
 /**
- * The GraphQL schema (SDL). It grows with the operations RunPod's clients send
- * (wire-compat §6); resolvers only call domain services.
+ * The GraphQL schema (SDL). Names and shapes follow what RunPod's clients send and read
+ * (wire-compat §6); docs/graphql.md lists every operation with an example. Resolvers only map
+ * between these shapes and the domain services.
+ *
+ * Mutation results are nullable on purpose: a domain error must answer
+ * `{"errors": [...], "data": {"<mutation>": null}}` (HTTP 200), which a non-null result type
+ * would turn into `"data": null`.
  */
 export const typeDefs = /* GraphQL */ `
   type Query {
     "The caller's account."
     myself: Myself!
+    "One pod of the caller's account."
+    pod(input: PodFilter): Pod
+    "GPU types some host of the fleet has; one type when input.id is given."
+    gpuTypes(input: GpuTypeFilter): [GpuType!]!
+    "The fleet's data centers with live GPU stock."
+    dataCenters: [DataCenter!]!
+    "CPU flavors some host offers (deployCpuPod instance ids are <id>-<vcpus>-<ramGb>)."
+    cpuTypes: [CpuType!]!
+    "Templates: isRunpod true = the built-in ones, false = the account's own and public ones, absent = all."
+    podTemplates(input: PodTemplateFilter): [PodTemplate!]!
+  }
+
+  type Mutation {
+    # Inputs are nullable because runpodctl declares $input without "!"; a missing input is
+    # a validation error from the resolver.
+    "Create a GPU pod; it answers at once with desiredStatus RUNNING while the pod starts."
+    podFindAndDeployOnDemand(input: PodFindAndDeployOnDemandInput): Pod
+    "Create a CPU pod from an instance id such as cpu3c-2-4."
+    deployCpuPod(input: DeployCpuPodInput): Pod
+    "Start a stopped pod again (desiredStatus RUNNING)."
+    podResume(input: PodResumeInput): Pod
+    "Stop a pod; its GPUs are released, volume data is kept (desiredStatus EXITED)."
+    podStop(input: PodStopInput): Pod
+    "Terminate a pod for good. Returns true."
+    podTerminate(input: PodTerminateInput): Boolean
+    "Spot instances are not offered: always answers with an error."
+    podBidResume(input: PodBidResumeInput): Pod
+    "Spot instances are not offered: always answers with an error."
+    podRentInterruptable(input: PodRentInterruptableInput): Pod
   }
 
   type Myself {
     id: String!
     email: String!
+    "The account's pods that are not TERMINATED."
+    pods: [Pod!]!
+    "SSH public keys; null until updateUserSettings is offered."
+    pubKey: String
+    "Sum of costPerHr over the account's pods, USD per hour."
+    currentSpendPerHr: Float!
+    networkVolumes: [NetworkVolume!]!
+    "The account's own templates."
+    podTemplates: [PodTemplate!]!
+  }
+
+  type NetworkVolume {
+    id: String!
+    name: String!
+    "GB"
+    size: Int!
+    dataCenterId: String!
+  }
+
+  enum PodDesiredStatus {
+    RUNNING
+    EXITED
+    TERMINATED
+  }
+
+  enum CloudTypeEnum {
+    ALL
+    SECURE
+    COMMUNITY
+  }
+
+  type Pod {
+    id: String!
+    name: String!
+    "RUNNING while provisioning, starting or running; EXITED when stopped or failed; TERMINATED."
+    desiredStatus: PodDesiredStatus!
+    imageName: String!
+    "KEY=value strings"
+    env: [String!]!
+    "comma-separated <port>/<protocol>, e.g. 8888/http,22/tcp"
+    ports: String!
+    dockerArgs: String!
+    containerDiskInGb: Int!
+    "GB of the persistent (host-local) volume; 0 when the pod has none."
+    volumeInGb: Int!
+    "Where the persistent or network volume is mounted; null without a volume."
+    volumeMountPath: String
+    networkVolumeId: String
+    gpuCount: Int!
+    "The pod's vCPUs: its share of the host for GPU pods, the instance's for CPU pods."
+    vcpuCount: Int!
+    memoryInGb: Int!
+    "USD per hour now; 0 when the pod is stopped or terminated."
+    costPerHr: Float!
+    "The host the pod is placed on."
+    machineId: String
+    machine: Machine!
+    "What changed last, and when."
+    lastStatusChange: String!
+    "Seconds since the container started; 0 when it is not running."
+    uptimeSeconds: Int!
+    "null until the container is up."
+    runtime: PodRuntime
+    "RESERVED: every pod is on-demand."
+    podType: String!
+    "The first declared port's number (RunPod's legacy field); null without ports."
+    port: Int
+    "Always null: the workload id is internal to the host's runtime driver."
+    dockerId: String
+    cloudType: CloudTypeEnum!
+    dataCenterId: String
+    templateId: String
+    containerRegistryAuthId: String
+    locked: Boolean!
+  }
+
+  type Machine {
+    "<podId>-<hostId>"
+    podHostId: String
+    "GPU type display name, or the CPU flavor name for CPU pods."
+    gpuDisplayName: String!
+    "The data center id."
+    location: String
+  }
+
+  type PodRuntime {
+    uptimeInSeconds: Int
+    ports: [PodRuntimePort!]!
+    gpus: [PodRuntimeGpu!]!
+    container: PodRuntimeContainer
+  }
+
+  type PodRuntimePort {
+    ip: String
+    isIpPublic: Boolean!
+    privatePort: Int!
+    publicPort: Int
+    type: String!
+  }
+
+  type PodRuntimeGpu {
+    id: String!
+    gpuUtilPercent: Int!
+    memoryUtilPercent: Int!
+  }
+
+  type PodRuntimeContainer {
+    cpuPercent: Int!
+    memoryPercent: Int!
+  }
+
+  type GpuType {
+    id: String!
+    displayName: String!
+    memoryInGb: Int!
+    manufacturer: String!
+    secureCloud: Boolean!
+    communityCloud: Boolean!
+    "USD per GPU per hour; null where the cloud does not offer the type."
+    securePrice: Float
+    communityPrice: Float
+    "Spot is not offered: always null."
+    secureSpotPrice: Float
+    communitySpotPrice: Float
+    "Unknown here: always null."
+    cudaCores: Int
+    "Savings plans are not offered: always null."
+    oneWeekPrice: Float
+    oneMonthPrice: Float
+    threeMonthPrice: Float
+    "Most GPUs of the type on one host, over both clouds."
+    maxGpuCount: Int!
+    maxGpuCountSecureCloud: Int!
+    maxGpuCountCommunityCloud: Int!
+    lowestPrice(input: GpuLowestPriceInput): LowestPrice
+  }
+
+  type LowestPrice {
+    gpuName: String!
+    gpuTypeId: String!
+    "USD per GPU per hour in the cheapest cloud asked for that can place the pod now."
+    uninterruptablePrice: Float
+    "Spot is not offered: always null."
+    minimumBidPrice: Float
+    "High, Medium, Low or None (nothing can be placed now)."
+    stockStatus: String!
+    "GPU counts one host can place now."
+    availableGpuCounts: [Int!]!
+    "Least memory (GB) and vCPUs that come with gpuCount GPUs on a host of the type."
+    minMemory: Int
+    minVcpu: Int
+  }
+
+  type DataCenter {
+    id: String!
+    name: String!
+    "The region, e.g. NORTH_AMERICA."
+    location: String!
+    globalNetwork: Boolean!
+    gpuAvailability: [GpuAvailability!]!
+  }
+
+  type GpuAvailability {
+    gpuTypeId: String!
+    displayName: String!
+    stockStatus: String!
+  }
+
+  type CpuType {
+    "The CPU flavor id, e.g. cpu3c."
+    id: String!
+    "e.g. Compute-Optimized (Gen 3)"
+    displayName: String!
+    "Most vCPUs one host offers for the flavor."
+    cores: Int!
+    "Always 1: a vCPU is counted as a core."
+    threadsPerCore: Int!
+    ramGbPerVcpu: Float!
+    "vCPU counts an instance may have (powers of two)."
+    vcpuCounts: [Int!]!
+    stockStatus: String!
+  }
+
+  type PodTemplate {
+    id: String!
+    name: String!
+    imageName: String!
+    dockerArgs: String!
+    containerDiskInGb: Int!
+    volumeInGb: Int!
+    volumeMountPath: String
+    "comma-separated <port>/<protocol>"
+    ports: String!
+    env: [EnvironmentVariable!]!
+    containerRegistryAuthId: String
+    isServerless: Boolean!
+    isPublic: Boolean!
+    isRunpod: Boolean!
+    category: String!
+    startSsh: Boolean!
+    startJupyter: Boolean!
+    startScript: String
+    readme: String!
+    advancedStart: Boolean!
+  }
+
+  type EnvironmentVariable {
+    key: String!
+    value: String!
+  }
+
+  input EnvironmentVariableInput {
+    key: String!
+    value: String
+  }
+
+  input PodFilter {
+    podId: String!
+  }
+
+  input GpuTypeFilter {
+    id: String
+  }
+
+  input PodTemplateFilter {
+    isRunpod: Boolean
+  }
+
+  input GpuLowestPriceInput {
+    gpuCount: Int
+    "true: secure cloud only; false: community only; null or absent: either."
+    secureCloud: Boolean
+    minMemoryInGb: Int
+    minVcpuCount: Int
+    "Accepted and not used: container and volume disk are not a scarce resource here."
+    totalDisk: Int
+    dataCenterId: String
+    allowedCudaVersions: [String]
+  }
+
+  input PodFindAndDeployOnDemandInput {
+    name: String
+    imageName: String
+    gpuTypeId: String
+    gpuCount: Int
+    cloudType: CloudTypeEnum
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    networkVolumeId: String
+    dockerArgs: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    templateId: String
+    containerRegistryAuthId: String
+    dataCenterId: String
+    minVcpuCount: Int
+    minMemoryInGb: Int
+    allowedCudaVersions: [String]
+    "Accepted for compatibility; see docs/graphql.md for what each does here."
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    countryCode: String
+    minDownload: Int
+    minUpload: Int
+    deployCost: Float
+    minCudaVersion: String
+    stopAfter: String
+    terminateAfter: String
+    compliance: [String]
+    globalNetwork: Boolean
+  }
+
+  input PodRentInterruptableInput {
+    bidPerGpu: Float
+    name: String
+    imageName: String
+    gpuTypeId: String
+    gpuCount: Int
+    cloudType: CloudTypeEnum
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    networkVolumeId: String
+    dockerArgs: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    templateId: String
+    containerRegistryAuthId: String
+    dataCenterId: String
+    minVcpuCount: Int
+    minMemoryInGb: Int
+    allowedCudaVersions: [String]
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    countryCode: String
+    minDownload: Int
+    minUpload: Int
+  }
+
+  input DeployCpuPodInput {
+    name: String
+    imageName: String
+    "<flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4"
+    instanceId: String!
+    cloudType: CloudTypeEnum
+    containerDiskInGb: Int
+    volumeMountPath: String
+    networkVolumeId: String
+    dockerArgs: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    templateId: String
+    containerRegistryAuthId: String
+    dataCenterId: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    countryCode: String
+    minDownload: Int
+    minUpload: Int
+  }
+
+  input PodResumeInput {
+    podId: String!
+    "Must equal the pod's GPU count when given: a pod's GPU count is fixed at create."
+    gpuCount: Int
+    "Accepted and not applied: the pod restarts under the constraints it was created with."
+    allowedCudaVersions: [String]
+  }
+
+  input PodStopInput {
+    podId: String!
+  }
+
+  input PodTerminateInput {
+    podId: String!
+  }
+
+  input PodBidResumeInput {
+    podId: String!
+    bidPerGpu: Float
+    gpuCount: Int
   }
 `

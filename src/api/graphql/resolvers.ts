@@ -1,0 +1,172 @@
+import type { IResolvers, MercuriusContext } from 'mercurius'
+import { decideAccess } from '../../domain/accounts/access.js'
+import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
+import type { Pod } from '../../domain/pods/pod.js'
+import { costOf } from '../../domain/pods/pod-rules.js'
+import type { PodService } from '../../domain/pods/pod-service.js'
+import type { TemplateService } from '../../domain/templates/template-service.js'
+import type { VolumeService } from '../../domain/volumes/volume-service.js'
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import { cpuTypeView, dataCenterView, gpuTypeView } from './catalog-view.js'
+import { deployPod } from './pod-deploy.js'
+import {
+  cpuDeployRequest,
+  gpuDeployRequest,
+  type CpuPodInput,
+  type GpuPodInput,
+} from './pod-input.js'
+import { podView } from './pod-view.js'
+import { templateView } from './template-view.js'
+
+export interface GraphqlServices {
+  accounts: AccountService
+  pods: PodService
+  catalog: CatalogService
+  templates: TemplateService
+  volumes: VolumeService
+  clock: Clock
+}
+
+type Resolver = (root: unknown, args: never, context: MercuriusContext) => unknown
+
+/** Every mutation changes state, so a read-only key gets FORBIDDEN before it runs. */
+function writing(resolve: Resolver): Resolver {
+  return (root, args, context) => {
+    const access = decideAccess(context.principal, { write: true })
+    if (!access.allowed)
+      throw new AppError('FORBIDDEN', `${access.detail}: mutations need a read-write key`)
+    return resolve(root, args, context)
+  }
+}
+
+/** Operation inputs are nullable in the SDL (runpodctl declares them so); absent is a 422-like error. */
+function need<T>(input: T | null | undefined): T {
+  if (input !== null && input !== undefined) return input
+  throw new AppError('VALIDATION_FAILED', 'the request failed validation: input: is required', {
+    errors: ['input: is required'],
+  })
+}
+
+const SPOT_NOT_OFFERED =
+  'spot (interruptible) pods are not offered here: every pod is on-demand; use podFindAndDeployOnDemand to create one and podResume to start a stopped one'
+
+export function buildResolvers(services: GraphqlServices): IResolvers {
+  const { accounts, pods, catalog, templates, volumes, clock } = services
+  const view = (pod: Pod) =>
+    podView(pod, {
+      fleet: catalog.fleet,
+      now: () => clock.now(),
+      runtimeOf: (p) => pods.runtimeOf(p),
+    })
+
+  const mutations: Record<string, Resolver> = {
+    podFindAndDeployOnDemand: async (
+      _root,
+      { input }: { input?: GpuPodInput | null },
+      { principal },
+    ) => view(await deployPod(pods, catalog, principal.accountId, gpuDeployRequest(need(input)))),
+
+    deployCpuPod: async (_root, { input }: { input?: CpuPodInput | null }, { principal }) => {
+      const request = cpuDeployRequest(need(input), (id) => findCpuFlavor(id)?.ramGbPerVcpu)
+      return view(await deployPod(pods, catalog, principal.accountId, request))
+    },
+
+    podResume: async (
+      _root,
+      { input: given }: { input?: { podId: string; gpuCount?: number | null } | null },
+      { principal },
+    ) => {
+      const input = need(given)
+      const pod = await pods.get(principal.accountId, input.podId)
+      const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
+      if (input.gpuCount !== undefined && input.gpuCount !== null && input.gpuCount !== gpuCount) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          `pod ${pod.id} has ${gpuCount} GPUs and a pod's GPU count is fixed at create: resume it with gpuCount ${gpuCount}, or create a new pod`,
+        )
+      }
+      return view(await pods.act(principal.accountId, input.podId, 'start'))
+    },
+
+    podStop: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
+      view(await pods.act(principal.accountId, need(input).podId, 'stop')),
+
+    podTerminate: async (_root, { input }: { input?: { podId: string } | null }, { principal }) => {
+      await pods.terminate(principal.accountId, need(input).podId)
+      return true
+    },
+
+    podBidResume: () => {
+      throw new AppError('RULE_CONFLICT', SPOT_NOT_OFFERED)
+    },
+    podRentInterruptable: () => {
+      throw new AppError('RULE_CONFLICT', SPOT_NOT_OFFERED)
+    },
+  }
+
+  return {
+    Query: {
+      myself: async (_root, _args, { principal }) => {
+        const { accountId } = principal
+        const user = await accounts.primaryUser(accountId)
+        if (!user) throw new AppError('NOT_FOUND', 'account not found')
+        const listed = () => pods.list(accountId)
+        return {
+          id: accountId,
+          email: user.email,
+          pods: async () => (await listed()).map(view),
+          pubKey: null,
+          currentSpendPerHr: async () =>
+            Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) /
+            10_000,
+          networkVolumes: async () =>
+            (await volumes.list(accountId)).map((v) => ({
+              id: v.id,
+              name: v.name,
+              size: v.sizeGb,
+              dataCenterId: v.dataCenterId,
+            })),
+          podTemplates: async () => (await templates.list(accountId)).map(templateView),
+        }
+      },
+
+      pod: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
+        view(await pods.get(principal.accountId, need(input).podId)),
+
+      gpuTypes: async (_root, { input }: { input?: { id?: string | null } | null }) => {
+        if (input?.id) {
+          const type = await catalog.getGpuType(input.id)
+          return type ? [gpuTypeView(catalog, type)] : []
+        }
+        return (await catalog.listGpuTypes()).map((type) => gpuTypeView(catalog, type))
+      },
+
+      dataCenters: async () =>
+        (await catalog.listDataCenters({ gpuDetail: true })).map(dataCenterView),
+
+      cpuTypes: async () => (await catalog.listCpuTypes()).map(cpuTypeView),
+
+      podTemplates: async (
+        _root,
+        { input }: { input?: { isRunpod?: boolean | null } | null },
+        { principal },
+      ) => {
+        const builtin = () => templates.catalog('official')
+        const accounts = () => templates.list(principal.accountId, { includePublic: true })
+        const list =
+          input?.isRunpod === true
+            ? await builtin()
+            : input?.isRunpod === false
+              ? await accounts()
+              : [...(await builtin()), ...(await accounts())]
+        return list.map(templateView)
+      },
+    },
+    Mutation: Object.fromEntries(
+      Object.entries(mutations).map(([name, resolve]) => [name, writing(resolve)]),
+    ),
+  } as IResolvers
+}
