@@ -70,6 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     catalog: deps.catalog,
     templates: deps.templates,
     volumes: deps.volumes,
+    registries: deps.registries,
     clock: deps.clock,
   })
   await app.register(restRoutes, {

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
-import type { Account, AccountRole, User } from '../domain/accounts/account.js'
+import type { Account, AccountRole, User, UserSettings } from '../domain/accounts/account.js'
 import type { AccountRepo } from '../domain/accounts/ports.js'
 import type { AccountsTable, Database, UsersTable } from './database-schema.js'
 
@@ -89,6 +89,23 @@ export class KyselyAccountRepo implements AccountRepo {
       .orderBy('id')
       .executeTakeFirst()
     return row && toUser(row)
+  }
+
+  async userSettings(userId: string): Promise<UserSettings> {
+    const row = await this.db
+      .selectFrom('users')
+      .select('pub_key')
+      .where('id', '=', userId)
+      .executeTakeFirst()
+    return { pubKey: row?.pub_key ?? null }
+  }
+
+  async saveUserSettings(userId: string, settings: UserSettings): Promise<void> {
+    await this.db
+      .updateTable('users')
+      .set({ pub_key: settings.pubKey })
+      .where('id', '=', userId)
+      .execute()
   }
 
   async list(): Promise<Array<Account & { email: string }>> {

@@ -18,6 +18,8 @@ export interface UsersTable {
   account_id: string
   email: string
   created_at: string
+  /** authorized_keys text (migration 0004); null until the user sets it. */
+  pub_key: string | null
 }
 
 export interface ApiKeysTable {

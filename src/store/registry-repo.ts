@@ -49,6 +49,14 @@ export class KyselyRegistryRepo implements RegistryRepo {
     return rows.map(toRegistry)
   }
 
+  async updateCredentials(id: string, username: string, passwordSealed: string): Promise<void> {
+    await this.db
+      .updateTable('registries')
+      .set({ username, password_sealed: passwordSealed })
+      .where('id', '=', id)
+      .execute()
+  }
+
   async delete(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('registries').where('id', '=', id).executeTakeFirst()
     return Number(result.numDeletedRows) > 0

@@ -13,6 +13,7 @@ import type {
   GpuTypeView,
 } from '../../domain/catalog/catalog-service.js'
 import type { Cloud, Host } from '../../domain/catalog/fleet.js'
+import { GPU_POOLS } from '../../domain/catalog/gpu-types.js'
 
 /** GraphQL's stockStatus spelling of the catalog's availability. */
 export function stockStatusOf(availability: Availability): 'High' | 'Medium' | 'Low' | 'None' {
@@ -152,4 +153,16 @@ export function cpuTypeView(flavor: CpuTypeView) {
     vcpuCounts: flavor.vcpuCounts,
     stockStatus: stockStatusOf(flavor.availability),
   }
+}
+
+/**
+ * `serverlessGpuPools`: the serverless pools (wire-compat §8.2) in their table order, each
+ * with the GPU types of the fleet that belong to it. Like `gpuTypes`, only types some host has
+ * are listed, and a pool none of whose types the fleet has is left out: nothing could run there.
+ */
+export function serverlessGpuPoolsView(types: readonly GpuTypeView[]) {
+  return GPU_POOLS.map((pool) => ({
+    id: pool,
+    gpuTypeIds: types.filter((type) => type.pool === pool).map((type) => type.id),
+  })).filter((pool) => pool.gpuTypeIds.length > 0)
 }

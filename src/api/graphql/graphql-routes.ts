@@ -4,9 +4,10 @@ import mercurius from 'mercurius'
 import { decideAccess, type Principal } from '../../domain/accounts/access.js'
 import { isAppError } from '../../shared/app-error.js'
 import type { ErrorCode } from '../../shared/error-codes.js'
-import { authenticate } from '../http/authentication.js'
+import { authenticate, presentedKey } from '../http/authentication.js'
 import { httpStatusOf } from '../http/error-status.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
+import { isPublicRequest } from './public-operations.js'
 import { queryLimitsRule } from './query-limits.js'
 import { buildResolvers, type GraphqlServices } from './resolvers.js'
 import { typeDefs } from './type-defs.js'
@@ -59,7 +60,16 @@ function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError
   return error
 }
 
-/** `/graphql` (authenticated) and the `/graphiql` console (a page; its queries need a key). */
+/** The document and operation name of a request, as mercurius reads them for GET and POST. */
+function queryOf(request: FastifyRequest): [unknown, unknown] {
+  const source = (request.method === 'GET' ? request.query : request.body) as unknown
+  if (typeof source === 'string') return [source, undefined]
+  if (source === null || typeof source !== 'object') return [undefined, undefined]
+  const { query, operationName } = source as { query?: unknown; operationName?: unknown }
+  return [query, operationName]
+}
+
+/** `/graphql` (authenticated, but for the public catalog queries) and the `/graphiql` console (a page; its queries need a key). */
 export async function graphqlRoutes(
   app: FastifyInstance,
   services: GraphqlServices,
@@ -73,6 +83,14 @@ export async function graphqlRoutes(
 
   await app.register(async (api) => {
     api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+      // Without any key, only the public catalog queries run (public-operations.ts); the
+      // resolvers of every other field also refuse a request without a principal.
+      if (
+        presentedKey(request, 'bearer-or-query') === undefined &&
+        isPublicRequest(...queryOf(request))
+      ) {
+        return
+      }
       try {
         request.principal = await authenticate(services.accounts, request, 'bearer-or-query')
       } catch (error) {
@@ -90,6 +108,7 @@ export async function graphqlRoutes(
       path: '/graphql',
       graphiql: false,
       validationRules: [queryLimitsRule],
+      // principal is undefined only for the public catalog queries, which never read it.
       context: (request: FastifyRequest) => ({ principal: request.principal! }),
       errorFormatter: (execution, context) =>
         mercurius.defaultErrorFormatter(

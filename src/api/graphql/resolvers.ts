@@ -6,11 +6,12 @@ import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
 import type { Pod } from '../../domain/pods/pod.js'
 import { costOf } from '../../domain/pods/pod-rules.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
+import type { RegistryService } from '../../domain/registries/registry-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
-import { AppError } from '../../shared/app-error.js'
+import { AppError, isAppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
-import { cpuTypeView, dataCenterView, gpuTypeView } from './catalog-view.js'
+import { cpuTypeView, dataCenterView, gpuTypeView, serverlessGpuPoolsView } from './catalog-view.js'
 import { deployPod } from './pod-deploy.js'
 import {
   cpuDeployRequest,
@@ -19,6 +20,8 @@ import {
   type GpuPodInput,
 } from './pod-input.js'
 import { podView } from './pod-view.js'
+import { PUBLIC_ROOT_FIELDS } from './public-operations.js'
+import { templateSave, type SaveTemplateInput } from './template-input.js'
 import { templateView } from './template-view.js'
 
 export interface GraphqlServices {
@@ -27,6 +30,7 @@ export interface GraphqlServices {
   catalog: CatalogService
   templates: TemplateService
   volumes: VolumeService
+  registries: RegistryService
   clock: Clock
 }
 
@@ -42,6 +46,35 @@ function writing(resolve: Resolver): Resolver {
   }
 }
 
+/**
+ * Requests without a key reach only the public root fields (graphql-routes.ts checks the
+ * document); this is the second lock, so a field added later is never public by mistake.
+ */
+function signedIn(resolve: Resolver): Resolver {
+  return (root, args, context) => {
+    if (!context.principal) {
+      throw new AppError('UNAUTHENTICATED', 'an API key is required for this field')
+    }
+    return resolve(root, args, context)
+  }
+}
+
+/**
+ * The domain names the fields of its validation problems as REST bodies do (`body.name`);
+ * over GraphQL the same field is `input.name`.
+ */
+async function asGraphqlInput<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (!isAppError(error) || error.code !== 'VALIDATION_FAILED') throw error
+    const rename = (line: string) => line.replace(/\bbody\./g, 'input.')
+    throw new AppError(error.code, rename(error.detail), {
+      ...(error.errors ? { errors: error.errors.map(rename) } : {}),
+    })
+  }
+}
+
 /** Operation inputs are nullable in the SDL (runpodctl declares them so); absent is a 422-like error. */
 function need<T>(input: T | null | undefined): T {
   if (input !== null && input !== undefined) return input
@@ -54,13 +87,41 @@ const SPOT_NOT_OFFERED =
   'spot (interruptible) pods are not offered here: every pod is on-demand; use podFindAndDeployOnDemand to create one and podResume to start a stopped one'
 
 export function buildResolvers(services: GraphqlServices): IResolvers {
-  const { accounts, pods, catalog, templates, volumes, clock } = services
+  const { accounts, pods, catalog, templates, volumes, registries, clock } = services
   const view = (pod: Pod) =>
     podView(pod, {
       fleet: catalog.fleet,
       now: () => clock.now(),
       runtimeOf: (p) => pods.runtimeOf(p),
     })
+
+  /** The `Myself` object; each field is loaded only when the document selects it. */
+  const myself = async (accountId: string) => {
+    const user = await accounts.primaryUser(accountId)
+    if (!user) throw new AppError('NOT_FOUND', 'account not found')
+    const listed = () => pods.list(accountId)
+    return {
+      id: accountId,
+      email: user.email,
+      pods: async () => (await listed()).map(view),
+      pubKey: async () => (await accounts.userSettings(accountId)).pubKey,
+      currentSpendPerHr: async () =>
+        Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) / 10_000,
+      networkVolumes: async () =>
+        (await volumes.list(accountId)).map((v) => ({
+          id: v.id,
+          name: v.name,
+          size: v.sizeGb,
+          dataCenterId: v.dataCenterId,
+        })),
+      podTemplates: async () => (await templates.list(accountId)).map(templateView),
+    }
+  }
+
+  const registryView = (registry: { id: string; name: string }) => ({
+    id: registry.id,
+    name: registry.name,
+  })
 
   const mutations: Record<string, Resolver> = {
     podFindAndDeployOnDemand: async (
@@ -105,68 +166,128 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     podRentInterruptable: () => {
       throw new AppError('RULE_CONFLICT', SPOT_NOT_OFFERED)
     },
+
+    saveTemplate: async (
+      _root,
+      { input: given }: { input?: SaveTemplateInput | null },
+      { principal },
+    ) => {
+      const input = need(given)
+      const { accountId } = principal
+      // Read first: a moved volume path keeps the size, a resized volume keeps the path.
+      const current = input.id ? await templates.get(accountId, input.id) : undefined
+      const save = templateSave(input, current)
+      const saved =
+        save.kind === 'create'
+          ? await templates.create(accountId, save.template)
+          : await templates.update(accountId, save.id, save.patch)
+      return templateView(saved)
+    },
+
+    deleteTemplate: async (
+      _root,
+      { templateName }: { templateName?: string | null },
+      { principal },
+    ) => {
+      const name = need(templateName)
+      const template = (await templates.list(principal.accountId)).find((t) => t.name === name)
+      if (!template) throw new AppError('NOT_FOUND', `no template of yours is named "${name}"`)
+      await templates.delete(principal.accountId, template.id)
+      return true
+    },
+
+    saveRegistryAuth: async (
+      _root,
+      { input }: { input?: { name: string; username: string; password: string } | null },
+      { principal },
+    ) =>
+      registryView(await asGraphqlInput(() => registries.create(principal.accountId, need(input)))),
+
+    updateRegistryAuth: async (
+      _root,
+      { input: given }: { input?: { id: string; username: string; password: string } | null },
+      { principal },
+    ) => {
+      const { id, username, password } = need(given)
+      return registryView(
+        await asGraphqlInput(() =>
+          registries.update(principal.accountId, id, { username, password }),
+        ),
+      )
+    },
+
+    deleteRegistryAuth: async (
+      _root,
+      { registryAuthId }: { registryAuthId?: string | null },
+      { principal },
+    ) => {
+      await registries.delete(principal.accountId, need(registryAuthId))
+      return true
+    },
+
+    updateUserSettings: async (
+      _root,
+      { input }: { input?: { pubKey?: string | null } | null },
+      { principal },
+    ) => {
+      const { pubKey } = need(input)
+      await asGraphqlInput(() =>
+        accounts.updateUserSettings(principal.accountId, pubKey === undefined ? {} : { pubKey }),
+      )
+      return myself(principal.accountId)
+    },
+  }
+
+  const queries: Record<string, Resolver> = {
+    myself: async (_root, _args, { principal }) => myself(principal.accountId),
+
+    pod: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
+      view(await pods.get(principal.accountId, need(input).podId)),
+
+    gpuTypes: async (_root, { input }: { input?: { id?: string | null } | null }) => {
+      if (input?.id) {
+        const type = await catalog.getGpuType(input.id)
+        return type ? [gpuTypeView(catalog, type)] : []
+      }
+      return (await catalog.listGpuTypes()).map((type) => gpuTypeView(catalog, type))
+    },
+
+    dataCenters: async () =>
+      (await catalog.listDataCenters({ gpuDetail: true })).map(dataCenterView),
+
+    cpuTypes: async () => (await catalog.listCpuTypes()).map(cpuTypeView),
+
+    serverlessGpuPools: async () => serverlessGpuPoolsView(await catalog.listGpuTypes()),
+
+    podTemplate: async (_root, { id }: { id?: string | null }, { principal }) =>
+      templateView(await templates.get(principal.accountId, need(id))),
+
+    podTemplates: async (
+      _root,
+      { input }: { input?: { isRunpod?: boolean | null } | null },
+      { principal },
+    ) => {
+      const builtin = () => templates.catalog('official')
+      const accounts = () => templates.list(principal.accountId, { includePublic: true })
+      const list =
+        input?.isRunpod === true
+          ? await builtin()
+          : input?.isRunpod === false
+            ? await accounts()
+            : [...(await builtin()), ...(await accounts())]
+      return list.map(templateView)
+    },
   }
 
   return {
-    Query: {
-      myself: async (_root, _args, { principal }) => {
-        const { accountId } = principal
-        const user = await accounts.primaryUser(accountId)
-        if (!user) throw new AppError('NOT_FOUND', 'account not found')
-        const listed = () => pods.list(accountId)
-        return {
-          id: accountId,
-          email: user.email,
-          pods: async () => (await listed()).map(view),
-          pubKey: null,
-          currentSpendPerHr: async () =>
-            Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) /
-            10_000,
-          networkVolumes: async () =>
-            (await volumes.list(accountId)).map((v) => ({
-              id: v.id,
-              name: v.name,
-              size: v.sizeGb,
-              dataCenterId: v.dataCenterId,
-            })),
-          podTemplates: async () => (await templates.list(accountId)).map(templateView),
-        }
-      },
-
-      pod: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
-        view(await pods.get(principal.accountId, need(input).podId)),
-
-      gpuTypes: async (_root, { input }: { input?: { id?: string | null } | null }) => {
-        if (input?.id) {
-          const type = await catalog.getGpuType(input.id)
-          return type ? [gpuTypeView(catalog, type)] : []
-        }
-        return (await catalog.listGpuTypes()).map((type) => gpuTypeView(catalog, type))
-      },
-
-      dataCenters: async () =>
-        (await catalog.listDataCenters({ gpuDetail: true })).map(dataCenterView),
-
-      cpuTypes: async () => (await catalog.listCpuTypes()).map(cpuTypeView),
-
-      podTemplates: async (
-        _root,
-        { input }: { input?: { isRunpod?: boolean | null } | null },
-        { principal },
-      ) => {
-        const builtin = () => templates.catalog('official')
-        const accounts = () => templates.list(principal.accountId, { includePublic: true })
-        const list =
-          input?.isRunpod === true
-            ? await builtin()
-            : input?.isRunpod === false
-              ? await accounts()
-              : [...(await builtin()), ...(await accounts())]
-        return list.map(templateView)
-      },
-    },
+    Query: Object.fromEntries(
+      Object.entries(queries).map(([name, resolve]) => [
+        name,
+        PUBLIC_ROOT_FIELDS.has(name) ? resolve : signedIn(resolve),
+      ]),
+    ),
     Mutation: Object.fromEntries(
-      Object.entries(mutations).map(([name, resolve]) => [name, writing(resolve)]),
+      Object.entries(mutations).map(([name, resolve]) => [name, signedIn(writing(resolve))]),
     ),
   } as IResolvers
 }

@@ -1,6 +1,10 @@
 import type { Template } from '../../domain/templates/template.js'
 
-/** A template as `podTemplates` entries (wire-compat §6.2). */
+/**
+ * A template as `podTemplates`, `podTemplate` and `saveTemplate` answer it (wire-compat §6.2,
+ * §6.3). `startScript`, `readme` and `advancedStart` have no place in a Template: they answer
+ * null, "" and false, which is what saveTemplate accepts for them.
+ */
 export function templateView(template: Template) {
   return {
     id: template.id,
@@ -11,6 +15,8 @@ export function templateView(template: Template) {
     volumeInGb: template.mounts.persistent?.size ?? 0,
     volumeMountPath: template.mounts.persistent?.path ?? null,
     ports: template.ports.join(','),
+    // Port names are not kept (docs/graphql.md): each port with its number and no name.
+    portsConfig: template.ports.map((port) => ({ port: Number.parseInt(port, 10), name: null })),
     env: Object.entries(template.env).map(([key, value]) => ({ key, value })),
     containerRegistryAuthId: template.registry,
     isServerless: template.serverless,

@@ -13,14 +13,18 @@ export const typeDefs = /* GraphQL */ `
     myself: Myself!
     "One pod of the caller's account."
     pod(input: PodFilter): Pod
-    "GPU types some host of the fleet has; one type when input.id is given."
+    "GPU types some host of the fleet has; one type when input.id is given. Needs no API key."
     gpuTypes(input: GpuTypeFilter): [GpuType!]!
     "The fleet's data centers with live GPU stock."
     dataCenters: [DataCenter!]!
-    "CPU flavors some host offers (deployCpuPod instance ids are <id>-<vcpus>-<ramGb>)."
+    "CPU flavors some host offers (deployCpuPod instance ids are <id>-<vcpus>-<ramGb>). Needs no API key."
     cpuTypes: [CpuType!]!
     "Templates: isRunpod true = the built-in ones, false = the account's own and public ones, absent = all."
     podTemplates(input: PodTemplateFilter): [PodTemplate!]!
+    "One template the caller may read: its own, another account's public one, or a built-in one."
+    podTemplate(id: String): PodTemplate
+    "Serverless GPU pools with the fleet's GPU types of each; pools the fleet has no type of are left out."
+    serverlessGpuPools: [ServerlessGpuPool!]!
   }
 
   type Mutation {
@@ -40,6 +44,18 @@ export const typeDefs = /* GraphQL */ `
     podBidResume(input: PodBidResumeInput): Pod
     "Spot instances are not offered: always answers with an error."
     podRentInterruptable(input: PodRentInterruptableInput): Pod
+    "Create a template (no id) or change the given fields of the caller's own template (with id)."
+    saveTemplate(input: SaveTemplateInput): PodTemplate
+    "Delete the caller's own template with this name; refused while a pod uses it. Returns true."
+    deleteTemplate(templateName: String): Boolean
+    "Store credentials for a private container registry. The password is never returned."
+    saveRegistryAuth(input: SaveRegistryAuthInput): RegistryAuth
+    "Replace the user name and password of the caller's registry credentials."
+    updateRegistryAuth(input: UpdateRegistryAuthInput): RegistryAuth
+    "Delete registry credentials; refused while a pod or template uses them. Returns true."
+    deleteRegistryAuth(registryAuthId: String): Boolean
+    "Set the caller's SSH public keys (authorized_keys text)."
+    updateUserSettings(input: UpdateUserSettingsInput): Myself
   }
 
   type Myself {
@@ -47,7 +63,7 @@ export const typeDefs = /* GraphQL */ `
     email: String!
     "The account's pods that are not TERMINATED."
     pods: [Pod!]!
-    "SSH public keys; null until updateUserSettings is offered."
+    "SSH public keys as authorized_keys text, as updateUserSettings stored it; null until set."
     pubKey: String
     "Sum of costPerHr over the account's pods, USD per hour."
     currentSpendPerHr: Float!
@@ -238,6 +254,8 @@ export const typeDefs = /* GraphQL */ `
     volumeMountPath: String
     "comma-separated <port>/<protocol>"
     ports: String!
+    "Each port's number; names are not kept, so name is null."
+    portsConfig: [PortConfig!]!
     env: [EnvironmentVariable!]!
     containerRegistryAuthId: String
     isServerless: Boolean!
@@ -246,9 +264,29 @@ export const typeDefs = /* GraphQL */ `
     category: String!
     startSsh: Boolean!
     startJupyter: Boolean!
+    "Not offered: always null."
     startScript: String
+    "Not kept: always empty."
     readme: String!
+    "Not kept: always false."
     advancedStart: Boolean!
+  }
+
+  type PortConfig {
+    port: Int!
+    name: String
+  }
+
+  type ServerlessGpuPool {
+    "e.g. AMPERE_24"
+    id: String!
+    gpuTypeIds: [String!]!
+  }
+
+  "Registry credentials: only id and name ever come back."
+  type RegistryAuth {
+    id: String!
+    name: String!
   }
 
   type EnvironmentVariable {
@@ -390,5 +428,60 @@ export const typeDefs = /* GraphQL */ `
     podId: String!
     bidPerGpu: Float
     gpuCount: Int
+  }
+
+  input SaveTemplateInput {
+    "Absent: create. Given: update the caller's own template; absent or null fields are kept."
+    id: String
+    name: String
+    imageName: String
+    "Run through /bin/sh -c; empty: the image's default command."
+    dockerArgs: String
+    containerDiskInGb: Int
+    "GB of a persistent volume for pods made from it; 0: none."
+    volumeInGb: Int
+    "Where that volume is mounted (default /workspace)."
+    volumeMountPath: String
+    "comma-separated <port>/<protocol>, e.g. 8888/http,22/tcp"
+    ports: String
+    env: [EnvironmentVariableInput]
+    isServerless: Boolean
+    "Registry credentials id; empty string: none."
+    containerRegistryAuthId: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    "Not offered: only null or empty is accepted."
+    startScript: String
+    isPublic: Boolean
+    "Accepted, not kept."
+    readme: String
+    "Accepted, not kept."
+    advancedStart: Boolean
+    "NVIDIA, AMD or CPU"
+    category: String
+    "Accepted, not kept: ports come from ports."
+    portsConfig: [PortConfigInput]
+  }
+
+  input PortConfigInput {
+    port: Int
+    name: String
+  }
+
+  input SaveRegistryAuthInput {
+    name: String!
+    username: String!
+    password: String!
+  }
+
+  input UpdateRegistryAuthInput {
+    id: String!
+    username: String!
+    password: String!
+  }
+
+  input UpdateUserSettingsInput {
+    "authorized_keys text: one key a line; blank lines and # comments allowed. null clears it."
+    pubKey: String
   }
 `

@@ -2,13 +2,42 @@ import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import type { Authentication, Principal } from './access.js'
-import type { Account, AccountRole, ApiKey, Permission, User } from './account.js'
+import {
+  PUB_KEY_MAX_LENGTH,
+  type Account,
+  type AccountRole,
+  type ApiKey,
+  type Permission,
+  type User,
+  type UserSettings,
+} from './account.js'
 import { API_KEY_SHAPE, displayPrefix, generateApiKey, hashApiKey } from './api-key-secret.js'
 import type { AccountRepo, ApiKeyRepo } from './ports.js'
 
 /** Writing last-used on every request would turn every read into a write; once a minute is enough. */
 const LAST_USED_RESOLUTION_MS = 60_000
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/
+
+/**
+ * An authorized_keys line: optional options, then a key type OpenSSH knows and base64 key
+ * data (sshd(8) "AUTHORIZED_KEYS FILE FORMAT"). Blank lines and # comments are allowed.
+ */
+const SSH_KEY_LINE =
+  /(^|\s)(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com|ssh-(rsa|ed25519)-cert-v01@openssh\.com)\s+[A-Za-z0-9+/]+={0,3}(\s|$)/
+
+/** Problems of an authorized_keys text, as `body.pubKey: ...` lines (the key itself is never echoed). */
+export function pubKeyProblems(text: string): string[] {
+  if (text.length > PUB_KEY_MAX_LENGTH) {
+    return [`body.pubKey: must be at most ${PUB_KEY_MAX_LENGTH} characters`]
+  }
+  return text.split(/\r?\n/).flatMap((line, index) => {
+    const trimmed = line.trim()
+    if (trimmed === '' || trimmed.startsWith('#') || SSH_KEY_LINE.test(trimmed)) return []
+    return [
+      `body.pubKey: line ${index + 1} is not an SSH public key (<type> <base64> [comment], e.g. ssh-ed25519 AAAA... me@laptop)`,
+    ]
+  })
+}
 
 export interface CreateApiKeyInput {
   accountId: string
@@ -71,6 +100,47 @@ export class AccountService {
 
   primaryUser(accountId: string) {
     return this.accounts.primaryUser(accountId)
+  }
+
+  /** The settings of the account's user (an account has one user today). */
+  async userSettings(accountId: string): Promise<UserSettings> {
+    return this.accounts.userSettings((await this.userOf(accountId)).id)
+  }
+
+  /**
+   * Replaces the given settings of the account's user; absent fields are kept. `pubKey` is
+   * stored as given (runpodctl reads it back and splits it into keys), so only its length is
+   * bounded and its key lines checked: a typo found now is better than an SSH login that
+   * fails later without saying why.
+   */
+  async updateUserSettings(
+    accountId: string,
+    patch: { pubKey?: string | null },
+  ): Promise<UserSettings> {
+    const user = await this.userOf(accountId)
+    const current = await this.accounts.userSettings(user.id)
+    if (patch.pubKey !== undefined && patch.pubKey !== null) {
+      const problems = pubKeyProblems(patch.pubKey)
+      if (problems.length > 0) {
+        throw new AppError(
+          'VALIDATION_FAILED',
+          `the request failed validation: ${problems.join('; ')}`,
+          { errors: problems },
+        )
+      }
+    }
+    const next: UserSettings = {
+      ...current,
+      ...(patch.pubKey !== undefined ? { pubKey: patch.pubKey } : {}),
+    }
+    await this.accounts.saveUserSettings(user.id, next)
+    return next
+  }
+
+  private async userOf(accountId: string): Promise<User> {
+    const user = await this.accounts.primaryUser(accountId)
+    if (!user) throw new AppError('NOT_FOUND', `account ${accountId} not found`)
+    return user
   }
 
   findAdminAccount() {

@@ -14,6 +14,18 @@ export interface User {
   createdAt: string
 }
 
+/** What a user sets for themselves (RunPod's `updateUserSettings`). */
+export interface UserSettings {
+  /** authorized_keys text: SSH public keys, one a line; null when never set. */
+  pubKey: string | null
+}
+
+/**
+ * Bound of `pubKey`: a few dozen keys (an RSA-4096 line is about 750 characters) fit with
+ * room to spare; it only keeps rows small.
+ */
+export const PUB_KEY_MAX_LENGTH = 65_536
+
 /**
  * Permission levels of an API key. RESTRICTED keys may only use the job API of the serverless
  * endpoints they list (the spec names no permissions; this is our decision, see docs/auth.md).

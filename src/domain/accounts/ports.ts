@@ -1,4 +1,4 @@
-import type { Account, ApiKey, NewApiKeyRecord, User } from './account.js'
+import type { Account, ApiKey, NewApiKeyRecord, User, UserSettings } from './account.js'
 
 export interface AccountRepo {
   create(account: Account, user: User): Promise<void>
@@ -8,6 +8,9 @@ export interface AccountRepo {
   findUserByEmail(email: string): Promise<User | undefined>
   list(): Promise<Array<Account & { email: string }>>
   primaryUser(accountId: string): Promise<User | undefined>
+  /** The user's settings; every field null when the user is unknown or never set one. */
+  userSettings(userId: string): Promise<UserSettings>
+  saveUserSettings(userId: string, settings: UserSettings): Promise<void>
 }
 
 export interface ApiKeyRepo {

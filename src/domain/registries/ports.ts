@@ -4,6 +4,8 @@ export interface RegistryRepo {
   insert(registry: RegistryRecord): Promise<void>
   findById(id: string): Promise<RegistryRecord | undefined>
   listByAccount(accountId: string): Promise<Registry[]>
+  /** Replaces the user name and sealed password of a registry. */
+  updateCredentials(id: string, username: string, passwordSealed: string): Promise<void>
   /** True when a row was deleted. */
   delete(id: string): Promise<boolean>
 }

@@ -42,6 +42,11 @@ function inputProblems(input: CreateRegistryInput): string[] {
   if (name.length === 0) problems.push('body.name: must not be empty')
   if (name.length > REGISTRY_NAME_MAX)
     problems.push(`body.name: must be at most ${REGISTRY_NAME_MAX} characters`)
+  return [...problems, ...credentialProblems(input)]
+}
+
+function credentialProblems(input: RegistryCredentials): string[] {
+  const problems: string[] = []
   if (input.username.trim().length === 0) problems.push('body.username: must not be empty')
   if (input.username.length > REGISTRY_USERNAME_MAX)
     problems.push(`body.username: must be at most ${REGISTRY_USERNAME_MAX} characters`)
@@ -49,6 +54,13 @@ function inputProblems(input: CreateRegistryInput): string[] {
   if (input.password.length > REGISTRY_PASSWORD_MAX)
     problems.push(`body.password: must be at most ${REGISTRY_PASSWORD_MAX} characters`)
   return problems
+}
+
+function throwIfAny(problems: string[]): void {
+  if (problems.length === 0) return
+  throw new AppError('VALIDATION_FAILED', `the request failed validation: ${problems.join('; ')}`, {
+    errors: problems,
+  })
 }
 
 /**
@@ -69,14 +81,7 @@ export class RegistryService {
   }
 
   async create(accountId: string, input: CreateRegistryInput): Promise<Registry> {
-    const problems = inputProblems(input)
-    if (problems.length > 0) {
-      throw new AppError(
-        'VALIDATION_FAILED',
-        `the request failed validation: ${problems.join('; ')}`,
-        { errors: problems },
-      )
-    }
+    throwIfAny(inputProblems(input))
     const name = input.name.trim()
     // RunPod documents registry names as unique per account; a pod refers to one by id, but
     // people pick it by name in lists and consoles.
@@ -107,6 +112,17 @@ export class RegistryService {
   async exists(accountId: string, id: string): Promise<boolean> {
     const record = await this.repo.findById(id)
     return record !== undefined && record.accountId === accountId
+  }
+
+  /**
+   * Replaces the user name and password of the account's registry (a rotated token); the id
+   * and name stay, so pods and templates that name it pull with the new credentials.
+   */
+  async update(accountId: string, id: string, input: RegistryCredentials): Promise<Registry> {
+    throwIfAny(credentialProblems(input))
+    const record = await this.record(accountId, id)
+    await this.repo.updateCredentials(id, input.username, this.box.seal(input.password))
+    return withoutPassword({ ...record, username: input.username })
   }
 
   async delete(accountId: string, id: string): Promise<void> {
