@@ -113,6 +113,56 @@ export interface SettingsTable {
   value: string
 }
 
+/** The serverless job queue (src/queue, docs/serverless-queue.md). */
+export interface JobsTable {
+  seq: Generated<number>
+  id: string
+  endpoint_id: string
+  account_id: string
+  status: string
+  /** 1 for a /runsync job (1-minute retention), 0 for /run (30 minutes). */
+  sync: number
+  low_priority: number
+  execution_timeout_ms: number
+  ttl_ms: number
+  input: string
+  webhook: string | null
+  s3_config: string | null
+  output: string | null
+  error: string | null
+  worker_id: string | null
+  attempts: Generated<number>
+  retries: Generated<number>
+  version: Generated<number>
+  /** The seq of the last stream chunk appended. */
+  stream_seq: Generated<number>
+  /** The seq of the last stream chunk handed to a cursor-less /stream reader. */
+  stream_delivered: Generated<number>
+  created_at: string
+  started_at: string | null
+  completed_at: string | null
+  expires_at: string
+  lease_expires_at: string | null
+  deadline_at: string | null
+  retain_until: string | null
+}
+
+export interface JobStreamTable {
+  job_id: string
+  seq: number
+  output: string
+}
+
+/** Jobs a worker must stop (cancelled, timed out, expired, lease lost), until it is told. */
+export interface JobStopsTable {
+  seq: Generated<number>
+  endpoint_id: string
+  worker_id: string
+  job_id: string
+  reason: string
+  created_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -125,4 +175,7 @@ export interface Database {
   registries: RegistriesTable
   templates: TemplatesTable
   settings: SettingsTable
+  jobs: JobsTable
+  job_stream: JobStreamTable
+  job_stops: JobStopsTable
 }

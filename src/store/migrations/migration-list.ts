@@ -2,10 +2,12 @@ import * as postgres0001 from './postgres/0001-accounts-and-capacity.js'
 import * as postgres0002 from './postgres/0002-pods.js'
 import * as postgres0003 from './postgres/0003-templates-volumes-registries.js'
 import * as postgres0004 from './postgres/0004-user-settings.js'
+import * as postgres0005 from './postgres/0005-jobs.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
 import * as sqlite0004 from './sqlite/0004-user-settings.js'
+import * as sqlite0005 from './sqlite/0005-jobs.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -30,6 +32,7 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0004.statements,
       postgres: postgres0004.statements,
     },
+    { name: '0005-jobs', sqlite: sqlite0005.statements, postgres: postgres0005.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {

@@ -1,0 +1,147 @@
+import type { Job, JobStatus, JobView, StreamChunk } from './job.js'
+
+/** Why a worker's write was not applied. */
+export type IgnoredReason =
+  /** No such job (never submitted, or deleted by ttl, retention or purge). */
+  | 'not-found'
+  /** The job is not IN_PROGRESS (cancelled, timed out, finished, or re-queued). */
+  | 'not-in-progress'
+  /** Another worker holds the job now (this worker's lease expired and it was re-taken). */
+  | 'not-owner'
+
+export type WorkerWriteResult = { applied: true } | { applied: false; reason: IgnoredReason }
+
+export type CompleteResult =
+  { applied: true; job: JobView } | { applied: false; reason: IgnoredReason }
+
+export type RetryResult =
+  | { retried: true; job: JobView }
+  | { retried: false; reason: 'not-found' | 'not-retryable'; status?: JobStatus }
+
+export interface JobCounts {
+  completed: number
+  /** FAILED and TIMED_OUT jobs still retained. */
+  failed: number
+  inProgress: number
+  inQueue: number
+  /** Retained jobs that were retried at least once. */
+  retried: number
+}
+
+export interface JobPage {
+  /** Newest first. */
+  jobs: JobView[]
+  page: number
+  pageSize: number
+  total: number
+}
+
+export interface StreamRead {
+  status: JobStatus
+  chunks: StreamChunk[]
+  /** The seq of the last chunk returned (or the position read from, when none): pass it back. */
+  position: number
+}
+
+export interface StopNotice {
+  jobId: string
+  reason: 'cancelled' | 'timed-out' | 'expired' | 'lease-lost'
+}
+
+/**
+ * The serverless job queue of all endpoints (docs/serverless-queue.md). Every method is scoped
+ * by endpoint: a job id of another endpoint is `not-found`. Timestamps come from the
+ * implementation's Clock; `now` arguments let a sweeper and tests name the instant.
+ */
+export interface JobQueue {
+  /** Stores a new IN_QUEUE job (see `newJob`) and wakes `waitForWork` on its endpoint. */
+  submit(job: Job): Promise<void>
+  /** The job without its s3Config, or undefined when unknown or deleted. */
+  get(endpointId: string, id: string): Promise<JobView | undefined>
+  /**
+   * Atomically moves up to `max` of the endpoint's oldest IN_QUEUE, unexpired jobs to
+   * IN_PROGRESS, owned by `workerId` with a lease of `leaseMs`. A job is never given to two
+   * workers. Returns the whole jobs (s3Config included: this is the worker's view), oldest first.
+   */
+  take(
+    endpointId: string,
+    workerId: string,
+    options: { max: number; leaseMs: number },
+  ): Promise<Job[]>
+  /** Renews the worker's leases on those of `jobIds` it still holds; returns the ids renewed. */
+  heartbeat(
+    endpointId: string,
+    workerId: string,
+    jobIds: string[],
+    leaseMs: number,
+  ): Promise<string[]>
+  /** A progress update: replaces the output of a job the worker holds; it stays IN_PROGRESS. */
+  progress(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    output: unknown,
+  ): Promise<WorkerWriteResult>
+  /** Appends stream chunks, numbered after the job's last one. */
+  appendStream(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    chunks: unknown[],
+  ): Promise<WorkerWriteResult>
+  /**
+   * Stream chunks not yet read. With `afterSeq`, the chunks after it (nothing is marked: a
+   * reader that keeps its own position). Without, the chunks after the job's delivered cursor,
+   * which then moves past them: each cursor-less call (what RunPod's clients make) gets every
+   * chunk once, in order. Undefined when the job is unknown.
+   */
+  readStream(endpointId: string, jobId: string, afterSeq?: number): Promise<StreamRead | undefined>
+  /**
+   * Finishes a job the worker holds: FAILED when `error` is given, else COMPLETED. Ignored, and
+   * reported so, when the worker no longer holds it (lease lost, cancelled, timed out, deleted).
+   */
+  complete(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    result: { output?: unknown; error?: string },
+  ): Promise<CompleteResult>
+  /**
+   * Cancels an IN_QUEUE or IN_PROGRESS job (its worker gets a stop notice). Returns the job as
+   * it is afterwards (unchanged when it had already finished), or undefined when unknown.
+   */
+  cancel(endpointId: string, id: string): Promise<JobView | undefined>
+  /** Re-queues a FAILED or TIMED_OUT job: same id and input, output cleared, retries + 1. */
+  retry(endpointId: string, id: string): Promise<RetryResult>
+  /** Deletes the endpoint's IN_QUEUE jobs; returns how many. */
+  purgeQueued(endpointId: string): Promise<number>
+  counts(endpointId: string): Promise<JobCounts>
+  /** The endpoint's jobs, newest first, `pageSize` (default 50) per page from page 1. */
+  list(endpointId: string, options: { page: number; pageSize?: number }): Promise<JobPage>
+  /**
+   * IN_PROGRESS jobs whose lease ended before `now`: back to IN_QUEUE (their worker gets a stop
+   * notice), or TIMED_OUT when their execution deadline has passed too. Returns the ids moved.
+   */
+  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }>
+  /**
+   * Execution deadline passed -> TIMED_OUT; ttl passed -> deleted in any state; retention after
+   * finishing passed -> deleted. Workers of running jobs affected get stop notices.
+   */
+  expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }>
+  /** Takes (and forgets) the stop notices for the worker's jobs. */
+  takeStops(endpointId: string, workerId: string): Promise<StopNotice[]>
+  /**
+   * Resolves true as soon as the job's `version` differs from `sinceVersion` (or, without it,
+   * from the version when the wait began) or the job is gone; false after `timeoutMs`.
+   */
+  waitForChange(
+    endpointId: string,
+    jobId: string,
+    timeoutMs: number,
+    sinceVersion?: number,
+  ): Promise<boolean>
+  /** Resolves true as soon as the endpoint has an IN_QUEUE job to take; false after `timeoutMs`. */
+  waitForWork(endpointId: string, timeoutMs: number): Promise<boolean>
+  /** Resolves true as soon as the worker has a stop notice; false after `timeoutMs`. */
+  waitForStops(endpointId: string, workerId: string, timeoutMs: number): Promise<boolean>
+}

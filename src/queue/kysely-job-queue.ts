@@ -1,0 +1,745 @@
+import { sql, type Kysely, type Selectable } from 'kysely'
+import {
+  allowedFrom,
+  resultRetentionMs,
+  type Job,
+  type JobStatus,
+  type JobView,
+} from '../domain/serverless/job.js'
+import type {
+  CompleteResult,
+  IgnoredReason,
+  JobCounts,
+  JobPage,
+  JobQueue,
+  RetryResult,
+  StopNotice,
+  StreamRead,
+  WorkerWriteResult,
+} from '../domain/serverless/ports.js'
+import { systemClock, type Clock } from '../shared/clock.js'
+import type { JobQueueDatabase, JobsTable } from './job-tables.js'
+import { WakeUps } from './wake-ups.js'
+
+type JobRow = Selectable<JobsTable>
+type Db = Kysely<JobQueueDatabase>
+
+export interface KyselyJobQueueOptions {
+  /**
+   * The store's Kysely instance (`store.db`): any database that has the queue's tables
+   * (migration 0005-jobs). Typed loosely because the queue layer may not import the store's
+   * schema; the queue narrows it to its own tables (src/queue/job-tables.ts).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  db: Kysely<any>
+  dialect: 'sqlite' | 'postgres'
+  clock?: Clock
+  /** How often a long poll re-reads the store, to see other replicas' writes. Default 200 ms. */
+  pollIntervalMs?: number
+}
+
+/** Stop notices nobody collected within this are dropped by `expire`. */
+export const STOP_NOTICE_RETENTION_MS = 60 * 60 * 1000
+/** Default page size of `list`. */
+export const DEFAULT_JOB_PAGE_SIZE = 50
+const MAX_PAGE_SIZE = 500
+/** Ids per `in (...)` list, well under either dialect's parameter limit. */
+const ID_BATCH = 500
+
+/**
+ * Sweeps (`requeueExpiredLeases`, `expire`) on PostgreSQL run under this transaction-scoped
+ * advisory lock, tried not waited for: when another replica is sweeping, this one skips (its
+ * turn comes next time), and two sweeps never delete overlapping rows in different orders.
+ */
+const SWEEP_LOCK_KEY = 7_341_005
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+function parseJson(text: string | null): unknown {
+  return text === null ? undefined : JSON.parse(text)
+}
+
+function toJob(row: JobRow): Job {
+  const job: Job = {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    accountId: row.account_id,
+    status: row.status as JobStatus,
+    input: JSON.parse(row.input),
+    policy: {
+      executionTimeout: Number(row.execution_timeout_ms),
+      ttl: Number(row.ttl_ms),
+      lowPriority: Number(row.low_priority) === 1,
+    },
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    attempts: Number(row.attempts),
+    retries: Number(row.retries),
+    sync: Number(row.sync) === 1,
+    streamSeq: Number(row.stream_seq),
+    version: Number(row.version),
+  }
+  if (row.webhook !== null) job.webhook = row.webhook
+  if (row.s3_config !== null) job.s3Config = JSON.parse(row.s3_config) as Job['s3Config']
+  if (row.output !== null) job.output = parseJson(row.output)
+  if (row.error !== null) job.error = row.error
+  if (row.worker_id !== null) job.workerId = row.worker_id
+  if (row.started_at !== null) job.startedAt = row.started_at
+  if (row.completed_at !== null) job.completedAt = row.completed_at
+  if (row.lease_expires_at !== null) job.leaseExpiresAt = row.lease_expires_at
+  if (row.deadline_at !== null) job.deadlineAt = row.deadline_at
+  if (row.retain_until !== null) job.retainUntil = row.retain_until
+  return job
+}
+
+function toView(job: Job): JobView {
+  const { s3Config: _hidden, ...view } = job
+  return view
+}
+
+function chunks<T>(items: T[], size = ID_BATCH): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
+
+/** Undefined output is stored as SQL NULL; JSON `null` as well (they read back the same). */
+function jsonOrNull(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value)
+}
+
+const workKey = (endpointId: string) => `work:${endpointId}`
+const jobKey = (endpointId: string, jobId: string) => `job:${endpointId}:${jobId}`
+const stopKey = (endpointId: string, workerId: string) => `stop:${endpointId}:${workerId}`
+
+/**
+ * The job queue over the store (docs/serverless-queue.md). Taking is one transaction: on
+ * PostgreSQL `select ... for update skip locked` so concurrent takers (of any replica) pass each
+ * other's rows by; on SQLite the store's single connection runs one transaction at a time.
+ */
+export class KyselyJobQueue implements JobQueue {
+  private readonly db: Db
+  private readonly dialect: 'sqlite' | 'postgres'
+  private readonly clock: Clock
+  private readonly pollIntervalMs: number
+  private readonly wakeUps = new WakeUps()
+
+  constructor(options: KyselyJobQueueOptions) {
+    this.db = options.db as Db
+    this.dialect = options.dialect
+    this.clock = options.clock ?? systemClock
+    this.pollIntervalMs = options.pollIntervalMs ?? 200
+  }
+
+  private get postgres(): boolean {
+    return this.dialect === 'postgres'
+  }
+
+  /** False when another replica's sweep holds the lock (PostgreSQL); always true on SQLite. */
+  private async sweepLock(tx: Db): Promise<boolean> {
+    if (!this.postgres) return true
+    const result = await sql<{
+      ok: boolean
+    }>`select pg_try_advisory_xact_lock(${SWEEP_LOCK_KEY}) as ok`.execute(tx)
+    return result.rows[0]?.ok === true
+  }
+
+  private changed(endpointId: string, jobId: string): void {
+    this.wakeUps.notify(jobKey(endpointId, jobId))
+  }
+
+  async submit(job: Job): Promise<void> {
+    await this.db
+      .insertInto('jobs')
+      .values({
+        id: job.id,
+        endpoint_id: job.endpointId,
+        account_id: job.accountId,
+        status: job.status,
+        sync: job.sync ? 1 : 0,
+        low_priority: job.policy.lowPriority ? 1 : 0,
+        execution_timeout_ms: job.policy.executionTimeout,
+        ttl_ms: job.policy.ttl,
+        input: JSON.stringify(job.input ?? null),
+        webhook: job.webhook ?? null,
+        s3_config: job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
+        output: null,
+        error: null,
+        worker_id: null,
+        created_at: job.createdAt,
+        expires_at: job.expiresAt,
+        started_at: null,
+        completed_at: null,
+        lease_expires_at: null,
+        deadline_at: null,
+        retain_until: null,
+      })
+      .execute()
+    this.wakeUps.notify(workKey(job.endpointId))
+  }
+
+  private async row(db: Db, endpointId: string, id: string, lock = false) {
+    let query = db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', '=', id)
+      .where('endpoint_id', '=', endpointId)
+    if (lock && this.postgres) query = query.forUpdate()
+    return query.executeTakeFirst()
+  }
+
+  async get(endpointId: string, id: string): Promise<JobView | undefined> {
+    const row = await this.row(this.db, endpointId, id)
+    return row && toView(toJob(row))
+  }
+
+  async take(
+    endpointId: string,
+    workerId: string,
+    options: { max: number; leaseMs: number },
+  ): Promise<Job[]> {
+    const max = Math.max(0, Math.floor(options.max))
+    if (max === 0) return []
+    const taken = await this.db.transaction().execute(async (tx) => {
+      const now = this.clock.now().getTime()
+      let query = tx
+        .selectFrom('jobs')
+        .selectAll()
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', 'IN_QUEUE')
+        .where('expires_at', '>', iso(now))
+        .orderBy('created_at')
+        .orderBy('seq')
+        .limit(max)
+      if (this.postgres) query = query.forUpdate().skipLocked()
+      const rows = await query.execute()
+      const jobs: Job[] = []
+      for (const row of rows) {
+        const fields = {
+          status: 'IN_PROGRESS',
+          worker_id: workerId,
+          started_at: iso(now),
+          lease_expires_at: iso(now + options.leaseMs),
+          deadline_at: iso(now + Number(row.execution_timeout_ms)),
+        } as const
+        const updated = await tx
+          .updateTable('jobs')
+          .set({
+            ...fields,
+            attempts: sql`attempts + 1`,
+            version: sql`version + 1`,
+          })
+          .where('seq', '=', row.seq)
+          .where('status', '=', 'IN_QUEUE')
+          .returningAll()
+          .executeTakeFirst()
+        if (updated) jobs.push(toJob(updated))
+      }
+      return jobs
+    })
+    for (const job of taken) this.changed(endpointId, job.id)
+    return taken
+  }
+
+  async heartbeat(
+    endpointId: string,
+    workerId: string,
+    jobIds: string[],
+    leaseMs: number,
+  ): Promise<string[]> {
+    if (jobIds.length === 0) return []
+    const leaseUntil = iso(this.clock.now().getTime() + leaseMs)
+    const renewed: string[] = []
+    for (const ids of chunks(jobIds)) {
+      const rows = await this.db
+        .updateTable('jobs')
+        .set({ lease_expires_at: leaseUntil })
+        .where('endpoint_id', '=', endpointId)
+        .where('worker_id', '=', workerId)
+        .where('status', '=', 'IN_PROGRESS')
+        .where('id', 'in', ids)
+        .returning('id')
+        .execute()
+      renewed.push(...rows.map((r) => r.id))
+    }
+    return renewed
+  }
+
+  /** Why a worker's conditional write touched nothing. */
+  private async ignoredReason(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+  ): Promise<IgnoredReason> {
+    const row = await this.row(this.db, endpointId, jobId)
+    if (row === undefined) return 'not-found'
+    if (row.status !== 'IN_PROGRESS') return 'not-in-progress'
+    return row.worker_id === workerId ? 'not-in-progress' : 'not-owner'
+  }
+
+  async progress(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    output: unknown,
+  ): Promise<WorkerWriteResult> {
+    const row = await this.db
+      .updateTable('jobs')
+      .set({ output: jsonOrNull(output), version: sql`version + 1` })
+      .where('id', '=', jobId)
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'IN_PROGRESS')
+      .returning('id')
+      .executeTakeFirst()
+    if (row === undefined) {
+      return { applied: false, reason: await this.ignoredReason(endpointId, jobId, workerId) }
+    }
+    this.changed(endpointId, jobId)
+    return { applied: true }
+  }
+
+  async appendStream(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    outputs: unknown[],
+  ): Promise<WorkerWriteResult> {
+    if (outputs.length === 0) return { applied: true }
+    const applied = await this.db.transaction().execute(async (tx) => {
+      const row = await tx
+        .updateTable('jobs')
+        .set({
+          stream_seq: sql`stream_seq + ${outputs.length}`,
+          version: sql`version + 1`,
+        })
+        .where('id', '=', jobId)
+        .where('endpoint_id', '=', endpointId)
+        .where('worker_id', '=', workerId)
+        .where('status', '=', 'IN_PROGRESS')
+        .returning('stream_seq')
+        .executeTakeFirst()
+      if (row === undefined) return false
+      const first = Number(row.stream_seq) - outputs.length + 1
+      for (const batch of chunks(
+        outputs.map((output, i) => ({
+          job_id: jobId,
+          seq: first + i,
+          output: JSON.stringify(output ?? null),
+        })),
+        200,
+      )) {
+        await tx.insertInto('job_stream').values(batch).execute()
+      }
+      return true
+    })
+    if (!applied) {
+      return { applied: false, reason: await this.ignoredReason(endpointId, jobId, workerId) }
+    }
+    this.changed(endpointId, jobId)
+    return { applied: true }
+  }
+
+  async readStream(
+    endpointId: string,
+    jobId: string,
+    afterSeq?: number,
+  ): Promise<StreamRead | undefined> {
+    const read = async (db: Db, from: number) =>
+      (
+        await db
+          .selectFrom('job_stream')
+          .select(['seq', 'output'])
+          .where('job_id', '=', jobId)
+          .where('seq', '>', from)
+          .orderBy('seq')
+          .execute()
+      ).map((r) => ({ seq: Number(r.seq), output: JSON.parse(r.output) as unknown }))
+    if (afterSeq !== undefined) {
+      const row = await this.row(this.db, endpointId, jobId)
+      if (row === undefined) return undefined
+      const found = await read(this.db, afterSeq)
+      return {
+        status: row.status as JobStatus,
+        chunks: found,
+        position: found.at(-1)?.seq ?? afterSeq,
+      }
+    }
+    return this.db.transaction().execute(async (tx) => {
+      const row = await this.row(tx, endpointId, jobId, true)
+      if (row === undefined) return undefined
+      const from = Number(row.stream_delivered)
+      const found = await read(tx, from)
+      const position = found.at(-1)?.seq ?? from
+      if (position !== from) {
+        await tx
+          .updateTable('jobs')
+          .set({ stream_delivered: position })
+          .where('seq', '=', row.seq)
+          .execute()
+      }
+      return { status: row.status as JobStatus, chunks: found, position }
+    })
+  }
+
+  async complete(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    result: { output?: unknown; error?: string },
+  ): Promise<CompleteResult> {
+    const outcome = await this.db.transaction().execute(async (tx): Promise<CompleteResult> => {
+      const row = await this.row(tx, endpointId, jobId, true)
+      if (row === undefined) return { applied: false, reason: 'not-found' }
+      if (row.status !== 'IN_PROGRESS') return { applied: false, reason: 'not-in-progress' }
+      if (row.worker_id !== workerId) return { applied: false, reason: 'not-owner' }
+      const now = this.clock.now().getTime()
+      const updated = await tx
+        .updateTable('jobs')
+        .set({
+          status: result.error !== undefined ? 'FAILED' : 'COMPLETED',
+          output: jsonOrNull(result.output),
+          error: result.error ?? null,
+          completed_at: iso(now),
+          retain_until: iso(now + resultRetentionMs(Number(row.sync) === 1)),
+          lease_expires_at: null,
+          deadline_at: null,
+          version: sql`version + 1`,
+        })
+        .where('seq', '=', row.seq)
+        .where('status', '=', 'IN_PROGRESS')
+        .returningAll()
+        .executeTakeFirst()
+      if (updated === undefined) return { applied: false, reason: 'not-in-progress' }
+      return { applied: true, job: toView(toJob(updated)) }
+    })
+    if (outcome.applied) this.changed(endpointId, jobId)
+    return outcome
+  }
+
+  /** Adds a stop notice for the worker of a running job. */
+  private async addStop(
+    db: Db,
+    row: Pick<JobRow, 'endpoint_id' | 'worker_id' | 'id'>,
+    reason: StopNotice['reason'],
+    now: number,
+  ): Promise<string | undefined> {
+    if (row.worker_id === null) return undefined
+    await db
+      .insertInto('job_stops')
+      .values({
+        endpoint_id: row.endpoint_id,
+        worker_id: row.worker_id,
+        job_id: row.id,
+        reason,
+        created_at: iso(now),
+      })
+      .execute()
+    return stopKey(row.endpoint_id, row.worker_id)
+  }
+
+  private finishFields(row: JobRow, status: 'CANCELLED' | 'TIMED_OUT', now: number) {
+    return {
+      status,
+      completed_at: iso(now),
+      retain_until: iso(now + resultRetentionMs(Number(row.sync) === 1)),
+      lease_expires_at: null,
+      deadline_at: null,
+      version: sql<number>`version + 1`,
+    }
+  }
+
+  async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
+    const wake: string[] = []
+    const job = await this.db.transaction().execute(async (tx) => {
+      const row = await this.row(tx, endpointId, id, true)
+      if (row === undefined) return undefined
+      if (!allowedFrom('cancel').includes(row.status as JobStatus)) return toJob(row)
+      const now = this.clock.now().getTime()
+      const updated = await tx
+        .updateTable('jobs')
+        .set(this.finishFields(row, 'CANCELLED', now))
+        .where('seq', '=', row.seq)
+        .where('status', '=', row.status)
+        .returningAll()
+        .executeTakeFirst()
+      if (updated === undefined) return toJob((await this.row(tx, endpointId, id)) ?? row)
+      if (row.status === 'IN_PROGRESS') {
+        const key = await this.addStop(tx, row, 'cancelled', now)
+        if (key !== undefined) wake.push(key)
+      }
+      return toJob(updated)
+    })
+    for (const key of wake) this.wakeUps.notify(key)
+    if (job !== undefined) this.changed(endpointId, id)
+    return job && toView(job)
+  }
+
+  async retry(endpointId: string, id: string): Promise<RetryResult> {
+    const result = await this.db.transaction().execute(async (tx): Promise<RetryResult> => {
+      const row = await this.row(tx, endpointId, id, true)
+      if (row === undefined) return { retried: false, reason: 'not-found' }
+      const status = row.status as JobStatus
+      if (!allowedFrom('retry').includes(status)) {
+        return { retried: false, reason: 'not-retryable', status }
+      }
+      const updated = await tx
+        .updateTable('jobs')
+        .set({
+          status: 'IN_QUEUE',
+          output: null,
+          error: null,
+          worker_id: null,
+          started_at: null,
+          completed_at: null,
+          lease_expires_at: null,
+          deadline_at: null,
+          retain_until: null,
+          stream_seq: 0,
+          stream_delivered: 0,
+          retries: sql`retries + 1`,
+          version: sql`version + 1`,
+        })
+        .where('seq', '=', row.seq)
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      await tx.deleteFrom('job_stream').where('job_id', '=', id).execute()
+      return { retried: true, job: toView(toJob(updated)) }
+    })
+    if (result.retried) {
+      this.wakeUps.notify(workKey(endpointId))
+      this.changed(endpointId, id)
+    }
+    return result
+  }
+
+  async purgeQueued(endpointId: string): Promise<number> {
+    const rows = await this.db
+      .deleteFrom('jobs')
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_QUEUE')
+      .returning('id')
+      .execute()
+    for (const ids of chunks(rows.map((r) => r.id))) {
+      await this.db.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
+    }
+    for (const row of rows) this.changed(endpointId, row.id)
+    return rows.length
+  }
+
+  async counts(endpointId: string): Promise<JobCounts> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('endpoint_id', '=', endpointId)
+      .groupBy('status')
+      .execute()
+    const by = new Map(rows.map((r) => [r.status, Number(r.n)]))
+    const retried = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('endpoint_id', '=', endpointId)
+      .where('retries', '>', 0)
+      .executeTakeFirstOrThrow()
+    return {
+      completed: by.get('COMPLETED') ?? 0,
+      failed: (by.get('FAILED') ?? 0) + (by.get('TIMED_OUT') ?? 0),
+      inProgress: by.get('IN_PROGRESS') ?? 0,
+      inQueue: by.get('IN_QUEUE') ?? 0,
+      retried: Number(retried.n),
+    }
+  }
+
+  async list(endpointId: string, options: { page: number; pageSize?: number }): Promise<JobPage> {
+    const pageSize = Math.min(
+      MAX_PAGE_SIZE,
+      Math.max(1, Math.floor(options.pageSize ?? DEFAULT_JOB_PAGE_SIZE)),
+    )
+    const page = Math.max(1, Math.floor(options.page))
+    const total = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('endpoint_id', '=', endpointId)
+      .executeTakeFirstOrThrow()
+    const rows = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('created_at', 'desc')
+      .orderBy('seq', 'desc')
+      .limit(pageSize)
+      .offset((page - 1) * pageSize)
+      .execute()
+    return { jobs: rows.map((r) => toView(toJob(r))), page, pageSize, total: Number(total.n) }
+  }
+
+  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }> {
+    const at = now.getTime()
+    const wake = new Set<string>()
+    const moved: Array<{ endpointId: string; id: string; requeued: boolean }> = []
+    await this.db.transaction().execute(async (tx) => {
+      if (!(await this.sweepLock(tx))) return
+      let query = tx
+        .selectFrom('jobs')
+        .selectAll()
+        .where('status', '=', 'IN_PROGRESS')
+        .where('lease_expires_at', '<=', iso(at))
+      if (this.postgres) query = query.forUpdate().skipLocked()
+      for (const row of await query.execute()) {
+        const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
+        const update = tx.updateTable('jobs')
+        const set = timedOut
+          ? update.set(this.finishFields(row, 'TIMED_OUT', at))
+          : update.set({
+              status: 'IN_QUEUE',
+              worker_id: null,
+              started_at: null,
+              lease_expires_at: null,
+              deadline_at: null,
+              output: null,
+              version: sql`version + 1`,
+            })
+        await set.where('seq', '=', row.seq).execute()
+        const key = await this.addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
+        if (key !== undefined) wake.add(key)
+        moved.push({ endpointId: row.endpoint_id, id: row.id, requeued: !timedOut })
+      }
+    })
+    for (const key of wake) this.wakeUps.notify(key)
+    for (const job of moved) {
+      if (job.requeued) this.wakeUps.notify(workKey(job.endpointId))
+      this.changed(job.endpointId, job.id)
+    }
+    return {
+      requeued: moved.filter((m) => m.requeued).map((m) => m.id),
+      timedOut: moved.filter((m) => !m.requeued).map((m) => m.id),
+    }
+  }
+
+  async expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }> {
+    const at = iso(now.getTime())
+    const wake = new Set<string>()
+    const touched: Array<{ endpointId: string; id: string }> = []
+    const timedOut: string[] = []
+    const deleted: string[] = []
+    await this.db.transaction().execute(async (tx) => {
+      if (!(await this.sweepLock(tx))) return
+      // ttl first: a job past both its ttl and its deadline is simply gone.
+      const gone = await tx
+        .deleteFrom('jobs')
+        .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
+        .returning(['id', 'endpoint_id', 'worker_id', 'status'])
+        .execute()
+      for (const row of gone) {
+        if (row.status === 'IN_PROGRESS') {
+          const key = await this.addStop(tx, row, 'expired', now.getTime())
+          if (key !== undefined) wake.add(key)
+        }
+        deleted.push(row.id)
+        touched.push({ endpointId: row.endpoint_id, id: row.id })
+      }
+      for (const ids of chunks(deleted)) {
+        await tx.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
+      }
+      let late = tx
+        .selectFrom('jobs')
+        .selectAll()
+        .where('status', '=', 'IN_PROGRESS')
+        .where('deadline_at', '<=', at)
+      if (this.postgres) late = late.forUpdate().skipLocked()
+      for (const row of await late.execute()) {
+        await tx
+          .updateTable('jobs')
+          .set(this.finishFields(row, 'TIMED_OUT', now.getTime()))
+          .where('seq', '=', row.seq)
+          .execute()
+        const key = await this.addStop(tx, row, 'timed-out', now.getTime())
+        if (key !== undefined) wake.add(key)
+        timedOut.push(row.id)
+        touched.push({ endpointId: row.endpoint_id, id: row.id })
+      }
+      await tx
+        .deleteFrom('job_stops')
+        .where('created_at', '<=', iso(now.getTime() - STOP_NOTICE_RETENTION_MS))
+        .execute()
+    })
+    for (const key of wake) this.wakeUps.notify(key)
+    for (const job of touched) this.changed(job.endpointId, job.id)
+    return { timedOut, deleted }
+  }
+
+  async takeStops(endpointId: string, workerId: string): Promise<StopNotice[]> {
+    const rows = await this.db
+      .deleteFrom('job_stops')
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', '=', workerId)
+      .returning(['seq', 'job_id', 'reason'])
+      .execute()
+    return rows
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
+      .map((r) => ({ jobId: r.job_id, reason: r.reason as StopNotice['reason'] }))
+  }
+
+  private async version(endpointId: string, jobId: string): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select('version')
+      .where('id', '=', jobId)
+      .where('endpoint_id', '=', endpointId)
+      .executeTakeFirst()
+    return row && Number(row.version)
+  }
+
+  async waitForChange(
+    endpointId: string,
+    jobId: string,
+    timeoutMs: number,
+    sinceVersion?: number,
+  ): Promise<boolean> {
+    const baseline = sinceVersion ?? (await this.version(endpointId, jobId))
+    if (baseline === undefined) return true
+    return this.wakeUps.waitUntil(
+      jobKey(endpointId, jobId),
+      async () => (await this.version(endpointId, jobId)) !== baseline,
+      timeoutMs,
+      this.pollIntervalMs,
+    )
+  }
+
+  async waitForWork(endpointId: string, timeoutMs: number): Promise<boolean> {
+    return this.wakeUps.waitUntil(
+      workKey(endpointId),
+      async () => {
+        const row = await this.db
+          .selectFrom('jobs')
+          .select('seq')
+          .where('endpoint_id', '=', endpointId)
+          .where('status', '=', 'IN_QUEUE')
+          .where('expires_at', '>', iso(this.clock.now().getTime()))
+          .limit(1)
+          .executeTakeFirst()
+        return row !== undefined
+      },
+      timeoutMs,
+      this.pollIntervalMs,
+    )
+  }
+
+  async waitForStops(endpointId: string, workerId: string, timeoutMs: number): Promise<boolean> {
+    return this.wakeUps.waitUntil(
+      stopKey(endpointId, workerId),
+      async () => {
+        const row = await this.db
+          .selectFrom('job_stops')
+          .select('seq')
+          .where('endpoint_id', '=', endpointId)
+          .where('worker_id', '=', workerId)
+          .limit(1)
+          .executeTakeFirst()
+        return row !== undefined
+      },
+      timeoutMs,
+      this.pollIntervalMs,
+    )
+  }
+}

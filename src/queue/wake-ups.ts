@@ -1,0 +1,66 @@
+/**
+ * In-process wake-ups for long polls. A write in this process notifies its key at once; a write
+ * by another replica is seen by the waiter's own poll of the store every `pollIntervalMs`.
+ */
+export class WakeUps {
+  private readonly waiters = new Map<string, Set<() => void>>()
+
+  notify(key: string): void {
+    const waiting = this.waiters.get(key)
+    if (waiting === undefined) return
+    this.waiters.delete(key)
+    for (const wake of waiting) wake()
+  }
+
+  /**
+   * Resolves true as soon as `check` does, checking first, then on each notification of `key`
+   * and at least every `pollIntervalMs`; false once `timeoutMs` has passed.
+   */
+  async waitUntil(
+    key: string,
+    check: () => Promise<boolean>,
+    timeoutMs: number,
+    pollIntervalMs: number,
+  ): Promise<boolean> {
+    const deadline = Date.now() + Math.max(0, timeoutMs)
+    for (;;) {
+      // Register before checking so a write between the check and the sleep still wakes us.
+      let wake: () => void = () => {}
+      const woken = new Promise<void>((resolve) => {
+        wake = resolve
+      })
+      this.add(key, wake)
+      try {
+        if (await check()) return true
+        const remaining = deadline - Date.now()
+        if (remaining <= 0) return false
+        let timer: NodeJS.Timeout | undefined
+        await Promise.race([
+          woken,
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, Math.min(remaining, pollIntervalMs))
+          }),
+        ])
+        clearTimeout(timer)
+      } finally {
+        this.remove(key, wake)
+      }
+    }
+  }
+
+  private add(key: string, wake: () => void): void {
+    let waiting = this.waiters.get(key)
+    if (waiting === undefined) {
+      waiting = new Set()
+      this.waiters.set(key, waiting)
+    }
+    waiting.add(wake)
+  }
+
+  private remove(key: string, wake: () => void): void {
+    const waiting = this.waiters.get(key)
+    if (waiting === undefined) return
+    waiting.delete(wake)
+    if (waiting.size === 0) this.waiters.delete(key)
+  }
+}

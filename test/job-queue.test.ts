@@ -1,0 +1,478 @@
+import { randomUUID } from 'node:crypto'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
+import type { JobQueueDatabase } from '../src/queue/job-tables.js'
+import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
+import { ManualClock } from '../src/shared/clock.js'
+import type { Database } from '../src/store/database-schema.js'
+import type { Store } from '../src/store/open-store.js'
+import { testStores } from './support/stores.js'
+
+// The queue's copy of its table types must agree with the store's, both ways.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const _schemasAgree: [
+  Same<JobQueueDatabase['jobs'], Database['jobs']>,
+  Same<JobQueueDatabase['job_stream'], Database['job_stream']>,
+  Same<JobQueueDatabase['job_stops'], Database['job_stops']>,
+] = [true, true, true]
+
+const EP = 'endpoint000001'
+const LEASE = 30_000
+const defaultPolicy: JobPolicy = { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false }
+
+describe.each(testStores())('job queue on $name', ({ open }) => {
+  let store: Store
+  let clock: ManualClock
+  let queue: KyselyJobQueue
+
+  beforeEach(async () => {
+    store = await open()
+    clock = new ManualClock('2026-03-01T00:00:00.000Z')
+    queue = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock, pollIntervalMs: 50 })
+  })
+  afterEach(() => store.close())
+
+  async function submit(
+    fields: {
+      input?: unknown
+      policy?: Partial<JobPolicy>
+      sync?: boolean
+      endpointId?: string
+    } = {},
+  ): Promise<Job> {
+    const sync = fields.sync ?? false
+    const job = newJob({
+      id: `${sync ? 'sync-' : ''}${randomUUID()}`,
+      endpointId: fields.endpointId ?? EP,
+      accountId: 'acct_1',
+      input: fields.input ?? { n: 1 },
+      policy: { ...defaultPolicy, ...fields.policy },
+      sync,
+      createdAt: clock.now(),
+      webhook: 'http://127.0.0.1:9/hook',
+      s3Config: {
+        accessId: 'a',
+        accessSecret: 's3cret',
+        bucketName: 'b',
+        endpointUrl: 'http://s3',
+      },
+    })
+    await queue.submit(job)
+    return job
+  }
+
+  it('stores a job and shows it without its s3Config', async () => {
+    const job = await submit({ input: { prompt: 'hi' }, policy: { lowPriority: true } })
+    const view = await queue.get(EP, job.id)
+    expect(view).toMatchObject({
+      id: job.id,
+      status: 'IN_QUEUE',
+      input: { prompt: 'hi' },
+      webhook: 'http://127.0.0.1:9/hook',
+      policy: { lowPriority: true, ttl: 86_400_000, executionTimeout: 600_000 },
+      createdAt: '2026-03-01T00:00:00.000Z',
+      expiresAt: '2026-03-02T00:00:00.000Z',
+      attempts: 0,
+      retries: 0,
+      sync: false,
+    })
+    expect(view).not.toHaveProperty('s3Config')
+    expect(JSON.stringify(view)).not.toContain('s3cret')
+    expect(await queue.get('otherendpoint1', job.id)).toBeUndefined()
+  })
+
+  it('gives out the oldest jobs first, with the s3Config for the worker', async () => {
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) {
+      ids.push((await submit({ input: { i } })).id)
+      if (i % 2 === 0) clock.advance(1)
+    }
+    const first = await queue.take(EP, 'w1', { max: 3, leaseMs: LEASE })
+    expect(first.map((j) => j.id)).toEqual(ids.slice(0, 3))
+    expect(first[0]).toMatchObject({
+      status: 'IN_PROGRESS',
+      workerId: 'w1',
+      attempts: 1,
+      s3Config: { accessSecret: 's3cret' },
+    })
+    const rest = await queue.take(EP, 'w2', { max: 10, leaseMs: LEASE })
+    expect(rest.map((j) => j.id)).toEqual(ids.slice(3))
+    expect(await queue.take(EP, 'w3', { max: 10, leaseMs: LEASE })).toEqual([])
+  })
+
+  it('never gives one job to two workers', async () => {
+    const ids = new Set<string>()
+    for (let i = 0; i < 10; i++) ids.add((await submit()).id)
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => queue.take(EP, `w${i}`, { max: 1, leaseMs: LEASE })),
+    )
+    const taken = results.flat().map((j) => j.id)
+    expect(taken).toHaveLength(10)
+    expect(new Set(taken)).toEqual(ids)
+  })
+
+  it('never gives one job to two workers across queues (replicas) either', async () => {
+    const other = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock })
+    for (let i = 0; i < 30; i++) await submit()
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        (i % 2 ? queue : other).take(EP, `w${i}`, { max: 4, leaseMs: LEASE }),
+      ),
+    )
+    const taken = results.flat().map((j) => j.id)
+    expect(taken).toHaveLength(30)
+    expect(new Set(taken).size).toBe(30)
+  })
+
+  it('requeues a job whose lease expired; the old worker is stopped and its result ignored', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(LEASE - 1)
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    clock.advance(1)
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+      requeued: [job.id],
+      timedOut: [],
+    })
+    expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'lease-lost' }])
+    const [again] = await queue.take(EP, 'w2', { max: 1, leaseMs: LEASE })
+    expect(again).toMatchObject({ id: job.id, workerId: 'w2', attempts: 2 })
+    expect(await queue.complete(EP, job.id, 'w1', { output: 'late' })).toEqual({
+      applied: false,
+      reason: 'not-owner',
+    })
+    expect(await queue.heartbeat(EP, 'w1', [job.id], LEASE)).toEqual([])
+    const done = await queue.complete(EP, job.id, 'w2', { output: 'ok' })
+    expect(done).toMatchObject({ applied: true, job: { status: 'COMPLETED', output: 'ok' } })
+    expect(await queue.complete(EP, job.id, 'w2', { output: 'twice' })).toEqual({
+      applied: false,
+      reason: 'not-in-progress',
+    })
+    expect((await queue.get(EP, job.id))?.output).toBe('ok')
+  })
+
+  it('keeps the lease while the worker heart-beats', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    for (let i = 0; i < 5; i++) {
+      clock.advance(LEASE - 1_000)
+      expect(await queue.heartbeat(EP, 'w1', [job.id, 'unknown'], LEASE)).toEqual([job.id])
+      expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    }
+    expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1' })
+  })
+
+  it('times a job out after its execution timeout and tells its worker', async () => {
+    const job = await submit({ policy: { executionTimeout: 5_000 } })
+    clock.advance(60_000) // queue time does not count against the execution timeout
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(4_999)
+    expect((await queue.expire(clock.now())).timedOut).toEqual([])
+    clock.advance(1)
+    expect(await queue.expire(clock.now())).toEqual({ timedOut: [job.id], deleted: [] })
+    expect(await queue.get(EP, job.id)).toMatchObject({
+      status: 'TIMED_OUT',
+      completedAt: '2026-03-01T00:01:05.000Z',
+    })
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'timed-out' }])
+    expect(await queue.takeStops(EP, 'w1')).toEqual([])
+    expect((await queue.complete(EP, job.id, 'w1', { output: 1 })).applied).toBe(false)
+  })
+
+  it('times out rather than requeues a job whose lease and deadline both passed', async () => {
+    const job = await submit({ policy: { executionTimeout: 5_000 } })
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(LEASE)
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+      requeued: [],
+      timedOut: [job.id],
+    })
+    expect((await queue.get(EP, job.id))?.status).toBe('TIMED_OUT')
+  })
+
+  it('deletes a job when its ttl passes, in any state, and stops its worker', async () => {
+    const running = await submit({ policy: { ttl: 20_000 } })
+    clock.advance(1)
+    const queued = await submit({ policy: { ttl: 10_000 } })
+    const [taken] = await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(taken?.id).toBe(running.id)
+    clock.set('2026-03-01T00:00:10.001Z')
+    expect(await queue.get(EP, queued.id)).toBeDefined() // until a sweep
+    expect((await queue.expire(clock.now())).deleted).toEqual([queued.id])
+    expect(await queue.get(EP, queued.id)).toBeUndefined()
+    clock.set('2026-03-01T00:00:20.000Z')
+    expect(await queue.expire(clock.now())).toEqual({ timedOut: [], deleted: [running.id] })
+    expect(await queue.get(EP, running.id)).toBeUndefined()
+    expect(await queue.readStream(EP, running.id)).toBeUndefined()
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: running.id, reason: 'expired' }])
+    expect(await queue.complete(EP, running.id, 'w1', {})).toEqual({
+      applied: false,
+      reason: 'not-found',
+    })
+  })
+
+  it('skips jobs whose ttl passed while queued', async () => {
+    await submit({ policy: { ttl: 10_000 } })
+    clock.advance(10_000)
+    expect(await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })).toEqual([])
+  })
+
+  it('keeps results 30 minutes after /run and 1 minute after /runsync', async () => {
+    const run = await submit()
+    const sync = await submit({ sync: true })
+    expect(sync.id).toMatch(/^sync-/)
+    await queue.take(EP, 'w1', { max: 2, leaseMs: LEASE })
+    await queue.complete(EP, run.id, 'w1', { output: 1 })
+    await queue.complete(EP, sync.id, 'w1', { error: 'boom' })
+    expect(await queue.get(EP, sync.id)).toMatchObject({ status: 'FAILED', error: 'boom' })
+    clock.advance(59_999)
+    expect((await queue.expire(clock.now())).deleted).toEqual([])
+    clock.advance(1)
+    expect((await queue.expire(clock.now())).deleted).toEqual([sync.id])
+    expect(await queue.get(EP, sync.id)).toBeUndefined()
+    clock.advance(30 * 60_000 - 60_000)
+    expect((await queue.expire(clock.now())).deleted).toEqual([run.id])
+    expect(await queue.get(EP, run.id)).toBeUndefined()
+  })
+
+  it('cancels a queued job and a running job', async () => {
+    const first = await submit()
+    clock.advance(1)
+    const second = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect((await queue.cancel(EP, first.id))?.status).toBe('CANCELLED')
+    expect((await queue.cancel(EP, second.id))?.status).toBe('CANCELLED')
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: first.id, reason: 'cancelled' }])
+    expect(await queue.take(EP, 'w2', { max: 5, leaseMs: LEASE })).toEqual([])
+    expect(await queue.complete(EP, first.id, 'w1', { output: 1 })).toEqual({
+      applied: false,
+      reason: 'not-in-progress',
+    })
+    // Cancelling a finished job changes nothing.
+    expect((await queue.cancel(EP, first.id))?.status).toBe('CANCELLED')
+    expect(await queue.cancel(EP, 'nope')).toBeUndefined()
+    expect(await queue.cancel('otherendpoint1', second.id)).toBeUndefined()
+  })
+
+  it('retries a failed job with the same id and input, output cleared and counted', async () => {
+    const job = await submit({ input: { keep: 'me' } })
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    await queue.appendStream(EP, job.id, 'w1', ['a'])
+    await queue.complete(EP, job.id, 'w1', { output: { partial: 1 }, error: 'boom' })
+    expect(await queue.counts(EP)).toMatchObject({ failed: 1, retried: 0 })
+    const result = await queue.retry(EP, job.id)
+    expect(result).toMatchObject({
+      retried: true,
+      job: { id: job.id, status: 'IN_QUEUE', input: { keep: 'me' }, retries: 1 },
+    })
+    const view = await queue.get(EP, job.id)
+    expect(view?.output).toBeUndefined()
+    expect(view?.error).toBeUndefined()
+    expect(view?.workerId).toBeUndefined()
+    expect((await queue.readStream(EP, job.id))?.chunks).toEqual([])
+    expect(await queue.retry(EP, job.id)).toEqual({
+      retried: false,
+      reason: 'not-retryable',
+      status: 'IN_QUEUE',
+    })
+    expect(await queue.retry(EP, 'nope')).toEqual({ retried: false, reason: 'not-found' })
+    const [again] = await queue.take(EP, 'w2', { max: 1, leaseMs: LEASE })
+    expect(again).toMatchObject({ id: job.id, input: { keep: 'me' }, retries: 1 })
+    expect(await queue.counts(EP)).toMatchObject({ inProgress: 1, retried: 1 })
+  })
+
+  it('retries a timed-out job but not a completed or cancelled one', async () => {
+    const late = await submit({ policy: { executionTimeout: 5_000 } })
+    const done = await submit()
+    const cancelled = await submit()
+    await queue.take(EP, 'w1', { max: 2, leaseMs: LEASE })
+    await queue.complete(EP, done.id, 'w1', { output: 1 })
+    await queue.cancel(EP, cancelled.id)
+    clock.advance(5_000)
+    await queue.expire(clock.now())
+    expect((await queue.retry(EP, late.id)).retried).toBe(true)
+    expect(await queue.retry(EP, done.id)).toMatchObject({ retried: false, status: 'COMPLETED' })
+    expect(await queue.retry(EP, cancelled.id)).toMatchObject({
+      retried: false,
+      status: 'CANCELLED',
+    })
+  })
+
+  it('purges only queued jobs of the endpoint', async () => {
+    await submit()
+    await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    await submit()
+    const elsewhere = await submit({ endpointId: 'otherendpoint1' })
+    expect(await queue.purgeQueued(EP)).toBe(2)
+    expect(await queue.counts(EP)).toMatchObject({ inQueue: 0, inProgress: 1 })
+    expect(await queue.get('otherendpoint1', elsewhere.id)).toBeDefined()
+    expect(await queue.purgeQueued(EP)).toBe(0)
+  })
+
+  it('delivers stream chunks once, in order, and lets a reader keep its own position', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(await queue.readStream(EP, job.id)).toEqual({
+      status: 'IN_PROGRESS',
+      chunks: [],
+      position: 0,
+    })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['a', { b: 2 }])).toEqual({ applied: true })
+    expect(await queue.appendStream(EP, job.id, 'w2', ['x'])).toEqual({
+      applied: false,
+      reason: 'not-owner',
+    })
+    expect(await queue.appendStream(EP, job.id, 'w1', [3])).toEqual({ applied: true })
+    const first = await queue.readStream(EP, job.id)
+    expect(first?.chunks).toEqual([
+      { seq: 1, output: 'a' },
+      { seq: 2, output: { b: 2 } },
+      { seq: 3, output: 3 },
+    ])
+    expect((await queue.readStream(EP, job.id))?.chunks).toEqual([])
+    await queue.appendStream(EP, job.id, 'w1', [null, 'e'])
+    await queue.complete(EP, job.id, 'w1', { output: [] })
+    expect(await queue.readStream(EP, job.id)).toEqual({
+      status: 'COMPLETED',
+      chunks: [
+        { seq: 4, output: null },
+        { seq: 5, output: 'e' },
+      ],
+      position: 5,
+    })
+    // With its own position a reader re-reads freely, marking nothing.
+    expect((await queue.readStream(EP, job.id, 3))?.chunks.map((c) => c.seq)).toEqual([4, 5])
+    expect((await queue.readStream(EP, job.id, 0))?.position).toBe(5)
+    expect(await queue.readStream(EP, 'nope')).toBeUndefined()
+    expect((await queue.appendStream(EP, job.id, 'w1', ['late'])).applied).toBe(false)
+  })
+
+  it('delivers each chunk to exactly one of concurrent cursor-less readers', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    await queue.appendStream(
+      EP,
+      job.id,
+      'w1',
+      Array.from({ length: 20 }, (_, i) => i),
+    )
+    const reads = await Promise.all(Array.from({ length: 8 }, () => queue.readStream(EP, job.id)))
+    const seen = reads.flatMap((r) => r!.chunks.map((c) => c.output))
+    expect(seen.sort((a, b) => (a as number) - (b as number))).toEqual(
+      Array.from({ length: 20 }, (_, i) => i),
+    )
+  })
+
+  it('records progress updates without finishing the job', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(await queue.progress(EP, job.id, 'w1', { pct: 50 })).toEqual({ applied: true })
+    expect(await queue.get(EP, job.id)).toMatchObject({
+      status: 'IN_PROGRESS',
+      output: { pct: 50 },
+    })
+    expect(await queue.progress(EP, job.id, 'w9', { pct: 60 })).toEqual({
+      applied: false,
+      reason: 'not-owner',
+    })
+  })
+
+  it('counts jobs for /health and lists them newest first for /requests', async () => {
+    const ids: string[] = []
+    for (let i = 0; i < 6; i++) {
+      ids.push((await submit()).id)
+      clock.advance(1)
+    }
+    const taken = await queue.take(EP, 'w1', { max: 4, leaseMs: LEASE })
+    await queue.complete(EP, taken[0]!.id, 'w1', { output: 1 })
+    await queue.complete(EP, taken[1]!.id, 'w1', { error: 'x' })
+    await queue.retry(EP, taken[1]!.id)
+    await queue.complete(EP, taken[2]!.id, 'w1', { error: 'y' })
+    expect(await queue.counts(EP)).toEqual({
+      completed: 1,
+      failed: 1,
+      inProgress: 1,
+      inQueue: 3,
+      retried: 1,
+    })
+    expect(await queue.counts('otherendpoint1')).toEqual({
+      completed: 0,
+      failed: 0,
+      inProgress: 0,
+      inQueue: 0,
+      retried: 0,
+    })
+    const page1 = await queue.list(EP, { page: 1, pageSize: 4 })
+    expect(page1).toMatchObject({ page: 1, pageSize: 4, total: 6 })
+    expect(page1.jobs.map((j) => j.id)).toEqual([...ids].reverse().slice(0, 4))
+    expect(page1.jobs[0]).not.toHaveProperty('s3Config')
+    const page2 = await queue.list(EP, { page: 2, pageSize: 4 })
+    expect(page2.jobs.map((j) => j.id)).toEqual([ids[1], ids[0]])
+  })
+
+  describe('long polls', () => {
+    it('wakes a waiter for work when a job is submitted, and times out otherwise', async () => {
+      let started = Date.now()
+      expect(await queue.waitForWork(EP, 150)).toBe(false)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(140)
+      started = Date.now()
+      const waiting = queue.waitForWork(EP, 10_000)
+      setTimeout(() => void submit(), 20)
+      expect(await waiting).toBe(true)
+      expect(Date.now() - started).toBeLessThan(2_000)
+      // Work already queued answers at once.
+      expect(await queue.waitForWork(EP, 10_000)).toBe(true)
+    })
+
+    it('sees another replica’s submission through its poll', async () => {
+      const other = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock })
+      const waiting = queue.waitForWork(EP, 10_000)
+      setTimeout(() => {
+        void other.submit(
+          newJob({
+            id: randomUUID(),
+            endpointId: EP,
+            accountId: 'acct_1',
+            input: {},
+            policy: defaultPolicy,
+            sync: false,
+            createdAt: clock.now(),
+          }),
+        )
+      }, 20)
+      const started = Date.now()
+      expect(await waiting).toBe(true)
+      expect(Date.now() - started).toBeLessThan(2_000)
+    })
+
+    it('wakes a waiter on a job when it changes, and times out otherwise', async () => {
+      const job = await submit()
+      expect(await queue.waitForChange(EP, job.id, 100)).toBe(false)
+      const started = Date.now()
+      const waiting = queue.waitForChange(EP, job.id, 10_000)
+      setTimeout(() => void queue.take(EP, 'w1', { max: 1, leaseMs: LEASE }), 20)
+      expect(await waiting).toBe(true)
+      expect(Date.now() - started).toBeLessThan(2_000)
+      // A change the caller has not seen yet answers at once.
+      expect(await queue.waitForChange(EP, job.id, 10_000, 1)).toBe(true)
+      const version = (await queue.get(EP, job.id))!.version
+      const finishing = queue.waitForChange(EP, job.id, 10_000, version)
+      setTimeout(() => void queue.complete(EP, job.id, 'w1', { output: 'done' }), 20)
+      expect(await finishing).toBe(true)
+      expect((await queue.get(EP, job.id))?.status).toBe('COMPLETED')
+      expect(await queue.waitForChange(EP, 'gone', 10_000)).toBe(true)
+    })
+
+    it('wakes a worker waiting for stop notices', async () => {
+      const job = await submit()
+      await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+      expect(await queue.waitForStops(EP, 'w1', 100)).toBe(false)
+      const waiting = queue.waitForStops(EP, 'w1', 10_000)
+      setTimeout(() => void queue.cancel(EP, job.id), 20)
+      expect(await waiting).toBe(true)
+      expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'cancelled' }])
+    })
+  })
+})
