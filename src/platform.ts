@@ -25,6 +25,7 @@ import {
   usesTemplate,
 } from './domain/pods/pod-users.js'
 import { RegistryService } from './domain/registries/registry-service.js'
+import { EndpointService } from './domain/serverless/endpoint-service.js'
 import {
   EncryptionKeyFormatError,
   parseEncryptionKey,
@@ -42,6 +43,7 @@ import { AppError } from './shared/app-error.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
+import { KyselyEndpointRepo } from './store/endpoint-repo.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
 import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
 import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
@@ -164,14 +166,31 @@ export async function startPlatform(
       clock,
     })
     const templateRepo = new KyselyTemplateRepo(store.db)
+    // The job API is served by this listener; its URL is known once it listens.
+    let serverUrl = `http://${config.host}:${config.port}`
+    // Endpoints name templates, registries and volumes, which ask endpoints who uses them: the
+    // references are looked up through closures, so the order of construction does not matter.
+    const endpoints: EndpointService = new EndpointService({
+      repo: new KyselyEndpointRepo(store.db),
+      catalog,
+      references: {
+        template: (accountId, id) => templates.resolve(accountId, id),
+        registryExists: (accountId, id) => registries.exists(accountId, id),
+        networkVolume: (accountId, id) => volumes.find(accountId, id),
+      },
+      clock,
+      jobApiBaseUrl: () => serverUrl,
+    })
     const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
     const volumes = new VolumeService({
       repo: new KyselyNetworkVolumeRepo(store.db),
       fleet,
       storage: volumeStorage,
       clock,
-      usersOf: (accountId, volumeId) =>
-        podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId)),
+      usersOf: async (accountId, volumeId) => [
+        ...(await podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId))),
+        ...(await endpoints.usersOf(accountId, { networkVolume: volumeId })),
+      ],
     })
     const registries = new RegistryService({
       repo: new KyselyRegistryRepo(store.db),
@@ -182,6 +201,7 @@ export async function startPlatform(
         ...(await templateRepo.listByAccount(accountId))
           .filter((t) => t.registry === registryId)
           .map((t) => `template ${t.id} (${t.name})`),
+        ...(await endpoints.usersOf(accountId, { registry: registryId })),
       ],
     })
     const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
@@ -189,8 +209,10 @@ export async function startPlatform(
       repo: templateRepo,
       clock,
       registryExists,
-      usersOf: (accountId, templateId) =>
-        podsUsing(podStore.pods, accountId, usesTemplate(templateId)),
+      usersOf: async (accountId, templateId) => [
+        ...(await podsUsing(podStore.pods, accountId, usesTemplate(templateId))),
+        ...(await endpoints.usersOf(accountId, { templateId })),
+      ],
     })
     const lifecycle = new PodLifecycle({
       store: podStore,
@@ -228,6 +250,7 @@ export async function startPlatform(
       templates,
       volumes,
       registries,
+      endpoints,
       rateLimits: config.rateLimit,
       readiness: async () => {
         await store.ping()
@@ -237,6 +260,7 @@ export async function startPlatform(
     const address = await app.listen({ host: config.host, port: config.port })
     lifecycle.start()
     const url = address.replace('[::1]', 'localhost')
+    serverUrl = url
     logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
 
     const banner = [

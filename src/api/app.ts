@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { PodService } from '../domain/pods/pod-service.js'
+import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
 import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
@@ -28,6 +29,7 @@ export interface AppDeps {
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  endpoints: EndpointService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
 }
@@ -81,6 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     templates: deps.templates,
     volumes: deps.volumes,
     registries: deps.registries,
+    endpoints: deps.endpoints,
     rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
   })
   return app

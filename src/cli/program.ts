@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { addEndpointsCommands } from './endpoints-commands.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
 import { addTemplatesCommands } from './templates-commands.js'
@@ -328,6 +329,7 @@ export function buildProgram(deps: CliDeps): Command {
   addTemplatesCommands(program, deps)
   addVolumesCommands(program, deps)
   addRegistriesCommands(program, deps)
+  addEndpointsCommands(program, deps)
 
   return program
 }

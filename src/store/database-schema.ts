@@ -163,6 +163,16 @@ export interface JobStopsTable {
   created_at: string
 }
 
+/** Serverless endpoint definitions; `doc` is the whole Endpoint as JSON. */
+export interface EndpointsTable {
+  id: string
+  account_id: string
+  name: string
+  template_id: string | null
+  created_at: string
+  doc: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -178,4 +188,5 @@ export interface Database {
   jobs: JobsTable
   job_stream: JobStreamTable
   job_stops: JobStopsTable
+  endpoints: EndpointsTable
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
+import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
@@ -9,6 +10,7 @@ import { restGuard } from '../http/authentication.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
+import { endpointRoutes } from './endpoint-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
 import { templateRoutes } from './template-routes.js'
@@ -21,6 +23,7 @@ export interface RestDeps {
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  endpoints: EndpointService
   rateLimiter: RateLimiter
 }
 
@@ -33,4 +36,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(templateRoutes, { templates: deps.templates })
   await app.register(volumeRoutes, { volumes: deps.volumes })
   await app.register(registryRoutes, { registries: deps.registries })
+  await app.register(endpointRoutes, { endpoints: deps.endpoints })
 }

@@ -3,11 +3,13 @@ import * as postgres0002 from './postgres/0002-pods.js'
 import * as postgres0003 from './postgres/0003-templates-volumes-registries.js'
 import * as postgres0004 from './postgres/0004-user-settings.js'
 import * as postgres0005 from './postgres/0005-jobs.js'
+import * as postgres0006 from './postgres/0006-endpoints.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
 import * as sqlite0004 from './sqlite/0004-user-settings.js'
 import * as sqlite0005 from './sqlite/0005-jobs.js'
+import * as sqlite0006 from './sqlite/0006-endpoints.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -33,6 +35,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       postgres: postgres0004.statements,
     },
     { name: '0005-jobs', sqlite: sqlite0005.statements, postgres: postgres0005.statements },
+    {
+      name: '0006-endpoints',
+      sqlite: sqlite0006.statements,
+      postgres: postgres0006.statements,
+    },
   ]
 
 export function migrationStatements(dialect: Dialect) {

@@ -1,0 +1,65 @@
+import { MAX_EXECUTION_TIMEOUT_MS, MIN_EXECUTION_TIMEOUT_MS } from './job.js'
+import type { Endpoint, EndpointScaling } from './endpoint.js'
+
+/** Name bound shared by every named resource of the REST API. */
+export const MAX_ENDPOINT_NAME_LENGTH = 191
+
+/** v1 EndpointCreateInput `idleTimeout` (wire-compat §2.4): 5 s by default, 1 to 3600. */
+export const DEFAULT_IDLE_TIMEOUT_S = 5
+export const MIN_IDLE_TIMEOUT_S = 1
+export const MAX_IDLE_TIMEOUT_S = 3600
+
+/** RunPod's console default for max workers. */
+export const DEFAULT_WORKERS_MAX = 3
+/**
+ * Our cap on `workers.max`: a runaway autoscaler on one endpoint must not be able to ask the
+ * fleet for more than this many workers (RunPod's own per-account quota is far lower).
+ */
+export const MAX_WORKERS_PER_ENDPOINT = 100
+
+/** wire-compat §3.3 scaling bounds; v1 `scalerValue` default 4. */
+export const MIN_QUEUE_DELAY_S = 0.5
+export const MIN_REQUEST_COUNT = 1
+export const DEFAULT_SCALER_VALUE = 4
+export const DEFAULT_SCALING: EndpointScaling = {
+  type: 'QUEUE_DELAY',
+  queueDelay: DEFAULT_SCALER_VALUE,
+}
+
+/** `timeout` is the jobs' execution timeout, so it has the job policy's bounds. */
+export const MIN_ENDPOINT_TIMEOUT_MS = MIN_EXECUTION_TIMEOUT_MS
+export const MAX_ENDPOINT_TIMEOUT_MS = MAX_EXECUTION_TIMEOUT_MS
+/** wire-compat §3.3: `timeout` defaults to 300 000 ms. */
+export const DEFAULT_ENDPOINT_TIMEOUT_MS = 300_000
+
+export const DEFAULT_GPU_COUNT = 1
+export const DEFAULT_CONTAINER_DISK_GB = 50
+
+/** The CPU flavors serverless endpoints accept (wire-compat §2.4 EndpointCreateInput, §8.3). */
+export const ENDPOINT_CPU_FLAVORS = ['cpu3c', 'cpu3g', 'cpu5c', 'cpu5g'] as const
+
+/**
+ * The fields a worker is started with: a change to any of them makes running workers stale, so
+ * it bumps the endpoint's `version` (wire-compat §2.4 "version bumps on template/env change").
+ * Name, workers, scaling, timeout, flashboot and data centers change nothing inside a worker.
+ */
+export const WORKER_FIELDS = [
+  'templateId',
+  'image',
+  'args',
+  'disk',
+  'env',
+  'ports',
+  'registry',
+  'gpu',
+  'cpu',
+  'networkVolumes',
+] as const satisfies ReadonlyArray<keyof Endpoint>
+
+/** The next version of an endpoint updated from `before` to `after`. */
+export function nextVersion(before: Endpoint, after: Omit<Endpoint, 'version'>): number {
+  const changed = WORKER_FIELDS.some(
+    (field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]),
+  )
+  return changed ? before.version + 1 : before.version
+}
