@@ -13,6 +13,7 @@ import type { StoreCommands } from './cli/program.js'
 import { resolveEncryptionKey } from './config/encryption-key.js'
 import type { Config } from './config/schema.js'
 import { AccountService } from './domain/accounts/account-service.js'
+import { JobSweeper } from './control/job-sweeper.js'
 import { PodLifecycle } from './control/pod-lifecycle.js'
 import { CatalogService } from './domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
@@ -26,6 +27,8 @@ import {
 } from './domain/pods/pod-users.js'
 import { RegistryService } from './domain/registries/registry-service.js'
 import { EndpointService } from './domain/serverless/endpoint-service.js'
+import { JobService } from './domain/serverless/job-service.js'
+import { WorkerPresence } from './domain/serverless/worker-presence.js'
 import {
   EncryptionKeyFormatError,
   parseEncryptionKey,
@@ -52,6 +55,7 @@ import { KyselyRegistryRepo } from './store/registry-repo.js'
 import { KyselyTemplateRepo } from './store/template-repo.js'
 import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
 import { openStore, type Store } from './store/open-store.js'
+import { KyselyJobQueue } from './queue/kysely-job-queue.js'
 
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -240,6 +244,10 @@ export async function startPlatform(
       nudge: lifecycle.nudge,
     })
 
+    const queue = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock })
+    const jobs = new JobService({ endpoints, queue, presence: new WorkerPresence(clock), clock })
+    const sweeper = new JobSweeper({ queue, clock, logger })
+
     const app = await buildApp({
       logger,
       clock,
@@ -251,6 +259,7 @@ export async function startPlatform(
       volumes,
       registries,
       endpoints,
+      jobs,
       rateLimits: config.rateLimit,
       readiness: async () => {
         await store.ping()
@@ -259,6 +268,7 @@ export async function startPlatform(
     })
     const address = await app.listen({ host: config.host, port: config.port })
     lifecycle.start()
+    sweeper.start()
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
     logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
@@ -294,6 +304,7 @@ export async function startPlatform(
       drivers: [driver],
       close: async () => {
         await app.close()
+        await sweeper.stop()
         await lifecycle.stop()
         await driver.close()
         await store.close()

@@ -6,6 +6,7 @@ import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { PodService } from '../domain/pods/pod-service.js'
 import type { EndpointService } from '../domain/serverless/endpoint-service.js'
+import type { JobService } from '../domain/serverless/job-service.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
 import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
@@ -16,8 +17,10 @@ import { installMetrics } from './http/metrics.js'
 import { installProblemHandlers } from './http/problem.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
+import { jobRoutes } from './jobs/job-routes.js'
 import { opsRoutes } from './ops-routes.js'
 import { restRoutes } from './rest/rest-routes.js'
+import { workerRoutes } from './worker/worker-routes.js'
 
 export interface AppDeps {
   logger: FastifyBaseLogger
@@ -30,6 +33,7 @@ export interface AppDeps {
   volumes: VolumeService
   registries: RegistryService
   endpoints: EndpointService
+  jobs: JobService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
 }
@@ -86,5 +90,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     endpoints: deps.endpoints,
     rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
   })
+  // `/v2/<endpoint_id>/...`: after the management API, whose static first segments win.
+  await app.register(jobRoutes, {
+    prefix: '/v2',
+    accounts: deps.accounts,
+    jobs: deps.jobs,
+    clock: deps.clock,
+  })
+  await app.register(workerRoutes, { prefix: '/v2', accounts: deps.accounts, jobs: deps.jobs })
   return app
 }

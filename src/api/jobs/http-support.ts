@@ -1,0 +1,84 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { AppError } from '../../shared/app-error.js'
+
+/**
+ * First segments under /v2 that belong to the management API (wire-compat §1, "v2 name
+ * collision"). Fastify's router prefers their static routes, but a method or deeper path they
+ * lack falls back to `/v2/:endpointId/...`: these are refused there so that, say,
+ * `POST /v2/pods/run` is "no route", never a job of an endpoint named `pods`. Endpoint ids are
+ * 14 lowercase letters and digits, so none of these can be one.
+ */
+export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set([
+  'account',
+  'billing',
+  'catalog',
+  'clusters',
+  'docs',
+  'network-volumes',
+  'openapi.json',
+  'pods',
+  'registries',
+  'serverless',
+  'templates',
+])
+
+/** An onRequest hook: 404 "no route" for a reserved first segment taken as an endpoint id. */
+export async function refuseReservedSegments(request: FastifyRequest): Promise<void> {
+  const { endpointId } = request.params as { endpointId?: string }
+  if (endpointId !== undefined && RESERVED_FIRST_SEGMENTS.has(endpointId)) {
+    throw new AppError(
+      'ROUTE_NOT_FOUND',
+      `no route for ${request.method} ${request.url.split('?')[0]}`,
+    )
+  }
+}
+
+/**
+ * Bodies are read as text whatever their content type and parsed as JSON by the route:
+ * runpod-python's worker posts JSON labelled application/x-www-form-urlencoded, and clients post
+ * `{}` or nothing to cancel and purge-queue.
+ */
+export function acceptAnyBodyAsText(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, body)
+  })
+}
+
+/** The body parsed as JSON; `undefined` when empty; 400 when not JSON. */
+export function jsonBody(request: FastifyRequest): unknown {
+  const raw = request.body
+  if (raw === undefined || raw === null) return undefined
+  if (typeof raw !== 'string') return raw
+  if (raw.trim() === '') return undefined
+  try {
+    return JSON.parse(raw) as unknown
+  } catch (error) {
+    throw new AppError(
+      'MALFORMED_REQUEST',
+      `the body is not valid JSON: ${(error as Error).message}`,
+    )
+  }
+}
+
+/** An integer query parameter in [min, max], its default when absent, else 400. */
+export function intQuery(
+  request: FastifyRequest,
+  name: string,
+  bounds: { min: number; max: number; default: number },
+): number {
+  const raw = (request.query as Record<string, unknown> | undefined)?.[name]
+  if (raw === undefined || raw === '') return bounds.default
+  const value = typeof raw === 'string' && /^-?\d+$/.test(raw) ? Number(raw) : Number.NaN
+  if (!Number.isSafeInteger(value) || value < bounds.min || value > bounds.max) {
+    const problem = `querystring.${name}: must be an integer between ${bounds.min} and ${bounds.max}`
+    throw new AppError('MALFORMED_REQUEST', problem, { errors: [problem] })
+  }
+  return value
+}
+
+export function stringQuery(request: FastifyRequest, name: string): string | undefined {
+  const raw = (request.query as Record<string, unknown> | undefined)?.[name]
+  if (Array.isArray(raw)) return raw.map(String).join(',')
+  return typeof raw === 'string' ? raw : undefined
+}

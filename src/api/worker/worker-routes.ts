@@ -1,0 +1,159 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { Job } from '../../domain/serverless/job.js'
+import { parseDoneReport, type JobService } from '../../domain/serverless/job-service.js'
+import { AppError } from '../../shared/app-error.js'
+import { authenticate, principalOf } from '../http/authentication.js'
+import {
+  acceptAnyBodyAsText,
+  intQuery,
+  jsonBody,
+  refuseReservedSegments,
+  stringQuery,
+} from '../jobs/http-support.js'
+
+export interface WorkerRoutesDeps {
+  accounts: AccountService
+  jobs: JobService
+}
+
+/**
+ * Long-poll of job-take and job-stop when nothing is there, well under runpod-python's 90 s
+ * fetch timeout. A worker URL may carry `wait=<ms>` (0 to 60 000) to choose another; the stop
+ * channel keeps the take URL's query, so one setting serves both.
+ */
+export const WORKER_WAIT = { min: 0, max: 60_000, default: 20_000 }
+/** Largest batch one job-take-batch hands out (worker-vllm asks for up to its concurrency, 30). */
+export const MAX_BATCH_SIZE = 100
+
+type WorkerReq = FastifyRequest<{ Params: { endpointId: string; workerId: string } }>
+type WorkerJobReq = FastifyRequest<{
+  Params: { endpointId: string; workerId: string; jobId: string }
+}>
+
+/** The worker's view of a job (wire-compat §5.4): only these keys reach the handler. */
+function workerJob(job: Job) {
+  return {
+    id: job.id,
+    input: job.input,
+    ...(job.webhook !== undefined ? { webhook: job.webhook } : {}),
+    ...(job.s3Config !== undefined ? { s3Config: job.s3Config } : {}),
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * The worker protocol runpod-python's `runpod.serverless.start` speaks (wire-compat §5;
+ * docs/job-api.md). Workers send the key raw in `Authorization`; Bearer is accepted too.
+ * Hidden from the OpenAPI document: it is for workers, not API users.
+ */
+export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps): Promise<void> {
+  const { jobs } = deps
+  acceptAnyBodyAsText(app)
+  app.addHook('onRequest', refuseReservedSegments)
+  app.addHook('onRequest', async (request) => {
+    request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
+  })
+  const endpointOf = async (request: WorkerReq) =>
+    (await jobs.endpointFor(principalOf(request), request.params.endpointId, true)).id
+  const schema = { hide: true }
+  const jobInProgress = (request: FastifyRequest) => stringQuery(request, 'job_in_progress') === '1'
+
+  app.get('/:endpointId/job-take/:workerId', { schema }, async (request: WorkerReq, reply) => {
+    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+    const endpointId = await endpointOf(request)
+    const [job] = await jobs.take(endpointId, request.params.workerId, {
+      max: 1,
+      waitMs,
+      jobInProgress: jobInProgress(request),
+    })
+    if (job === undefined) return reply.code(204).send()
+    return workerJob(job)
+  })
+
+  app.get(
+    '/:endpointId/job-take-batch/:workerId',
+    { schema },
+    async (request: WorkerReq, reply) => {
+      const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+      const batchSize = intQuery(request, 'batch_size', {
+        min: 1,
+        max: Number.MAX_SAFE_INTEGER,
+        default: 1,
+      })
+      const endpointId = await endpointOf(request)
+      const taken = await jobs.take(endpointId, request.params.workerId, {
+        max: Math.min(batchSize, MAX_BATCH_SIZE),
+        waitMs,
+        jobInProgress: jobInProgress(request),
+      })
+      if (taken.length === 0) return reply.code(204).send()
+      return taken.map(workerJob)
+    },
+  )
+
+  app.post('/:endpointId/job-done/:workerId/:jobId', { schema }, async (request: WorkerJobReq) => {
+    const endpointId = await endpointOf(request)
+    const report = parseDoneReport(jsonBody(request))
+    const result = await jobs.reportDone(
+      endpointId,
+      request.params.workerId,
+      request.params.jobId,
+      report,
+    )
+    // A late or stale report is answered 200 all the same: the worker would only retry it.
+    return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
+  })
+
+  app.post(
+    '/:endpointId/job-stream/:workerId/:jobId',
+    { schema },
+    async (request: WorkerJobReq) => {
+      const endpointId = await endpointOf(request)
+      const body = jsonBody(request)
+      if (!isObject(body) || !('output' in body)) {
+        throw new AppError('MALFORMED_REQUEST', 'a stream post is {"output": <chunk>}', {
+          errors: ['body.output: required'],
+        })
+      }
+      const result = await jobs.appendStream(
+        endpointId,
+        request.params.workerId,
+        request.params.jobId,
+        body.output,
+      )
+      return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
+    },
+  )
+
+  app.get('/:endpointId/job-stop/:workerId', { schema }, async (request: WorkerReq, reply) => {
+    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+    const endpointId = await endpointOf(request)
+    const jobsToStop = await jobs.stops(endpointId, request.params.workerId, waitMs)
+    if (jobsToStop.length === 0) return reply.code(204).send()
+    return { jobsToStop }
+  })
+
+  app.get('/:endpointId/ping/:workerId', { schema }, async (request: WorkerReq) => {
+    const endpointId = await endpointOf(request)
+    const jobIds = (stringQuery(request, 'job_id') ?? '')
+      .split(',')
+      .map((id) => id.trim())
+      .filter((id) => id !== '')
+    const unhealthy =
+      stringQuery(request, 'status') === 'unhealthy'
+        ? {
+            check: stringQuery(request, 'check') ?? '',
+            reason: (stringQuery(request, 'reason') ?? '').slice(0, 256),
+          }
+        : undefined
+    const renewed = await jobs.ping(endpointId, request.params.workerId, {
+      jobIds,
+      ...(unhealthy ? { unhealthy } : {}),
+    })
+    return { status: 'ok', renewed }
+  })
+}

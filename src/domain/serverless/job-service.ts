@@ -1,0 +1,311 @@
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import { decideAccess, type Principal } from '../accounts/access.js'
+import type { EndpointView } from './endpoint.js'
+import type { EndpointService } from './endpoint-service.js'
+import {
+  isTerminal,
+  newJob,
+  resolvePolicy,
+  SYNC_JOB_ID_PREFIX,
+  type Job,
+  type JobView,
+  type S3Config,
+  type StreamChunk,
+} from './job.js'
+import type { CompleteResult, JobCounts, JobPage, JobQueue, WorkerWriteResult } from './ports.js'
+import type { WorkerCounts, WorkerPresence } from './worker-presence.js'
+
+/** How long a worker's take holds a job before it must heart-beat (ping) or lose it. */
+export const DEFAULT_LEASE_MS = 60_000
+
+export interface JobServiceDeps {
+  endpoints: EndpointService
+  queue: JobQueue
+  presence: WorkerPresence
+  clock: Clock
+  leaseMs?: number
+}
+
+const badRequest = (problems: string[]) =>
+  new AppError('MALFORMED_REQUEST', `the request is not valid: ${problems.join('; ')}`, {
+    errors: problems,
+  })
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+const S3_FIELDS = ['accessId', 'accessSecret', 'bucketName', 'endpointUrl'] as const
+
+/** The submission body of `/run` and `/runsync` (spec "Serverless job"), or 400 naming each problem. */
+export function parseSubmission(
+  body: unknown,
+  defaultExecutionTimeout: number,
+): Pick<Job, 'input' | 'policy' | 'webhook' | 's3Config'> {
+  if (!isObject(body)) throw badRequest(['body: must be a JSON object with an input object'])
+  const problems: string[] = []
+  if (body.input === undefined) problems.push('body.input: required')
+  else if (!isObject(body.input)) problems.push('body.input: must be a JSON object')
+  if (body.webhook !== undefined && typeof body.webhook !== 'string') {
+    problems.push('body.webhook: must be a string URL')
+  } else if (typeof body.webhook === 'string' && !URL.canParse(body.webhook)) {
+    problems.push('body.webhook: must be an absolute URL')
+  }
+  let s3Config: S3Config | undefined
+  if (body.s3Config !== undefined) {
+    if (!isObject(body.s3Config)) problems.push('body.s3Config: must be an object')
+    else {
+      const raw = body.s3Config
+      for (const field of S3_FIELDS) {
+        if (typeof raw[field] !== 'string')
+          problems.push(`body.s3Config.${field}: must be a string`)
+      }
+      if (raw.objectPath !== undefined && typeof raw.objectPath !== 'string') {
+        problems.push('body.s3Config.objectPath: must be a string')
+      }
+      s3Config = raw as unknown as S3Config
+    }
+  }
+  const policy = resolvePolicy(body.policy, { defaultExecutionTimeout })
+  problems.push(...policy.problems)
+  if (problems.length > 0 || policy.policy === undefined) throw badRequest(problems)
+  return {
+    input: body.input,
+    policy: policy.policy,
+    ...(typeof body.webhook === 'string' ? { webhook: body.webhook } : {}),
+    ...(s3Config ? { s3Config } : {}),
+  }
+}
+
+/** What a worker's job-done post means (wire-compat §5.5). */
+export type DoneReport =
+  | { kind: 'progress'; output: unknown }
+  | { kind: 'finished'; output?: unknown; error?: string; stopPod: boolean }
+
+export function parseDoneReport(body: unknown): DoneReport {
+  if (!isObject(body)) throw badRequest(['body: must be a JSON object'])
+  if (body.status === 'IN_PROGRESS') return { kind: 'progress', output: body.output }
+  const report: DoneReport = { kind: 'finished', stopPod: body.stopPod === true }
+  if (body.output !== undefined) report.output = body.output
+  // runpod-python sends exception details as a JSON-encoded string; anything else is kept as JSON.
+  if (body.error !== undefined && body.error !== null) {
+    report.error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
+  }
+  return report
+}
+
+/**
+ * The job API and the worker protocol over the queue (docs/job-api.md): who may use which
+ * endpoint, submissions, waits, and what workers report.
+ */
+export class JobService {
+  readonly leaseMs: number
+
+  constructor(private readonly deps: JobServiceDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS
+  }
+
+  /**
+   * The endpoint, when the principal may use it: another account's endpoint is 404 like an
+   * unknown one; a key restricted to other endpoints, or a read-only key writing, is 403.
+   */
+  async endpointFor(
+    principal: Principal,
+    endpointId: string,
+    write: boolean,
+  ): Promise<EndpointView> {
+    const endpoint = await this.deps.endpoints.get(principal.accountId, endpointId)
+    const access = decideAccess(principal, { write, endpointId })
+    if (!access.allowed) throw new AppError('FORBIDDEN', access.detail)
+    return endpoint
+  }
+
+  async submit(endpoint: EndpointView, body: unknown, sync: boolean): Promise<JobView> {
+    const fields = parseSubmission(body, endpoint.timeout)
+    const job = newJob({
+      id: sync ? `${SYNC_JOB_ID_PREFIX}${randomUUID()}` : randomUUID(),
+      endpointId: endpoint.id,
+      accountId: endpoint.accountId,
+      sync,
+      createdAt: this.deps.clock.now(),
+      ...fields,
+    })
+    await this.deps.queue.submit(job)
+    const { s3Config: _hidden, ...view } = job
+    return view
+  }
+
+  async get(endpointId: string, jobId: string): Promise<JobView> {
+    const job = await this.deps.queue.get(endpointId, jobId)
+    if (job === undefined) throw jobNotFound(jobId)
+    return job
+  }
+
+  /** The job once it is terminal, or as it is when `waitMs` has passed. */
+  async waitForEnd(endpointId: string, jobId: string, waitMs: number): Promise<JobView> {
+    const deadline = Date.now() + waitMs
+    for (;;) {
+      const job = await this.get(endpointId, jobId)
+      const remaining = deadline - Date.now()
+      if (isTerminal(job.status) || remaining <= 0) return job
+      await this.deps.queue.waitForChange(endpointId, jobId, remaining, job.version)
+    }
+  }
+
+  /**
+   * Chunks not yet delivered; when there are none and the job is still running, waits up to
+   * `waitMs` for one (or for the job to end).
+   */
+  async readStream(
+    endpointId: string,
+    jobId: string,
+    waitMs: number,
+  ): Promise<{ status: JobView['status']; chunks: StreamChunk[] }> {
+    const job = await this.get(endpointId, jobId)
+    let read = await this.deps.queue.readStream(endpointId, jobId)
+    if (read === undefined) throw jobNotFound(jobId)
+    if (read.chunks.length === 0 && !isTerminal(read.status) && waitMs > 0) {
+      await this.deps.queue.waitForChange(endpointId, jobId, waitMs, job.version)
+      read = await this.deps.queue.readStream(endpointId, jobId)
+      if (read === undefined) throw jobNotFound(jobId)
+    }
+    return { status: read.status, chunks: read.chunks }
+  }
+
+  async cancel(endpointId: string, jobId: string): Promise<JobView> {
+    const job = await this.deps.queue.cancel(endpointId, jobId)
+    if (job === undefined) throw jobNotFound(jobId)
+    return job
+  }
+
+  async retry(endpointId: string, jobId: string): Promise<JobView> {
+    const result = await this.deps.queue.retry(endpointId, jobId)
+    if (result.retried) return result.job
+    if (result.reason === 'not-found') throw jobNotFound(jobId)
+    throw new AppError(
+      'RULE_CONFLICT',
+      `job ${jobId} is ${result.status ?? 'not retryable'}: only FAILED or TIMED_OUT jobs can be retried`,
+    )
+  }
+
+  purgeQueue(endpointId: string): Promise<number> {
+    return this.deps.queue.purgeQueued(endpointId)
+  }
+
+  async health(endpointId: string): Promise<{ jobs: JobCounts; workers: WorkerCounts }> {
+    return {
+      jobs: await this.deps.queue.counts(endpointId),
+      workers: this.deps.presence.counts(endpointId),
+    }
+  }
+
+  requests(endpointId: string, page: number, pageSize?: number): Promise<JobPage> {
+    return this.deps.queue.list(endpointId, {
+      page,
+      ...(pageSize === undefined ? {} : { pageSize }),
+    })
+  }
+
+  // ---- worker protocol ----
+
+  /**
+   * Up to `max` jobs for the worker, long-polling up to `waitMs` when the queue is empty.
+   * `jobInProgress` false means the worker holds nothing (so what we remember is cleared); true
+   * renews the leases of the jobs we know it holds.
+   */
+  async take(
+    endpointId: string,
+    workerId: string,
+    options: { max: number; waitMs: number; jobInProgress: boolean },
+  ): Promise<Job[]> {
+    const record = this.deps.presence.seen(
+      endpointId,
+      workerId,
+      options.jobInProgress ? {} : { jobIds: [] },
+    )
+    if (options.jobInProgress && record.jobIds.size > 0) {
+      await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
+    }
+    const deadline = Date.now() + options.waitMs
+    for (;;) {
+      const jobs = await this.deps.queue.take(endpointId, workerId, {
+        max: options.max,
+        leaseMs: this.leaseMs,
+      })
+      const remaining = deadline - Date.now()
+      if (jobs.length > 0 || remaining <= 0) {
+        this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
+        return jobs
+      }
+      await this.deps.queue.waitForWork(endpointId, remaining)
+    }
+  }
+
+  async reportDone(
+    endpointId: string,
+    workerId: string,
+    jobId: string,
+    report: DoneReport,
+  ): Promise<WorkerWriteResult | CompleteResult> {
+    if (report.kind === 'progress') {
+      this.deps.presence.seen(endpointId, workerId, { taken: [jobId] })
+      const result = await this.deps.queue.progress(endpointId, jobId, workerId, report.output)
+      if (result.applied) await this.renew(endpointId, workerId, jobId)
+      return result
+    }
+    this.deps.presence.seen(endpointId, workerId, {
+      finished: jobId,
+      ...(report.stopPod ? { recycle: true } : {}),
+    })
+    return this.deps.queue.complete(endpointId, jobId, workerId, {
+      ...(report.output !== undefined ? { output: report.output } : {}),
+      ...(report.error !== undefined ? { error: report.error } : {}),
+    })
+  }
+
+  async appendStream(
+    endpointId: string,
+    workerId: string,
+    jobId: string,
+    output: unknown,
+  ): Promise<WorkerWriteResult> {
+    this.deps.presence.seen(endpointId, workerId, { taken: [jobId] })
+    const result = await this.deps.queue.appendStream(endpointId, jobId, workerId, [output])
+    if (result.applied) await this.renew(endpointId, workerId, jobId)
+    return result
+  }
+
+  /** The ids of the worker's jobs it must stop, long-polling up to `waitMs` for some. */
+  async stops(endpointId: string, workerId: string, waitMs: number): Promise<string[]> {
+    this.deps.presence.seen(endpointId, workerId)
+    let notices = await this.deps.queue.takeStops(endpointId, workerId)
+    if (notices.length === 0 && waitMs > 0) {
+      if (await this.deps.queue.waitForStops(endpointId, workerId, waitMs)) {
+        notices = await this.deps.queue.takeStops(endpointId, workerId)
+      }
+    }
+    return [...new Set(notices.map((n) => n.jobId))]
+  }
+
+  /** A heartbeat: renews the leases of the jobs the worker names; returns the ids renewed. */
+  async ping(
+    endpointId: string,
+    workerId: string,
+    ping: { jobIds: string[]; unhealthy?: { check: string; reason: string } },
+  ): Promise<string[]> {
+    this.deps.presence.seen(endpointId, workerId, {
+      jobIds: ping.jobIds,
+      unhealthy: ping.unhealthy ?? null,
+    })
+    return this.deps.queue.heartbeat(endpointId, workerId, ping.jobIds, this.leaseMs)
+  }
+
+  private async renew(endpointId: string, workerId: string, jobId: string): Promise<void> {
+    await this.deps.queue.heartbeat(endpointId, workerId, [jobId], this.leaseMs)
+  }
+}
+
+function jobNotFound(jobId: string): AppError {
+  return new AppError('NOT_FOUND', `job ${jobId} not found (unknown, expired or deleted)`)
+}
