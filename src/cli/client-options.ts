@@ -32,3 +32,37 @@ export function parseEnvPairs(pairs: string[]): Record<string, string> {
     }),
   )
 }
+
+/** The container block's flags, shared by `pods create`, `templates create` and `endpoints create`. */
+export interface ContainerFlags {
+  args?: string
+  disk?: number
+  port: string[]
+  env: string[]
+  registry?: string
+}
+
+export function withContainerOptions(command: Command): Command {
+  return command
+    .option('--args <command>', 'command, run through /bin/sh -c')
+    .option('--disk <gb>', 'container disk, GB', (v) => Number(v))
+    .option(
+      '--port <port/protocol>',
+      'declared port, e.g. 8888/http (repeatable)',
+      collect,
+      [] as string[],
+    )
+    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
+    .option('--registry <id>', 'registry credential for a private image')
+}
+
+/** The container block of a request body: only the flags that were given. */
+export function containerBody(flags: ContainerFlags) {
+  return {
+    ...(flags.args !== undefined ? { args: flags.args } : {}),
+    ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
+    ...(flags.port.length > 0 ? { ports: flags.port } : {}),
+    ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
+    ...(flags.registry ? { registry: flags.registry } : {}),
+  }
+}

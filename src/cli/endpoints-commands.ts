@@ -2,8 +2,9 @@ import type { Command } from 'commander'
 import {
   clientFrom,
   collect,
-  parseEnvPairs,
+  containerBody,
   withClientOptions,
+  withContainerOptions,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
@@ -91,12 +92,8 @@ export function createBody(flags: CreateFlags): Record<string, unknown> {
   return {
     name: flags.name,
     ...(flags.image !== undefined ? { image: flags.image } : {}),
+    ...containerBody(flags),
     ...(flags.template !== undefined ? { templateId: flags.template } : {}),
-    ...(flags.args !== undefined ? { args: flags.args } : {}),
-    ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
-    ...(flags.port.length > 0 ? { ports: flags.port } : {}),
-    ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
-    ...(flags.registry ? { registry: flags.registry } : {}),
     ...(cpu.length > 0 ? { cpu } : {}),
     ...(Object.keys(gpu).length > 0 || cpu.length === 0 ? { gpu } : {}),
     ...(Object.keys(workers).length > 0 ? { workers } : {}),
@@ -136,15 +133,12 @@ export function addEndpointsCommands(program: Command, deps: { print(text: strin
     deps.print(flags.json ? json(endpoint) : endpointTable([endpoint]))
   })
 
-  withClientOptions(endpoints.command('create').description('create a queue endpoint'))
+  withContainerOptions(
+    withClientOptions(endpoints.command('create').description('create a queue endpoint')),
+  )
     .requiredOption('--name <name>', 'endpoint name')
     .option('--image <image>', 'container image (or --template)')
     .option('--template <id>', 'template to take the container from (or --image)')
-    .option('--args <command>', 'command, run through /bin/sh -c')
-    .option('--disk <gb>', 'container disk, GB', number)
-    .option('--port <port/protocol>', 'declared port (repeatable)', collect, [] as string[])
-    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
-    .option('--registry <id>', 'registry credential for a private image')
     .option('--gpu-pool <pool>', 'GPU pool, e.g. ADA_24 (repeatable)', collect, [] as string[])
     .option('--exclude-gpu <type>', 'GPU type id never used (repeatable)', collect, [] as string[])
     .option('--gpu-count <n>', 'GPUs per worker', number)

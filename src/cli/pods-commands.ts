@@ -3,8 +3,9 @@ import { readEvents, type ApiClient } from '../client/api-client.js'
 import {
   clientFrom,
   collect,
-  parseEnvPairs,
+  containerBody,
   withClientOptions,
+  withContainerOptions,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
@@ -115,22 +116,13 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
       show(flags, await clientOf(flags).get<PodJson>(`/v2/pods/${encodeURIComponent(id)}`)),
   )
 
-  withClient(pods.command('create').description('create a pod'))
+  withContainerOptions(withClient(pods.command('create').description('create a pod')))
     .requiredOption('--name <name>', 'pod name')
     .requiredOption('--image <image>', 'container image')
     .option('--gpu <type>', 'GPU type id (see: podyard catalog gpus)')
     .option('--gpu-count <n>', 'GPUs', (v) => Number(v))
     .option('--cpu <flavor>', 'CPU flavor id (see: podyard catalog cpus)')
     .option('--vcpus <n>', 'vCPUs of a CPU pod (a power of two)', (v) => Number(v))
-    .option('--args <command>', 'command, run through /bin/sh -c')
-    .option('--disk <gb>', 'container disk, GB', (v) => Number(v))
-    .option(
-      '--port <port/protocol>',
-      'declared port, e.g. 8888/http (repeatable)',
-      collect,
-      [] as string[],
-    )
-    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
     .option('--volume-size <gb>', 'persistent volume, GB (GPU pods)', (v) => Number(v))
     .option('--volume-path <path>', 'where the persistent volume is mounted', '/workspace')
     .option('--cloud <cloud>', 'SECURE or COMMUNITY')
@@ -168,12 +160,9 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
         const body = {
           name: flags.name,
           image: flags.image,
+          ...containerBody(flags),
           ...(flags.gpu ? { gpu: { id: flags.gpu, count: flags.gpuCount ?? 1 } } : {}),
           ...(flags.cpu ? { cpu: { id: flags.cpu, vcpuCount: flags.vcpus ?? 2 } } : {}),
-          ...(flags.args !== undefined ? { args: flags.args } : {}),
-          ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
-          ...(flags.port.length > 0 ? { ports: flags.port } : {}),
-          ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
           ...(flags.volumeSize !== undefined
             ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
             : {}),

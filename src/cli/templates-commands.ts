@@ -1,9 +1,9 @@
 import type { Command } from 'commander'
 import {
   clientFrom,
-  collect,
-  parseEnvPairs,
+  containerBody,
   withClientOptions,
+  withContainerOptions,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
@@ -60,15 +60,12 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
     deps.print(flags.json ? json(template) : templateTable([template]))
   })
 
-  withClientOptions(templates.command('create').description('create a template'))
+  withContainerOptions(
+    withClientOptions(templates.command('create').description('create a template')),
+  )
     .requiredOption('--name <name>', 'template name (unique in your account)')
     .requiredOption('--image <image>', 'container image')
-    .option('--args <command>', 'command, run through /bin/sh -c')
-    .option('--disk <gb>', 'container disk, GB', (v) => Number(v))
-    .option('--port <port/protocol>', 'declared port (repeatable)', collect, [] as string[])
-    .option('--env <NAME=value>', 'environment variable (repeatable)', collect, [] as string[])
     .option('--category <category>', 'NVIDIA, AMD or CPU')
-    .option('--registry <id>', 'registry credential for a private image')
     .option('--volume-size <gb>', 'persistent volume of pods made from it, GB', (v) => Number(v))
     .option('--volume-path <path>', 'where that volume is mounted', '/workspace')
     .option('--public', 'readable (not writable) by every account')
@@ -93,12 +90,8 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
         const body = {
           name: flags.name,
           image: flags.image,
-          ...(flags.args !== undefined ? { args: flags.args } : {}),
-          ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
-          ...(flags.port.length > 0 ? { ports: flags.port } : {}),
-          ...(flags.env.length > 0 ? { env: parseEnvPairs(flags.env) } : {}),
+          ...containerBody(flags),
           ...(flags.category ? { category: flags.category } : {}),
-          ...(flags.registry ? { registry: flags.registry } : {}),
           ...(flags.volumeSize !== undefined
             ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
             : {}),

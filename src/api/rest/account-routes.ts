@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { ApiKey } from '../../domain/accounts/account.js'
@@ -35,7 +36,7 @@ const CreatedApiKeySchema = Type.Intersect([
 
 const CreateApiKeyBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 191 }),
+    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
     permission: Type.Optional(Permission),
     endpoints: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 100 })),
     expiresAt: Type.Optional(Type.String({ format: 'date-time' })),

@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import { containerFields, MountPath, PersistentMount, strict } from './container-schemas.js'
 
@@ -22,7 +23,7 @@ export const Mounts = Type.Object(
 
 export const CreatePodBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 191 }),
+    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
     image: Type.Optional(
       Type.String({ minLength: 1, description: 'required unless templateId gives it' }),
     ),
@@ -57,7 +58,7 @@ export type CreatePodBody = Static<typeof CreatePodBody>
 
 export const UpdatePodBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })),
     locked: Type.Optional(Type.Boolean()),
     image: Type.Optional(Type.String({ minLength: 1 })),
     ...containerFields,

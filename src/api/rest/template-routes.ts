@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { CUDA_VERSIONS } from '../../domain/catalog/gpu-types.js'
@@ -33,7 +34,7 @@ const templateFields = {
 
 const CreateTemplateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 191 }),
+    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
     image: Type.String({ minLength: 1 }),
     ...templateFields,
   },
@@ -42,7 +43,7 @@ const CreateTemplateBody = Type.Object(
 
 const UpdateTemplateBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })),
     image: Type.Optional(Type.String({ minLength: 1 })),
     ...templateFields,
   },

@@ -8,8 +8,7 @@ export const MIN_PERSISTENT_SIZE_GB = 10
 export const MIN_GPU_COUNT = 1
 export const MAX_NETWORK_MOUNTS = 1
 export const MIN_NAME_LENGTH = 1
-/** wire-compat §2.4: RunPod names are at most 191 characters. */
-export const MAX_NAME_LENGTH = 191
+export { MAX_NAME_LENGTH } from '../resource-names.js'
 
 /** Our defaults where the spec says "not shown" (docs/pods.md). */
 export const DEFAULT_CONTAINER_DISK_GB = 50

@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH } from '../resource-names.js'
 /** A stored credential for a private container registry. The password is never part of it. */
 export interface Registry {
   id: string
@@ -13,7 +14,7 @@ export interface RegistryRecord extends Registry {
 }
 
 /** The same bound as other names in the API (API key names). */
-export const REGISTRY_NAME_MAX = 191
+export const REGISTRY_NAME_MAX = MAX_NAME_LENGTH
 /** Docker Hub and most registries cap user names far below this; it only keeps rows small. */
 export const REGISTRY_USERNAME_MAX = 255
 /**

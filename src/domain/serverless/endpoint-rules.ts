@@ -1,8 +1,9 @@
+import { MAX_NAME_LENGTH } from '../resource-names.js'
 import { MAX_EXECUTION_TIMEOUT_MS, MIN_EXECUTION_TIMEOUT_MS } from './job.js'
 import type { Endpoint, EndpointScaling } from './endpoint.js'
 
 /** Name bound shared by every named resource of the REST API. */
-export const MAX_ENDPOINT_NAME_LENGTH = 191
+export const MAX_ENDPOINT_NAME_LENGTH = MAX_NAME_LENGTH
 
 /** v1 EndpointCreateInput `idleTimeout` (wire-compat §2.4): 5 s by default, 1 to 3600. */
 export const DEFAULT_IDLE_TIMEOUT_S = 5

@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH } from '../resource-names.js'
 import { NETWORK_VOLUME_TYPES, type NetworkVolumeType } from '../catalog/fleet.js'
 
 export { NETWORK_VOLUME_TYPES, type NetworkVolumeType }
@@ -6,7 +7,7 @@ export { NETWORK_VOLUME_TYPES, type NetworkVolumeType }
 export const MIN_VOLUME_GB = 10
 export const MAX_VOLUME_GB = 4096
 /** The name bound every named resource of the REST API shares (pods, templates, volumes). */
-export const MAX_VOLUME_NAME_LENGTH = 191
+export const MAX_VOLUME_NAME_LENGTH = MAX_NAME_LENGTH
 /** What a create without `type` gets; every data center that offers volumes offers it by default. */
 export const DEFAULT_VOLUME_TYPE: NetworkVolumeType = 'STANDARD'
 
