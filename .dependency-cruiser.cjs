@@ -55,6 +55,23 @@ module.exports = {
       from: { path: '^src/' },
       to: { path: '^src/main\\.ts$' },
     },
+    {
+      name: 'sdk-without-dependencies',
+      severity: 'error',
+      comment:
+        "The worker SDK (podyard/worker) runs inside users' workers: Node built-ins only, so importing it loads none of the server's packages.",
+      from: { path: '^src/sdk/' },
+      to: {
+        dependencyTypes: [
+          'npm',
+          'npm-dev',
+          'npm-optional',
+          'npm-peer',
+          'npm-no-pkg',
+          'npm-unknown',
+        ],
+      },
+    },
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',

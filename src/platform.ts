@@ -12,8 +12,13 @@ import { buildApp } from './api/app.js'
 import type { StoreCommands } from './cli/program.js'
 import { resolveEncryptionKey } from './config/encryption-key.js'
 import type { Config } from './config/schema.js'
+import { CreditService } from './domain/billing/credit-service.js'
+import { KyselyCreditRepo } from './store/credit-repo.js'
+import { KyselyWorkerRepo } from './store/worker-repo.js'
 import { AccountService } from './domain/accounts/account-service.js'
 import { JobSweeper } from './control/job-sweeper.js'
+import { WorkerAutoscaler } from './control/worker-autoscaler.js'
+import { WebhookDispatcher } from './control/webhook-dispatcher.js'
 import { PodLifecycle } from './control/pod-lifecycle.js'
 import { CatalogService } from './domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
@@ -29,6 +34,9 @@ import { RegistryService } from './domain/registries/registry-service.js'
 import { EndpointService } from './domain/serverless/endpoint-service.js'
 import { JobService } from './domain/serverless/job-service.js'
 import { WorkerPresence } from './domain/serverless/worker-presence.js'
+import { WorkerService } from './domain/serverless/worker-service.js'
+import { WebhookService } from './domain/serverless/webhook-service.js'
+import { deriveWorkerKeySecret, WorkerKeyService } from './domain/serverless/worker-keys.js'
 import {
   EncryptionKeyFormatError,
   parseEncryptionKey,
@@ -56,6 +64,7 @@ import { KyselyTemplateRepo } from './store/template-repo.js'
 import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrate.js'
 import { openStore, type Store } from './store/open-store.js'
 import { KyselyJobQueue } from './queue/kysely-job-queue.js'
+import { KyselyWebhookDeliveries } from './queue/kysely-webhook-deliveries.js'
 
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -68,6 +77,7 @@ export interface Platform {
   store: Store
   fleet: Fleet
   lifecycle: PodLifecycle
+  autoscaler: WorkerAutoscaler
   /** The runtime drivers of this server's hosts. */
   drivers: RuntimeDriver[]
   /** Base URL the server listens on. */
@@ -114,13 +124,14 @@ function accountServiceOf(store: Store, clock: Clock): AccountService {
 
 /**
  * The box that seals registry passwords, with the configured key or the data dir's key file
- * (generated on first start); refuses to start when the key is not the database's.
+ * (generated on first start); refuses to start when the key is not the database's. The key
+ * itself is returned too: worker keys are derived from it (worker-keys.ts).
  */
 async function secretBoxFor(
   config: Readonly<Config>,
   store: Store,
   logger: Logger,
-): Promise<SecretBox> {
+): Promise<{ box: SecretBox; key: Buffer }> {
   const resolved = resolveEncryptionKey({
     configured: config.encryptionKey,
     dataDir: config.dataDir,
@@ -128,9 +139,10 @@ async function secretBoxFor(
   if (resolved.source === 'generated') {
     logger.info({ file: resolved.file }, 'generated the encryption key for registry passwords')
   }
-  const box = new SecretBox(parseEncryptionKey(resolved.key))
+  const key = parseEncryptionKey(resolved.key)
+  const box = new SecretBox(key)
   await verifyEncryptionKey(store.db, box, resolved.file ? { keyFile: resolved.file } : {})
-  return box
+  return { box, key }
 }
 
 function fleetSummary(fleet: Fleet): string {
@@ -153,6 +165,7 @@ export async function startPlatform(
   try {
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations')
     const accounts = accountServiceOf(store, clock)
+    const credits = new CreditService(new KyselyCreditRepo(store.db), clock)
     const admin = await accounts.ensureAdmin({
       email: config.adminEmail,
       adminKey: config.adminKey,
@@ -161,7 +174,7 @@ export async function startPlatform(
     const fleet = await loadFleet(config.fleet)
     const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
     const podStore = podStoreOf(store)
-    const box = await secretBoxFor(config, store, logger)
+    const { box, key: encryptionKey } = await secretBoxFor(config, store, logger)
     // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
     const driver = new ProcessDriver({
       stateDir: path.join(config.dataDir, 'runtime', 'process'),
@@ -174,8 +187,9 @@ export async function startPlatform(
     let serverUrl = `http://${config.host}:${config.port}`
     // Endpoints name templates, registries and volumes, which ask endpoints who uses them: the
     // references are looked up through closures, so the order of construction does not matter.
+    const endpointRepo = new KyselyEndpointRepo(store.db)
     const endpoints: EndpointService = new EndpointService({
-      repo: new KyselyEndpointRepo(store.db),
+      repo: endpointRepo,
       catalog,
       references: {
         template: (accountId, id) => templates.resolve(accountId, id),
@@ -184,6 +198,12 @@ export async function startPlatform(
       },
       clock,
       jobApiBaseUrl: () => serverUrl,
+      deleteJobsOf: (endpointId) => queue.deleteEndpointJobs(endpointId),
+    })
+    const workerKeys = new WorkerKeyService({
+      generations: endpointRepo,
+      ownEndpoint: (accountId, id) => endpoints.get(accountId, id),
+      secret: deriveWorkerKeySecret(encryptionKey),
     })
     const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
     const volumes = new VolumeService({
@@ -227,6 +247,7 @@ export async function startPlatform(
       publicIp: config.publicIp,
       volumePath: (volumeId) => volumeStorage.path(volumeId),
       registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+      publicKeys: async (accountId) => (await accounts.userSettings(accountId)).pubKey,
       clock,
       logger,
     })
@@ -244,11 +265,52 @@ export async function startPlatform(
       nudge: lifecycle.nudge,
     })
 
-    const queue = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock })
-    const jobs = new JobService({ endpoints, queue, presence: new WorkerPresence(clock), clock })
+    const deliveries = new KyselyWebhookDeliveries({ db: store.db, dialect: store.dialect })
+    const dispatcher = new WebhookDispatcher({
+      deliveries,
+      clock,
+      logger,
+      retryDelayMs: config.webhooks.retryDelayMs,
+      timeoutMs: config.webhooks.timeoutMs,
+    })
+    const queue = new KyselyJobQueue({
+      db: store.db,
+      dialect: store.dialect,
+      clock,
+      onWebhookQueued: () => dispatcher.nudge(),
+    })
+    const presence = new WorkerPresence(clock)
+    const workerRepo = new KyselyWorkerRepo(store.db)
+    const autoscaler = new WorkerAutoscaler({
+      endpoints: endpointRepo,
+      workers: workerRepo,
+      exclusiveCapacity: (work) => podStore.exclusive((unit) => work(unit.allocations)),
+      allocations: podStore.allocations,
+      fleet,
+      place,
+      driverFor: () => driver,
+      drivers: [driver],
+      queue,
+      presence,
+      workerKeyFor: (endpointId) => workerKeys.workerKeyFor(endpointId),
+      jobApiBaseUrl: () => serverUrl,
+      networkVolume: async (accountId, volumeId) => {
+        const volume = await volumes.find(accountId, volumeId)
+        return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
+      },
+      registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+      dataDir: config.dataDir,
+      clock,
+      logger,
+      settings: config.workers,
+    })
+    const jobs = new JobService({ endpoints, queue, presence, roster: autoscaler, clock })
+    const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
+    const webhooks = new WebhookService({ endpoints, queue, deliveries })
     const sweeper = new JobSweeper({ queue, clock, logger })
 
     const app = await buildApp({
+      credits,
       logger,
       clock,
       version,
@@ -260,6 +322,14 @@ export async function startPlatform(
       registries,
       endpoints,
       jobs,
+      workerKeys,
+      workers,
+      webhooks,
+      jobLimits: config.jobLimits,
+      runningWorkers: (endpointId) => {
+        const workers = jobs.workerCounts(endpointId)
+        return workers.idle + workers.running
+      },
       rateLimits: config.rateLimit,
       readiness: async () => {
         await store.ping()
@@ -269,8 +339,11 @@ export async function startPlatform(
     const address = await app.listen({ host: config.host, port: config.port })
     lifecycle.start()
     sweeper.start()
+    dispatcher.start()
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
+    // Workers are told where the job API is: only once it listens.
+    autoscaler.start()
     logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
 
     const banner = [
@@ -301,10 +374,13 @@ export async function startPlatform(
       banner,
       ...(admin.generatedKey ? { generatedAdminKey: admin.generatedKey } : {}),
       lifecycle,
+      autoscaler,
       drivers: [driver],
       close: async () => {
         await app.close()
+        await autoscaler.stop()
         await sweeper.stop()
+        await dispatcher.stop()
         await lifecycle.stop()
         await driver.close()
         await store.close()
@@ -316,7 +392,7 @@ export async function startPlatform(
   }
 }
 
-function storeCommands(accounts: AccountService): StoreCommands {
+function storeCommands(accounts: AccountService, credits: CreditService): StoreCommands {
   const accountOrAdmin = async (idOrEmail?: string) => {
     const account = idOrEmail
       ? await accounts.findAccount(idOrEmail)
@@ -337,6 +413,23 @@ function storeCommands(accounts: AccountService): StoreCommands {
       return { ...account, email: user.email }
     },
     listAccounts: () => accounts.listAccounts(),
+    addCredits: async ({ account, amount, note }) => {
+      const { id } = await accountOrAdmin(account)
+      const admin = await accounts.findAdminAccount()
+      const { credit, entry } = await credits.addCredits({
+        accountId: id,
+        usd: amount,
+        note,
+        by: admin?.id ?? null,
+      })
+      return { ...credit, entry }
+    },
+    showCredits: async (account) => {
+      const { id } = await accountOrAdmin(account)
+      return { ...(await credits.credit(id)), entries: await credits.entries(id) }
+    },
+    setSpendLimit: async (account, usdPerHour) =>
+      credits.setSpendLimit((await accountOrAdmin(account)).id, usdPerHour),
   }
 }
 
@@ -357,7 +450,8 @@ export async function withStoreCommands<T>(
         `Created the admin account; its generated key (shown once): ${admin.generatedKey}\n`,
       )
     }
-    return await use(storeCommands(accounts))
+    const credits = new CreditService(new KyselyCreditRepo(store.db), systemClock)
+    return await use(storeCommands(accounts, credits))
   } finally {
     await store.close()
   }

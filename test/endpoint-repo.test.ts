@@ -89,6 +89,19 @@ describe.each(testStores())('KyselyEndpointRepo on $name', ({ open }) => {
     expect(await repo.findById('e1')).toBeUndefined()
   })
 
+  it('keeps the worker-key generation apart from the document: 1, bumped atomically, untouched by updates', async () => {
+    const e = endpoint('e1', 'acct_a', '2026-02-01T10:00:00.000Z')
+    await repo.insert(e)
+    expect(await repo.workerKeyGeneration('e1')).toBe(1)
+    expect(
+      await Promise.all([repo.bumpWorkerKeyGeneration('e1'), repo.bumpWorkerKeyGeneration('e1')]),
+    ).toEqual(expect.arrayContaining([2, 3]))
+    await repo.update({ ...e, name: 'renamed', version: 2 })
+    expect(await repo.workerKeyGeneration('e1')).toBe(3)
+    expect(await repo.workerKeyGeneration('nope')).toBeUndefined()
+    expect(await repo.bumpWorkerKeyGeneration('nope')).toBeUndefined()
+  })
+
   it('goes with its account', async () => {
     await repo.insert(endpoint('e1', 'acct_b', '2026-02-01T10:00:00.000Z'))
     await store.db.deleteFrom('accounts').where('id', '=', 'acct_b').execute()

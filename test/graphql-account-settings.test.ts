@@ -230,6 +230,75 @@ describe('GraphQL registries, user settings, pools and the public catalog', () =
       expect(cleared.updateUserSettings.pubKey).toBeNull()
     })
 
+    it('shares the keys with REST /v2/account/ssh-keys', async () => {
+      const put = await platform.call('/v2/account/ssh-keys', {
+        method: 'PUT',
+        json: { keys: [ED25519, RSA, ED25519] },
+      })
+      expect(put.status).toBe(200)
+      expect(await put.json()).toEqual({ keys: [ED25519, RSA] })
+      const myself = await ok({ query: '{ myself { pubKey } }' })
+      expect(myself.myself.pubKey).toBe(`${ED25519}\n${RSA}`)
+      await ok({ query: `mutation { updateUserSettings(input: {pubKey: "${RSA}"}) { id } }` })
+      const listed = await platform.call('/v2/account/ssh-keys')
+      expect(await listed.json()).toEqual({ keys: [RSA] })
+      expect(await (await platform.call('/v2/account/ssh-keys', { key: otherKey })).json()).toEqual(
+        {
+          keys: [],
+        },
+      )
+
+      const bad = await platform.call('/v2/account/ssh-keys', {
+        method: 'PUT',
+        json: { keys: [RSA, 'command="x" ssh-rsa AAAAB3 c', 'hello'] },
+      })
+      expect(bad.status).toBe(422)
+      const problem = (await bad.json()) as Json
+      expect(problem.errors).toEqual([
+        expect.stringMatching(/^body\.keys\.1: is not an SSH public key/),
+        expect.stringMatching(/^body\.keys\.2: is not an SSH public key/),
+      ])
+      expect(JSON.stringify(problem)).not.toContain('hello')
+
+      const cleared = await platform.call('/v2/account/ssh-keys', {
+        method: 'PUT',
+        json: { keys: [] },
+      })
+      expect(await cleared.json()).toEqual({ keys: [] })
+      expect((await ok({ query: '{ myself { pubKey } }' })).myself.pubKey).toBeNull()
+    })
+
+    it("puts the stored keys into the account's pods as PUBLIC_KEY", async () => {
+      const keys = await ok({ query: '{ myself { pubKey } }' })
+      expect(keys.myself.pubKey).toBeNull()
+      await ok({ query: `mutation { updateUserSettings(input: {pubKey: "${ED25519}"}) { id } }` })
+      const created = await platform.call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'ssh',
+          image: 'busybox',
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: 'echo "key=[$PUBLIC_KEY]"; sleep 300',
+        },
+      })
+      expect(created.status).toBe(201)
+      const pod = (await created.json()) as Json
+      try {
+        await expect
+          .poll(
+            async () =>
+              (await (await platform.call(`/v2/pods/${pod.id}/logs?follow=false`)).text()).includes(
+                `key=[${ED25519}]`,
+              ),
+            { timeout: 15_000, interval: 200 },
+          )
+          .toBe(true)
+      } finally {
+        await platform.call(`/v2/pods/${pod.id}`, { method: 'DELETE' })
+        await ok({ query: 'mutation { updateUserSettings(input: {pubKey: null}) { id } }' })
+      }
+    }, 30_000)
+
     it('refuses a line that is not an SSH public key, naming the line and not echoing it', async () => {
       const error = await fails(
         {

@@ -55,3 +55,38 @@ describe('GraphQL authentication', () => {
     expect(await response.json()).toMatchObject({ errors: [{ extensions: { code: 'FORBIDDEN' } }] })
   })
 })
+
+describe('GraphQL rate limits', () => {
+  let platform: TestPlatform
+
+  beforeAll(async () => {
+    platform = await startTestPlatform({ rateLimit: { minute: 3, hour: 1000, day: 10000 } })
+  })
+  afterAll(() => platform.close())
+
+  it('counts GraphQL and REST requests of an account against the same windows', async () => {
+    const graphql = () =>
+      fetch(`${platform.url}/graphql?api_key=${TEST_ADMIN_KEY}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ myself { id } }' }),
+      })
+    const first = await graphql()
+    expect(first.status).toBe(200)
+    expect(first.headers.get('ratelimit')).toMatch(/"minute";r=2;t=\d+/)
+    expect((await platform.call('/v2/account')).status).toBe(200)
+    expect((await graphql()).status).toBe(200)
+
+    const refused = await graphql()
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    const body = (await refused.json()) as {
+      data: null
+      errors: Array<{ message: string; extensions: { code: string } }>
+    }
+    expect(body.data).toBeNull()
+    expect(body.errors[0]!.extensions.code).toBe('RATE_LIMITED')
+    expect(body.errors[0]!.message).toMatch(/minute window/)
+    expect((await platform.call('/v2/account')).status).toBe(429)
+  })
+})

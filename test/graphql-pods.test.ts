@@ -419,6 +419,32 @@ describe('GraphQL pods', () => {
     expect(placed.machine.location).toBe('CA-MTL-1')
   })
 
+  it('places a resumed pod by the allowedCudaVersions podResume gives', async () => {
+    // The pod lands on the COMMUNITY RTX 4090 host (CUDA 12.6); its cloud stays COMMUNITY.
+    const pod = await createCtl({ allowedCudaVersions: ['12.6'], volumeInGb: 0 })
+    expect(pod.machineId).toBe('ca-mtl-1-rtx4090-c1')
+    const running = async () => (await restPod(pod.id)).status === 'RUNNING'
+    await expect.poll(running, { timeout: 15_000 }).toBe(true)
+    await ok({ query: `mutation { podStop(input: {podId: "${pod.id}"}) { id desiredStatus } }` })
+    const error = await failed(
+      'podResume',
+      {
+        query: `mutation { podResume(input: {podId: "${pod.id}", gpuCount: 1, allowedCudaVersions: ["12.8"]}) { id } }`,
+      },
+      'NO_CAPACITY',
+    )
+    expect(error.message).toBe(
+      'no host has 1 free NVIDIA GeForce RTX 4090 with CUDA 12.8 in the COMMUNITY cloud',
+    )
+    const resumed = await ok({
+      query: `mutation { podResume(input: {podId: "${pod.id}", allowedCudaVersions: ["12.4", "12.6"]}) { id desiredStatus machineId } }`,
+    })
+    expect(resumed.podResume).toMatchObject({
+      desiredStatus: 'RUNNING',
+      machineId: 'ca-mtl-1-rtx4090-c1',
+    })
+  }, 40_000)
+
   it('mounts a network volume at volumeMountPath, and lists it under myself', async () => {
     const response = await platform.call('/v2/network-volumes', {
       method: 'POST',

@@ -324,7 +324,7 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
       await json(await c.ping([], '&status=unhealthy&check=memory&reason=too+little'))
       expect(await sdk.health()).toEqual({
         jobs: { completed: 1, failed: 0, inProgress: 1, inQueue: 1, retried: 1 },
-        workers: { idle: 1, initializing: 0, ready: 0, running: 1, throttled: 0, unhealthy: 1 },
+        workers: { idle: 1, initializing: 0, ready: 2, running: 1, throttled: 0, unhealthy: 1 },
       })
     })
 

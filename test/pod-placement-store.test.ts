@@ -46,6 +46,7 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       volumePath: (volumeId) => path.join(dataDir, 'volumes', volumeId),
       // This account has no registries, volumes or templates.
       registryCredentials: async () => undefined,
+      publicKeys: async () => null,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
     })

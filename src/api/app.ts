@@ -3,10 +3,15 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { AccountService } from '../domain/accounts/account-service.js'
+import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { PodService } from '../domain/pods/pod-service.js'
 import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { JobService } from '../domain/serverless/job-service.js'
+import type { WorkerService } from '../domain/serverless/worker-service.js'
+import type { LimitedOperation, OperationLimit } from '../domain/serverless/operation-limits.js'
+import type { WebhookService } from '../domain/serverless/webhook-service.js'
+import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
 import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
@@ -17,6 +22,7 @@ import { installMetrics } from './http/metrics.js'
 import { installProblemHandlers } from './http/problem.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
+import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
 import { opsRoutes } from './ops-routes.js'
 import { restRoutes } from './rest/rest-routes.js'
@@ -27,6 +33,7 @@ export interface AppDeps {
   clock: Clock
   version: string
   accounts: AccountService
+  credits: CreditService
   catalog: CatalogService
   pods: PodService
   templates: TemplateService
@@ -34,6 +41,17 @@ export interface AppDeps {
   registries: RegistryService
   endpoints: EndpointService
   jobs: JobService
+  webhooks: WebhookService
+  /** Job API limits per endpoint and operation (config `jobLimits`); the spec's when absent. */
+  jobLimits?: {
+    perWorkerRate: number
+    perWorkerConcurrency: number
+    operations?: Partial<Record<LimitedOperation, Partial<OperationLimit>>>
+  }
+  /** An endpoint's running workers, which raise its job API limits. */
+  runningWorkers?: (endpointId: string) => number
+  workerKeys: WorkerKeyService
+  workers: WorkerService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
 }
@@ -70,25 +88,35 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
+  // One account's REST and GraphQL requests count against the same windows.
+  const rateLimiter = new RateLimiter(deps.rateLimits, deps.clock)
   await app.register(graphqlRoutes, {
     accounts: deps.accounts,
+    credits: deps.credits,
     pods: deps.pods,
     catalog: deps.catalog,
     templates: deps.templates,
     volumes: deps.volumes,
     registries: deps.registries,
+    endpoints: deps.endpoints,
+    workerKeys: deps.workerKeys,
     clock: deps.clock,
+    rateLimiter,
   })
   await app.register(restRoutes, {
     prefix: '/v2',
     accounts: deps.accounts,
+    credits: deps.credits,
     catalog: deps.catalog,
     pods: deps.pods,
     templates: deps.templates,
     volumes: deps.volumes,
     registries: deps.registries,
     endpoints: deps.endpoints,
-    rateLimiter: new RateLimiter(deps.rateLimits, deps.clock),
+    workerKeys: deps.workerKeys,
+    workers: deps.workers,
+    webhooks: deps.webhooks,
+    rateLimiter,
   })
   // `/v2/<endpoint_id>/...`: after the management API, whose static first segments win.
   await app.register(jobRoutes, {
@@ -96,7 +124,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts: deps.accounts,
     jobs: deps.jobs,
     clock: deps.clock,
+    limiter: new JobLimiter({
+      clock: deps.clock,
+      ...(deps.jobLimits
+        ? {
+            perWorker: {
+              rate: deps.jobLimits.perWorkerRate,
+              concurrency: deps.jobLimits.perWorkerConcurrency,
+            },
+            overrides: deps.jobLimits.operations ?? {},
+          }
+        : {}),
+    }),
+    ...(deps.runningWorkers ? { runningWorkers: deps.runningWorkers } : {}),
   })
-  await app.register(workerRoutes, { prefix: '/v2', accounts: deps.accounts, jobs: deps.jobs })
+  await app.register(workerRoutes, {
+    prefix: '/v2',
+    accounts: deps.accounts,
+    jobs: deps.jobs,
+    workerKeys: deps.workerKeys,
+  })
   return app
 }

@@ -176,4 +176,23 @@ export function addEndpointsCommands(program: Command, deps: { print(text: strin
     await clientFrom(flags).request('DELETE', `/v2/serverless/${encodeURIComponent(id)}`)
     deps.print(flags.json ? json({ id, deleted: true }) : `Deleted endpoint ${id}.`)
   })
+
+  withClientOptions(
+    endpoints
+      .command('worker-key')
+      .description(
+        "print the endpoint's worker key (RUNPOD_AI_API_KEY of its workers); --rotate makes a new one",
+      )
+      .argument('<endpoint-id>'),
+  )
+    .option('--rotate', 'replace the key; the old one stops working at once')
+    .action(async (id: string, flags: ClientFlags & { rotate?: boolean }) => {
+      const path = `/v2/serverless/${encodeURIComponent(id)}/worker-key`
+      const client = clientFrom(flags)
+      const view = flags.rotate
+        ? await client.request<{ workerKey: string }>('POST', `${path}/rotate`)
+        : await client.get<{ workerKey: string }>(path)
+      // The bare key, so that `export RUNPOD_AI_API_KEY=$(podyard endpoints worker-key ID)` works.
+      deps.print(flags.json ? json(view) : view.workerKey)
+    })
 }

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
+import { addJobsCommands } from './jobs-commands.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
 import { addTemplatesCommands } from './templates-commands.js'
@@ -40,6 +41,21 @@ export interface AccountView {
   createdAt: string
 }
 
+export interface CreditView {
+  accountId: string
+  balance: number
+  spendLimit: number
+}
+
+export interface CreditEntryView {
+  id: string
+  amount: number
+  kind: string
+  note: string
+  createdBy: string | null
+  createdAt: string
+}
+
 /** What the store-backed commands need; main.ts provides it over a migrated store. */
 export interface StoreCommands {
   createKey(input: {
@@ -53,6 +69,13 @@ export interface StoreCommands {
   revokeKey(id: string): Promise<KeyView>
   createAccount(input: { email: string; name?: string }): Promise<AccountView>
   listAccounts(): Promise<AccountView[]>
+  addCredits(input: {
+    account: string
+    amount: number
+    note?: string
+  }): Promise<CreditView & { entry: CreditEntryView }>
+  showCredits(account: string): Promise<CreditView & { entries: CreditEntryView[] }>
+  setSpendLimit(account: string, usdPerHour: number): Promise<CreditView>
 }
 
 export interface CliDeps {
@@ -87,6 +110,18 @@ function addConfigOptions(command: Command, withServer: boolean): Command {
       .option('--fleet <fleet>', 'demo, none, or a fleet file (default demo)')
   }
   return command
+}
+
+/** A USD amount argument: a plain decimal number such as 25 or 12.50. */
+function parseUsd(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value.trim())) {
+    throw new InvalidArgumentError(`"${value}" is not an amount in USD, e.g. 25 or 12.50`)
+  }
+  return Number(value)
+}
+
+function usd(amount: number): string {
+  return `${amount < 0 ? '-' : ''}$${Math.abs(amount).toFixed(2)}`
 }
 
 function json(value: unknown): string {
@@ -253,6 +288,68 @@ export function buildProgram(deps: CliDeps): Command {
       )
     })
 
+  const credits = program
+    .command('credits')
+    .description('credit balances and spend limits (works directly on the store)')
+  addConfigOptions(credits.command('add').description('add credits (USD) to an account'), false)
+    .argument('<account>', 'account id or user email')
+    .argument('<amount>', 'USD, whole cents (e.g. 25 or 12.50)', parseUsd)
+    .option('--note <text>', 'why the credits were added (kept in the ledger)')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        account: string,
+        amount: number,
+        flags: ConfigFlags & { note?: string; json?: boolean },
+      ) => {
+        const added = await deps.withStore(flags, (store) =>
+          store.addCredits({ account, amount, ...(flags.note ? { note: flags.note } : {}) }),
+        )
+        deps.print(
+          flags.json
+            ? json(added)
+            : `Added ${usd(added.entry.amount)} to ${added.accountId}; balance ${usd(added.balance)}.`,
+        )
+      },
+    )
+
+  addConfigOptions(
+    credits.command('show').description("an account's balance, spend limit and ledger"),
+    false,
+  )
+    .argument('<account>', 'account id or user email')
+    .option('--json', 'print JSON')
+    .action(async (account: string, flags: ConfigFlags & { json?: boolean }) => {
+      const shown = await deps.withStore(flags, (store) => store.showCredits(account))
+      deps.print(
+        flags.json
+          ? json(shown)
+          : [
+              `Account ${shown.accountId}: balance ${usd(shown.balance)}, spend limit ${usd(shown.spendLimit)}/h`,
+              formatTable(
+                ['WHEN', 'AMOUNT', 'KIND', 'NOTE'],
+                shown.entries.map((e) => [e.createdAt, usd(e.amount), e.kind, e.note]),
+              ),
+            ].join('\n'),
+      )
+    })
+
+  addConfigOptions(
+    credits
+      .command('set-spend-limit')
+      .description('the most (USD per hour) the account’s running resources may cost'),
+    false,
+  )
+    .argument('<account>', 'account id or user email')
+    .argument('<usd-per-hour>', 'USD per hour', parseUsd)
+    .option('--json', 'print JSON')
+    .action(async (account: string, limit: number, flags: ConfigFlags & { json?: boolean }) => {
+      const set = await deps.withStore(flags, (store) => store.setSpendLimit(account, limit))
+      deps.print(
+        flags.json ? json(set) : `Spend limit of ${set.accountId}: ${usd(set.spendLimit)}/h.`,
+      )
+    })
+
   const catalog = program
     .command('catalog')
     .description('what can be rented, from a running server')
@@ -330,6 +427,7 @@ export function buildProgram(deps: CliDeps): Command {
   addVolumesCommands(program, deps)
   addRegistriesCommands(program, deps)
   addEndpointsCommands(program, deps)
+  addJobsCommands(program, deps)
 
   return program
 }

@@ -3,6 +3,17 @@ import { Type, type Static } from '@sinclair/typebox'
 const positiveInt = (description: string, defaultValue: number) =>
   Type.Integer({ minimum: 1, default: defaultValue, description })
 
+/** A replacement of one operation's base limits (src/domain/serverless/operation-limits.ts). */
+const OperationLimitOverride = Type.Optional(
+  Type.Object(
+    {
+      rate: Type.Optional(Type.Integer({ minimum: 1, description: 'requests per 10 s window' })),
+      concurrency: Type.Optional(Type.Integer({ minimum: 1, description: 'requests in flight' })),
+    },
+    { additionalProperties: false },
+  ),
+)
+
 /** The whole configuration. Every key has a default so `podyard serve` needs no file. */
 export const ConfigSchema = Type.Object(
   {
@@ -27,6 +38,66 @@ export const ConfigSchema = Type.Object(
         minute: positiveInt('REST requests per account per minute', 600),
         hour: positiveInt('REST requests per account per hour', 20000),
         day: positiveInt('REST requests per account per day', 200000),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    webhooks: Type.Object(
+      {
+        retryDelayMs: positiveInt(
+          'ms from a failed webhook attempt to the next (the spec says 10 s)',
+          10000,
+        ),
+        timeoutMs: positiveInt('ms one webhook attempt waits for the receiver to answer', 10000),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    jobLimits: Type.Object(
+      {
+        perWorkerRate: positiveInt(
+          'job API requests per 10 s each running worker adds to an operation of its endpoint',
+          10,
+        ),
+        perWorkerConcurrency: positiveInt(
+          'job API requests in flight each running worker adds to an operation of its endpoint',
+          2,
+        ),
+        operations: Type.Object(
+          {
+            runsync: OperationLimitOverride,
+            run: OperationLimitOverride,
+            status: OperationLimitOverride,
+            stream: OperationLimitOverride,
+            cancel: OperationLimitOverride,
+            'purge-queue': OperationLimitOverride,
+            openai: OperationLimitOverride,
+            requests: OperationLimitOverride,
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description: 'replacements of the base limits of the specification, per operation',
+          },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    workers: Type.Object(
+      {
+        intervalMs: positiveInt('ms between two reconciles of the worker autoscaler', 1000),
+        pingIntervalMs: positiveInt('RUNPOD_PING_INTERVAL given to managed workers, ms', 10000),
+        heartbeatTimeoutMs: positiveInt(
+          'ms without a call from a ready worker before it is UNHEALTHY and replaced',
+          30000,
+        ),
+        startTimeoutMs: positiveInt(
+          'ms a started worker has to ask for its first job before it is UNHEALTHY',
+          120000,
+        ),
+        stopGraceMs: positiveInt('ms from SIGTERM to SIGKILL when a worker is stopped', 10000),
+        unhealthyRetentionMs: positiveInt(
+          'ms an UNHEALTHY worker stays in the workers list after it was removed',
+          60000,
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -80,6 +151,28 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'rateLimit.minute', env: 'PODYARD_RATELIMIT_MINUTE', type: 'integer' },
   { path: 'rateLimit.hour', env: 'PODYARD_RATELIMIT_HOUR', type: 'integer' },
   { path: 'rateLimit.day', env: 'PODYARD_RATELIMIT_DAY', type: 'integer' },
+  { path: 'workers.intervalMs', env: 'PODYARD_WORKERS_INTERVAL_MS', type: 'integer' },
+  { path: 'workers.pingIntervalMs', env: 'PODYARD_WORKERS_PING_INTERVAL_MS', type: 'integer' },
+  {
+    path: 'workers.heartbeatTimeoutMs',
+    env: 'PODYARD_WORKERS_HEARTBEAT_TIMEOUT_MS',
+    type: 'integer',
+  },
+  { path: 'workers.startTimeoutMs', env: 'PODYARD_WORKERS_START_TIMEOUT_MS', type: 'integer' },
+  { path: 'workers.stopGraceMs', env: 'PODYARD_WORKERS_STOP_GRACE_MS', type: 'integer' },
+  {
+    path: 'workers.unhealthyRetentionMs',
+    env: 'PODYARD_WORKERS_UNHEALTHY_RETENTION_MS',
+    type: 'integer',
+  },
+  { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
+  { path: 'webhooks.timeoutMs', env: 'PODYARD_WEBHOOK_TIMEOUT_MS', type: 'integer' },
+  { path: 'jobLimits.perWorkerRate', env: 'PODYARD_JOB_LIMIT_PER_WORKER_RATE', type: 'integer' },
+  {
+    path: 'jobLimits.perWorkerConcurrency',
+    env: 'PODYARD_JOB_LIMIT_PER_WORKER_CONCURRENCY',
+    type: 'integer',
+  },
   { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },
   { path: 'adminEmail', env: 'PODYARD_ADMIN_EMAIL', type: 'string' },
   { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },

@@ -40,6 +40,8 @@ export interface PodLifecycleDeps {
     accountId: string,
     registryId: string,
   ) => Promise<{ username: string; password: string } | undefined>
+  /** The account's SSH public keys (authorized_keys text), or null when none are set. */
+  publicKeys: (accountId: string) => Promise<string | null>
   clock: Clock
   logger: Logger
 }
@@ -224,9 +226,11 @@ export class PodLifecycle implements PodRuntimeReader {
       ? await this.deps.registryCredentials(pod.accountId, pod.registry)
       : undefined
     if (pod.registry && !registryAuth) throw new Error(`registry ${pod.registry} no longer exists`)
+    const publicKey = await this.deps.publicKeys(pod.accountId)
     return {
       ...(volumeId ? { networkVolumePath: this.deps.volumePath(volumeId) } : {}),
       ...(registryAuth ? { registryAuth } : {}),
+      ...(publicKey ? { publicKey } : {}),
     }
   }
 

@@ -39,6 +39,16 @@ const host = { dataCenterId: 'EU-RO-1', publicIp: '203.0.113.7', vcpus: 16, memo
 const dirs = podDirectories('/data', 'pod1')
 
 describe('workloadOf', () => {
+  it("gives the account's SSH keys as PUBLIC_KEY unless the pod's env sets its own", () => {
+    const keys = 'ssh-ed25519 AAAAC3Nza ada@laptop'
+    expect(workloadOf(base, dirs, host, [], { publicKey: keys }).env.PUBLIC_KEY).toBe(keys)
+    const own = { ...base, env: { PUBLIC_KEY: 'ssh-rsa AAAAB3 mine' } }
+    expect(workloadOf(own, dirs, host, [], { publicKey: keys }).env.PUBLIC_KEY).toBe(
+      'ssh-rsa AAAAB3 mine',
+    )
+    expect(workloadOf(base, dirs, host, []).env).not.toHaveProperty('PUBLIC_KEY')
+  })
+
   it('gives the pod the variables RunPod images read, its own winning over none of them', () => {
     const spec = workloadOf(base, dirs, host, [{ private: 8080, public: 41000, type: 'http' }], {
       networkVolumePath: '/data/volumes/v1',

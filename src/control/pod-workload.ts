@@ -22,6 +22,8 @@ export interface PodAttachments {
   /** Host directory of the pod's network volume, when it has a network mount. */
   networkVolumePath?: string
   registryAuth?: { username: string; password: string }
+  /** The owner's SSH public keys, for `PUBLIC_KEY` (RunPod's images add it to authorized_keys). */
+  publicKey?: string
 }
 
 export interface PodHostFacts {
@@ -45,6 +47,8 @@ export function workloadOf(
 ): WorkloadSpec {
   const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
   const env: Record<string, string> = {
+    // A PUBLIC_KEY the pod's own env sets wins over the account's keys.
+    ...(attachments.publicKey ? { PUBLIC_KEY: attachments.publicKey } : {}),
     ...pod.env,
     RUNPOD_POD_ID: pod.id,
     RUNPOD_DC_ID: host.dataCenterId,

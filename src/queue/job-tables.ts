@@ -55,8 +55,41 @@ export interface JobStopsTable {
   created_at: string
 }
 
+/** Webhook deliveries of finished jobs (docs/job-api.md "Webhooks"), with their own payload copy. */
+export interface WebhookDeliveriesTable {
+  seq: Generated<number>
+  job_id: string
+  endpoint_id: string
+  account_id: string
+  url: string
+  /** The terminal job status that caused the delivery. */
+  job_status: string
+  /** The JSON text POSTed: the job's `/status` body when it became terminal. */
+  payload: string
+  /** pending, delivered or failed. */
+  status: string
+  attempts: Generated<number>
+  next_attempt_at: string | null
+  created_at: string
+  finished_at: string | null
+}
+
+/** One POST of a webhook delivery. */
+export interface WebhookAttemptsTable {
+  delivery_seq: number
+  attempt: number
+  started_at: string
+  duration_ms: number
+  http_status: number | null
+  error: string | null
+  /** delivered or failed. */
+  outcome: string
+}
+
 export interface JobQueueDatabase {
   jobs: JobsTable
   job_stream: JobStreamTable
   job_stops: JobStopsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }

@@ -1,6 +1,8 @@
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
   allowedFrom,
+  lostWorkerError,
+  MAX_JOB_ATTEMPTS,
   resultRetentionMs,
   type Job,
   type JobStatus,
@@ -13,13 +15,16 @@ import type {
   JobPage,
   JobQueue,
   RetryResult,
+  ScalingStats,
   StopNotice,
   StreamRead,
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
 import type { JobQueueDatabase, JobsTable } from './job-tables.js'
+import { insertWebhookDelivery } from './kysely-webhook-deliveries.js'
 import { WakeUps } from './wake-ups.js'
+import { WriteBatcher } from './write-batcher.js'
 
 type JobRow = Selectable<JobsTable>
 type Db = Kysely<JobQueueDatabase>
@@ -36,6 +41,8 @@ export interface KyselyJobQueueOptions {
   clock?: Clock
   /** How often a long poll re-reads the store, to see other replicas' writes. Default 200 ms. */
   pollIntervalMs?: number
+  /** Called after a commit that added webhook deliveries (the dispatcher sends them at once). */
+  onWebhookQueued?: () => void
 }
 
 /** Stop notices nobody collected within this are dropped by `expire`. */
@@ -108,6 +115,46 @@ function jsonOrNull(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value)
 }
 
+/** The row of a new job. */
+function jobRow(job: Job) {
+  return {
+    id: job.id,
+    endpoint_id: job.endpointId,
+    account_id: job.accountId,
+    status: job.status,
+    sync: job.sync ? 1 : 0,
+    low_priority: job.policy.lowPriority ? 1 : 0,
+    execution_timeout_ms: job.policy.executionTimeout,
+    ttl_ms: job.policy.ttl,
+    input: JSON.stringify(job.input ?? null),
+    webhook: job.webhook ?? null,
+    s3_config: job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
+    output: null,
+    error: null,
+    worker_id: null,
+    created_at: job.createdAt,
+    expires_at: job.expiresAt,
+    started_at: null,
+    completed_at: null,
+    lease_expires_at: null,
+    deadline_at: null,
+    retain_until: null,
+  }
+}
+
+interface Completion {
+  endpointId: string
+  jobId: string
+  workerId: string
+  result: { output?: unknown; error?: string }
+}
+
+interface CompletionOutcome {
+  outcome: CompleteResult
+  /** A webhook delivery was added in the same transaction. */
+  webhook: boolean
+}
+
 const workKey = (endpointId: string) => `work:${endpointId}`
 const jobKey = (endpointId: string, jobId: string) => `job:${endpointId}:${jobId}`
 const stopKey = (endpointId: string, workerId: string) => `stop:${endpointId}:${workerId}`
@@ -123,12 +170,40 @@ export class KyselyJobQueue implements JobQueue {
   private readonly clock: Clock
   private readonly pollIntervalMs: number
   private readonly wakeUps = new WakeUps()
+  private readonly onWebhookQueued: (() => void) | undefined
+  /** Submissions and completions are group-committed (src/queue/write-batcher.ts). */
+  private readonly submissions: WriteBatcher<Job, void>
+  private readonly completions: WriteBatcher<Completion, CompletionOutcome>
 
   constructor(options: KyselyJobQueueOptions) {
     this.db = options.db as Db
     this.dialect = options.dialect
     this.clock = options.clock ?? systemClock
     this.pollIntervalMs = options.pollIntervalMs ?? 200
+    this.onWebhookQueued = options.onWebhookQueued
+    // SQLite has one connection; PostgreSQL's pool lets a few batches commit side by side.
+    const maxInFlight = this.postgres ? 4 : 1
+    this.submissions = new WriteBatcher({
+      maxInFlight,
+      writeOne: async (job) => {
+        await this.db.insertInto('jobs').values(jobRow(job)).execute()
+      },
+      writeBatch: async (jobs) => {
+        await this.db.insertInto('jobs').values(jobs.map(jobRow)).execute()
+        return jobs.map(() => undefined)
+      },
+    })
+    this.completions = new WriteBatcher({
+      maxInFlight,
+      writeOne: (completion) =>
+        this.db.transaction().execute((tx) => this.completeIn(tx, completion)),
+      writeBatch: (completions) =>
+        this.db.transaction().execute(async (tx) => {
+          const outcomes: CompletionOutcome[] = []
+          for (const completion of completions) outcomes.push(await this.completeIn(tx, completion))
+          return outcomes
+        }),
+    })
   }
 
   private get postgres(): boolean {
@@ -148,33 +223,18 @@ export class KyselyJobQueue implements JobQueue {
     this.wakeUps.notify(jobKey(endpointId, jobId))
   }
 
+  /**
+   * For a job that has just become terminal (`row` as updated), inside that transaction: its
+   * webhook delivery (docs/job-api.md "Webhooks"). True when one was added.
+   */
+  private async addWebhookDelivery(tx: Db, row: JobRow, now: number): Promise<boolean> {
+    if (row.webhook === null) return false
+    await insertWebhookDelivery(tx, toView(toJob(row)), now)
+    return true
+  }
+
   async submit(job: Job): Promise<void> {
-    await this.db
-      .insertInto('jobs')
-      .values({
-        id: job.id,
-        endpoint_id: job.endpointId,
-        account_id: job.accountId,
-        status: job.status,
-        sync: job.sync ? 1 : 0,
-        low_priority: job.policy.lowPriority ? 1 : 0,
-        execution_timeout_ms: job.policy.executionTimeout,
-        ttl_ms: job.policy.ttl,
-        input: JSON.stringify(job.input ?? null),
-        webhook: job.webhook ?? null,
-        s3_config: job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
-        output: null,
-        error: null,
-        worker_id: null,
-        created_at: job.createdAt,
-        expires_at: job.expiresAt,
-        started_at: null,
-        completed_at: null,
-        lease_expires_at: null,
-        deadline_at: null,
-        retain_until: null,
-      })
-      .execute()
+    await this.submissions.write(job)
     this.wakeUps.notify(workKey(job.endpointId))
   }
 
@@ -213,29 +273,41 @@ export class KyselyJobQueue implements JobQueue {
         .limit(max)
       if (this.postgres) query = query.forUpdate().skipLocked()
       const rows = await query.execute()
-      const jobs: Job[] = []
+      // One update per execution timeout (the deadline depends on it), usually just one.
+      const byTimeout = new Map<number, number[]>()
       for (const row of rows) {
-        const fields = {
-          status: 'IN_PROGRESS',
-          worker_id: workerId,
-          started_at: iso(now),
-          lease_expires_at: iso(now + options.leaseMs),
-          deadline_at: iso(now + Number(row.execution_timeout_ms)),
-        } as const
-        const updated = await tx
-          .updateTable('jobs')
-          .set({
-            ...fields,
-            attempts: sql`attempts + 1`,
-            version: sql`version + 1`,
-          })
-          .where('seq', '=', row.seq)
-          .where('status', '=', 'IN_QUEUE')
-          .returningAll()
-          .executeTakeFirst()
-        if (updated) jobs.push(toJob(updated))
+        const timeout = Number(row.execution_timeout_ms)
+        const seqs = byTimeout.get(timeout) ?? []
+        seqs.push(Number(row.seq))
+        byTimeout.set(timeout, seqs)
       }
-      return jobs
+      const updated: JobRow[] = []
+      for (const [timeout, seqs] of byTimeout) {
+        for (const batch of chunks(seqs)) {
+          updated.push(
+            ...(await tx
+              .updateTable('jobs')
+              .set({
+                status: 'IN_PROGRESS',
+                worker_id: workerId,
+                started_at: iso(now),
+                lease_expires_at: iso(now + options.leaseMs),
+                deadline_at: iso(now + timeout),
+                attempts: sql`attempts + 1`,
+                version: sql`version + 1`,
+              })
+              .where('seq', 'in', batch)
+              .where('status', '=', 'IN_QUEUE')
+              .returningAll()
+              .execute()),
+          )
+        }
+      }
+      // In queue order, whatever order the updates returned them in.
+      const position = new Map(rows.map((row, i) => [Number(row.seq), i]))
+      return updated
+        .sort((a, b) => position.get(Number(a.seq))! - position.get(Number(b.seq))!)
+        .map(toJob)
     })
     for (const job of taken) this.changed(endpointId, job.id)
     return taken
@@ -388,12 +460,27 @@ export class KyselyJobQueue implements JobQueue {
     workerId: string,
     result: { output?: unknown; error?: string },
   ): Promise<CompleteResult> {
-    const outcome = await this.db.transaction().execute(async (tx): Promise<CompleteResult> => {
-      const row = await this.row(tx, endpointId, jobId, true)
-      if (row === undefined) return { applied: false, reason: 'not-found' }
-      if (row.status !== 'IN_PROGRESS') return { applied: false, reason: 'not-in-progress' }
-      if (row.worker_id !== workerId) return { applied: false, reason: 'not-owner' }
+    const { outcome, webhook } = await this.completions.write({
+      endpointId,
+      jobId,
+      workerId,
+      result,
+    })
+    if (outcome.applied) this.changed(endpointId, jobId)
+    if (webhook) this.onWebhookQueued?.()
+    return outcome
+  }
+
+  /** The terminal transition of one completion, inside `tx` (maybe with other completions). */
+  private async completeIn(
+    tx: Db,
+    { endpointId, jobId, workerId, result }: Completion,
+  ): Promise<CompletionOutcome> {
+    let webhook = false
+    const outcome = await (async (): Promise<CompleteResult> => {
       const now = this.clock.now().getTime()
+      // One conditional update (it locks the row on PostgreSQL); the job is read only to say
+      // why nothing changed, which is rare.
       const updated = await tx
         .updateTable('jobs')
         .set({
@@ -401,20 +488,33 @@ export class KyselyJobQueue implements JobQueue {
           output: jsonOrNull(result.output),
           error: result.error ?? null,
           completed_at: iso(now),
-          retain_until: iso(now + resultRetentionMs(Number(row.sync) === 1)),
+          retain_until: this.retainUntil(now),
           lease_expires_at: null,
           deadline_at: null,
           version: sql`version + 1`,
         })
-        .where('seq', '=', row.seq)
+        .where('id', '=', jobId)
+        .where('endpoint_id', '=', endpointId)
+        .where('worker_id', '=', workerId)
         .where('status', '=', 'IN_PROGRESS')
         .returningAll()
         .executeTakeFirst()
-      if (updated === undefined) return { applied: false, reason: 'not-in-progress' }
+      if (updated === undefined) {
+        const row = await this.row(tx, endpointId, jobId)
+        if (row === undefined) return { applied: false, reason: 'not-found' }
+        if (row.status !== 'IN_PROGRESS') return { applied: false, reason: 'not-in-progress' }
+        return { applied: false, reason: 'not-owner' }
+      }
+      webhook = await this.addWebhookDelivery(tx, updated, now)
       return { applied: true, job: toView(toJob(updated)) }
-    })
-    if (outcome.applied) this.changed(endpointId, jobId)
-    return outcome
+    })()
+    return { outcome, webhook }
+  }
+
+  /** A finished job's retention end, in SQL: it depends on the row's `sync`. */
+  private retainUntil(now: number) {
+    const until = sql<string>`case when sync = 1 then ${iso(now + resultRetentionMs(true))} else ${iso(now + resultRetentionMs(false))} end`
+    return this.postgres ? sql<string>`cast(${until} as timestamptz)` : until
   }
 
   /** Adds a stop notice for the worker of a running job. */
@@ -438,7 +538,7 @@ export class KyselyJobQueue implements JobQueue {
     return stopKey(row.endpoint_id, row.worker_id)
   }
 
-  private finishFields(row: JobRow, status: 'CANCELLED' | 'TIMED_OUT', now: number) {
+  private finishFields(row: JobRow, status: 'CANCELLED' | 'TIMED_OUT' | 'FAILED', now: number) {
     return {
       status,
       completed_at: iso(now),
@@ -451,6 +551,7 @@ export class KyselyJobQueue implements JobQueue {
 
   async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
     const wake: string[] = []
+    let webhook = false
     const job = await this.db.transaction().execute(async (tx) => {
       const row = await this.row(tx, endpointId, id, true)
       if (row === undefined) return undefined
@@ -464,6 +565,7 @@ export class KyselyJobQueue implements JobQueue {
         .returningAll()
         .executeTakeFirst()
       if (updated === undefined) return toJob((await this.row(tx, endpointId, id)) ?? row)
+      webhook = await this.addWebhookDelivery(tx, updated, now)
       if (row.status === 'IN_PROGRESS') {
         const key = await this.addStop(tx, row, 'cancelled', now)
         if (key !== undefined) wake.push(key)
@@ -472,6 +574,7 @@ export class KyselyJobQueue implements JobQueue {
     })
     for (const key of wake) this.wakeUps.notify(key)
     if (job !== undefined) this.changed(endpointId, id)
+    if (webhook) this.onWebhookQueued?.()
     return job && toView(job)
   }
 
@@ -527,6 +630,25 @@ export class KyselyJobQueue implements JobQueue {
     return rows.length
   }
 
+  async deleteEndpointJobs(endpointId: string): Promise<number> {
+    const ids = await this.db.transaction().execute(async (tx) => {
+      const rows = await tx
+        .deleteFrom('jobs')
+        .where('endpoint_id', '=', endpointId)
+        .returning('id')
+        .execute()
+      const gone = rows.map((r) => r.id)
+      for (const batch of chunks(gone)) {
+        await tx.deleteFrom('job_stream').where('job_id', 'in', batch).execute()
+      }
+      await tx.deleteFrom('job_stops').where('endpoint_id', '=', endpointId).execute()
+      return gone
+    })
+    // /runsync, /status-sync and /stream waiters re-read and find nothing: 404 at once.
+    for (const id of ids) this.changed(endpointId, id)
+    return ids.length
+  }
+
   async counts(endpointId: string): Promise<JobCounts> {
     const rows = await this.db
       .selectFrom('jobs')
@@ -577,6 +699,7 @@ export class KyselyJobQueue implements JobQueue {
     const at = now.getTime()
     const wake = new Set<string>()
     const moved: Array<{ endpointId: string; id: string; requeued: boolean }> = []
+    let webhooks = false
     await this.db.transaction().execute(async (tx) => {
       if (!(await this.sweepLock(tx))) return
       let query = tx
@@ -587,22 +710,30 @@ export class KyselyJobQueue implements JobQueue {
       if (this.postgres) query = query.forUpdate().skipLocked()
       for (const row of await query.execute()) {
         const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
+        const exhausted = !timedOut && Number(row.attempts) >= MAX_JOB_ATTEMPTS
         const update = tx.updateTable('jobs')
         const set = timedOut
           ? update.set(this.finishFields(row, 'TIMED_OUT', at))
-          : update.set({
-              status: 'IN_QUEUE',
-              worker_id: null,
-              started_at: null,
-              lease_expires_at: null,
-              deadline_at: null,
-              output: null,
-              version: sql`version + 1`,
-            })
-        await set.where('seq', '=', row.seq).execute()
+          : exhausted
+            ? update.set({
+                ...this.finishFields(row, 'FAILED', at),
+                error: lostWorkerError(Number(row.attempts)),
+              })
+            : update.set({
+                status: 'IN_QUEUE',
+                worker_id: null,
+                started_at: null,
+                lease_expires_at: null,
+                deadline_at: null,
+                output: null,
+                version: sql`version + 1`,
+              })
+        const updated = await set.where('seq', '=', row.seq).returningAll().executeTakeFirst()
+        const finished = timedOut || exhausted
+        if (finished && updated && (await this.addWebhookDelivery(tx, updated, at))) webhooks = true
         const key = await this.addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
         if (key !== undefined) wake.add(key)
-        moved.push({ endpointId: row.endpoint_id, id: row.id, requeued: !timedOut })
+        moved.push({ endpointId: row.endpoint_id, id: row.id, requeued: !finished })
       }
     })
     for (const key of wake) this.wakeUps.notify(key)
@@ -610,6 +741,7 @@ export class KyselyJobQueue implements JobQueue {
       if (job.requeued) this.wakeUps.notify(workKey(job.endpointId))
       this.changed(job.endpointId, job.id)
     }
+    if (webhooks) this.onWebhookQueued?.()
     return {
       requeued: moved.filter((m) => m.requeued).map((m) => m.id),
       timedOut: moved.filter((m) => !m.requeued).map((m) => m.id),
@@ -622,6 +754,7 @@ export class KyselyJobQueue implements JobQueue {
     const touched: Array<{ endpointId: string; id: string }> = []
     const timedOut: string[] = []
     const deleted: string[] = []
+    let webhooks = false
     await this.db.transaction().execute(async (tx) => {
       if (!(await this.sweepLock(tx))) return
       // ttl first: a job past both its ttl and its deadline is simply gone.
@@ -648,11 +781,13 @@ export class KyselyJobQueue implements JobQueue {
         .where('deadline_at', '<=', at)
       if (this.postgres) late = late.forUpdate().skipLocked()
       for (const row of await late.execute()) {
-        await tx
+        const updated = await tx
           .updateTable('jobs')
           .set(this.finishFields(row, 'TIMED_OUT', now.getTime()))
           .where('seq', '=', row.seq)
-          .execute()
+          .returningAll()
+          .executeTakeFirst()
+        if (updated && (await this.addWebhookDelivery(tx, updated, now.getTime()))) webhooks = true
         const key = await this.addStop(tx, row, 'timed-out', now.getTime())
         if (key !== undefined) wake.add(key)
         timedOut.push(row.id)
@@ -665,6 +800,7 @@ export class KyselyJobQueue implements JobQueue {
     })
     for (const key of wake) this.wakeUps.notify(key)
     for (const job of touched) this.changed(job.endpointId, job.id)
+    if (webhooks) this.onWebhookQueued?.()
     return { timedOut, deleted }
   }
 
@@ -741,5 +877,38 @@ export class KyselyJobQueue implements JobQueue {
       timeoutMs,
       this.pollIntervalMs,
     )
+  }
+  async releaseWorker(endpointId: string, workerId: string): Promise<number> {
+    const result = await this.db
+      .updateTable('jobs')
+      .set({ lease_expires_at: iso(this.clock.now().getTime()) })
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'IN_PROGRESS')
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows)
+  }
+
+  async scalingStats(endpointId: string): Promise<ScalingStats> {
+    const now = iso(this.clock.now().getTime())
+    const queued = await this.db
+      .selectFrom('jobs')
+      .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('created_at').as('oldest')])
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_QUEUE')
+      .where('low_priority', '=', 0)
+      .where('expires_at', '>', now)
+      .executeTakeFirstOrThrow()
+    const running = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_PROGRESS')
+      .executeTakeFirstOrThrow()
+    return {
+      queued: Number(queued.count),
+      oldestQueuedAt: queued.oldest === null ? null : new Date(queued.oldest).toISOString(),
+      inProgress: Number(running.count),
+    }
   }
 }

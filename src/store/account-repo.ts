@@ -3,7 +3,9 @@ import type { Account, AccountRole, User, UserSettings } from '../domain/account
 import type { AccountRepo } from '../domain/accounts/ports.js'
 import type { AccountsTable, Database, UsersTable } from './database-schema.js'
 
-const toAccount = (row: Selectable<AccountsTable>): Account => ({
+const toAccount = (
+  row: Pick<Selectable<AccountsTable>, 'id' | 'name' | 'role' | 'created_at'>,
+): Account => ({
   id: row.id,
   name: row.name,
   role: row.role as AccountRole,

@@ -11,6 +11,20 @@ export interface AccountsTable {
   name: string
   role: string
   created_at: string
+  /** Migration 0008: the ledger's sum, nano-USD, kept in the ledger's transactions. */
+  balance_nano: Generated<number>
+  spend_limit_per_hour: Generated<number>
+}
+
+/** Migration 0008: every change of a balance. */
+export interface CreditLedgerTable {
+  id: string
+  account_id: string
+  amount_nano: number
+  kind: string
+  note: string
+  created_by: string | null
+  created_at: string
 }
 
 export interface UsersTable {
@@ -171,10 +185,67 @@ export interface EndpointsTable {
   template_id: string | null
   created_at: string
   doc: string
+  /** Worker-key generation (migration 0009); rotation adds one. Not in `doc`: updates never touch it. */
+  worker_key_generation: Generated<number>
+}
+
+/** Webhook deliveries of finished jobs (docs/job-api.md "Webhooks"), with their own payload copy. */
+export interface WebhookDeliveriesTable {
+  seq: Generated<number>
+  job_id: string
+  endpoint_id: string
+  account_id: string
+  url: string
+  /** The terminal job status that caused the delivery. */
+  job_status: string
+  /** The JSON text POSTed: the job's `/status` body when it became terminal. */
+  payload: string
+  /** pending, delivered or failed. */
+  status: string
+  attempts: Generated<number>
+  next_attempt_at: string | null
+  created_at: string
+  finished_at: string | null
+}
+
+/** One POST of a webhook delivery. */
+export interface WebhookAttemptsTable {
+  delivery_seq: number
+  attempt: number
+  started_at: string
+  duration_ms: number
+  http_status: number | null
+  error: string | null
+  /** delivered or failed. */
+  outcome: string
+}
+
+/** Migration 0010: managed serverless workers. */
+export interface WorkersTable {
+  id: string
+  endpoint_id: string
+  account_id: string
+  version: number
+  phase: string
+  reason: string | null
+  host_id: string | null
+  data_center_id: string | null
+  gpu_type_id: string | null
+  cpu_flavor_id: string | null
+  gpu_count: number
+  /** JSON array of host GPU indices. */
+  gpu_indices: string
+  vcpus: number
+  memory_gb: number
+  image: string
+  created_at: string
+  started_at: string | null
+  phase_changed_at: string
 }
 
 export interface Database {
   accounts: AccountsTable
+  credit_ledger: CreditLedgerTable
   users: UsersTable
   api_keys: ApiKeysTable
   allocations: AllocationsTable
@@ -188,5 +259,8 @@ export interface Database {
   jobs: JobsTable
   job_stream: JobStreamTable
   job_stops: JobStopsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
   endpoints: EndpointsTable
+  workers: WorkersTable
 }

@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database-schema.js'
+import { withStatementCache } from './sqlite-statement-cache.js'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -52,7 +53,9 @@ export async function openStore(url: string): Promise<Store> {
     database.pragma('busy_timeout = 5000')
     database.pragma('foreign_keys = ON')
     database.pragma('synchronous = NORMAL')
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+    const db = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+    })
     return {
       db,
       dialect: 'sqlite',

@@ -13,14 +13,23 @@ export interface CliResult {
   stderr: string
 }
 
-/** Runs `podyard <args>` as a real child process (the same entry the bin uses). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+/**
+ * Runs `podyard <args>` as a real child process (the same entry the bin uses); `stdin`, when
+ * given, is its standard input (otherwise an empty one).
+ */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: { stdin?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], {
       cwd: repoRoot,
       env: { ...process.env, PODYARD_ADMIN_KEY: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: 'pipe',
     })
+    // No stdin given: an empty one (end of input at once), like </dev/null.
+    child.stdin.end(options.stdin ?? '')
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

@@ -45,6 +45,7 @@ export async function startTestPlatform(
       // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
       // No request may start one after the listing below: the server stops first, then the loop.
       await platform.app.close()
+      await platform.autoscaler.stop()
       await platform.lifecycle.stop()
       for (const driver of platform.drivers) {
         for (const workload of await driver.list()) await driver.remove(workload.id)

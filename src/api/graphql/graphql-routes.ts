@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GraphQLError } from 'graphql'
 import mercurius from 'mercurius'
 import { decideAccess, type Principal } from '../../domain/accounts/access.js'
-import { isAppError } from '../../shared/app-error.js'
-import type { ErrorCode } from '../../shared/error-codes.js'
-import { authenticate, presentedKey } from '../http/authentication.js'
+import { AppError, isAppError } from '../../shared/app-error.js'
+import { authenticate, countRequest, presentedKey } from '../http/authentication.js'
+import type { RateLimiter } from '../http/rate-limiter.js'
 import { httpStatusOf } from '../http/error-status.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
 import { isPublicRequest } from './public-operations.js'
@@ -22,7 +22,11 @@ declare module 'mercurius' {
  * Failures before execution answer like a GraphQL server (`errors[]`), with the HTTP status
  * RunPod's clients check: runpod-python raises its AuthenticationError on 401.
  */
-function sendGraphqlError(reply: FastifyReply, code: ErrorCode, message: string): FastifyReply {
+function sendGraphqlError(reply: FastifyReply, error: AppError): FastifyReply {
+  const { code, detail: message } = error
+  if (error.retryAfterSeconds !== undefined) {
+    reply.header('retry-after', String(error.retryAfterSeconds))
+  }
   return reply
     .code(httpStatusOf[code].status)
     .type('application/json')
@@ -72,7 +76,7 @@ function queryOf(request: FastifyRequest): [unknown, unknown] {
 /** `/graphql` (authenticated, but for the public catalog queries) and the `/graphiql` console (a page; its queries need a key). */
 export async function graphqlRoutes(
   app: FastifyInstance,
-  services: GraphqlServices,
+  services: GraphqlServices & { rateLimiter: RateLimiter },
 ): Promise<void> {
   app.get('/graphiql', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(GRAPHIQL_HTML),
@@ -93,13 +97,14 @@ export async function graphqlRoutes(
       }
       try {
         request.principal = await authenticate(services.accounts, request, 'bearer-or-query')
+        countRequest(services.rateLimiter, request.principal.accountId, reply)
+        // Mutations are checked for write permission one by one (resolvers.ts).
+        const access = decideAccess(request.principal, { write: false })
+        if (!access.allowed) throw new AppError('FORBIDDEN', access.detail)
       } catch (error) {
-        if (isAppError(error)) return sendGraphqlError(reply, error.code, error.detail)
+        if (isAppError(error)) return sendGraphqlError(reply, error)
         throw error
       }
-      // Mutations are checked for write permission one by one (resolvers.ts).
-      const access = decideAccess(request.principal, { write: false })
-      if (!access.allowed) return sendGraphqlError(reply, 'FORBIDDEN', access.detail)
     })
 
     await api.register(mercurius, {

@@ -17,7 +17,7 @@ export const DEFAULT_VOLUME_MOUNT_PATH = '/workspace'
 
 export type CloudType = 'ALL' | Cloud
 
-type Nullable<T> = { [K in keyof T]?: T[K] | null }
+export type Nullable<T> = { [K in keyof T]?: T[K] | null }
 
 /** The GraphQL common input fields (spec "GraphQL common input fields") and their companions. */
 export type CommonPodInput = Nullable<{
@@ -85,7 +85,7 @@ export function parsePorts(ports: string | null | undefined): string[] {
     .filter((p) => p !== '')
 }
 
-function envOf(env: CommonPodInput['env']): Record<string, string> {
+export function envOf(env: CommonPodInput['env']): Record<string, string> {
   const out: Record<string, string> = {}
   for (const entry of env ?? []) if (entry) out[entry.key] = entry.value ?? ''
   return out
@@ -95,7 +95,7 @@ const present = <T>(value: T | null | undefined): value is T =>
   value !== null && value !== undefined
 
 /** Collects `input.<field>: <problem>` lines, as REST lists `body.<field>: <problem>`. */
-class Problems {
+export class Problems {
   readonly lines: string[] = []
   add(field: string, problem: string): void {
     this.lines.push(`input.${field}: ${problem}`)
@@ -207,14 +207,12 @@ const INSTANCE_ID = /^([a-z0-9]+)-(\d+)-(\d+)$/
 export function parseInstanceId(
   instanceId: string,
   ramGbPerVcpu: (flavorId: string) => number | undefined,
+  field = 'instanceId',
 ): { flavorId: string; vcpuCount: number } {
   const match = INSTANCE_ID.exec(instanceId)
   const problems = new Problems()
   if (!match) {
-    problems.add(
-      'instanceId',
-      `"${instanceId}" is not <flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4`,
-    )
+    problems.add(field, `"${instanceId}" is not <flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4`)
     problems.throwIfAny()
   }
   const [, flavorId, vcpus, ram] = match!
@@ -227,10 +225,10 @@ export function parseInstanceId(
     )
   }
   if (!isValidVcpuCount(vcpuCount)) {
-    problems.add('instanceId', `${instanceId}: the vCPU count must be a power of two >= 2`)
+    problems.add(field, `${instanceId}: the vCPU count must be a power of two >= 2`)
   } else if (Number(ram) !== vcpuCount * perVcpu) {
     problems.add(
-      'instanceId',
+      field,
       `${instanceId}: a ${flavorId} instance with ${vcpuCount} vCPUs has ${vcpuCount * perVcpu} GB; use ${flavorId}-${vcpuCount}-${vcpuCount * perVcpu}`,
     )
   }

@@ -1,6 +1,7 @@
 import type { IResolvers, MercuriusContext } from 'mercurius'
 import { decideAccess } from '../../domain/accounts/access.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { CreditService } from '../../domain/billing/credit-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
 import type { Pod } from '../../domain/pods/pod.js'
@@ -9,9 +10,13 @@ import type { PodService } from '../../domain/pods/pod-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
+import type { Endpoint } from '../../domain/serverless/endpoint.js'
+import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
+import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError, isAppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { cpuTypeView, dataCenterView, gpuTypeView, serverlessGpuPoolsView } from './catalog-view.js'
+import { endpointDefinition, endpointView, type EndpointInput } from './endpoint-input.js'
 import { deployPod } from './pod-deploy.js'
 import {
   cpuDeployRequest,
@@ -26,11 +31,15 @@ import { templateView } from './template-view.js'
 
 export interface GraphqlServices {
   accounts: AccountService
+  credits: CreditService
   pods: PodService
   catalog: CatalogService
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  endpoints: EndpointService
+  /** Worker keys: `aiKey` is the endpoint's (`RUNPOD_AI_API_KEY` of its workers). */
+  workerKeys: WorkerKeyService
   clock: Clock
 }
 
@@ -87,7 +96,7 @@ const SPOT_NOT_OFFERED =
   'spot (interruptible) pods are not offered here: every pod is on-demand; use podFindAndDeployOnDemand to create one and podResume to start a stopped one'
 
 export function buildResolvers(services: GraphqlServices): IResolvers {
-  const { accounts, pods, catalog, templates, volumes, registries, clock } = services
+  const { accounts, pods, catalog, templates, volumes, registries, endpoints, clock } = services
   const view = (pod: Pod) =>
     podView(pod, {
       fleet: catalog.fleet,
@@ -105,6 +114,8 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       email: user.email,
       pods: async () => (await listed()).map(view),
       pubKey: async () => (await accounts.userSettings(accountId)).pubKey,
+      clientBalance: async () => (await services.credits.credit(accountId)).balance,
+      spendLimit: async () => (await services.credits.credit(accountId)).spendLimit,
       currentSpendPerHr: async () =>
         Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) / 10_000,
       networkVolumes: async () =>
@@ -115,8 +126,39 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
           dataCenterId: v.dataCenterId,
         })),
       podTemplates: async () => (await templates.list(accountId)).map(templateView),
+      endpoints: async () => (await endpoints.list(accountId)).map(endpointObject),
+      notifyPodsStale: false,
+      notifyPodsGeneral: false,
+      notifyLowBalance: false,
+      serverlessDiscount: null,
     }
   }
+
+  /** An endpoint with its volumes' data centers and its worker key loaded when selected. */
+  const endpointObject = (endpoint: Endpoint) => {
+    const volumesOf = async () =>
+      Promise.all(
+        endpoint.networkVolumes.map(async (id) => {
+          const volume = await volumes.get(endpoint.accountId, id)
+          return { id, networkVolumeId: id, dataCenterId: volume.dataCenterId }
+        }),
+      )
+    return {
+      ...endpointView(endpoint),
+      networkVolumeIds: volumesOf,
+      networkVolume: async () => (await volumesOf())[0] ?? null,
+      // A worker key lets its holder take the endpoint's jobs: only read-write keys see it.
+      aiKey: async (_args: unknown, { principal }: MercuriusContext) =>
+        decideAccess(principal, { write: true }).allowed
+          ? (await services.workerKeys.read(endpoint.accountId, endpoint.id)).workerKey
+          : null,
+    }
+  }
+  const definitionOf = (input: EndpointInput) =>
+    endpointDefinition(input, {
+      dataCenters: catalog.fleet.dataCenters,
+      ramGbPerVcpu: (id) => findCpuFlavor(id)?.ramGbPerVcpu,
+    })
 
   const registryView = (registry: { id: string; name: string }) => ({
     id: registry.id,
@@ -124,6 +166,35 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   })
 
   const mutations: Record<string, Resolver> = {
+    saveEndpoint: async (
+      _root,
+      { input: given }: { input?: EndpointInput | null },
+      { principal },
+    ) => {
+      const input = need(given)
+      const definition = definitionOf(input)
+      const saved = await asGraphqlInput(() =>
+        input.id
+          ? endpoints.replace(principal.accountId, input.id, definition)
+          : endpoints.create(principal.accountId, definition),
+      )
+      return endpointObject(saved)
+    },
+
+    updateEndpointTemplate: async (
+      _root,
+      { input }: { input?: { endpointId: string; templateId: string } | null },
+      { principal },
+    ) => {
+      const { endpointId, templateId } = need(input)
+      return endpointObject(await endpoints.update(principal.accountId, endpointId, { templateId }))
+    },
+
+    deleteEndpoint: async (_root, { id }: { id?: string | null }, { principal }) => {
+      await endpoints.delete(principal.accountId, need(id))
+      return true
+    },
+
     podFindAndDeployOnDemand: async (
       _root,
       { input }: { input?: GpuPodInput | null },
@@ -137,7 +208,15 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
 
     podResume: async (
       _root,
-      { input: given }: { input?: { podId: string; gpuCount?: number | null } | null },
+      {
+        input: given,
+      }: {
+        input?: {
+          podId: string
+          gpuCount?: number | null
+          allowedCudaVersions?: Array<string | null> | null
+        } | null
+      },
       { principal },
     ) => {
       const input = need(given)
@@ -149,7 +228,8 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
           `pod ${pod.id} has ${gpuCount} GPUs and a pod's GPU count is fixed at create: resume it with gpuCount ${gpuCount}, or create a new pod`,
         )
       }
-      return view(await pods.act(principal.accountId, input.podId, 'start'))
+      const cudaVersions = (input.allowedCudaVersions ?? []).filter((v): v is string => !!v)
+      return view(await pods.act(principal.accountId, input.podId, 'start', { cudaVersions }))
     },
 
     podStop: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>

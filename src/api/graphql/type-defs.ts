@@ -56,6 +56,12 @@ export const typeDefs = /* GraphQL */ `
     deleteRegistryAuth(registryAuthId: String): Boolean
     "Set the caller's SSH public keys (authorized_keys text)."
     updateUserSettings(input: UpdateUserSettingsInput): Myself
+    "Create a serverless endpoint (no id), or replace the caller's endpoint with this id whole: fields left out take their defaults."
+    saveEndpoint(input: EndpointInput): Endpoint
+    "Point an endpoint at another template; its workers move to the new version."
+    updateEndpointTemplate(input: UpdateEndpointTemplateInput): Endpoint
+    "Delete the caller's endpoint with its jobs. Returns true."
+    deleteEndpoint(id: String): Boolean
   }
 
   type Myself {
@@ -67,9 +73,148 @@ export const typeDefs = /* GraphQL */ `
     pubKey: String
     "Sum of costPerHr over the account's pods, USD per hour."
     currentSpendPerHr: Float!
+    "The account's credit balance, USD (docs/billing.md)."
+    clientBalance: Float!
+    "The most the account's running resources may cost, USD per hour."
+    spendLimit: Float!
     networkVolumes: [NetworkVolume!]!
     "The account's own templates."
     podTemplates: [PodTemplate!]!
+    "The account's serverless endpoints."
+    endpoints: [Endpoint!]!
+    "Notifications are not sent by podyard: always false."
+    notifyPodsStale: Boolean!
+    "Notifications are not sent by podyard: always false."
+    notifyPodsGeneral: Boolean!
+    "Notifications are not sent by podyard: always false."
+    notifyLowBalance: Boolean!
+    "No serverless discounts exist here: always null."
+    serverlessDiscount: ServerlessDiscount
+  }
+
+  type ServerlessDiscount {
+    discountFactor: Float
+    type: String
+    expirationDate: String
+  }
+
+  type Endpoint {
+    id: String!
+    name: String!
+    "The owning account's id."
+    userId: String!
+    "Always QB (queue-based)."
+    type: String!
+    "The template the container was taken from; null when the endpoint was saved with an inline template."
+    templateId: String
+    "GPU or CPU."
+    computeType: String!
+    "Pools, then -<GPU type id> for each excluded type (null for CPU endpoints)."
+    gpuIds: String
+    gpuCount: Int!
+    "CPU endpoints: <flavor>-<vcpus>-<ramGb> per flavor."
+    instanceIds: [String!]!
+    "Comma-separated CUDA versions a worker's host must have; empty for any."
+    allowedCudaVersions: String!
+    minCudaVersion: String
+    "The first network volume, or null."
+    networkVolumeId: String
+    networkVolume: EndpointNetworkVolume
+    networkVolumeIds: [EndpointNetworkVolume!]!
+    "Comma-separated data center ids; empty for any."
+    locations: String!
+    "Seconds an idle worker is kept."
+    idleTimeout: Int!
+    "QUEUE_DELAY or REQUEST_COUNT."
+    scalerType: String!
+    "Seconds (QUEUE_DELAY, rounded up) or requests per worker (REQUEST_COUNT)."
+    scalerValue: Int!
+    workersMin: Int!
+    workersMax: Int!
+    "The workers kept running while idle: workersMin."
+    workersStandby: Int!
+    executionTimeoutMs: Int!
+    flashBootType: FlashBootType!
+    "Always empty."
+    modelReferences: [String!]!
+    "Moves on when a change reaches the workers (image, env, compute, volumes)."
+    version: Int!
+    env: [EnvironmentVariable!]!
+    createdAt: String!
+    "The endpoint's worker key (RUNPOD_AI_API_KEY of its workers); only its owner reads it."
+    aiKey: String
+  }
+
+  type EndpointNetworkVolume {
+    "Also under this name, for clients that select networkVolume { id }."
+    id: String!
+    networkVolumeId: String!
+    dataCenterId: String!
+  }
+
+  enum FlashBootType {
+    OFF
+    FLASHBOOT
+    PRIORITY_FLASHBOOT
+  }
+
+  enum EndpointKind {
+    QB
+    LB
+  }
+
+  input EndpointTemplateInput {
+    name: String
+    imageName: String
+    containerDiskInGb: Int
+    dockerArgs: String
+    env: [EnvironmentVariableInput]
+  }
+
+  input EndpointNetworkVolumeInput {
+    networkVolumeId: String
+  }
+
+  input EndpointInput {
+    "With an id: replace that endpoint whole."
+    id: String
+    name: String
+    templateId: String
+    "An inline container instead of templateId."
+    template: EndpointTemplateInput
+    "Not offered here: an error when given."
+    hubReleaseId: String
+    "Comma list: pool ids (AMPERE_16), GPU type ids, -<GPU type id> to exclude. Default AMPERE_16."
+    gpuIds: String
+    gpuCount: Int
+    "CPU endpoints: <flavor>-<vcpus>-<ramGb> (cpu3c-2-4); instead of gpuIds."
+    instanceIds: [String]
+    workersMin: Int
+    workersMax: Int
+    "Accepted; the minimum workers are the standby ones."
+    workersStandby: Int
+    "Comma list of data center ids or prefixes of them (US, EU-RO); empty for any."
+    locations: String
+    networkVolumeId: String
+    networkVolumeIds: [EndpointNetworkVolumeInput]
+    idleTimeout: Int
+    "QUEUE_DELAY or REQUEST_COUNT."
+    scalerType: String
+    scalerValue: Int
+    executionTimeoutMs: Int
+    minCudaVersion: String
+    "CUDA versions; each item may be a comma list."
+    allowedCudaVersions: [String]
+    flashBootType: FlashBootType
+    "Not supported: an error when not empty."
+    modelReferences: [String]
+    "QB only."
+    type: EndpointKind
+  }
+
+  input UpdateEndpointTemplateInput {
+    endpointId: String!
+    templateId: String!
   }
 
   type NetworkVolume {
@@ -412,7 +557,7 @@ export const typeDefs = /* GraphQL */ `
     podId: String!
     "Must equal the pod's GPU count when given: a pod's GPU count is fixed at create."
     gpuCount: Int
-    "Accepted and not applied: the pod restarts under the constraints it was created with."
+    "CUDA versions the host must have when a stopped pod is placed again; they replace the pod's CUDA constraint."
     allowedCudaVersions: [String]
   }
 

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { authFailureDetail, decideAccess, type Principal } from '../../domain/accounts/access.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import { isWorkerKey, WORKER_KEY_ELSEWHERE_DETAIL } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
 import { rateLimitHeader, rateLimitPolicyHeader, type RateLimiter } from './rate-limiter.js'
 
@@ -46,6 +47,10 @@ export async function authenticate(
 ): Promise<Principal> {
   const key = presentedKey(request, source)
   if (key === null) throw new AppError('UNAUTHENTICATED', authFailureDetail.malformed)
+  // Worker keys are checked by the worker routes alone; anywhere else they are no API key.
+  if (key !== undefined && isWorkerKey(key)) {
+    throw new AppError('UNAUTHENTICATED', WORKER_KEY_ELSEWHERE_DETAIL)
+  }
   const result = await accounts.authenticate(key)
   if (!result.ok) throw new AppError('UNAUTHENTICATED', authFailureDetail[result.reason])
   return result.principal
@@ -61,21 +66,29 @@ export interface GuardOptions {
  * (and no rate-limit headers); an authenticated one is counted and always sees RateLimit
  * headers, then gets 429 if over quota, then 403 if the key lacks the permission.
  */
+/**
+ * Counts one request of the account: sets the RateLimit headers and throws RATE_LIMITED (with
+ * its Retry-After) when a window is exhausted. REST and GraphQL share the account's windows.
+ */
+export function countRequest(rateLimiter: RateLimiter, accountId: string, reply: FastifyReply) {
+  const decision = rateLimiter.consume(accountId)
+  reply.header('ratelimit', rateLimitHeader(decision.windows))
+  reply.header('ratelimit-policy', rateLimitPolicyHeader(decision.windows))
+  if (!decision.allowed && decision.exhausted) {
+    const w = decision.exhausted
+    throw new AppError(
+      'RATE_LIMITED',
+      `rate limit exceeded for the ${w.name} window (${w.quota} requests per ${w.windowSeconds} s); retry in ${w.resetSeconds} s`,
+      { retryAfterSeconds: w.resetSeconds },
+    )
+  }
+}
+
 export function restGuard({ accounts, rateLimiter }: GuardOptions) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const principal = await authenticate(accounts, request, 'bearer')
     request.principal = principal
-    const decision = rateLimiter.consume(principal.accountId)
-    reply.header('ratelimit', rateLimitHeader(decision.windows))
-    reply.header('ratelimit-policy', rateLimitPolicyHeader(decision.windows))
-    if (!decision.allowed && decision.exhausted) {
-      const w = decision.exhausted
-      throw new AppError(
-        'RATE_LIMITED',
-        `rate limit exceeded for the ${w.name} window (${w.quota} requests per ${w.windowSeconds} s); retry in ${w.resetSeconds} s`,
-        { retryAfterSeconds: w.resetSeconds },
-      )
-    }
+    countRequest(rateLimiter, principal.accountId, reply)
     const access = decideAccess(principal, { write: !['GET', 'HEAD'].includes(request.method) })
     if (!access.allowed) throw new AppError('FORBIDDEN', access.detail)
   }

@@ -10,6 +10,7 @@ import { AppError } from '../../shared/app-error.js'
  */
 export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set([
   'account',
+  'admin',
   'billing',
   'catalog',
   'clusters',

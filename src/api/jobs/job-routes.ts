@@ -1,16 +1,25 @@
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { EndpointView } from '../../domain/serverless/endpoint.js'
 import type { JobService } from '../../domain/serverless/job-service.js'
+import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
+import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { authenticate, principalOf } from '../http/authentication.js'
 import { acceptAnyBodyAsText, intQuery, jsonBody, refuseReservedSegments } from './http-support.js'
+import { JobLimiter, limitExceeded } from './job-limiter.js'
 import { jobBody, requestLine } from './job-view.js'
+import { openaiRoutes } from './openai-routes.js'
 
 export interface JobRoutesDeps {
   accounts: AccountService
   jobs: JobService
   clock: Clock
+  /** Rate and concurrency limits per endpoint and operation; default: the spec's table. */
+  limiter?: JobLimiter
+  /** The endpoint's running workers, which raise its limits (0 when not given). */
+  runningWorkers?: (endpointId: string) => number
 }
 
 /** `?wait=` of /runsync and /status-sync (wire-compat §4.1): default 90 s, 1 s to 5 min. */
@@ -19,6 +28,10 @@ export const SYNC_WAIT = { min: 1_000, max: 300_000, default: 90_000 }
 export const STREAM_WAIT_MS = 2_000
 /** Body limits of wire-compat §4.1 ("Payload limits"); /runsync has the app's 20 MB. */
 export const RUN_BODY_LIMIT = 10 * 1024 * 1024
+export const RUNSYNC_BODY_LIMIT = 20 * 1024 * 1024
+
+const megabytes = (bytes: number) =>
+  bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes} bytes`
 
 const EndpointParams = Type.Object({ endpointId: Type.String() })
 const JobParams = Type.Object({ endpointId: Type.String(), jobId: Type.String() })
@@ -41,6 +54,39 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
   const endpointOf = (request: EndpointReq, write: boolean) =>
     jobs.endpointFor(principalOf(request), request.params.endpointId, write)
   const now = () => clock.now()
+  const limiter = deps.limiter ?? new JobLimiter({ clock })
+  const runningWorkers = deps.runningWorkers ?? (() => 0)
+  /**
+   * Runs `handle` once the request is within the endpoint's limits for `operation` (spec
+   * "Limits > Serverless"): 429 with Retry-After otherwise. Unknown or foreign endpoints are
+   * 404 before anything is counted.
+   */
+  const limited = async <T>(
+    request: EndpointReq,
+    operation: LimitedOperation,
+    write: boolean,
+    handle: (endpoint: EndpointView) => Promise<T>,
+  ): Promise<T> => {
+    const endpoint = await endpointOf(request, write)
+    const decision = limiter.admit(endpoint.id, operation, runningWorkers(endpoint.id))
+    if (!decision.allowed) throw limitExceeded(endpoint.id, decision)
+    try {
+      return await handle(endpoint)
+    } finally {
+      decision.release()
+    }
+  }
+
+  // Fastify's 413 names no limit; a client should learn which one it crossed.
+  app.setErrorHandler(async (error: FastifyError, request) => {
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error
+    const limit = request.routeOptions.bodyLimit ?? RUNSYNC_BODY_LIMIT
+    const path = (request.routeOptions.url ?? '').replace(/^.*\/:endpointId/, '')
+    throw new AppError(
+      'PAYLOAD_TOO_LARGE',
+      `the request body is larger than the ${megabytes(limit)} limit of ${path || 'this route'}`,
+    )
+  })
 
   app.post(
     '/:endpointId/run',
@@ -48,16 +94,17 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
       bodyLimit: RUN_BODY_LIMIT,
       schema: { tags, operationId: 'runJob', summary: 'Queue a job', params: EndpointParams },
     },
-    async (request: EndpointReq) => {
-      const endpoint = await endpointOf(request, true)
-      const job = await jobs.submit(endpoint, jsonBody(request), false)
-      return { id: job.id, status: job.status }
-    },
+    async (request: EndpointReq) =>
+      limited(request, 'run', true, async (endpoint) => {
+        const job = await jobs.submit(endpoint, jsonBody(request), false)
+        return { id: job.id, status: job.status }
+      }),
   )
 
   app.post(
     '/:endpointId/runsync',
     {
+      bodyLimit: RUNSYNC_BODY_LIMIT,
       schema: {
         tags,
         operationId: 'runJobSync',
@@ -67,19 +114,20 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     },
     async (request: EndpointReq) => {
       const wait = intQuery(request, 'wait', SYNC_WAIT)
-      const endpoint = await endpointOf(request, true)
-      const submitted = await jobs.submit(endpoint, jsonBody(request), true)
-      const job = await jobs.waitForEnd(endpoint.id, submitted.id, wait)
-      return job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS'
-        ? { id: job.id, status: job.status }
-        : jobBody(job, now())
+      return limited(request, 'runsync', true, async (endpoint) => {
+        const submitted = await jobs.submit(endpoint, jsonBody(request), true)
+        const job = await jobs.waitForEnd(endpoint.id, submitted.id, wait)
+        return job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS'
+          ? { id: job.id, status: job.status }
+          : jobBody(job, now())
+      })
     },
   )
 
-  const status = async (request: JobReq) => {
-    const endpoint = await endpointOf(request, false)
-    return jobBody(await jobs.get(endpoint.id, request.params.jobId), now())
-  }
+  const status = async (request: JobReq) =>
+    limited(request, 'status', false, async (endpoint) =>
+      jobBody(await jobs.get(endpoint.id, request.params.jobId), now()),
+    )
   for (const method of ['GET', 'POST'] as const) {
     app.route({
       method,
@@ -106,16 +154,17 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     },
     async (request: JobReq) => {
       const wait = intQuery(request, 'wait', SYNC_WAIT)
-      const endpoint = await endpointOf(request, false)
-      return jobBody(await jobs.waitForEnd(endpoint.id, request.params.jobId, wait), now())
+      return limited(request, 'status', false, async (endpoint) =>
+        jobBody(await jobs.waitForEnd(endpoint.id, request.params.jobId, wait), now()),
+      )
     },
   )
 
-  const stream = async (request: JobReq) => {
-    const endpoint = await endpointOf(request, false)
-    const read = await jobs.readStream(endpoint.id, request.params.jobId, STREAM_WAIT_MS)
-    return { status: read.status, stream: read.chunks.map((c) => ({ output: c.output })) }
-  }
+  const stream = async (request: JobReq) =>
+    limited(request, 'stream', false, async (endpoint) => {
+      const read = await jobs.readStream(endpoint.id, request.params.jobId, STREAM_WAIT_MS)
+      return { status: read.status, stream: read.chunks.map((c) => ({ output: c.output })) }
+    })
   for (const method of ['GET', 'POST'] as const) {
     app.route({
       method,
@@ -135,8 +184,9 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     { schema: { tags, operationId: 'cancelJob', summary: 'Cancel a job', params: JobParams } },
     async (request: JobReq) => {
       jsonBody(request)
-      const endpoint = await endpointOf(request, true)
-      return jobBody(await jobs.cancel(endpoint.id, request.params.jobId), now())
+      return limited(request, 'cancel', true, async (endpoint) =>
+        jobBody(await jobs.cancel(endpoint.id, request.params.jobId), now()),
+      )
     },
   )
 
@@ -170,8 +220,10 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     },
     async (request: EndpointReq) => {
       jsonBody(request)
-      const endpoint = await endpointOf(request, true)
-      return { removed: await jobs.purgeQueue(endpoint.id), status: 'completed' }
+      return limited(request, 'purge-queue', true, async (endpoint) => ({
+        removed: await jobs.purgeQueue(endpoint.id),
+        status: 'completed',
+      }))
     },
   )
 
@@ -204,15 +256,20 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     async (request: EndpointReq) => {
       const page = intQuery(request, 'page', { min: 1, max: 1_000_000, default: 1 })
       const pageSize = intQuery(request, 'pageSize', { min: 1, max: 500, default: 50 })
-      const endpoint = await endpointOf(request, false)
-      const result = await jobs.requests(endpoint.id, page, pageSize)
-      const at = now()
-      return {
-        requests: result.jobs.map((job) => requestLine(job, at)),
-        page: result.page,
-        pageSize: result.pageSize,
-        total: result.total,
-      }
+      return limited(request, 'requests', false, async (endpoint) => {
+        const result = await jobs.requests(endpoint.id, page, pageSize)
+        const at = now()
+        return {
+          requests: result.jobs.map((job) => requestLine(job, at)),
+          page: result.page,
+          pageSize: result.pageSize,
+          total: result.total,
+        }
+      })
     },
   )
+
+  // `/openai/v1/*`: a child plugin, so it shares this plugin's hooks (authentication, reserved
+  // segments) and limiter but answers errors in OpenAI's shape.
+  await app.register(openaiRoutes, { jobs, limiter, runningWorkers })
 }

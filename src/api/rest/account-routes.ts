@@ -3,6 +3,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { ApiKey } from '../../domain/accounts/account.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { CreditService } from '../../domain/billing/credit-service.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { ProblemSchema } from './problem-schema.js'
@@ -50,6 +51,8 @@ const AccountSchema = Type.Object({
   email: Type.String(),
   role: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
+  balance: Type.Number({ description: 'credit balance, USD' }),
+  spendLimit: Type.Number({ description: 'USD per hour' }),
 })
 
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 429: ProblemSchema }
@@ -71,7 +74,7 @@ function apiKeyView(key: ApiKey): Static<typeof ApiKeySchema> {
 /** The caller's own account and its API keys (keys are shown once, at creation). */
 export async function accountRoutes(
   app: FastifyInstance,
-  { accounts }: { accounts: AccountService },
+  { accounts, credits }: { accounts: AccountService; credits: CreditService },
 ): Promise<void> {
   app.get(
     '/account',
@@ -87,8 +90,42 @@ export async function accountRoutes(
       const account = await accounts.findAccount(accountId)
       const user = await accounts.primaryUser(accountId)
       if (!account || !user) throw new AppError('NOT_FOUND', 'account not found')
-      return { ...account, email: user.email }
+      const { balance, spendLimit } = await credits.credit(accountId)
+      return { ...account, email: user.email, balance, spendLimit }
     },
+  )
+
+  const SshKeys = Type.Object(
+    { keys: Type.Array(Type.String({ minLength: 1, maxLength: 16_384 }), { maxItems: 100 }) },
+    { additionalProperties: false },
+  )
+  app.get(
+    '/account/ssh-keys',
+    {
+      schema: {
+        tags: ['Account'],
+        operationId: 'listSshKeys',
+        summary: 'SSH public keys put into every pod as PUBLIC_KEY',
+        response: { 200: SshKeys, ...errors },
+      },
+    },
+    async (request) => ({ keys: await accounts.sshKeys(principalOf(request).accountId) }),
+  )
+
+  app.put<{ Body: Static<typeof SshKeys> }>(
+    '/account/ssh-keys',
+    {
+      schema: {
+        tags: ['Account'],
+        operationId: 'replaceSshKeys',
+        summary: 'Replace the set of SSH public keys',
+        body: SshKeys,
+        response: { 200: SshKeys, 400: ProblemSchema, 422: ProblemSchema, ...errors },
+      },
+    },
+    async (request) => ({
+      keys: await accounts.replaceSshKeys(principalOf(request).accountId, request.body.keys),
+    }),
   )
 
   app.get(

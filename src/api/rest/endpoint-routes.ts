@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
 import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
+import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields } from './container-schemas.js'
@@ -16,6 +17,28 @@ import { ProblemSchema } from './problem-schema.js'
 const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const writeErrors = { ...errors, 400: ProblemSchema, 422: ProblemSchema }
+
+const WorkerKeySchema = Type.Object({
+  endpointId: Type.String(),
+  workerKey: Type.String({
+    description:
+      'Sent raw in Authorization by the endpoint workers (RUNPOD_AI_API_KEY); valid only on the worker protocol of this endpoint',
+  }),
+  generation: Type.Integer({ minimum: 1, description: 'Rotation adds one' }),
+})
+
+/**
+ * A worker key lets its holder take the endpoint's jobs, read their inputs and post results:
+ * more than a read-only key may do, so reading one needs a read-write key too.
+ */
+function requireReadWrite(request: FastifyRequest): void {
+  if (principalOf(request).key.permission !== 'READ_WRITE') {
+    throw new AppError(
+      'FORBIDDEN',
+      'reading or rotating a worker key needs a read-write API key: the worker key lets its holder take and answer the endpoint jobs',
+    )
+  }
+}
 
 /** Ports, env names and vCPU powers of two: JSON Schema cannot say them (422 like the schema). */
 function checkEndpointFields(body: UpdateEndpointBody): void {
@@ -42,7 +65,7 @@ function checkEndpointFields(body: UpdateEndpointBody): void {
 /** Serverless endpoint definitions: `/v2/serverless` (wire-compat §3.2). */
 export async function endpointRoutes(
   app: FastifyInstance,
-  { endpoints }: { endpoints: EndpointService },
+  { endpoints, workerKeys }: { endpoints: EndpointService; workerKeys: WorkerKeyService },
 ): Promise<void> {
   app.get(
     '/serverless',
@@ -121,6 +144,41 @@ export async function endpointRoutes(
     async (request, reply) => {
       await endpoints.delete(principalOf(request).accountId, request.params.id)
       return reply.code(204).send()
+    },
+  )
+
+  // Never a field of the endpoint: list and get responses must not carry a secret.
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/serverless/:id/worker-key',
+    {
+      schema: {
+        tags: ['Serverless'],
+        operationId: 'getEndpointWorkerKey',
+        summary: 'The endpoint worker key (read-write keys only)',
+        params: IdParams,
+        response: { 200: WorkerKeySchema, ...errors },
+      },
+    },
+    async (request) => {
+      requireReadWrite(request)
+      return workerKeys.read(principalOf(request).accountId, request.params.id)
+    },
+  )
+
+  app.post<{ Params: Static<typeof IdParams> }>(
+    '/serverless/:id/worker-key/rotate',
+    {
+      schema: {
+        tags: ['Serverless'],
+        operationId: 'rotateEndpointWorkerKey',
+        summary: 'A new worker key; the old one stops working at once',
+        params: IdParams,
+        response: { 200: WorkerKeySchema, ...errors },
+      },
+    },
+    async (request) => {
+      requireReadWrite(request)
+      return workerKeys.rotate(principalOf(request).accountId, request.params.id)
     },
   )
 }

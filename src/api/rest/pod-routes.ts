@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import {
   POD_STATUSES,
   type Pod,
@@ -8,10 +8,10 @@ import {
 } from '../../domain/pods/pod.js'
 import { actionsFor, costOf, INTERNAL_DOMAIN } from '../../domain/pods/pod-rules.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
-import type { PodLogLine } from '../../domain/pods/ports.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields } from './container-schemas.js'
+import { sendLogStream } from './log-stream.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CreatePodBody,
@@ -64,20 +64,6 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     startedAt: pod.startedAt,
   }
 }
-
-function sseEvent(line: PodLogLine, source: string): string {
-  return `id: ${line.ts}/${line.seq}\ndata: ${JSON.stringify({ ts: line.ts, source, line: line.line })}\n\n`
-}
-
-/** `Last-Event-ID: <ts>/<seq>` (or a bare seq) -> seq. */
-function lastSeqOf(request: FastifyRequest): number | undefined {
-  const header = request.headers['last-event-id']
-  if (typeof header !== 'string' || header === '') return undefined
-  const seq = Number(header.split('/').pop())
-  return Number.isInteger(seq) && seq >= 0 ? seq : undefined
-}
-
-const KEEPALIVE_MS = 15_000
 
 export async function podRoutes(
   app: FastifyInstance,
@@ -213,45 +199,11 @@ export async function podRoutes(
     async (request, reply: FastifyReply) => {
       const pod = await pods.get(principalOf(request).accountId, request.params.id)
       const source = request.query.source ?? 'container'
-      const lastSeq = lastSeqOf(request)
-      const history = await pods.readLogs(pod, source, {
-        ...(lastSeq !== undefined ? { afterSeq: lastSeq } : { tail: request.query.tail ?? 100 }),
-        ...(request.query.since ? { since: new Date(request.query.since).toISOString() } : {}),
+      await sendLogStream(request, reply, request.query, {
+        source,
+        read: (query) => pods.readLogs(pod, source, query),
+        follow: (afterSeq, signal) => pods.followLogs(pod, source, afterSeq, signal),
       })
-
-      const abort = new AbortController()
-      request.raw.on('close', () => abort.abort())
-      reply.hijack()
-      const out = reply.raw
-      out.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        ...Object.fromEntries(
-          ['ratelimit', 'ratelimit-policy'].flatMap((h) => {
-            const value = reply.getHeader(h)
-            return value === undefined ? [] : [[h, String(value)]]
-          }),
-        ),
-      })
-      let last = lastSeq ?? 0
-      for (const line of history) {
-        out.write(sseEvent(line, source))
-        last = line.seq
-      }
-      if (request.query.follow === false) return void out.end()
-      const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
-      try {
-        for await (const line of pods.followLogs(pod, source, last, abort.signal)) {
-          out.write(sseEvent(line, source))
-        }
-      } catch (error) {
-        if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
-      } finally {
-        clearInterval(keepalive)
-        out.end()
-      }
     },
   )
 }

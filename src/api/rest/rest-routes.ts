@@ -1,40 +1,54 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { CreditService } from '../../domain/billing/credit-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
 import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
+import type { WebhookService } from '../../domain/serverless/webhook-service.js'
+import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
+import type { WorkerService } from '../../domain/serverless/worker-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
 import { restGuard } from '../http/authentication.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
+import { adminRoutes } from './admin-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
+import { workerListRoutes } from './worker-list-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
 import { templateRoutes } from './template-routes.js'
 import { volumeRoutes } from './volume-routes.js'
+import { webhookRoutes } from './webhook-routes.js'
 
 export interface RestDeps {
   accounts: AccountService
+  credits: CreditService
   catalog: CatalogService
   pods: PodService
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
   endpoints: EndpointService
+  webhooks: WebhookService
+  workerKeys: WorkerKeyService
+  workers: WorkerService
   rateLimiter: RateLimiter
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
 export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<void> {
   app.addHook('onRequest', restGuard(deps))
-  await app.register(accountRoutes, { accounts: deps.accounts })
+  await app.register(accountRoutes, { accounts: deps.accounts, credits: deps.credits })
+  await app.register(adminRoutes, { credits: deps.credits })
   await app.register(catalogRoutes, { catalog: deps.catalog })
   await app.register(podRoutes, { pods: deps.pods })
   await app.register(templateRoutes, { templates: deps.templates })
   await app.register(volumeRoutes, { volumes: deps.volumes })
   await app.register(registryRoutes, { registries: deps.registries })
-  await app.register(endpointRoutes, { endpoints: deps.endpoints })
+  await app.register(webhookRoutes, { webhooks: deps.webhooks })
+  await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
+  await app.register(workerListRoutes, { workers: deps.workers })
 }

@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { Job } from '../../domain/serverless/job.js'
 import { parseDoneReport, type JobService } from '../../domain/serverless/job-service.js'
+import { isWorkerKey, type WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
-import { authenticate, principalOf } from '../http/authentication.js'
+import { authenticate, presentedKey } from '../http/authentication.js'
 import {
   acceptAnyBodyAsText,
   intQuery,
@@ -15,6 +16,7 @@ import {
 export interface WorkerRoutesDeps {
   accounts: AccountService
   jobs: JobService
+  workerKeys: WorkerKeyService
 }
 
 /**
@@ -27,9 +29,23 @@ export const WORKER_WAIT = { min: 0, max: 60_000, default: 20_000 }
 export const MAX_BATCH_SIZE = 100
 
 type WorkerReq = FastifyRequest<{ Params: { endpointId: string; workerId: string } }>
+
 type WorkerJobReq = FastifyRequest<{
   Params: { endpointId: string; workerId: string; jobId: string }
 }>
+
+/**
+ * Aborted when the client hangs up before its answer is sent (a worker stopping mid long poll),
+ * including before the handler ran (during authentication).
+ */
+function hangUpSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  if (reply.raw.destroyed) controller.abort()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
 
 /** The worker's view of a job (wire-compat §5.4): only these keys reach the handler. */
 function workerJob(job: Job) {
@@ -46,6 +62,30 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * Who may call the worker routes of `endpointId` (docs/job-api.md, "Worker keys"): the
+ * endpoint's worker key (401 when rotated or malformed, 403 when it is another endpoint's), or
+ * an API key of the endpoint's account that may write to it (401, 404, 403 as for the job API).
+ * Resolves to the endpoint's id.
+ */
+async function authorizeWorker(
+  deps: WorkerRoutesDeps,
+  request: FastifyRequest,
+  endpointId: string,
+): Promise<string> {
+  const key = presentedKey(request, 'bearer-or-raw')
+  if (typeof key === 'string' && isWorkerKey(key)) {
+    const check = await deps.workerKeys.check(key, endpointId)
+    if (check.ok) return check.endpointId
+    throw new AppError(
+      check.reason === 'other-endpoint' ? 'FORBIDDEN' : 'UNAUTHENTICATED',
+      check.detail,
+    )
+  }
+  const principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
+  return (await deps.jobs.endpointFor(principal, endpointId, true)).id
+}
+
+/**
  * The worker protocol runpod-python's `runpod.serverless.start` speaks (wire-compat §5;
  * docs/job-api.md). Workers send the key raw in `Authorization`; Bearer is accepted too.
  * Hidden from the OpenAPI document: it is for workers, not API users.
@@ -54,11 +94,18 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
   const { jobs } = deps
   acceptAnyBodyAsText(app)
   app.addHook('onRequest', refuseReservedSegments)
+  // The endpoint each request was authorized for (set by the onRequest hook below).
+  const authorized = new WeakMap<FastifyRequest, string>()
   app.addHook('onRequest', async (request) => {
-    request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
+    const { endpointId } = request.params as { endpointId?: string }
+    if (endpointId === undefined) return
+    authorized.set(request, await authorizeWorker(deps, request, endpointId))
   })
-  const endpointOf = async (request: WorkerReq) =>
-    (await jobs.endpointFor(principalOf(request), request.params.endpointId, true)).id
+  const endpointOf = async (request: WorkerReq) => {
+    const endpointId = authorized.get(request)
+    if (endpointId === undefined) throw new Error(`worker route ${request.url} was not authorized`)
+    return endpointId
+  }
   const schema = { hide: true }
   const jobInProgress = (request: FastifyRequest) => stringQuery(request, 'job_in_progress') === '1'
 
@@ -69,6 +116,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
       max: 1,
       waitMs,
       jobInProgress: jobInProgress(request),
+      signal: hangUpSignal(reply),
     })
     if (job === undefined) return reply.code(204).send()
     return workerJob(job)
@@ -89,6 +137,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         max: Math.min(batchSize, MAX_BATCH_SIZE),
         waitMs,
         jobInProgress: jobInProgress(request),
+        signal: hangUpSignal(reply),
       })
       if (taken.length === 0) return reply.code(204).send()
       return taken.map(workerJob)
@@ -132,7 +181,12 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
   app.get('/:endpointId/job-stop/:workerId', { schema }, async (request: WorkerReq, reply) => {
     const waitMs = intQuery(request, 'wait', WORKER_WAIT)
     const endpointId = await endpointOf(request)
-    const jobsToStop = await jobs.stops(endpointId, request.params.workerId, waitMs)
+    const jobsToStop = await jobs.stops(
+      endpointId,
+      request.params.workerId,
+      waitMs,
+      hangUpSignal(reply),
+    )
     if (jobsToStop.length === 0) return reply.code(204).send()
     return { jobsToStop }
   })

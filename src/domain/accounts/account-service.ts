@@ -16,6 +16,15 @@ import type { AccountRepo, ApiKeyRepo } from './ports.js'
 
 /** Writing last-used on every request would turn every read into a write; once a minute is enough. */
 const LAST_USED_RESOLUTION_MS = 60_000
+/**
+ * How long a key that authenticated is trusted without reading the store again. Every request
+ * of the job API and the worker protocol authenticates, and the two lookups cost more than the
+ * job itself (bench/README.md). A key revoked through this process is forgotten at once; one
+ * revoked elsewhere (another replica, `podyard keys revoke` on the store) stops working within
+ * this. Expiry is checked on every request.
+ */
+export const AUTH_CACHE_TTL_MS = 2_000
+const AUTH_CACHE_MAX_KEYS = 10_000
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/
 
 /**
@@ -137,6 +146,43 @@ export class AccountService {
     return next
   }
 
+  /** The SSH public keys of `pubKey`, one per key line (REST `GET /v2/account/ssh-keys`). */
+  async sshKeys(accountId: string): Promise<string[]> {
+    const { pubKey } = await this.userSettings(accountId)
+    return (pubKey ?? '')
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'))
+  }
+
+  /** Replaces the set of SSH keys (REST `PUT /v2/account/ssh-keys`); an empty set clears it. */
+  async replaceSshKeys(accountId: string, keys: string[]): Promise<string[]> {
+    const problems = keys.flatMap((key, index) =>
+      // wire-compat §3.2: a key starts with its type (`^(ssh|ecdsa|sk)-`), no options.
+      /^(ssh|ecdsa|sk)-/.test(key.trim()) &&
+      SSH_KEY_LINE.test(key.trim()) &&
+      !/[\r\n]/.test(key.trim())
+        ? []
+        : [
+            `body.keys.${index}: is not an SSH public key (<type> <base64> [comment], e.g. ssh-ed25519 AAAA... me@laptop)`,
+          ],
+    )
+    if (problems.length > 0) {
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `the request failed validation: ${problems.join('; ')}`,
+        {
+          errors: problems,
+        },
+      )
+    }
+    const unique = [...new Set(keys.map((key) => key.trim()))]
+    await this.updateUserSettings(accountId, {
+      pubKey: unique.length > 0 ? unique.join('\n') : null,
+    })
+    return unique
+  }
+
   private async userOf(accountId: string): Promise<User> {
     const user = await this.accounts.primaryUser(accountId)
     if (!user) throw new AppError('NOT_FOUND', `account ${accountId} not found`)
@@ -203,31 +249,52 @@ export class AccountService {
     if (key.revokedAt) return key
     const at = this.clock.now().toISOString()
     await this.keys.revoke(id, at)
+    for (const [hash, cached] of this.authCache) {
+      if (cached.key.id === id) this.authCache.delete(hash)
+    }
     return { ...key, revokedAt: at }
   }
+
+  /** A key that authenticated within AUTH_CACHE_TTL_MS, with its account. */
+  private readonly authCache = new Map<string, { key: ApiKey; account: Account; until: number }>()
 
   /** Resolves a presented key; the reason of a failure is a value, never an exception. */
   async authenticate(presented: string | undefined): Promise<Authentication> {
     if (presented === undefined || presented === '') return { ok: false, reason: 'missing' }
     if (!API_KEY_SHAPE.test(presented)) return { ok: false, reason: 'malformed' }
-    const key = await this.keys.findByHash(hashApiKey(presented))
-    if (!key) return { ok: false, reason: 'unknown' }
-    if (key.revokedAt) return { ok: false, reason: 'revoked' }
+    const hash = hashApiKey(presented)
+    let found = this.authCache.get(hash)
+    if (found !== undefined && found.until <= Date.now()) {
+      this.authCache.delete(hash)
+      found = undefined
+    }
+    if (found === undefined) {
+      const key = await this.keys.findByHash(hash)
+      if (!key) return { ok: false, reason: 'unknown' }
+      if (key.revokedAt) return { ok: false, reason: 'revoked' }
+      const account = await this.accounts.findById(key.accountId)
+      if (!account) return { ok: false, reason: 'unknown' }
+      found = { key, account, until: Date.now() + AUTH_CACHE_TTL_MS }
+      if (this.authCache.size >= AUTH_CACHE_MAX_KEYS) {
+        this.authCache.delete(this.authCache.keys().next().value!)
+      }
+      this.authCache.set(hash, found)
+    }
+    const { account } = found
     const now = this.clock.now()
-    if (key.expiresAt && new Date(key.expiresAt).getTime() <= now.getTime()) {
+    if (found.key.expiresAt && new Date(found.key.expiresAt).getTime() <= now.getTime()) {
       return { ok: false, reason: 'expired' }
     }
-    const account = await this.accounts.findById(key.accountId)
-    if (!account) return { ok: false, reason: 'unknown' }
     if (
-      !key.lastUsedAt ||
-      now.getTime() - new Date(key.lastUsedAt).getTime() > LAST_USED_RESOLUTION_MS
+      !found.key.lastUsedAt ||
+      now.getTime() - new Date(found.key.lastUsedAt).getTime() > LAST_USED_RESOLUTION_MS
     ) {
-      await this.keys.touch(key.id, now.toISOString())
+      await this.keys.touch(found.key.id, now.toISOString())
+      found.key = { ...found.key, lastUsedAt: now.toISOString() }
     }
     return {
       ok: true,
-      principal: { accountId: account.id, isAdmin: account.role === 'admin', key },
+      principal: { accountId: account.id, isAdmin: account.role === 'admin', key: found.key },
     }
   }
 

@@ -93,6 +93,13 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
 }
 
+/** The pod with its CUDA requirement replaced, when versions are given (GPU pods only). */
+function withCudaVersions(pod: Pod, cudaVersions: string[] | undefined): Pod {
+  if (!cudaVersions?.length || pod.compute.kind !== 'gpu') return pod
+  const { minCudaVersion: _replaced, ...requirements } = pod.requirements ?? {}
+  return { ...pod, requirements: { ...requirements, cudaVersions } }
+}
+
 /** Pods: creation with placement, reads, updates and actions. The lifecycle loop runs them. */
 export class PodService {
   constructor(private readonly deps: PodServiceDeps) {}
@@ -430,7 +437,16 @@ export class PodService {
     return { ...pod, status, statusReason: reason, lastStatusChange: this.now }
   }
 
-  async act(accountId: string, id: string, action: PodActionRequest): Promise<Pod> {
+  /**
+   * `cudaVersions` (GraphQL podResume's allowedCudaVersions) replaces the pod's CUDA
+   * requirement when a stopped pod is placed again; the pod keeps it for later starts.
+   */
+  async act(
+    accountId: string,
+    id: string,
+    action: PodActionRequest,
+    options: { cudaVersions?: string[] } = {},
+  ): Promise<Pod> {
     const pod = await this.mutate(accountId, id, async (current, unit) => {
       checkAction(current, action)
       switch (action) {
@@ -438,7 +454,7 @@ export class PodService {
         case 'reset':
           if (current.status === 'PROVISIONING') return undefined
           if (current.status === 'RUNNING') return this.restart(current)
-          return this.restartFromStopped(current, unit)
+          return this.restartFromStopped(withCudaVersions(current, options.cudaVersions), unit)
         case 'restart':
           return this.restart(current)
         case 'stop':

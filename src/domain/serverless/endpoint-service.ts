@@ -80,9 +80,15 @@ export interface EndpointServiceDeps {
   clock: Clock
   /** The job API's base URL (`{serverless_base_url}`), known once the server listens. */
   jobApiBaseUrl: () => string
+  /** Deletes every job of an endpoint (the queue's `deleteEndpointJobs`). */
+  deleteJobsOf: (endpointId: string) => Promise<number>
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)
+
+/** How long `get` reuses an endpoint read from the store (see `EndpointService.get`). */
+export const ENDPOINT_CACHE_TTL_MS = 2_000
+const ENDPOINT_CACHE_MAX = 10_000
 
 type ContainerBlock = Pick<
   Endpoint,
@@ -106,6 +112,50 @@ export class EndpointService {
     const fields = {
       id: newId.endpoint(),
       accountId,
+      ...(await this.definitionOf(accountId, input)),
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    } satisfies Endpoint
+    await this.checkPlacement(accountId, fields)
+    await this.deps.repo.insert(fields)
+    return this.view(fields)
+  }
+
+  /**
+   * Replaces the whole definition, as GraphQL `saveEndpoint` with an `id` does: every field the
+   * input leaves out takes its create default. The id, owner, creation time and compute type
+   * stay; the version moves as for an update.
+   */
+  async replace(accountId: string, id: string, input: CreateEndpointInput): Promise<EndpointView> {
+    const current = await this.own(accountId, id)
+    if (input.gpu && input.cpu) throw conflict('give either gpu or cpu, not both')
+    if (input.cpu && current.gpu) {
+      throw conflict('the compute type of an endpoint cannot change: this is a GPU endpoint')
+    }
+    if (input.gpu && current.cpu) {
+      throw conflict('the compute type of an endpoint cannot change: this is a CPU endpoint')
+    }
+    if (!input.gpu && !input.cpu) {
+      throw conflict('give gpu (with gpu.pools) or cpu: an endpoint needs compute')
+    }
+    const next: Omit<Endpoint, 'version'> = {
+      id,
+      accountId,
+      ...(await this.definitionOf(accountId, input)),
+      createdAt: current.createdAt,
+      updatedAt: this.deps.clock.now().toISOString(),
+    }
+    await this.checkPlacement(accountId, next)
+    const replaced: Endpoint = { ...next, version: nextVersion(current, next) }
+    await this.deps.repo.update(replaced)
+    this.recent.delete(id)
+    return this.view(replaced)
+  }
+
+  /** A whole definition from a create input, defaults filled in. */
+  private async definitionOf(accountId: string, input: CreateEndpointInput) {
+    return {
       name: input.name,
       type: this.checkType(input.type),
       ...(await this.containerOf(accountId, input, undefined)),
@@ -116,13 +166,7 @@ export class EndpointService {
       networkVolumes: input.networkVolumes ?? [],
       timeout: input.timeout ?? DEFAULT_ENDPOINT_TIMEOUT_MS,
       flashboot: input.flashboot ?? 'OFF',
-      version: 1,
-      createdAt: now,
-      updatedAt: now,
-    } satisfies Endpoint
-    await this.checkPlacement(accountId, fields)
-    await this.deps.repo.insert(fields)
-    return this.view(fields)
+    } satisfies Partial<Endpoint>
   }
 
   async list(accountId: string): Promise<EndpointView[]> {
@@ -138,8 +182,30 @@ export class EndpointService {
     return endpoint
   }
 
+  /**
+   * Endpoints read by `get` within ENDPOINT_CACHE_TTL_MS: every job API and worker call looks its
+   * endpoint up, and the lookup cost more than the rest of a `/run` (bench/README.md). Changes
+   * through this service drop the entry at once; another replica's change is seen within the
+   * TTL. Reads that precede a write (`own`) always go to the store.
+   */
+  private readonly recent = new Map<string, { endpoint: Endpoint; until: number }>()
+
   async get(accountId: string, id: string): Promise<EndpointView> {
-    return this.view(await this.own(accountId, id))
+    const cached = this.recent.get(id)
+    let endpoint = cached !== undefined && cached.until > Date.now() ? cached.endpoint : undefined
+    if (endpoint === undefined) {
+      endpoint = await this.deps.repo.findById(id)
+      if (endpoint === undefined) this.recent.delete(id)
+      else {
+        if (this.recent.size >= ENDPOINT_CACHE_MAX)
+          this.recent.delete(this.recent.keys().next().value!)
+        this.recent.set(id, { endpoint, until: Date.now() + ENDPOINT_CACHE_TTL_MS })
+      }
+    }
+    if (!endpoint || endpoint.accountId !== accountId) {
+      throw new AppError('NOT_FOUND', `endpoint ${id} not found`)
+    }
+    return this.view(endpoint)
   }
 
   async update(accountId: string, id: string, patch: UpdateEndpointInput): Promise<EndpointView> {
@@ -168,16 +234,22 @@ export class EndpointService {
     await this.checkPlacement(accountId, next)
     const updated: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(updated)
+    this.recent.delete(id)
     return this.view(updated)
   }
 
   /**
-   * Deletes the definition. Jobs are not looked at: the job API that would have queued them is
-   * a later increment, which also deletes an endpoint's jobs with it (docs).
+   * Deletes the definition and every job of it, queued, running or finished, with their streams
+   * (as RunPod drops them; docs/serverless-endpoints.md). The definition goes first: from then on
+   * every job API and worker call for the endpoint is 404 (401 with its worker key). A `/run`
+   * that passed its endpoint check just before may still store a job after this; nobody can
+   * read or take it, and its ttl removes it.
    */
   async delete(accountId: string, id: string): Promise<void> {
     await this.own(accountId, id)
     await this.deps.repo.delete(id)
+    this.recent.delete(id)
+    await this.deps.deleteJobsOf(id)
   }
 
   /** Who uses a template, registry or volume, named for people: `endpoint <id> (<name>)`. */

@@ -14,8 +14,16 @@ import {
   type S3Config,
   type StreamChunk,
 } from './job.js'
-import type { CompleteResult, JobCounts, JobPage, JobQueue, WorkerWriteResult } from './ports.js'
+import type {
+  CompleteResult,
+  JobCounts,
+  JobPage,
+  JobQueue,
+  StreamRead,
+  WorkerWriteResult,
+} from './ports.js'
 import type { WorkerCounts, WorkerPresence } from './worker-presence.js'
+import type { WorkerRoster } from './worker.js'
 
 /** How long a worker's take holds a job before it must heart-beat (ping) or lose it. */
 export const DEFAULT_LEASE_MS = 60_000
@@ -24,6 +32,8 @@ export interface JobServiceDeps {
   endpoints: EndpointService
   queue: JobQueue
   presence: WorkerPresence
+  /** The managed workers (issue 7); without it every worker takes jobs and counts by presence. */
+  roster?: WorkerRoster
   clock: Clock
   leaseMs?: number
 }
@@ -173,6 +183,29 @@ export class JobService {
     return { status: read.status, chunks: read.chunks }
   }
 
+  /**
+   * The chunks after `afterSeq`, for a reader that keeps its own position (the OpenAI route):
+   * the delivered cursor of `/stream` is left alone. When there are none and the job is still
+   * running, waits up to `waitMs` for one (or for the job to end).
+   */
+  async readStreamAfter(
+    endpointId: string,
+    jobId: string,
+    afterSeq: number,
+    waitMs: number,
+  ): Promise<StreamRead> {
+    const job = await this.get(endpointId, jobId)
+    let read = await this.deps.queue.readStream(endpointId, jobId, afterSeq)
+    if (read === undefined) throw jobNotFound(jobId)
+    if (read.chunks.length === 0 && !isTerminal(read.status) && waitMs > 0) {
+      // The version read before the chunks: a chunk appended in between ends the wait at once.
+      await this.deps.queue.waitForChange(endpointId, jobId, waitMs, job.version)
+      read = await this.deps.queue.readStream(endpointId, jobId, afterSeq)
+      if (read === undefined) throw jobNotFound(jobId)
+    }
+    return read
+  }
+
   async cancel(endpointId: string, jobId: string): Promise<JobView> {
     const job = await this.deps.queue.cancel(endpointId, jobId)
     if (job === undefined) throw jobNotFound(jobId)
@@ -196,8 +229,13 @@ export class JobService {
   async health(endpointId: string): Promise<{ jobs: JobCounts; workers: WorkerCounts }> {
     return {
       jobs: await this.deps.queue.counts(endpointId),
-      workers: this.deps.presence.counts(endpointId),
+      workers: this.workerCounts(endpointId),
     }
+  }
+
+  /** `/health` worker counts: managed workers by their state, others by what they report. */
+  workerCounts(endpointId: string): WorkerCounts {
+    return this.deps.roster?.counts(endpointId) ?? this.deps.presence.counts(endpointId)
   }
 
   requests(endpointId: string, page: number, pageSize?: number): Promise<JobPage> {
@@ -212,12 +250,14 @@ export class JobService {
   /**
    * Up to `max` jobs for the worker, long-polling up to `waitMs` when the queue is empty.
    * `jobInProgress` false means the worker holds nothing (so what we remember is cleared); true
-   * renews the leases of the jobs we know it holds.
+   * renews the leases of the jobs we know it holds. Once `signal` is aborted (the worker hung
+   * up on its long poll) nothing more is taken: a job handed to a closed connection would sit
+   * leased to nobody until its lease ran out.
    */
   async take(
     endpointId: string,
     workerId: string,
-    options: { max: number; waitMs: number; jobInProgress: boolean },
+    options: { max: number; waitMs: number; jobInProgress: boolean; signal?: AbortSignal },
   ): Promise<Job[]> {
     const record = this.deps.presence.seen(
       endpointId,
@@ -228,7 +268,14 @@ export class JobService {
       await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
     }
     const deadline = Date.now() + options.waitMs
+    if (this.deps.roster && !this.deps.roster.takesJobs(endpointId, workerId)) {
+      // A draining worker (stale version, recycling) gets nothing; it waits as on an empty
+      // queue so that it does not spin.
+      await sleep(options.waitMs, options.signal)
+      return []
+    }
     for (;;) {
+      if (options.signal?.aborted) return []
       const jobs = await this.deps.queue.take(endpointId, workerId, {
         max: options.max,
         leaseMs: this.leaseMs,
@@ -276,12 +323,21 @@ export class JobService {
     return result
   }
 
-  /** The ids of the worker's jobs it must stop, long-polling up to `waitMs` for some. */
-  async stops(endpointId: string, workerId: string, waitMs: number): Promise<string[]> {
+  /**
+   * The ids of the worker's jobs it must stop, long-polling up to `waitMs` for some; none are
+   * handed out (and so lost) once `signal` says the worker hung up.
+   */
+  async stops(
+    endpointId: string,
+    workerId: string,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId)
     let notices = await this.deps.queue.takeStops(endpointId, workerId)
     if (notices.length === 0 && waitMs > 0) {
-      if (await this.deps.queue.waitForStops(endpointId, workerId, waitMs)) {
+      const found = await this.deps.queue.waitForStops(endpointId, workerId, waitMs)
+      if (found && !signal?.aborted) {
         notices = await this.deps.queue.takeStops(endpointId, workerId)
       }
     }
@@ -308,4 +364,18 @@ export class JobService {
 
 function jobNotFound(jobId: string): AppError {
   return new AppError('NOT_FOUND', `job ${jobId} not found (unknown, expired or deleted)`)
+}
+
+/** Resolves after `ms`, or at once when the signal aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted || ms <= 0) return resolve()
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -51,6 +51,18 @@ export const SYNC_RESULT_RETENTION_MS = 1 * MINUTE
 /** `/runsync` job ids start with this (wire-compat §4.1). */
 export const SYNC_JOB_ID_PREFIX = 'sync-'
 
+/**
+ * How many times a job may be handed to a worker that is then lost (crashed, stopped
+ * heart-beating) before the job fails instead of going back to the queue: a job that kills
+ * every worker it reaches must not take the endpoint down forever.
+ */
+export const MAX_JOB_ATTEMPTS = 3
+
+/** The error of a job that failed because its workers kept being lost. */
+export function lostWorkerError(attempts: number): string {
+  return `the job's worker was lost ${attempts} times (crashed, stopped or missed its heartbeats); it is not retried again`
+}
+
 export interface JobPolicy {
   executionTimeout: number
   ttl: number

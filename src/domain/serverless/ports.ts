@@ -115,6 +115,11 @@ export interface JobQueue {
   retry(endpointId: string, id: string): Promise<RetryResult>
   /** Deletes the endpoint's IN_QUEUE jobs; returns how many. */
   purgeQueued(endpointId: string): Promise<number>
+  /**
+   * Deletes every job of the endpoint in any state, with its stream chunks and stop notices (the
+   * endpoint is being deleted); wakes whoever waits on them. Returns how many jobs.
+   */
+  deleteEndpointJobs(endpointId: string): Promise<number>
   counts(endpointId: string): Promise<JobCounts>
   /** The endpoint's jobs, newest first, `pageSize` (default 50) per page from page 1. */
   list(endpointId: string, options: { page: number; pageSize?: number }): Promise<JobPage>
@@ -144,4 +149,20 @@ export interface JobQueue {
   waitForWork(endpointId: string, timeoutMs: number): Promise<boolean>
   /** Resolves true as soon as the worker has a stop notice; false after `timeoutMs`. */
   waitForStops(endpointId: string, workerId: string, timeoutMs: number): Promise<boolean>
+  /**
+   * Ends the leases of the worker's running jobs now (the worker is gone): the next sweep puts
+   * them back in the queue, or fails them after MAX_JOB_ATTEMPTS. Returns how many.
+   */
+  releaseWorker(endpointId: string, workerId: string): Promise<number>
+  /** What the autoscaler looks at (docs/serverless-workers.md). */
+  scalingStats(endpointId: string): Promise<ScalingStats>
+}
+
+export interface ScalingStats {
+  /** Queued jobs that are not lowPriority (lowPriority jobs never cause a scale-up). */
+  queued: number
+  /** Submission time of the oldest of those, or null. */
+  oldestQueuedAt: string | null
+  /** Running jobs, any priority. */
+  inProgress: number
 }

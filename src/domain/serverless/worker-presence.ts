@@ -69,6 +69,19 @@ export class WorkerPresence {
     return record
   }
 
+  /** Forgets a worker at once (it was stopped): it no longer counts anywhere. */
+  forget(endpointId: string, workerId: string): void {
+    this.workers.delete(`${endpointId}\u0000${workerId}`)
+  }
+
+  /** The worker's record when seen within the window. */
+  find(endpointId: string, workerId: string): WorkerRecord | undefined {
+    const record = this.workers.get(`${endpointId}\u0000${workerId}`)
+    return record && record.lastSeenAt >= this.clock.now().getTime() - this.windowMs
+      ? record
+      : undefined
+  }
+
   /** The endpoint's workers seen within the window; older records are forgotten. */
   active(endpointId: string): WorkerRecord[] {
     const since = this.clock.now().getTime() - this.windowMs

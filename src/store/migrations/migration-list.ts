@@ -4,12 +4,20 @@ import * as postgres0003 from './postgres/0003-templates-volumes-registries.js'
 import * as postgres0004 from './postgres/0004-user-settings.js'
 import * as postgres0005 from './postgres/0005-jobs.js'
 import * as postgres0006 from './postgres/0006-endpoints.js'
+import * as postgres0007 from './postgres/0007-webhook-deliveries.js'
+import * as postgres0008 from './postgres/0008-credits.js'
+import * as postgres0009 from './postgres/0009-endpoint-worker-keys.js'
+import * as postgres0010 from './postgres/0010-workers.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
 import * as sqlite0004 from './sqlite/0004-user-settings.js'
 import * as sqlite0005 from './sqlite/0005-jobs.js'
 import * as sqlite0006 from './sqlite/0006-endpoints.js'
+import * as sqlite0007 from './sqlite/0007-webhook-deliveries.js'
+import * as sqlite0008 from './sqlite/0008-credits.js'
+import * as sqlite0009 from './sqlite/0009-endpoint-worker-keys.js'
+import * as sqlite0010 from './sqlite/0010-workers.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -40,6 +48,18 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0006.statements,
       postgres: postgres0006.statements,
     },
+    {
+      name: '0007-webhook-deliveries',
+      sqlite: sqlite0007.statements,
+      postgres: postgres0007.statements,
+    },
+    { name: '0008-credits', sqlite: sqlite0008.statements, postgres: postgres0008.statements },
+    {
+      name: '0009-endpoint-worker-keys',
+      sqlite: sqlite0009.statements,
+      postgres: postgres0009.statements,
+    },
+    { name: '0010-workers', sqlite: sqlite0010.statements, postgres: postgres0010.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {

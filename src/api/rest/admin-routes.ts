@@ -1,0 +1,137 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import {
+  MAX_CREDIT_NOTE_LENGTH,
+  MAX_CREDIT_USD,
+  MAX_SPEND_LIMIT_USD_PER_HOUR,
+  MIN_CREDIT_USD,
+} from '../../domain/billing/credits.js'
+import type { CreditService } from '../../domain/billing/credit-service.js'
+import { AppError } from '../../shared/app-error.js'
+import { principalOf } from '../http/authentication.js'
+import { ProblemSchema } from './problem-schema.js'
+
+export const CreditSchema = Type.Object({
+  accountId: Type.String(),
+  balance: Type.Number({ description: 'USD' }),
+  spendLimit: Type.Number({ description: 'USD per hour' }),
+})
+
+const CreditEntrySchema = Type.Object({
+  id: Type.String(),
+  amount: Type.Number({ description: 'USD; negative for charges' }),
+  kind: Type.Union([Type.Literal('credit'), Type.Literal('charge')]),
+  note: Type.String(),
+  createdBy: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+})
+
+const AddCreditsBody = Type.Object(
+  {
+    amount: Type.Number({
+      minimum: MIN_CREDIT_USD,
+      maximum: MAX_CREDIT_USD,
+      description: 'USD, whole cents',
+    }),
+    note: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_CREDIT_NOTE_LENGTH })),
+  },
+  { additionalProperties: false },
+)
+
+const UpdateAccountBody = Type.Object(
+  { spendLimit: Type.Number({ minimum: 0, maximum: MAX_SPEND_LIMIT_USD_PER_HOUR }) },
+  { additionalProperties: false },
+)
+
+const AccountParams = Type.Object({ accountId: Type.String({ minLength: 1 }) })
+const errors = {
+  401: ProblemSchema,
+  403: ProblemSchema,
+  404: ProblemSchema,
+  422: ProblemSchema,
+  429: ProblemSchema,
+}
+const tags = ['Admin']
+
+function requireAdmin(request: FastifyRequest): string {
+  const principal = principalOf(request)
+  if (!principal.isAdmin) {
+    throw new AppError('FORBIDDEN', 'only the admin account may manage credits and spend limits')
+  }
+  return principal.accountId
+}
+
+/** Admin-only account billing (docs/billing.md): credits and spend limits of any account. */
+export async function adminRoutes(
+  app: FastifyInstance,
+  { credits }: { credits: CreditService },
+): Promise<void> {
+  app.get<{ Params: Static<typeof AccountParams> }>(
+    '/admin/accounts/:accountId/credits',
+    {
+      schema: {
+        tags,
+        operationId: 'getAccountCredits',
+        summary: 'Balance, spend limit and the latest ledger entries of an account',
+        params: AccountParams,
+        response: {
+          200: Type.Intersect([
+            CreditSchema,
+            Type.Object({ entries: Type.Array(CreditEntrySchema) }),
+          ]),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      const { accountId } = request.params
+      return { ...(await credits.credit(accountId)), entries: await credits.entries(accountId) }
+    },
+  )
+
+  app.post<{ Params: Static<typeof AccountParams>; Body: Static<typeof AddCreditsBody> }>(
+    '/admin/accounts/:accountId/credits',
+    {
+      schema: {
+        tags,
+        operationId: 'addAccountCredits',
+        summary: 'Add credits to an account',
+        params: AccountParams,
+        body: AddCreditsBody,
+        response: {
+          200: Type.Intersect([CreditSchema, Type.Object({ entry: CreditEntrySchema })]),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const by = requireAdmin(request)
+      const { credit, entry } = await credits.addCredits({
+        accountId: request.params.accountId,
+        usd: request.body.amount,
+        note: request.body.note,
+        by,
+      })
+      return { ...credit, entry }
+    },
+  )
+
+  app.patch<{ Params: Static<typeof AccountParams>; Body: Static<typeof UpdateAccountBody> }>(
+    '/admin/accounts/:accountId',
+    {
+      schema: {
+        tags,
+        operationId: 'updateAccountBilling',
+        summary: "Set an account's spend limit",
+        params: AccountParams,
+        body: UpdateAccountBody,
+        response: { 200: CreditSchema, ...errors },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      return credits.setSpendLimit(request.params.accountId, request.body.spendLimit)
+    },
+  )
+}

@@ -1,0 +1,327 @@
+import { readFile } from 'node:fs/promises'
+import { InvalidArgumentError, type Command } from 'commander'
+import type { ApiClient } from '../client/api-client.js'
+import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import { formatTable } from './format-table.js'
+
+/** A job as `/status`, `/runsync` and `/cancel` show it (docs/job-api.md, "Job view"). */
+interface JobJson {
+  id: string
+  status: string
+  delayTime?: number
+  executionTime?: number
+  output?: unknown
+  error?: string
+  workerId?: string
+}
+
+interface StreamJson {
+  status: string
+  stream: Array<{ output: unknown }>
+}
+
+export interface JobsCommandDeps {
+  print(text: string): void
+  sleep(ms: number): Promise<void>
+  /** All of standard input as text, for `--input-file -`; defaults to process.stdin. */
+  readStdin?(): Promise<string>
+}
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
+/** The server's bounds of `?wait=` on /runsync and /status-sync (docs/job-api.md, "Waits"). */
+const SERVER_WAIT_MIN_MS = 1_000
+const SERVER_WAIT_MAX_MS = 300_000
+/** One /status-sync call of `status --wait`: well under fetch's 300 s header timeout. */
+const STATUS_WAIT_STEP_MS = 90_000
+/** A pause after an empty /stream read (the server already waits up to 2 s for a chunk). */
+const STREAM_IDLE_PAUSE_MS = 100
+
+async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function milliseconds(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected milliseconds, e.g. 60000')
+  return Number(value)
+}
+
+interface SubmitFlags extends ClientFlags {
+  input?: string
+  inputFile?: string
+  webhook?: string
+  executionTimeout?: number
+  ttl?: number
+  lowPriority?: boolean
+}
+
+/** The job input from `--input` or `--input-file` (`-` = standard input), parsed as JSON. */
+export async function inputOf(
+  flags: Pick<SubmitFlags, 'input' | 'inputFile'>,
+  readStdin: () => Promise<string>,
+): Promise<unknown> {
+  if (flags.input !== undefined && flags.inputFile !== undefined) {
+    throw new Error('give either --input or --input-file, not both')
+  }
+  let text: string
+  let source: string
+  if (flags.input !== undefined) {
+    text = flags.input
+    source = '--input'
+  } else if (flags.inputFile !== undefined) {
+    source = `--input-file ${flags.inputFile}`
+    try {
+      text = flags.inputFile === '-' ? await readStdin() : await readFile(flags.inputFile, 'utf8')
+    } catch (error) {
+      throw new Error(`${source}: cannot read it: ${(error as Error).message}`)
+    }
+  } else {
+    throw new Error(
+      "give the job input as --input '<json>' or --input-file <path> ('-' for standard input)",
+    )
+  }
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    throw new Error(`${source}: not valid JSON: ${(error as Error).message}`)
+  }
+}
+
+/** The `/run` and `/runsync` body: only what was given; the server checks every bound. */
+export async function submissionBody(
+  flags: SubmitFlags,
+  readStdin: () => Promise<string>,
+): Promise<Record<string, unknown>> {
+  const policy = {
+    ...(flags.executionTimeout !== undefined ? { executionTimeout: flags.executionTimeout } : {}),
+    ...(flags.ttl !== undefined ? { ttl: flags.ttl } : {}),
+    ...(flags.lowPriority ? { lowPriority: true } : {}),
+  }
+  return {
+    input: await inputOf(flags, readStdin),
+    ...(flags.webhook !== undefined ? { webhook: flags.webhook } : {}),
+    ...(Object.keys(policy).length > 0 ? { policy } : {}),
+  }
+}
+
+function jobDetail(job: JobJson): string {
+  const ms = (value: number | undefined) => (value === undefined ? null : `${value} ms`)
+  return [
+    formatTable(
+      ['ID', 'STATUS', 'DELAY', 'EXECUTION', 'WORKER'],
+      [[job.id, job.status, ms(job.delayTime), ms(job.executionTime), job.workerId ?? null]],
+    ),
+    ...(job.output !== undefined ? [`output: ${JSON.stringify(job.output)}`] : []),
+    ...(job.error !== undefined ? [`error: ${job.error}`] : []),
+  ].join('\n')
+}
+
+const jobPath = (endpointId: string, rest: string) => `/v2/${encodeURIComponent(endpointId)}${rest}`
+
+/**
+ * After a command that waits for a job: exit 0 only when it COMPLETED. A job that failed, was
+ * cancelled, timed out or is still running when the wait ends is an error for a script.
+ */
+function requireCompleted(endpointId: string, job: JobJson): void {
+  if (job.status === 'COMPLETED') return
+  if (!TERMINAL.has(job.status)) {
+    throw new Error(
+      `job ${job.id} is still ${job.status} after the wait; follow it with: podyard jobs status ${endpointId} ${job.id} --wait`,
+    )
+  }
+  throw new Error(`job ${job.id} ended ${job.status}${job.error ? `: ${job.error}` : ''}`)
+}
+
+/** `status --wait [ms]`: /status-sync until the job ends or `limitMs` (undefined: no limit) passes. */
+async function waitForEnd(
+  client: ApiClient,
+  endpointId: string,
+  jobId: string,
+  limitMs: number | undefined,
+): Promise<JobJson> {
+  const deadline = limitMs === undefined ? Infinity : Date.now() + limitMs
+  for (;;) {
+    const remaining = deadline - Date.now()
+    const wait = Math.max(SERVER_WAIT_MIN_MS, Math.min(STATUS_WAIT_STEP_MS, remaining))
+    const job = await client.get<JobJson>(
+      jobPath(endpointId, `/status-sync/${encodeURIComponent(jobId)}?wait=${wait}`),
+    )
+    if (TERMINAL.has(job.status) || deadline - Date.now() <= 0) return job
+  }
+}
+
+/**
+ * `podyard jobs ...`: the job API of a serverless endpoint (docs/job-api.md, "CLI"). Thin: each
+ * command is one job API call (or a loop of them), printed as a table or `--json`.
+ */
+export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
+  const readStdin = deps.readStdin ?? readProcessStdin
+  const jobs = program
+    .command('jobs')
+    .description('run and follow jobs of a serverless endpoint, on a running server')
+  const json = (value: unknown) => JSON.stringify(value, null, 2)
+  const showJob = (flags: ClientFlags, job: JobJson) =>
+    deps.print(flags.json ? json(job) : jobDetail(job))
+
+  const withSubmitOptions = (command: Command) =>
+    withClientOptions(command)
+      .argument('<endpoint-id>')
+      .option('--input <json>', 'the job input, a JSON object')
+      .option('--input-file <path>', "read the input from a file ('-' for standard input)")
+      .option('--webhook <url>', 'URL to POST the finished job to')
+      .option('--execution-timeout <ms>', 'longest run time once a worker has it', milliseconds)
+      .option('--ttl <ms>', 'whole lifetime of the job from submission', milliseconds)
+      .option('--low-priority', 'never scale workers up for this job')
+
+  withSubmitOptions(jobs.command('run').description('queue a job; prints its id')).action(
+    async (endpointId: string, flags: SubmitFlags) => {
+      const body = await submissionBody(flags, readStdin)
+      const queued = await clientFrom(flags).request<JobJson>(
+        'POST',
+        jobPath(endpointId, '/run'),
+        body,
+      )
+      deps.print(flags.json ? json(queued) : `Queued job ${queued.id} (${queued.status}).`)
+    },
+  )
+
+  withSubmitOptions(
+    jobs
+      .command('runsync')
+      .description('queue a job and wait for it; exits non-zero unless it COMPLETED'),
+  )
+    .option(
+      '--wait <ms>',
+      `how long the server waits (${SERVER_WAIT_MIN_MS} to ${SERVER_WAIT_MAX_MS}; default 90000)`,
+      milliseconds,
+    )
+    .action(async (endpointId: string, flags: SubmitFlags & { wait?: number }) => {
+      const body = await submissionBody(flags, readStdin)
+      const query = flags.wait !== undefined ? `?wait=${flags.wait}` : ''
+      const job = await clientFrom(flags).request<JobJson>(
+        'POST',
+        jobPath(endpointId, `/runsync${query}`),
+        body,
+      )
+      showJob(flags, job)
+      requireCompleted(endpointId, job)
+    })
+
+  withClientOptions(
+    jobs
+      .command('status')
+      .description('status, timings and output of a job')
+      .argument('<endpoint-id>')
+      .argument('<job-id>'),
+  )
+    .option(
+      '--wait [ms]',
+      'wait until the job ends (at most ms when given); non-zero unless it COMPLETED',
+    )
+    .action(
+      async (endpointId: string, jobId: string, flags: ClientFlags & { wait?: string | true }) => {
+        const client = clientFrom(flags)
+        if (flags.wait === undefined) {
+          return showJob(
+            flags,
+            await client.get<JobJson>(jobPath(endpointId, `/status/${encodeURIComponent(jobId)}`)),
+          )
+        }
+        if (flags.wait !== true && !/^\d+$/.test(flags.wait)) {
+          throw new Error(`--wait: "${flags.wait}" is not milliseconds, e.g. 60000`)
+        }
+        const limit = flags.wait === true ? undefined : Number(flags.wait)
+        const job = await waitForEnd(client, endpointId, jobId, limit)
+        showJob(flags, job)
+        requireCompleted(endpointId, job)
+      },
+    )
+
+  withClientOptions(
+    jobs
+      .command('stream')
+      .description(
+        'print the stream of a job as JSON lines until it ends; non-zero unless it COMPLETED',
+      )
+      .argument('<endpoint-id>')
+      .argument('<job-id>'),
+  ).action(async (endpointId: string, jobId: string, flags: ClientFlags) => {
+    const client = clientFrom(flags)
+    const path = jobPath(endpointId, `/stream/${encodeURIComponent(jobId)}`)
+    for (;;) {
+      const read = await client.get<StreamJson>(path)
+      for (const chunk of read.stream) deps.print(JSON.stringify(chunk.output))
+      if (TERMINAL.has(read.status)) break
+      if (read.stream.length === 0) await deps.sleep(STREAM_IDLE_PAUSE_MS)
+    }
+    const job = await client.get<JobJson>(
+      jobPath(endpointId, `/status/${encodeURIComponent(jobId)}`),
+    )
+    requireCompleted(endpointId, job)
+  })
+
+  withClientOptions(
+    jobs
+      .command('cancel')
+      .description('cancel a queued or running job')
+      .argument('<endpoint-id>')
+      .argument('<job-id>'),
+  ).action(async (endpointId: string, jobId: string, flags: ClientFlags) => {
+    const job = await clientFrom(flags).request<JobJson>(
+      'POST',
+      jobPath(endpointId, `/cancel/${encodeURIComponent(jobId)}`),
+    )
+    if (flags.json) return deps.print(json(job))
+    deps.print(
+      job.status === 'CANCELLED'
+        ? `Cancelled job ${job.id}.`
+        : `Job ${job.id} had already ended: ${job.status}.`,
+    )
+  })
+
+  withClientOptions(
+    jobs
+      .command('retry')
+      .description('requeue a FAILED or TIMED_OUT job (same id and input)')
+      .argument('<endpoint-id>')
+      .argument('<job-id>'),
+  ).action(async (endpointId: string, jobId: string, flags: ClientFlags) => {
+    const job = await clientFrom(flags).request<JobJson>(
+      'POST',
+      jobPath(endpointId, `/retry/${encodeURIComponent(jobId)}`),
+    )
+    deps.print(flags.json ? json(job) : `Requeued job ${job.id} (${job.status}).`)
+  })
+
+  withClientOptions(
+    jobs
+      .command('purge')
+      .description('delete the queued jobs of an endpoint (not the running or finished ones)')
+      .argument('<endpoint-id>'),
+  ).action(async (endpointId: string, flags: ClientFlags) => {
+    const result = await clientFrom(flags).request<{ removed: number; status: string }>(
+      'POST',
+      jobPath(endpointId, '/purge-queue'),
+    )
+    deps.print(flags.json ? json(result) : `Removed ${result.removed} queued job(s).`)
+  })
+
+  withClientOptions(
+    jobs
+      .command('health')
+      .description('job and worker counts of an endpoint')
+      .argument('<endpoint-id>'),
+  ).action(async (endpointId: string, flags: ClientFlags) => {
+    const health = await clientFrom(flags).get<{
+      jobs: Record<string, number>
+      workers: Record<string, number>
+    }>(jobPath(endpointId, '/health'))
+    if (flags.json) return deps.print(json(health))
+    const counts = (record: Record<string, number>) =>
+      Object.entries(record)
+        .map(([name, n]) => `${name}=${n}`)
+        .join(' ')
+    deps.print(`jobs:    ${counts(health.jobs)}\nworkers: ${counts(health.workers)}`)
+  })
+}

@@ -1,0 +1,247 @@
+import { performance } from 'node:perf_hooks'
+import type { Logger } from 'pino'
+import {
+  afterAttempt,
+  attemptOutcome,
+  DEFAULT_WEBHOOK_RETRY_DELAY_MS,
+  DEFAULT_WEBHOOK_TIMEOUT_MS,
+  WEBHOOK_RECORD_RETENTION_MS,
+  type ClaimedWebhook,
+  type WebhookDeliveryRepo,
+  type WebhookSendResult,
+} from '../domain/serverless/webhook-delivery.js'
+import type { Clock } from '../shared/clock.js'
+
+/** How often the store is asked for due deliveries when nothing nudges (other replicas' jobs). */
+export const WEBHOOK_POLL_INTERVAL_MS = 1_000
+/** Deliveries sent at once by one dispatcher; more wait for a free slot. */
+export const WEBHOOK_MAX_IN_FLIGHT = 16
+/**
+ * A claim lasts the attempt's timeout plus this: long enough that an attempt in progress is
+ * never claimed twice, short enough that one orphaned by a crash is retried soon after restart.
+ */
+export const WEBHOOK_CLAIM_MARGIN_MS = 30_000
+const PURGE_INTERVAL_MS = 60_000
+
+export type WebhookSender = (
+  url: string,
+  body: string,
+  options: { timeoutMs: number; signal: AbortSignal },
+) => Promise<WebhookSendResult | { aborted: true }>
+
+function describeFetchError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause
+  if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ''}`
+  if (cause?.message) return cause.message
+  return error instanceof Error ? error.message : String(error)
+}
+
+/**
+ * POSTs the payload with Content-Type application/json. Redirects are not followed (a 3xx is not
+ * the 200 the spec asks for) and the receiver's body is not read.
+ */
+export const postWebhook: WebhookSender = async (url, body, { timeoutMs, signal }) => {
+  // fetch would also "answer" data: URLs; a webhook is an HTTP receiver or nothing.
+  const scheme = URL.canParse(url) ? new URL(url).protocol : undefined
+  if (scheme !== 'http:' && scheme !== 'https:') {
+    return { error: `not an http or https URL (${scheme ?? 'unparsable'})` }
+  }
+  const timeout = AbortSignal.timeout(timeoutMs)
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'podyard-webhook/1' },
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.any([timeout, signal]),
+    })
+    await response.body?.cancel().catch(() => {})
+    return { httpStatus: response.status }
+  } catch (error) {
+    if (signal.aborted) return { aborted: true }
+    if (timeout.aborted) return { error: `no answer within ${timeoutMs} ms` }
+    return { error: describeFetchError(error) }
+  }
+}
+
+export interface WebhookDispatcherDeps {
+  deliveries: WebhookDeliveryRepo
+  clock: Clock
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>
+  /** Between a failed attempt's end and the next attempt. Default 10 s (spec "Events"). */
+  retryDelayMs?: number
+  /** How long one attempt waits for an answer. Default 10 s. */
+  timeoutMs?: number
+  /** How often the store is polled for due deliveries. Default 1 s. */
+  intervalMs?: number
+  maxInFlight?: number
+  send?: WebhookSender
+}
+
+/**
+ * The webhook dispatcher (docs/job-api.md "Webhooks"): a reconcile loop over the stored
+ * deliveries. The job queue writes a pending delivery in the same transaction as a job's terminal
+ * transition and nudges this loop; the loop claims due deliveries, POSTs each (never holding up
+ * the job, which is already terminal), and records every attempt with its HTTP status or error.
+ * Runs on every replica: claims keep two dispatchers from sending one delivery at once.
+ * Delivery is at least once: an attempt cut short by a crash is made again.
+ */
+export class WebhookDispatcher {
+  private readonly retryDelayMs: number
+  private readonly timeoutMs: number
+  private readonly intervalMs: number
+  private readonly maxInFlight: number
+  private readonly send: WebhookSender
+  private readonly inFlight = new Set<Promise<void>>()
+  private abort = new AbortController()
+  private timer: NodeJS.Timeout | undefined
+  private passing: Promise<void> | undefined
+  private again = false
+  private stopped = true
+  private lastPurge = 0
+
+  constructor(private readonly deps: WebhookDispatcherDeps) {
+    this.retryDelayMs = deps.retryDelayMs ?? DEFAULT_WEBHOOK_RETRY_DELAY_MS
+    this.timeoutMs = deps.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS
+    this.intervalMs = deps.intervalMs ?? WEBHOOK_POLL_INTERVAL_MS
+    this.maxInFlight = deps.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT
+    this.send = deps.send ?? postWebhook
+  }
+
+  start(): void {
+    if (!this.stopped) return
+    this.stopped = false
+    this.abort = new AbortController()
+    this.schedule(0)
+  }
+
+  /**
+   * Stops the loop and cuts off attempts in progress; their claims are given back, so the next
+   * start (of this server or another replica) sends them at once.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.abort.abort()
+    await this.passing
+    await Promise.all([...this.inFlight])
+  }
+
+  /** Something may be due now (a job with a webhook just finished in this process). */
+  nudge(): void {
+    if (this.stopped) return
+    if (this.passing) {
+      this.again = true
+      return
+    }
+    this.schedule(0)
+  }
+
+  /**
+   * One pass for tests: claims what is due now (as many as there is room for) and resolves when
+   * those attempts are recorded. Returns how many were attempted.
+   */
+  async dispatch(): Promise<number> {
+    const started = await this.claimAndSend()
+    await Promise.all(started)
+    return started.length
+  }
+
+  private async claimAndSend(): Promise<Array<Promise<void>>> {
+    const room = this.maxInFlight - this.inFlight.size
+    if (room <= 0) return []
+    const now = this.deps.clock.now()
+    await this.purgeOld(now)
+    const due = await this.deps.deliveries.claimDue(
+      now,
+      room,
+      this.timeoutMs + WEBHOOK_CLAIM_MARGIN_MS,
+    )
+    return due.map((delivery) => {
+      const attempt = this.attempt(delivery)
+        .catch((error: unknown) =>
+          this.deps.logger.error({ err: error, delivery: delivery.id }, 'webhook attempt failed'),
+        )
+        .finally(() => {
+          this.inFlight.delete(attempt)
+          // A slot is free: anything left waiting for one goes now.
+          if (due.length === room) this.nudge()
+        })
+      this.inFlight.add(attempt)
+      return attempt
+    })
+  }
+
+  private async attempt(delivery: ClaimedWebhook): Promise<void> {
+    const number = delivery.attemptsMade + 1
+    const at = this.deps.clock.now()
+    const started = performance.now()
+    const result = await this.send(delivery.url, delivery.payload, {
+      timeoutMs: this.timeoutMs,
+      signal: this.abort.signal,
+    })
+    const durationMs = performance.now() - started
+    if ('aborted' in result) {
+      await this.deps.deliveries.release(delivery.id, this.deps.clock.now())
+      return
+    }
+    const outcome = attemptOutcome(result)
+    const endedAt = this.deps.clock.now().getTime()
+    const next = afterAttempt(number, outcome, endedAt, this.retryDelayMs)
+    const recorded = await this.deps.deliveries.recordAttempt(
+      delivery.id,
+      {
+        attempt: number,
+        at: at.toISOString(),
+        durationMs,
+        ...result,
+        outcome,
+      },
+      {
+        status: next.status,
+        nextAttemptAt:
+          next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt).toISOString(),
+        finishedAt: next.status === 'pending' ? null : new Date(endedAt).toISOString(),
+      },
+    )
+    const fields = {
+      delivery: delivery.id,
+      job: delivery.jobId,
+      attempt: number,
+      ...result,
+      status: next.status,
+    }
+    if (!recorded) this.deps.logger.warn(fields, 'webhook attempt already recorded elsewhere')
+    else if (next.status === 'failed') this.deps.logger.warn(fields, 'webhook delivery gave up')
+    else this.deps.logger.info(fields, 'webhook attempt')
+    // The retry goes when due rather than at the next poll (which still finds it otherwise).
+    if (next.status === 'pending' && !this.stopped) {
+      setTimeout(() => this.nudge(), this.retryDelayMs).unref()
+    }
+  }
+
+  private async purgeOld(now: Date): Promise<void> {
+    if (now.getTime() - this.lastPurge < PURGE_INTERVAL_MS) return
+    this.lastPurge = now.getTime()
+    await this.deps.deliveries.purgeFinished(new Date(now.getTime() - WEBHOOK_RECORD_RETENTION_MS))
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.passing = this.claimAndSend()
+        .then(() => undefined)
+        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'webhook pass failed'))
+        .finally(() => {
+          this.passing = undefined
+          const again = this.again
+          this.again = false
+          this.schedule(again ? 0 : this.intervalMs)
+        })
+    }, delayMs)
+    this.timer.unref()
+  }
+}

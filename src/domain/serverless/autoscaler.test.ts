@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest'
+import {
+  decideScaling,
+  type ScalingInput,
+  type ScalingWorker,
+  type ScalingWorkerState,
+} from './autoscaler.js'
+
+const NOW = 1_000_000
+
+function input(overrides: Partial<ScalingInput> = {}): ScalingInput {
+  return {
+    workers: { min: 0, max: 3, idleTimeout: 5 },
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    version: 1,
+    queue: { queued: 0, oldestQueuedAtMs: null, inProgress: 0 },
+    current: [],
+    nowMs: NOW,
+    ...overrides,
+  }
+}
+
+let next = 0
+function worker(state: ScalingWorkerState, overrides: Partial<ScalingWorker> = {}): ScalingWorker {
+  next += 1
+  return {
+    id: `w${next}`,
+    state,
+    version: 1,
+    idleSinceMs: state === 'IDLE' ? NOW : null,
+    recycle: false,
+    ...overrides,
+  }
+}
+
+const queued = (count: number, waitedMs: number) => ({
+  queued: count,
+  oldestQueuedAtMs: NOW - waitedMs,
+  inProgress: 0,
+})
+
+describe('decideScaling', () => {
+  it('keeps workers.min running with nothing queued', () => {
+    const decision = decideScaling(input({ workers: { min: 2, max: 3, idleTimeout: 5 } }))
+    expect(decision.start).toBe(2)
+    expect(decision.reasons.at(-1)).toBe('start 2: 0 usable worker(s), target 2 (min 2, max 3)')
+  })
+
+  it('does nothing when nothing is queued and nobody works', () => {
+    expect(decideScaling(input())).toEqual({ start: 0, stop: [], reasons: [] })
+  })
+
+  describe('QUEUE_DELAY', () => {
+    it('waits queueDelay seconds before the first worker', () => {
+      expect(decideScaling(input({ queue: queued(5, 4_000) })).start).toBe(0)
+      const decision = decideScaling(input({ queue: queued(5, 4_001) }))
+      expect(decision.start).toBe(1)
+      expect(decision.reasons[0]).toBe('QUEUE_DELAY: the oldest queued job has waited 4.0 s > 4 s')
+    })
+
+    it('adds one worker at a time, none while one is still on its way', () => {
+      const busy = [worker('RUNNING'), worker('RUNNING')]
+      expect(decideScaling(input({ queue: queued(9, 10_000), current: busy })).start).toBe(1)
+      const arriving = [...busy, worker('STARTING')]
+      expect(decideScaling(input({ queue: queued(9, 10_000), current: arriving })).start).toBe(0)
+    })
+
+    it('never goes above workers.max', () => {
+      const full = [worker('RUNNING'), worker('RUNNING'), worker('RUNNING')]
+      expect(decideScaling(input({ queue: queued(50, 60_000), current: full })).start).toBe(0)
+    })
+
+    it('stops idle workers only after idleTimeout, down to min', () => {
+      const fresh = worker('IDLE', { idleSinceMs: NOW - 4_999 })
+      const old = worker('IDLE', { idleSinceMs: NOW - 20_000 })
+      const older = worker('IDLE', { idleSinceMs: NOW - 30_000 })
+      const decision = decideScaling(
+        input({ workers: { min: 1, max: 3, idleTimeout: 5 }, current: [fresh, old, older] }),
+      )
+      // Target 1 (min): two must go, the longest idle first; the fresh one is kept by its timeout.
+      expect(decision.stop.map((s) => s.workerId)).toEqual([older.id, old.id])
+      expect(decision.stop[0]!.reason).toBe('idle for 5 s or more, above the target of 1')
+    })
+
+    it('keeps idle workers while jobs wait, even past idleTimeout', () => {
+      const idle = worker('IDLE', { idleSinceMs: NOW - 60_000 })
+      const decision = decideScaling(input({ queue: queued(1, 1_000), current: [idle] }))
+      expect(decision).toEqual({ start: 0, stop: [], reasons: [] })
+    })
+  })
+
+  describe('REQUEST_COUNT', () => {
+    const scaling = { type: 'REQUEST_COUNT' as const, requestCount: 4 }
+
+    it('targets ceil((queued + in progress) / requestCount) at once', () => {
+      const decision = decideScaling(
+        input({ scaling, queue: { queued: 7, oldestQueuedAtMs: NOW, inProgress: 2 } }),
+      )
+      expect(decision.start).toBe(3)
+      expect(decision.reasons[0]).toBe(
+        'REQUEST_COUNT: 7 queued + 2 in progress at 4 per worker wants 3',
+      )
+    })
+
+    it('clamps to max and counts workers that are starting', () => {
+      const decision = decideScaling(
+        input({
+          scaling,
+          workers: { min: 0, max: 2, idleTimeout: 5 },
+          queue: { queued: 100, oldestQueuedAtMs: NOW, inProgress: 0 },
+          current: [worker('STARTING')],
+        }),
+      )
+      expect(decision.start).toBe(1)
+    })
+  })
+
+  it('replaces an unhealthy worker and does not count it', () => {
+    const decision = decideScaling(
+      input({
+        workers: { min: 1, max: 3, idleTimeout: 5 },
+        current: [worker('UNHEALTHY')],
+      }),
+    )
+    expect(decision.start).toBe(1)
+    expect(decision.stop).toEqual([])
+  })
+
+  it('rolls stale workers: stops them when free, starts current ones in their place', () => {
+    const staleIdle = worker('IDLE', { version: 1 })
+    const staleBusy = worker('RUNNING', { version: 1 })
+    const decision = decideScaling(
+      input({
+        version: 2,
+        workers: { min: 2, max: 3, idleTimeout: 5 },
+        current: [staleIdle, staleBusy],
+      }),
+    )
+    expect(decision.stop).toEqual([
+      { workerId: staleIdle.id, reason: 'stale: version 1, endpoint is at 2' },
+    ])
+    expect(decision.start).toBe(2)
+  })
+
+  it('recycles a worker that asked for it once its job is done', () => {
+    const running = worker('RUNNING', { recycle: true })
+    expect(decideScaling(input({ current: [running] })).stop).toEqual([])
+    const idle = worker('IDLE', { recycle: true })
+    const decision = decideScaling(
+      input({ workers: { min: 1, max: 3, idleTimeout: 5 }, current: [idle] }),
+    )
+    expect(decision.stop).toEqual([
+      { workerId: idle.id, reason: 'recycled after its job (stopPod)' },
+    ])
+    expect(decision.start).toBe(1)
+  })
+
+  it('drops throttled workers first when fewer are wanted', () => {
+    const throttled = worker('PENDING')
+    const idle = worker('IDLE', { idleSinceMs: NOW - 60_000 })
+    const decision = decideScaling(input({ current: [idle, throttled] }))
+    expect(decision.stop.map((s) => s.workerId)).toEqual([throttled.id, idle.id])
+    expect(decision.stop[0]!.reason).toBe('no longer wanted (target 0) and never placed')
+  })
+})

@@ -1,0 +1,105 @@
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import type { PodLogLine, PodLogQuery } from '../pods/ports.js'
+import type { EndpointService } from './endpoint-service.js'
+import type { ManagedWorker, WorkerRepo, WorkerStatus } from './worker.js'
+
+/** What runs the workers knows of them: their status now and their output. */
+export interface WorkerObserver {
+  statusOf(worker: ManagedWorker): WorkerStatus
+  readLogs(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[]>
+  followLogs(
+    worker: ManagedWorker,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<PodLogLine>
+}
+
+/** One line of the workers list (wire-compat §3.3). */
+export interface WorkerListItem {
+  id: string
+  status: WorkerStatus
+  /** Started from an older version of the endpoint: it drains and is replaced. */
+  isStale: boolean
+  version: number
+  gpuCount: number
+  image: string
+  uptimeSeconds: number
+  gpuTypeId: string | null
+  dataCenterId: string | null
+  startedAt: string | null
+  /** Why it is THROTTLED or UNHEALTHY (ours). */
+  reason: string | null
+}
+
+export interface WorkerList {
+  endpointVersion: number
+  summary: {
+    running: number
+    idle: number
+    initializing: number
+    throttled: number
+    unhealthy: number
+    total: number
+  }
+  workers: WorkerListItem[]
+}
+
+export interface WorkerServiceDeps {
+  endpoints: EndpointService
+  repo: WorkerRepo
+  observer: WorkerObserver
+  clock: Clock
+}
+
+/** The workers the platform runs for an account's endpoints, as their owner sees them. */
+export class WorkerService {
+  constructor(private readonly deps: WorkerServiceDeps) {}
+
+  async list(accountId: string, endpointId: string): Promise<WorkerList> {
+    const endpoint = await this.deps.endpoints.get(accountId, endpointId)
+    const now = this.deps.clock.now().getTime()
+    const summary = { running: 0, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 0 }
+    const workers = (await this.deps.repo.listByEndpoint(endpoint.id)).map((worker) => {
+      const status = this.deps.observer.statusOf(worker)
+      const key = status.toLowerCase() as Lowercase<WorkerStatus>
+      summary[key] += 1
+      summary.total += 1
+      const live = worker.startedAt !== null && status !== 'UNHEALTHY'
+      return {
+        id: worker.id,
+        status,
+        isStale: worker.version !== endpoint.version,
+        version: worker.version,
+        gpuCount: worker.gpuCount,
+        image: worker.image,
+        uptimeSeconds: live
+          ? Math.max(0, Math.floor((now - Date.parse(worker.startedAt!)) / 1000))
+          : 0,
+        gpuTypeId: worker.gpuTypeId,
+        dataCenterId: worker.dataCenterId,
+        startedAt: worker.startedAt,
+        reason: worker.reason,
+      } satisfies WorkerListItem
+    })
+    return { endpointVersion: endpoint.version, summary, workers }
+  }
+
+  /** The account's worker of the endpoint; anything else is 404. */
+  async get(accountId: string, endpointId: string, workerId: string): Promise<ManagedWorker> {
+    const endpoint = await this.deps.endpoints.get(accountId, endpointId)
+    const worker = await this.deps.repo.get(workerId)
+    if (!worker || worker.endpointId !== endpoint.id) {
+      throw new AppError('NOT_FOUND', `worker ${workerId} of endpoint ${endpoint.id} not found`)
+    }
+    return worker
+  }
+
+  readLogs(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[]> {
+    return this.deps.observer.readLogs(worker, query)
+  }
+
+  followLogs(worker: ManagedWorker, afterSeq: number, signal: AbortSignal) {
+    return this.deps.observer.followLogs(worker, afterSeq, signal)
+  }
+}

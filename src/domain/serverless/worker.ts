@@ -1,0 +1,79 @@
+import type { WorkerCounts } from './worker-presence.js'
+
+/**
+ * A serverless worker the platform runs for an endpoint (docs/serverless-workers.md): a
+ * workload placed on a host like a pod, started from the endpoint's container block, that
+ * takes the endpoint's jobs through the worker protocol.
+ */
+
+/** Where the platform is with the worker; IDLE and RUNNING are told apart by its jobs. */
+export type WorkerPhase =
+  /** Wanted, not placed: no host has room (shown THROTTLED). */
+  | 'PENDING'
+  /** Placed and launched, has not asked for a job yet (INITIALIZING). */
+  | 'STARTING'
+  /** Asking for jobs (IDLE or RUNNING). */
+  | 'READY'
+  /** Crashed, failed its fitness check or missed its heartbeats; its workload is gone. */
+  | 'UNHEALTHY'
+
+/** The statuses of the workers list (wire-compat §3.3) and `/health`. */
+export type WorkerStatus = 'RUNNING' | 'IDLE' | 'INITIALIZING' | 'THROTTLED' | 'UNHEALTHY'
+
+export interface ManagedWorker {
+  /** 14 lowercase letters and digits, like a pod id: RunPod's workerId is the worker's pod id. */
+  id: string
+  endpointId: string
+  accountId: string
+  /** The endpoint version it was started from. */
+  version: number
+  phase: WorkerPhase
+  /** Why it is PENDING or UNHEALTHY. */
+  reason: string | null
+  hostId: string | null
+  dataCenterId: string | null
+  gpuTypeId: string | null
+  cpuFlavorId: string | null
+  gpuCount: number
+  gpuIndices: number[]
+  vcpus: number
+  memoryGb: number
+  image: string
+  createdAt: string
+  /** When its workload was launched. */
+  startedAt: string | null
+  phaseChangedAt: string
+}
+
+export function emptyWorkerCounts(): WorkerCounts {
+  return { idle: 0, initializing: 0, ready: 0, running: 0, throttled: 0, unhealthy: 0 }
+}
+
+/** Adds one worker of `status` to `/health` counts (`ready` = asking for jobs, idle or not). */
+export function countWorker(counts: WorkerCounts, status: WorkerStatus): void {
+  if (status === 'RUNNING') counts.running += 1
+  else if (status === 'IDLE') counts.idle += 1
+  else if (status === 'INITIALIZING') counts.initializing += 1
+  else if (status === 'THROTTLED') counts.throttled += 1
+  else counts.unhealthy += 1
+  if (status === 'RUNNING' || status === 'IDLE') counts.ready += 1
+}
+
+export interface WorkerRepo {
+  insert(worker: ManagedWorker): Promise<void>
+  update(worker: ManagedWorker): Promise<void>
+  delete(id: string): Promise<void>
+  get(id: string): Promise<ManagedWorker | undefined>
+  listByEndpoint(endpointId: string): Promise<ManagedWorker[]>
+  /** Every worker of every endpoint, oldest first. */
+  listAll(): Promise<ManagedWorker[]>
+}
+
+/**
+ * What the job service asks of whoever runs workers: whether a worker may take new jobs (a
+ * stale or recycling one drains), and the `/health` worker counts.
+ */
+export interface WorkerRoster {
+  takesJobs(endpointId: string, workerId: string): boolean
+  counts(endpointId: string): WorkerCounts
+}

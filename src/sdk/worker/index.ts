@@ -1,0 +1,24 @@
+/**
+ * `podyard/worker`: run TypeScript job handlers as workers of a podyard (or RunPod-protocol)
+ * serverless endpoint. See docs/worker-sdk.md.
+ */
+export {
+  ABORT_SETTLE_MS,
+  DEFAULT_GRACE_PERIOD_MS,
+  serve,
+  type Handler,
+  type JobContext,
+  type ServeOptions,
+  type StopOptions,
+  type WorkerHandle,
+  type WorkerLogger,
+} from './serve.js'
+export {
+  DEFAULT_PING_INTERVAL_MS,
+  endpointWorkerUrls,
+  resolveConnection,
+  WorkerConfigError,
+  type WorkerConnection,
+  type WorkerConnectionOptions,
+} from './worker-config.js'
+export type { WorkerJob } from './worker-protocol.js'

@@ -1,0 +1,79 @@
+import http from 'node:http'
+import https from 'node:https'
+
+export interface HttpResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+export interface HttpRequestOptions {
+  headers?: Record<string, string>
+  body?: string
+  signal?: AbortSignal
+  /** The whole exchange, headers to last byte; none by default. */
+  timeoutMs?: number
+}
+
+/**
+ * A small HTTP client over node:http with keep-alive agents. The worker SDK stays free of
+ * dependencies, and node:http costs a fraction of the global fetch per request, which matters
+ * when one worker reports thousands of jobs a second.
+ */
+export class HttpClient {
+  private readonly httpAgent = new http.Agent({ keepAlive: true })
+  private readonly httpsAgent = new https.Agent({ keepAlive: true })
+
+  request(method: string, url: string, options: HttpRequestOptions = {}): Promise<HttpResponse> {
+    return new Promise<HttpResponse>((resolve, reject) => {
+      const target = new URL(url)
+      const secure = target.protocol === 'https:'
+      if (!secure && target.protocol !== 'http:') {
+        reject(new Error(`unsupported URL scheme ${target.protocol} in ${url}`))
+        return
+      }
+      const headers: Record<string, string | number> = { ...options.headers }
+      if (options.body !== undefined) headers['content-length'] = Buffer.byteLength(options.body)
+      const request = (secure ? https : http).request(target, {
+        method,
+        headers,
+        agent: secure ? this.httpsAgent : this.httpAgent,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
+      let timer: NodeJS.Timeout | undefined
+      if (options.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          request.destroy(new Error(`${method} ${url} timed out after ${options.timeoutMs} ms`))
+        }, options.timeoutMs)
+      }
+      const fail = (error: Error) => {
+        clearTimeout(timer)
+        reject(error)
+      }
+      request.on('error', fail)
+      request.on('response', (response) => {
+        const parts: string[] = []
+        response.setEncoding('utf8')
+        response.on('data', (part: string) => parts.push(part))
+        response.on('error', fail)
+        response.on('close', () => {
+          if (!response.complete) fail(new Error(`${method} ${url}: the response was cut off`))
+        })
+        response.on('end', () => {
+          clearTimeout(timer)
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: parts.join(''),
+          })
+        })
+      })
+      request.end(options.body)
+    })
+  }
+
+  close(): void {
+    this.httpAgent.destroy()
+    this.httpsAgent.destroy()
+  }
+}

@@ -1,0 +1,157 @@
+import type { WorkerConnection } from './worker-config.js'
+import { withQuery } from './worker-config.js'
+import type { HttpClient, HttpResponse } from './worker-http.js'
+
+/** A job as the platform hands it to a worker (wire-compat §5.4); every key reaches the handler. */
+export interface WorkerJob<Input = Record<string, unknown>> {
+  id: string
+  input: Input
+  webhook?: string
+  s3Config?: {
+    accessId: string
+    accessSecret: string
+    bucketName: string
+    endpointUrl: string
+    objectPath?: string
+  }
+  [key: string]: unknown
+}
+
+/** A take that could not be served: the caller backs off for `retryAfterMs`. */
+export class TakeRefused extends Error {
+  override name = 'TakeRefused'
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message)
+  }
+}
+
+/** runpod-python sleeps 5 s when a take is answered 429. */
+export const RATE_LIMITED_BACKOFF_MS = 5_000
+
+function failure(what: string, response: HttpResponse): Error {
+  return new Error(`${what} answered ${response.status}: ${response.body.slice(0, 500)}`)
+}
+
+function asJob(value: unknown): WorkerJob {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    typeof (value as { id?: unknown }).id !== 'string' ||
+    !('input' in value)
+  ) {
+    throw new Error(`job-take returned something that is not a job: ${JSON.stringify(value)}`)
+  }
+  return value as WorkerJob
+}
+
+/**
+ * The calls of runpod-python's worker, as it makes them (wire-compat §5): the raw key in
+ * `Authorization`, JSON bodies labelled `application/x-www-form-urlencoded`, query parameters
+ * appended to the platform's URLs.
+ */
+export class WorkerProtocol {
+  private readonly auth: Record<string, string>
+
+  constructor(
+    private readonly connection: WorkerConnection,
+    private readonly http: HttpClient,
+    private readonly version: string,
+  ) {
+    this.auth = { authorization: connection.apiKey }
+  }
+
+  get canStream(): boolean {
+    return this.connection.streamUrl !== undefined
+  }
+
+  get stopChannelAvailable(): boolean {
+    return this.connection.takeUrl.includes('/job-take/')
+  }
+
+  /** Up to `count` jobs (job-take for one, job-take-batch for more), after the server's long poll. */
+  async take(count: number, jobInProgress: boolean, signal?: AbortSignal): Promise<WorkerJob[]> {
+    const url =
+      count === 1
+        ? withQuery(this.connection.takeUrl, { job_in_progress: jobInProgress ? 1 : 0 })
+        : withQuery(this.connection.takeUrl.replace('/job-take/', '/job-take-batch/'), {
+            batch_size: count,
+            job_in_progress: jobInProgress ? 1 : 0,
+          })
+    const response = await this.http.request('GET', url, {
+      headers: this.auth,
+      ...(signal ? { signal } : {}),
+    })
+    // 400 is what a FlashBoot worker gets when there is nothing for it (runpod-python: none).
+    if (response.status === 204 || response.status === 400) return []
+    if (response.status === 429) {
+      const retryAfter = Number(response.headers['retry-after'])
+      throw new TakeRefused(
+        'job-take answered 429',
+        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : RATE_LIMITED_BACKOFF_MS,
+      )
+    }
+    if (response.status !== 200) throw failure('job-take', response)
+    if (response.body.trim() === '') return []
+    const parsed = JSON.parse(response.body) as unknown
+    return Array.isArray(parsed) ? parsed.map(asJob) : [asJob(parsed)]
+  }
+
+  /** A result or a progress update (`{status: 'IN_PROGRESS', output}`) of a job. */
+  async done(jobId: string, body: unknown, isStream: boolean): Promise<void> {
+    const url = withQuery(this.connection.doneUrl.replaceAll('$ID', jobId), { isStream })
+    const response = await this.post(url, jobId, body)
+    if (response.status !== 200) throw failure('job-done', response)
+  }
+
+  /** One stream chunk; runpod-python labels these `isStream=false` (sic). */
+  async stream(jobId: string, output: unknown): Promise<void> {
+    const template = this.connection.streamUrl
+    if (template === undefined) throw new Error('no job-stream URL is configured')
+    const url = withQuery(template.replaceAll('$ID', jobId), { isStream: false })
+    const response = await this.post(url, jobId, { output })
+    if (response.status !== 200) throw failure('job-stream', response)
+  }
+
+  /** The ids of running jobs the platform wants stopped, after the server's long poll. */
+  async stops(signal?: AbortSignal): Promise<string[]> {
+    const url = this.connection.takeUrl.replace('/job-take/', '/job-stop/')
+    const response = await this.http.request('GET', url, {
+      headers: this.auth,
+      ...(signal ? { signal } : {}),
+    })
+    if (response.status === 204) return []
+    if (response.status !== 200) throw failure('job-stop', response)
+    if (response.body.trim() === '') return []
+    const parsed = JSON.parse(response.body) as { jobsToStop?: unknown }
+    return Array.isArray(parsed.jobsToStop)
+      ? parsed.jobsToStop.filter((id): id is string => typeof id === 'string')
+      : []
+  }
+
+  /** The heartbeat: names the jobs in flight, which renews their leases. */
+  async ping(jobIds: string[], timeoutMs: number): Promise<void> {
+    const template = this.connection.pingUrl
+    if (template === undefined) return
+    const url = withQuery(template, {
+      ...(jobIds.length > 0 ? { job_id: jobIds.join(',') } : {}),
+      runpod_version: this.version,
+    })
+    const response = await this.http.request('GET', url, { headers: this.auth, timeoutMs })
+    if (response.status !== 200) throw failure('ping', response)
+  }
+
+  private post(url: string, jobId: string, body: unknown): Promise<HttpResponse> {
+    return this.http.request('POST', url, {
+      headers: {
+        ...this.auth,
+        'content-type': 'application/x-www-form-urlencoded',
+        charset: 'utf-8',
+        'x-request-id': jobId,
+      },
+      body: JSON.stringify(body),
+    })
+  }
+}

@@ -1,0 +1,98 @@
+import type { Kysely, Selectable } from 'kysely'
+import type { ManagedWorker, WorkerPhase, WorkerRepo } from '../domain/serverless/worker.js'
+import type { Database, WorkersTable } from './database-schema.js'
+
+const isoOrNull = (value: string | null) => (value === null ? null : new Date(value).toISOString())
+
+function toWorker(row: Selectable<WorkersTable>): ManagedWorker {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    accountId: row.account_id,
+    version: Number(row.version),
+    phase: row.phase as WorkerPhase,
+    reason: row.reason,
+    hostId: row.host_id,
+    dataCenterId: row.data_center_id,
+    gpuTypeId: row.gpu_type_id,
+    cpuFlavorId: row.cpu_flavor_id,
+    gpuCount: Number(row.gpu_count),
+    gpuIndices: JSON.parse(row.gpu_indices) as number[],
+    vcpus: Number(row.vcpus),
+    memoryGb: Number(row.memory_gb),
+    image: row.image,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: isoOrNull(row.started_at),
+    phaseChangedAt: new Date(row.phase_changed_at).toISOString(),
+  }
+}
+
+function toRow(worker: ManagedWorker): WorkersTable {
+  return {
+    id: worker.id,
+    endpoint_id: worker.endpointId,
+    account_id: worker.accountId,
+    version: worker.version,
+    phase: worker.phase,
+    reason: worker.reason,
+    host_id: worker.hostId,
+    data_center_id: worker.dataCenterId,
+    gpu_type_id: worker.gpuTypeId,
+    cpu_flavor_id: worker.cpuFlavorId,
+    gpu_count: worker.gpuCount,
+    gpu_indices: JSON.stringify(worker.gpuIndices),
+    vcpus: worker.vcpus,
+    memory_gb: worker.memoryGb,
+    image: worker.image,
+    created_at: worker.createdAt,
+    started_at: worker.startedAt,
+    phase_changed_at: worker.phaseChangedAt,
+  }
+}
+
+export class KyselyWorkerRepo implements WorkerRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(worker: ManagedWorker): Promise<void> {
+    await this.db.insertInto('workers').values(toRow(worker)).execute()
+  }
+
+  async update(worker: ManagedWorker): Promise<void> {
+    const { id: _id, ...fields } = toRow(worker)
+    await this.db.updateTable('workers').set(fields).where('id', '=', worker.id).execute()
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.deleteFrom('workers').where('id', '=', id).execute()
+  }
+
+  async get(id: string): Promise<ManagedWorker | undefined> {
+    const row = await this.db
+      .selectFrom('workers')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst()
+    return row && toWorker(row)
+  }
+
+  async listByEndpoint(endpointId: string): Promise<ManagedWorker[]> {
+    const rows = await this.db
+      .selectFrom('workers')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+    return rows.map(toWorker)
+  }
+
+  async listAll(): Promise<ManagedWorker[]> {
+    const rows = await this.db
+      .selectFrom('workers')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+    return rows.map(toWorker)
+  }
+}
