@@ -292,7 +292,7 @@ export async function startPlatform(
       drivers: [driver],
       queue,
       presence,
-      workerKeyFor: (endpointId) => workerKeys.workerKeyFor(endpointId),
+      workerKeyFor: (endpointId) => workerKeys.current(endpointId),
       jobApiBaseUrl: () => serverUrl,
       networkVolume: async (accountId, volumeId) => {
         const volume = await volumes.find(accountId, volumeId)

@@ -377,6 +377,32 @@ describe('managed serverless workers', () => {
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 60_000)
 
+  it('replaces workers whose worker key was rotated', async () => {
+    const id = await createEndpoint({ workers: { min: 1, max: 1, idleTimeout: 2 } })
+    const first = await until(
+      'an idle worker',
+      () => workersOf(id),
+      (l) => l.workers[0]?.status === 'IDLE',
+    )
+    const rotated = await call(`/v2/serverless/${id}/worker-key/rotate`, { method: 'POST' })
+    expect(rotated.status).toBe(200)
+    await until(
+      'a new idle worker',
+      () => workersOf(id),
+      (l) =>
+        l.workers.length === 1 &&
+        l.workers[0].id !== first.workers[0].id &&
+        l.workers[0].status === 'IDLE',
+    )
+    const jobId = await run(id, { n: 1 })
+    await until(
+      'the job done',
+      () => status(id, jobId),
+      (j) => j.status === 'COMPLETED',
+    )
+    await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 60_000)
+
   it('shows THROTTLED workers when no host has room', async () => {
     const id = await createEndpoint({
       cpu: undefined,

@@ -58,7 +58,8 @@ export interface WorkerAutoscalerDeps {
   drivers: RuntimeDriver[]
   queue: Pick<JobQueue, 'releaseWorker' | 'scalingStats'>
   presence: WorkerPresence
-  workerKeyFor: (endpointId: string) => Promise<string>
+  /** The endpoint's current worker key and its generation. */
+  workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
   /** The job API's base URL as workers reach it. */
   jobApiBaseUrl: () => string
   /** A network volume of the account: its data center and host directory. */
@@ -74,6 +75,18 @@ export interface WorkerAutoscalerDeps {
   clock: Clock
   logger: Logger
   settings?: Partial<WorkerAutoscalerSettings>
+}
+
+/** Why a worker must be replaced once free, or null when it is current. */
+function staleReason(worker: ManagedWorker, endpoint: Endpoint, keyGeneration: number) {
+  if (worker.version !== endpoint.version) {
+    return `stale: version ${worker.version}, endpoint is at ${endpoint.version}`
+  }
+  // A PENDING worker has no key yet: it gets the current one when it starts.
+  if (worker.phase !== 'PENDING' && worker.keyGeneration !== keyGeneration) {
+    return 'stale: its worker key was rotated'
+  }
+  return null
 }
 
 /** What the loop last saw of a managed worker, for the job service and the workers list. */
@@ -242,6 +255,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
 
     const stats = await this.deps.queue.scalingStats(endpoint.id)
+    const keyGeneration = (await this.deps.workerKeyFor(endpoint.id)).generation
+    const staleness = new Map(current.map((w) => [w.id, staleReason(w, endpoint, keyGeneration)]))
     const scaling: ScalingWorker[] = current.map((worker) => {
       const status = this.observedStatus(worker)
       if (status === 'IDLE') {
@@ -257,7 +272,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
               : status === 'UNHEALTHY'
                 ? 'UNHEALTHY'
                 : status,
-        version: worker.version,
+        stale: staleness.get(worker.id) ?? null,
         idleSinceMs: this.idleSince.get(worker.id) ?? null,
         recycle: this.deps.presence.find(endpoint.id, worker.id)?.recycle ?? false,
       }
@@ -265,7 +280,6 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const decision = decideScaling({
       workers: endpoint.workers,
       scaling: endpoint.scaling,
-      version: endpoint.version,
       queue: {
         queued: stats.queued,
         oldestQueuedAtMs: stats.oldestQueuedAt === null ? null : Date.parse(stats.oldestQueuedAt),
@@ -318,6 +332,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       endpointId: endpoint.id,
       accountId: endpoint.accountId,
       version: endpoint.version,
+      keyGeneration: 0,
       phase: 'PENDING',
       reason: 'waiting for a host with room',
       hostId: null,
@@ -502,6 +517,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       return worker
     }
     const { candidate, placement } = placed
+    const key = await this.deps.workerKeyFor(endpoint.id)
     const startedAt = this.deps.clock.now().toISOString()
     const launched: ManagedWorker = {
       ...worker,
@@ -516,6 +532,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       vcpus: placement.vcpus,
       memoryGb: placement.memoryGb,
       image: endpoint.image,
+      keyGeneration: key.generation,
       startedAt,
       phaseChangedAt: startedAt,
     }
@@ -527,7 +544,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         : undefined
       const spec = workerWorkloadOf(endpoint, launched, {
         baseUrl: this.deps.jobApiBaseUrl(),
-        workerKey: await this.deps.workerKeyFor(endpoint.id),
+        workerKey: key.workerKey,
         pingIntervalMs: this.settings.pingIntervalMs,
         diskPath: workerDiskPath(this.deps.dataDir, worker.id),
         ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),

@@ -226,6 +226,7 @@ export interface WorkersTable {
   endpoint_id: string
   account_id: string
   version: number
+  key_generation: number
   phase: string
   reason: string | null
   host_id: string | null

@@ -12,7 +12,6 @@ function input(overrides: Partial<ScalingInput> = {}): ScalingInput {
   return {
     workers: { min: 0, max: 3, idleTimeout: 5 },
     scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-    version: 1,
     queue: { queued: 0, oldestQueuedAtMs: null, inProgress: 0 },
     current: [],
     nowMs: NOW,
@@ -26,7 +25,7 @@ function worker(state: ScalingWorkerState, overrides: Partial<ScalingWorker> = {
   return {
     id: `w${next}`,
     state,
-    version: 1,
+    stale: null,
     idleSinceMs: state === 'IDLE' ? NOW : null,
     recycle: false,
     ...overrides,
@@ -127,17 +126,19 @@ describe('decideScaling', () => {
   })
 
   it('rolls stale workers: stops them when free, starts current ones in their place', () => {
-    const staleIdle = worker('IDLE', { version: 1 })
-    const staleBusy = worker('RUNNING', { version: 1 })
+    const reason = 'stale: version 1, endpoint is at 2'
+    const staleIdle = worker('IDLE', { stale: reason })
+    const staleBusy = worker('RUNNING', { stale: reason })
+    const rotated = worker('STARTING', { stale: 'stale: its worker key was rotated' })
     const decision = decideScaling(
       input({
-        version: 2,
         workers: { min: 2, max: 3, idleTimeout: 5 },
-        current: [staleIdle, staleBusy],
+        current: [staleIdle, staleBusy, rotated],
       }),
     )
     expect(decision.stop).toEqual([
-      { workerId: staleIdle.id, reason: 'stale: version 1, endpoint is at 2' },
+      { workerId: staleIdle.id, reason },
+      { workerId: rotated.id, reason: 'stale: its worker key was rotated' },
     ])
     expect(decision.start).toBe(2)
   })

@@ -21,8 +21,11 @@ export type ScalingWorkerState =
 export interface ScalingWorker {
   id: string
   state: ScalingWorkerState
-  /** The endpoint version it was started with. */
-  version: number
+  /**
+   * Why it must be replaced once free (started from an older endpoint version, or with a
+   * rotated worker key), or null when it is current.
+   */
+  stale: string | null
   /** Since when it has had no job (ms), for IDLE workers. */
   idleSinceMs: number | null
   /** It asked to be recycled after its job (`stopPod`, runpod-python's refresh_worker). */
@@ -41,7 +44,6 @@ export interface ScalingQueue {
 export interface ScalingInput {
   workers: EndpointWorkers
   scaling: EndpointScaling
-  version: number
   queue: ScalingQueue
   current: readonly ScalingWorker[]
   nowMs: number
@@ -56,8 +58,8 @@ export interface ScalingDecision {
   reasons: string[]
 }
 
-const isUsable = (w: ScalingWorker, version: number) =>
-  w.version === version &&
+const isUsable = (w: ScalingWorker) =>
+  w.stale === null &&
   !w.recycle &&
   (w.state === 'PENDING' || w.state === 'STARTING' || w.state === 'IDLE' || w.state === 'RUNNING')
 
@@ -86,22 +88,19 @@ function wanted(input: ScalingInput, usable: readonly ScalingWorker[]): [number,
 }
 
 export function decideScaling(input: ScalingInput): ScalingDecision {
-  const { workers, version, current, nowMs } = input
+  const { workers, current, nowMs } = input
   const stop: ScalingDecision['stop'] = []
 
   for (const w of current) {
     const free = w.state === 'IDLE' || w.state === 'PENDING' || w.state === 'STARTING'
     if (w.recycle && w.state === 'IDLE') {
       stop.push({ workerId: w.id, reason: 'recycled after its job (stopPod)' })
-    } else if (w.version !== version && free) {
-      stop.push({
-        workerId: w.id,
-        reason: `stale: version ${w.version}, endpoint is at ${version}`,
-      })
+    } else if (w.stale !== null && free) {
+      stop.push({ workerId: w.id, reason: w.stale })
     }
   }
 
-  const usable = current.filter((w) => isUsable(w, version))
+  const usable = current.filter(isUsable)
   const [byScaler, why] = wanted(input, usable)
   const target = Math.min(workers.max, Math.max(workers.min, byScaler))
   const explain = (decision: Omit<ScalingDecision, 'reasons'>, extra: string[]) => ({

@@ -101,6 +101,12 @@ export class WorkerKeyService {
     return this.keyOf(endpointId, await this.generationOf(endpointId))
   }
 
+  /** The current key with its generation (a worker started with an older one must go). */
+  async current(endpointId: string): Promise<{ workerKey: string; generation: number }> {
+    const generation = await this.generationOf(endpointId)
+    return { workerKey: this.keyOf(endpointId, generation), generation }
+  }
+
   /** The owner's read of the key; another account's endpoint is 404. */
   async read(accountId: string, endpointId: string): Promise<WorkerKeyView> {
     const { id } = await this.deps.ownEndpoint(accountId, endpointId)

@@ -27,6 +27,8 @@ export interface ManagedWorker {
   accountId: string
   /** The endpoint version it was started from. */
   version: number
+  /** The generation of the worker key it was given: a rotation makes it stale. */
+  keyGeneration: number
   phase: WorkerPhase
   /** Why it is PENDING or UNHEALTHY. */
   reason: string | null

@@ -5,6 +5,7 @@ export const statements = [
     endpoint_id text not null,
     account_id text not null references accounts(id) on delete cascade,
     version integer not null,
+    key_generation integer not null,
     phase text not null,
     reason text,
     host_id text,

@@ -1,0 +1,79 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { ManagedWorker } from '../src/domain/serverless/worker.js'
+import { newId } from '../src/shared/ids.js'
+import { KyselyAccountRepo } from '../src/store/account-repo.js'
+import type { Store } from '../src/store/open-store.js'
+import { KyselyWorkerRepo } from '../src/store/worker-repo.js'
+import { testStores } from './support/stores.js'
+
+describe.each(testStores())('KyselyWorkerRepo on $name', ({ open }) => {
+  let store: Store
+  let repo: KyselyWorkerRepo
+  let accountId: string
+
+  const worker = (overrides: Partial<ManagedWorker> = {}): ManagedWorker => ({
+    id: newId.pod(),
+    endpointId: 'ep1',
+    accountId,
+    version: 3,
+    keyGeneration: 2,
+    phase: 'STARTING',
+    reason: null,
+    hostId: 'us-ks-2-rtx4090-1',
+    dataCenterId: 'US-KS-2',
+    gpuTypeId: 'NVIDIA GeForce RTX 4090',
+    cpuFlavorId: null,
+    gpuCount: 2,
+    gpuIndices: [1, 3],
+    vcpus: 32,
+    memoryGb: 124,
+    image: 'runpod/worker:1',
+    createdAt: '2026-01-01T00:00:00.000Z',
+    startedAt: '2026-01-01T00:00:01.000Z',
+    phaseChangedAt: '2026-01-01T00:00:01.000Z',
+    ...overrides,
+  })
+
+  beforeEach(async () => {
+    store = await open()
+    repo = new KyselyWorkerRepo(store.db)
+    accountId = newId.account()
+    await new KyselyAccountRepo(store.db).create(
+      { id: accountId, name: 'a', role: 'user', createdAt: '2026-01-01T00:00:00.000Z' },
+      {
+        id: newId.user(),
+        accountId,
+        email: `${accountId}@example.com`,
+        createdAt: '2026-01-01T00:00:00.000Z',
+      },
+    )
+  })
+  afterEach(async () => {
+    await store.close()
+  })
+
+  it('round-trips every field, and updates and deletes', async () => {
+    const w = worker()
+    await repo.insert(w)
+    expect(await repo.get(w.id)).toEqual(w)
+    const pending = worker({
+      endpointId: 'ep2',
+      phase: 'PENDING',
+      reason: 'no capacity: ...',
+      hostId: null,
+      dataCenterId: null,
+      gpuTypeId: null,
+      gpuIndices: [],
+      startedAt: null,
+      createdAt: '2026-01-01T00:00:02.000Z',
+    })
+    await repo.insert(pending)
+    const ready = { ...w, phase: 'READY' as const, phaseChangedAt: '2026-01-01T00:00:05.000Z' }
+    await repo.update(ready)
+    expect(await repo.listByEndpoint('ep1')).toEqual([ready])
+    expect((await repo.listAll()).map((x) => x.id)).toEqual([w.id, pending.id])
+    await repo.delete(w.id)
+    expect(await repo.get(w.id)).toBeUndefined()
+    expect(await repo.listAll()).toEqual([pending])
+  })
+})
