@@ -403,6 +403,41 @@ describe('managed serverless workers', () => {
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 60_000)
 
+  it('replaces a worker that fails its fitness check, listing it UNHEALTHY with the reason', async () => {
+    const id = await createEndpoint({ workers: { min: 1, max: 1, idleTimeout: 2 } })
+    const first = await until(
+      'an idle worker',
+      () => workersOf(id),
+      (l) => l.workers[0]?.status === 'IDLE',
+    )
+    const workerId = first.workers[0].id as string
+    const key = (await call(`/v2/serverless/${id}/worker-key`)).body.workerKey as string
+    // What runpod-python sends when a fitness check fails.
+    const ping = await fetch(
+      `${platform.url}/v2/${id}/ping/${workerId}?status=unhealthy&check=memory&reason=too+little&runpod_version=1.7.0`,
+      { headers: { authorization: key } },
+    )
+    expect(ping.status).toBe(200)
+    const after = await until(
+      'the worker unhealthy and a new one idle',
+      () => workersOf(id),
+      (l) =>
+        l.workers.some((w: Json) => w.id === workerId && w.status === 'UNHEALTHY') &&
+        l.workers.some((w: Json) => w.id !== workerId && w.status === 'IDLE'),
+    )
+    expect(after.workers.find((w: Json) => w.id === workerId).reason).toBe(
+      'failed its fitness check memory: too little',
+    )
+    expect((await health(id)).workers).toMatchObject({ unhealthy: 1, idle: 1 })
+    // Listed for workers.unhealthyRetentionMs (1.5 s here), then gone.
+    await until(
+      'the unhealthy worker forgotten',
+      () => workersOf(id),
+      (l) => l.workers.length === 1,
+    )
+    await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 60_000)
+
   it('shows THROTTLED workers when no host has room', async () => {
     const id = await createEndpoint({
       cpu: undefined,
