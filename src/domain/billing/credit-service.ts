@@ -101,6 +101,38 @@ export class CreditService {
     return { credit: creditView(credit), entry: entryView(entry) }
   }
 
+  /**
+   * Takes `amountNano` (> 0) off the balance as a `charge` entry (the meter, public model
+   * jobs). The balance may go below zero: what was used is owed; what follows from a balance
+   * at or below zero is the caller's policy (docs/billing.md).
+   */
+  async charge(input: {
+    accountId: string
+    amountNano: number
+    note: string
+  }): Promise<CreditView> {
+    if (!Number.isSafeInteger(input.amountNano) || input.amountNano <= 0) {
+      throw new Error(`a charge must be a positive whole number of nano-USD: ${input.amountNano}`)
+    }
+    const credit = await this.repo.append({
+      id: newId.creditEntry(),
+      accountId: input.accountId,
+      amountNano: -input.amountNano,
+      kind: 'charge',
+      note: input.note.slice(0, MAX_CREDIT_NOTE_LENGTH),
+      createdBy: null,
+      createdAt: this.clock.now().toISOString(),
+    })
+    return creditView(credit)
+  }
+
+  /** The balance in nano-USD (exact), for checks before work starts. */
+  async balanceNano(accountId: string): Promise<number> {
+    const credit = await this.repo.credit(accountId)
+    if (!credit) throw new AppError('NOT_FOUND', `account ${accountId} not found`)
+    return credit.balanceNano
+  }
+
   async setSpendLimit(accountId: string, usdPerHour: number): Promise<CreditView> {
     if (
       !Number.isFinite(usdPerHour) ||
