@@ -6,29 +6,14 @@ import { CreditService } from '../src/domain/billing/credit-service.js'
 import type { CreditEntry } from '../src/domain/billing/credits.js'
 import { ManualClock } from '../src/shared/clock.js'
 import { newId } from '../src/shared/ids.js'
-import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import { KyselyCreditRepo } from '../src/store/credit-repo.js'
 import type { Store } from '../src/store/open-store.js'
 import { runCli } from './support/cli.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
-import { testStores } from './support/stores.js'
+import { addTestAccount, testStores } from './support/stores.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
-
-async function addAccount(store: Store): Promise<string> {
-  const id = newId.account()
-  await new KyselyAccountRepo(store.db).create(
-    { id, name: id, role: 'user', createdAt: '2026-01-01T00:00:00.000Z' },
-    {
-      id: newId.user(),
-      accountId: id,
-      email: `${id}@example.com`,
-      createdAt: '2026-01-01T00:00:00.000Z',
-    },
-  )
-  return id
-}
 
 describe.each(testStores())('credits on $name', ({ open }) => {
   let store: Store
@@ -48,7 +33,7 @@ describe.each(testStores())('credits on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     repo = new KyselyCreditRepo(store.db)
-    accountId = await addAccount(store)
+    accountId = await addTestAccount(store)
   })
   afterEach(async () => {
     await store.close()
@@ -79,7 +64,7 @@ describe.each(testStores())('credits on $name', ({ open }) => {
   })
 
   it('keeps the spend limit per account', async () => {
-    const other = await addAccount(store)
+    const other = await addTestAccount(store)
     expect((await repo.setSpendLimit(accountId, 12.5))?.spendLimitPerHour).toBe(12.5)
     expect((await repo.credit(other))?.spendLimitPerHour).toBe(80)
     expect(await repo.setSpendLimit('acct_nobody', 1)).toBeUndefined()

@@ -1,28 +1,14 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
+import { createTestEndpoint, json } from './support/http.js'
 
 type Json = Record<string, unknown>
-
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
-}
 
 describe('deleting an endpoint', () => {
   let platform: TestPlatform
 
-  const createEndpoint = async (name: string) =>
-    (
-      await json<{ id: string }>(
-        await platform.call('/v2/serverless', {
-          method: 'POST',
-          json: { name, image: 'worker:1', gpu: { pools: ['ADA_24'] } },
-        }),
-        201,
-      )
-    ).id
+  const createEndpoint = (name: string) => createTestEndpoint(platform, name)
   const run = async (endpointId: string, input: Json = {}) =>
     (
       await json<{ id: string }>(

@@ -1,17 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Endpoint } from '../src/domain/serverless/endpoint.js'
-import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import { KyselyEndpointRepo } from '../src/store/endpoint-repo.js'
 import type { Store } from '../src/store/open-store.js'
-import { testStores } from './support/stores.js'
-
-async function addAccount(store: Store, id: string): Promise<void> {
-  const createdAt = '2026-01-01T00:00:00.000Z'
-  await new KyselyAccountRepo(store.db).create(
-    { id, name: id, role: 'user', createdAt },
-    { id: `user_${id}`, accountId: id, email: `${id}@example.com`, createdAt },
-  )
-}
+import { addTestAccount, testStores } from './support/stores.js'
 
 const endpoint = (
   id: string,
@@ -56,8 +47,8 @@ describe.each(testStores())('KyselyEndpointRepo on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     repo = new KyselyEndpointRepo(store.db)
-    await addAccount(store, 'acct_a')
-    await addAccount(store, 'acct_b')
+    await addTestAccount(store, 'acct_a')
+    await addTestAccount(store, 'acct_b')
   })
   afterEach(() => store.close())
 

@@ -7,6 +7,7 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { createTestEndpoint, json } from './support/http.js'
 
 /**
  * A worker that calls the platform exactly as runpod-python 1.12's `runpod.serverless.start`
@@ -76,12 +77,6 @@ type Json = Record<string, unknown>
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
-}
-
 async function problem(response: Response, status: number): Promise<Json> {
   expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/)
   return json(response, status)
@@ -91,16 +86,7 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
   let platform: TestPlatform
   let strangerKey: string
 
-  const createEndpoint = async (name = 'ep'): Promise<string> => {
-    const created = await json<{ id: string }>(
-      await platform.call('/v2/serverless', {
-        method: 'POST',
-        json: { name, image: 'worker:1', gpu: { pools: ['ADA_24'] } },
-      }),
-      201,
-    )
-    return created.id
-  }
+  const createEndpoint = (name = 'ep') => createTestEndpoint(platform, name)
   const sdkFor = (endpointId: string, key = TEST_ADMIN_KEY) =>
     runpodSdk(key, { baseUrl: `${platform.url}/v2` }).endpoint(endpointId)!
   const jobCall = (

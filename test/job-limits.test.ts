@@ -1,16 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/shared/clock.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
+import { createTestEndpoint, json } from './support/http.js'
 
 type Json = Record<string, unknown>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const MB = 1024 * 1024
-
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
-}
 
 async function problem(response: Response, status: number): Promise<Json> {
   expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/)
@@ -28,16 +23,7 @@ describe('job API limits per endpoint and operation (spec "Limits > Serverless")
   // Windows are aligned to the clock; a clock that only moves when told keeps them still.
   const clock = new ManualClock('2026-01-01T00:00:03.000Z')
 
-  const createEndpoint = async (name: string): Promise<string> =>
-    (
-      await json<{ id: string }>(
-        await platform.call('/v2/serverless', {
-          method: 'POST',
-          json: { name, image: 'worker:1', gpu: { pools: ['ADA_24'] } },
-        }),
-        201,
-      )
-    ).id
+  const createEndpoint = (name: string) => createTestEndpoint(platform, name)
   const call = (endpointId: string, path: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
     platform.call(`/v2/${endpointId}${path}`, init)
 

@@ -1,24 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { NetworkVolume } from '../src/domain/volumes/network-volume.js'
 import { newId } from '../src/shared/ids.js'
-import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import { KyselyNetworkVolumeRepo } from '../src/store/network-volume-repo.js'
 import type { Store } from '../src/store/open-store.js'
-import { testStores } from './support/stores.js'
-
-async function addAccount(store: Store): Promise<string> {
-  const id = newId.account()
-  await new KyselyAccountRepo(store.db).create(
-    { id, name: id, role: 'user', createdAt: '2026-01-01T00:00:00.000Z' },
-    {
-      id: newId.user(),
-      accountId: id,
-      email: `${id}@example.com`,
-      createdAt: '2026-01-01T00:00:00.000Z',
-    },
-  )
-  return id
-}
+import { addTestAccount, testStores } from './support/stores.js'
 
 describe.each(testStores())('KyselyNetworkVolumeRepo on $name', ({ open }) => {
   let store: Store
@@ -40,7 +25,7 @@ describe.each(testStores())('KyselyNetworkVolumeRepo on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     repo = new KyselyNetworkVolumeRepo(store.db)
-    accountId = await addAccount(store)
+    accountId = await addTestAccount(store)
   })
 
   afterEach(async () => {
@@ -58,7 +43,7 @@ describe.each(testStores())('KyselyNetworkVolumeRepo on $name', ({ open }) => {
   })
 
   it('lists an account’s volumes oldest first, and no one else’s', async () => {
-    const other = await addAccount(store)
+    const other = await addTestAccount(store)
     const late = volume({ createdAt: '2026-01-03T00:00:00.000Z' })
     const early = volume({ createdAt: '2026-01-01T00:00:00.000Z' })
     const middle = volume({ createdAt: '2026-01-02T00:00:00.000Z' })

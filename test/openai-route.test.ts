@@ -6,6 +6,7 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { createTestEndpoint, json } from './support/http.js'
 
 type Json = Record<string, unknown>
 interface TakenJob {
@@ -33,12 +34,6 @@ const chunk = (content: string, finish: string | null = null) => ({
 })
 /** What worker-vllm yields with RAW_OPENAI_OUTPUT (its default): SSE text, events batched. */
 const sse = (...values: unknown[]) => values.map((v) => `data: ${JSON.stringify(v)}\n\n`).join('')
-
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
-}
 
 /** An OpenAI-shaped error with the given status. */
 async function openaiError(response: Response, status: number): Promise<Json> {
@@ -112,16 +107,7 @@ describe('OpenAI-compatible route /v2/<endpoint_id>/openai/v1/*', () => {
   let platform: TestPlatform
   let strangerKey: string
 
-  const createEndpoint = async (name = 'llm'): Promise<string> =>
-    (
-      await json<{ id: string }>(
-        await platform.call('/v2/serverless', {
-          method: 'POST',
-          json: { name, image: 'vllm:1', gpu: { pools: ['ADA_24'] } },
-        }),
-        201,
-      )
-    ).id
+  const createEndpoint = (name = 'llm') => createTestEndpoint(platform, name, 'vllm:1')
   const openai = (
     endpointId: string,
     path: string,

@@ -6,19 +6,10 @@ import {
   parseEncryptionKey,
 } from '../src/domain/registries/secret-box.js'
 import { ManualClock } from '../src/shared/clock.js'
-import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import { verifyEncryptionKey } from '../src/store/encryption-check.js'
 import type { Store } from '../src/store/open-store.js'
 import { KyselyRegistryRepo } from '../src/store/registry-repo.js'
-import { testStores } from './support/stores.js'
-
-async function addAccount(store: Store, id: string): Promise<void> {
-  const createdAt = '2026-01-01T00:00:00.000Z'
-  await new KyselyAccountRepo(store.db).create(
-    { id, name: id, role: 'user', createdAt },
-    { id: `user_${id}`, accountId: id, email: `${id}@example.com`, createdAt },
-  )
-}
+import { addTestAccount, testStores } from './support/stores.js'
 
 const record = (id: string, accountId: string, createdAt: string) => ({
   id,
@@ -36,8 +27,8 @@ describe.each(testStores())('KyselyRegistryRepo on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     repo = new KyselyRegistryRepo(store.db)
-    await addAccount(store, 'acct_a')
-    await addAccount(store, 'acct_b')
+    await addTestAccount(store, 'acct_a')
+    await addTestAccount(store, 'acct_b')
   })
   afterEach(() => store.close())
 

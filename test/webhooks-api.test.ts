@@ -6,15 +6,10 @@ import {
   type TestPlatform,
 } from './support/platform.js'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js'
+import { json } from './support/http.js'
 
 type Json = Record<string, unknown>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
-}
 
 interface Deliveries {
   jobId: string

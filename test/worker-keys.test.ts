@@ -10,18 +10,12 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { createTestEndpoint, json } from './support/http.js'
 
-type Json = Record<string, unknown>
 interface WorkerKeyJson {
   endpointId: string
   workerKey: string
   generation: number
-}
-
-async function json<T = Json>(response: Response, status = 200): Promise<T> {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as T
 }
 
 describe('per-endpoint worker keys', () => {
@@ -30,16 +24,7 @@ describe('per-endpoint worker keys', () => {
   let a: string
   let b: string
 
-  const createEndpoint = async (name: string) =>
-    (
-      await json<{ id: string }>(
-        await platform.call('/v2/serverless', {
-          method: 'POST',
-          json: { name, image: 'worker:1', gpu: { pools: ['ADA_24'] } },
-        }),
-        201,
-      )
-    ).id
+  const createEndpoint = (name: string) => createTestEndpoint(platform, name)
   const readKey = async (id: string) =>
     json<WorkerKeyJson>(await platform.call(`/v2/serverless/${id}/worker-key`))
   /** A worker call as runpod-python makes it: the key raw in Authorization. */

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { ManagedWorker } from '../src/domain/serverless/worker.js'
 import { newId } from '../src/shared/ids.js'
-import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import type { Store } from '../src/store/open-store.js'
 import { KyselyWorkerRepo } from '../src/store/worker-repo.js'
-import { testStores } from './support/stores.js'
+import { addTestAccount, testStores } from './support/stores.js'
 
 describe.each(testStores())('KyselyWorkerRepo on $name', ({ open }) => {
   let store: Store
@@ -37,16 +36,7 @@ describe.each(testStores())('KyselyWorkerRepo on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     repo = new KyselyWorkerRepo(store.db)
-    accountId = newId.account()
-    await new KyselyAccountRepo(store.db).create(
-      { id: accountId, name: 'a', role: 'user', createdAt: '2026-01-01T00:00:00.000Z' },
-      {
-        id: newId.user(),
-        accountId,
-        email: `${accountId}@example.com`,
-        createdAt: '2026-01-01T00:00:00.000Z',
-      },
-    )
+    accountId = await addTestAccount(store)
   })
   afterEach(async () => {
     await store.close()

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
+import { newId } from '../../src/shared/ids.js'
+import { KyselyAccountRepo } from '../../src/store/account-repo.js'
 import { migrateToLatest } from '../../src/store/migrate.js'
 import { openStore, type Dialect, type Store } from '../../src/store/open-store.js'
 
@@ -91,4 +93,14 @@ export function testStores(): TestStoreFactory[] {
   const postgresUrl = process.env[POSTGRES_URL_ENV]
   if (postgresUrl) stores.push({ name: 'postgres', open: () => openPostgres(postgresUrl) })
   return stores
+}
+
+/** An account (with its one user) in the store, for repositories whose rows belong to one. */
+export async function addTestAccount(store: Store, id = newId.account()): Promise<string> {
+  const createdAt = '2026-01-01T00:00:00.000Z'
+  await new KyselyAccountRepo(store.db).create(
+    { id, name: id, role: 'user', createdAt },
+    { id: `user_${id}`, accountId: id, email: `${id}@example.com`, createdAt },
+  )
+  return id
 }
