@@ -14,6 +14,7 @@ const layers = [
   'control',
   'api',
   'sdk',
+  'models',
   'cli',
   'client',
 ]
@@ -28,6 +29,7 @@ const allowed = {
   control: ['domain', 'queue', 'scheduler', 'runtime', 'shared'],
   api: ['domain', 'queue', 'shared'],
   sdk: ['shared'],
+  models: ['sdk', 'shared'],
   cli: ['client', 'config', 'shared'],
   client: ['shared'],
 }
@@ -59,8 +61,8 @@ module.exports = {
       name: 'sdk-without-dependencies',
       severity: 'error',
       comment:
-        "The worker SDK (podyard/worker) runs inside users' workers: Node built-ins only, so importing it loads none of the server's packages.",
-      from: { path: '^src/sdk/' },
+        "The worker SDK (podyard/worker) runs inside users' workers, and src/models/ inside the platform's model workers: Node built-ins only, so they load none of the server's packages.",
+      from: { path: '^src/(sdk|models)/' },
       to: {
         dependencyTypes: [
           'npm',

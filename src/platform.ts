@@ -3,8 +3,9 @@
  * api -> listen. main.ts (the CLI entry) loads this module only for the commands that need it,
  * so commands that only talk to a running server start in a fifth of the time.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
 import { parse as parseYaml } from 'yaml'
@@ -15,6 +16,10 @@ import type { Config } from './config/schema.js'
 import { CreditService } from './domain/billing/credit-service.js'
 import { KyselyCreditRepo } from './store/credit-repo.js'
 import { KyselyWorkerRepo } from './store/worker-repo.js'
+import { KyselyUsageRepo } from './store/usage-repo.js'
+import { BillingMeter } from './control/billing-meter.js'
+import { BillingGuard, runningSpendPerHour } from './domain/billing/billing-guard.js'
+import { BillingReportService } from './domain/billing/billing-reports.js'
 import { AccountService } from './domain/accounts/account-service.js'
 import { JobSweeper } from './control/job-sweeper.js'
 import { WorkerAutoscaler } from './control/worker-autoscaler.js'
@@ -45,6 +50,17 @@ import {
 import { builtinImageCommands } from './domain/templates/builtin-templates.js'
 import { TemplateService } from './domain/templates/template-service.js'
 import { VolumeService } from './domain/volumes/volume-service.js'
+import {
+  buildModelRegistry,
+  MODEL_CODE_PATH,
+  ModelConfigError,
+  modelImageCommands,
+} from './domain/models/model-registry.js'
+import { ModelService } from './domain/models/model-service.js'
+import { ensurePublicModelsAccount } from './domain/models/models-account.js'
+import { deriveObjectUrlSecret, ObjectUrlSigner } from './domain/models/signed-urls.js'
+import { LocalObjectStore } from './store/local-object-store.js'
+import { KyselyModelJobRepo } from './store/model-job-repo.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
 import type { RuntimeDriver } from './runtime/driver.js'
 import { ProcessDriver } from './runtime/process/process-driver.js'
@@ -78,6 +94,8 @@ export interface Platform {
   fleet: Fleet
   lifecycle: PodLifecycle
   autoscaler: WorkerAutoscaler
+  /** The billing meter (docs/billing.md); tests call its tick() on a manual clock. */
+  meter: BillingMeter
   /** The runtime drivers of this server's hosts. */
   drivers: RuntimeDriver[]
   /** Base URL the server listens on. */
@@ -175,10 +193,16 @@ export async function startPlatform(
     const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
     const podStore = podStoreOf(store)
     const { box, key: encryptionKey } = await secretBoxFor(config, store, logger)
+    const modelDefinitions = loadModels(config)
+    const modelsAccount = await ensurePublicModelsAccount(accounts)
     // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
     const driver = new ProcessDriver({
       stateDir: path.join(config.dataDir, 'runtime', 'process'),
-      images: { ...builtinImageCommands(process.execPath), ...config.images },
+      images: {
+        ...builtinImageCommands(process.execPath),
+        ...modelImageCommands(process.execPath),
+        ...config.images,
+      },
       sandbox: config.sandbox,
       clock,
     })
@@ -251,6 +275,24 @@ export async function startPlatform(
       clock,
       logger,
     })
+    // Billing (docs/billing.md): the meter charges always; the guard refuses only when enforced.
+    const usageRepo = new KyselyUsageRepo(store.db)
+    const billingGuard = new BillingGuard({
+      credits: new KyselyCreditRepo(store.db),
+      enforce: config.billing.enforce,
+      spendPerHour: async (accountId) =>
+        runningSpendPerHour(
+          await podStore.pods.list({
+            accountId,
+            statuses: ['PROVISIONING', 'STARTING', 'RUNNING'],
+          }),
+          (await workerRepo.listAll()).filter((w) => w.accountId === accountId),
+          fleet.prices,
+        ),
+      // The operator's own account and the platform's public models are never stopped.
+      exempt: async (accountId) =>
+        accountId === modelsAccount.id || (await accounts.findAccount(accountId))?.role === 'admin',
+    })
     const pods = new PodService({
       store: podStore,
       catalog,
@@ -263,6 +305,7 @@ export async function startPlatform(
       },
       clock,
       nudge: lifecycle.nudge,
+      spendGuard: billingGuard,
     })
 
     const deliveries = new KyselyWebhookDeliveries({ db: store.db, dialect: store.dialect })
@@ -303,11 +346,78 @@ export async function startPlatform(
       clock,
       logger,
       settings: config.workers,
+      // The public models' workers run podyard's own build, shown to them read-only.
+      platformMounts: (endpoint) =>
+        endpoint.accountId === modelsAccount.id
+          ? [
+              {
+                hostPath: MODEL_CODE_DIR,
+                containerPath: MODEL_CODE_PATH,
+                kind: 'platform',
+                readOnly: true,
+              },
+            ]
+          : [],
     })
-    const jobs = new JobService({ endpoints, queue, presence, roster: autoscaler, clock })
+    const jobs = new JobService({
+      endpoints,
+      queue,
+      presence,
+      roster: autoscaler,
+      clock,
+      billing: billingGuard,
+      onJobFinished: (job) => models.onJobCompleted(job),
+    })
+    const objectUrls = new ObjectUrlSigner(deriveObjectUrlSecret(encryptionKey))
+    const models: ModelService = new ModelService({
+      models: modelDefinitions,
+      ownerAccountId: modelsAccount.id,
+      endpoints,
+      jobs,
+      credits,
+      repo: new KyselyModelJobRepo(store.db),
+      objects: new LocalObjectStore(path.join(config.dataDir, 'objects')),
+      signer: objectUrls,
+      baseUrl: () => serverUrl,
+      clock,
+      // Each charged job is usage of the model for `/v2/billing/endpoints`.
+      usage: usageRepo,
+      warn: (message, fields) => logger.warn(fields, message),
+    })
+    if (!existsSync(path.join(MODEL_CODE_DIR, 'models', 'reference-worker.js'))) {
+      logger.warn(
+        { dir: MODEL_CODE_DIR },
+        "the public models' worker program is not built (npm run build): their jobs will not run",
+      )
+    }
+    await models.syncEndpoints()
     const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
     const webhooks = new WebhookService({ endpoints, queue, deliveries })
     const sweeper = new JobSweeper({ queue, clock, logger })
+    const meter = new BillingMeter({
+      usage: usageRepo,
+      pods: podStore.pods,
+      workers: workerRepo,
+      endpoints: endpointRepo,
+      volumes: new KyselyNetworkVolumeRepo(store.db),
+      prices: fleet.prices,
+      clock,
+      logger,
+      intervalMs: config.billing.meterIntervalMs,
+      afterCharge: async (credit) => {
+        if (!(await billingGuard.outOfCredits(credit))) return
+        const stopped = await pods.stopAll(
+          credit.accountId,
+          'the account is out of credits (balance at or below zero)',
+        )
+        if (stopped.length > 0) {
+          logger.warn(
+            { accountId: credit.accountId, pods: stopped },
+            'out of credits: pods stopped',
+          )
+        }
+      },
+    })
 
     const app = await buildApp({
       credits,
@@ -331,6 +441,11 @@ export async function startPlatform(
         return workers.idle + workers.running
       },
       rateLimits: config.rateLimit,
+      billing: {
+        reports: new BillingReportService({ usage: usageRepo, clock }),
+        spend: billingGuard,
+      },
+      models: { service: models, signer: objectUrls },
       readiness: async () => {
         await store.ping()
         if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
@@ -340,6 +455,13 @@ export async function startPlatform(
     lifecycle.start()
     sweeper.start()
     dispatcher.start()
+    meter.start()
+    const objectSweep = setInterval(() => {
+      models.purgeExpiredObjects().catch((error: unknown) => {
+        logger.error({ err: error }, 'purging expired public model results failed')
+      })
+    }, OBJECT_SWEEP_INTERVAL_MS)
+    objectSweep.unref()
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
     // Workers are told where the job API is: only once it listens.
@@ -375,11 +497,14 @@ export async function startPlatform(
       ...(admin.generatedKey ? { generatedAdminKey: admin.generatedKey } : {}),
       lifecycle,
       autoscaler,
+      meter,
       drivers: [driver],
       close: async () => {
+        clearInterval(objectSweep)
         await app.close()
         await autoscaler.stop()
         await sweeper.stop()
+        await meter.stop()
         await dispatcher.stop()
         await lifecycle.stop()
         await driver.close()
@@ -457,12 +582,36 @@ export async function withStoreCommands<T>(
   }
 }
 
+/** podyard's build (`dist/`), which the public models' workers run (docs/public-endpoints.md). */
+const MODEL_CODE_DIR = fileURLToPath(new URL('../dist', import.meta.url))
+/** How often stored results whose URLs expired are deleted. */
+const OBJECT_SWEEP_INTERVAL_MS = 10 * 60 * 1000
+
+/** The model registry: the defaults, then `models.file`, then `models.definitions`. */
+function loadModels(config: Readonly<Config>) {
+  const sources: Array<{ origin: string; entries: unknown }> = []
+  if (config.models.file) {
+    let text: string
+    try {
+      text = readFileSync(config.models.file, 'utf8')
+    } catch (error) {
+      throw new ModelConfigError(
+        `models.file: cannot read ${config.models.file}: ${(error as Error).message}`,
+      )
+    }
+    sources.push({ origin: config.models.file, entries: parseYaml(text) as unknown })
+  }
+  sources.push({ origin: 'models.definitions', entries: config.models.definitions })
+  return buildModelRegistry(sources)
+}
+
 /** Errors that mean "this installation refuses to start as configured" (exit code 2). */
 export function isStartupRefusal(error: unknown): error is Error {
   return (
     error instanceof FleetError ||
     error instanceof DatabaseTooNewError ||
     error instanceof EncryptionKeyMismatchError ||
-    error instanceof EncryptionKeyFormatError
+    error instanceof EncryptionKeyFormatError ||
+    error instanceof ModelConfigError
   )
 }

@@ -15,6 +15,8 @@ import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
 import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
+import type { ModelService } from '../domain/models/model-service.js'
+import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
@@ -24,7 +26,9 @@ import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
+import { modelRoutes } from './models/model-routes.js'
 import { opsRoutes } from './ops-routes.js'
+import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import { restRoutes } from './rest/rest-routes.js'
 import { workerRoutes } from './worker/worker-routes.js'
 
@@ -54,6 +58,13 @@ export interface AppDeps {
   workers: WorkerService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
+  /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
+  models?: { service: ModelService; signer: ObjectUrlSigner }
+  /** Billing reports and current spend (docs/billing.md). */
+  billing?: {
+    reports: BillingReportService
+    spend: { currentSpendPerHour(accountId: string): Promise<number> }
+  }
 }
 
 /** The whole HTTP surface, ready to `listen` or to `inject` in tests. */
@@ -102,6 +113,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     workerKeys: deps.workerKeys,
     clock: deps.clock,
     rateLimiter,
+    ...(deps.billing ? { spend: deps.billing.spend } : {}),
   })
   await app.register(restRoutes, {
     prefix: '/v2',
@@ -117,7 +129,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     workers: deps.workers,
     webhooks: deps.webhooks,
     rateLimiter,
+    ...(deps.models ? { models: deps.models.service } : {}),
+    ...(deps.billing ? { billingReports: deps.billing.reports } : {}),
   })
+  // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
+  if (deps.models) {
+    await app.register(modelRoutes, {
+      prefix: '/v2',
+      accounts: deps.accounts,
+      models: deps.models.service,
+      signer: deps.models.signer,
+      clock: deps.clock,
+    })
+  }
   // `/v2/<endpoint_id>/...`: after the management API, whose static first segments win.
   await app.register(jobRoutes, {
     prefix: '/v2',

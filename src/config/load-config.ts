@@ -32,8 +32,11 @@ function setPath(target: Plain, dotted: string, value: unknown): void {
   node[parts[parts.length - 1]!] = value
 }
 
-function coerce(raw: string, type: 'string' | 'integer'): unknown {
+function coerce(raw: string, type: 'string' | 'integer' | 'boolean'): unknown {
   if (type === 'integer' && /^-?\d+$/.test(raw.trim())) return Number(raw.trim())
+  if (type === 'boolean' && /^(true|false)$/i.test(raw.trim())) {
+    return raw.trim().toLowerCase() === 'true'
+  }
   return raw
 }
 

@@ -101,6 +101,37 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    models: Type.Object(
+      {
+        file: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              'YAML or JSON file mapping model ids to definitions, applied after the defaults (docs/public-endpoints.md)',
+          }),
+        ),
+        definitions: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), {
+          default: {},
+          description:
+            'public models to add or override, by id, applied after the file: kind, name, description, price {unit, usd}, server {url, model?, apiKey?}, image, args, env, cpu, workers, timeoutMs, enabled',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    billing: Type.Object(
+      {
+        meterIntervalMs: positiveInt(
+          'ms between two runs of the billing meter (charges are exact whatever the interval)',
+          10000,
+        ),
+        enforce: Type.Boolean({
+          default: false,
+          description:
+            'stop pods and refuse jobs of accounts at or below zero balance, and creates above the spend limit',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     adminKey: Type.Optional(
       Type.String({ minLength: 16, description: 'API key ensured for the admin account' }),
     ),
@@ -139,7 +170,7 @@ export const ConfigSchema = Type.Object(
 
 export type Config = Static<typeof ConfigSchema>
 
-type Leaf = 'string' | 'integer'
+type Leaf = 'string' | 'integer' | 'boolean'
 
 /** Where each key may come from besides the file: its environment variable and its flag. */
 export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: string; type: Leaf }> = [
@@ -173,6 +204,9 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     env: 'PODYARD_JOB_LIMIT_PER_WORKER_CONCURRENCY',
     type: 'integer',
   },
+  { path: 'models.file', env: 'PODYARD_MODELS_FILE', type: 'string' },
+  { path: 'billing.meterIntervalMs', env: 'PODYARD_BILLING_METER_INTERVAL_MS', type: 'integer' },
+  { path: 'billing.enforce', env: 'PODYARD_BILLING_ENFORCE', type: 'boolean' },
   { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },
   { path: 'adminEmail', env: 'PODYARD_ADMIN_EMAIL', type: 'string' },
   { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },

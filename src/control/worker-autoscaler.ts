@@ -16,7 +16,13 @@ import {
 import { workerCandidates } from '../domain/serverless/worker-placement.js'
 import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
-import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
+import type {
+  LogLine,
+  LogQuery,
+  RuntimeDriver,
+  WorkloadMount,
+  WorkloadState,
+} from '../runtime/driver.js'
 import type { Clock } from '../shared/clock.js'
 import { newId } from '../shared/ids.js'
 import { POD_LABEL_KIND } from './pod-workload.js'
@@ -75,6 +81,8 @@ export interface WorkerAutoscalerDeps {
   clock: Clock
   logger: Logger
   settings?: Partial<WorkerAutoscalerSettings>
+  /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
+  platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -108,6 +116,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private stopped = false
+  /**
+   * When this loop started. Presence lives in memory, so a restarted server has heard nothing
+   * from the workers it adopts: their silence is counted from here, not from before the restart.
+   */
+  private startedAtMs = 0
   private readonly idleSince = new Map<string, number>()
   private seen = new Map<string, Seen>()
   /** The reasons last logged per endpoint, so a steady state is not logged every tick. */
@@ -119,6 +132,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   start(): void {
     this.stopped = false
+    this.startedAtMs = this.deps.clock.now().getTime()
     const tick = () => {
       this.running = this.reconcile()
         .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
@@ -399,7 +413,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
     const lastSeenAt = record?.lastSeenAt ?? 0
     if (
-      nowMs - Math.max(lastSeenAt, Date.parse(worker.phaseChangedAt)) >
+      nowMs - Math.max(lastSeenAt, Date.parse(worker.phaseChangedAt), this.startedAtMs) >
       this.settings.heartbeatTimeoutMs
     ) {
       return this.unhealthy(
@@ -549,6 +563,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         diskPath: workerDiskPath(this.deps.dataDir, worker.id),
         ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),
         ...(registryAuth ? { registryAuth } : {}),
+        platformMounts: this.deps.platformMounts?.(endpoint) ?? [],
       })
       await this.deps.driverFor(placement.hostId).start(spec)
       this.deps.logger.info(

@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { ManagedWorker } from '../domain/serverless/worker.js'
-import type { WorkloadSpec } from '../runtime/driver.js'
+import type { WorkloadMount, WorkloadSpec } from '../runtime/driver.js'
 import { POD_LABEL_KIND } from './pod-workload.js'
 
 export const WORKER_LABEL_ENDPOINT = 'podyard.endpoint'
@@ -23,6 +23,8 @@ export interface WorkerLaunch {
   /** Host directory of the network volume in the worker's data center, if any. */
   networkVolume?: { id: string; path: string }
   registryAuth?: { username: string; password: string }
+  /** Mounts the platform adds (its own code, for the workers of public models). */
+  platformMounts?: WorkloadMount[]
 }
 
 /**
@@ -74,15 +76,18 @@ export function workerWorkloadOf(
     env,
     containerDiskPath: launch.diskPath,
     diskGb: endpoint.disk,
-    mounts: launch.networkVolume
-      ? [
-          {
-            hostPath: launch.networkVolume.path,
-            containerPath: WORKER_VOLUME_PATH,
-            kind: 'network',
-          },
-        ]
-      : [],
+    mounts: [
+      ...(launch.networkVolume
+        ? [
+            {
+              hostPath: launch.networkVolume.path,
+              containerPath: WORKER_VOLUME_PATH,
+              kind: 'network' as const,
+            },
+          ]
+        : []),
+      ...(launch.platformMounts ?? []),
+    ],
     ports: [],
     gpuIndices: worker.gpuIndices,
     vcpus: worker.vcpus,

@@ -9,7 +9,10 @@ export interface WorkloadMount {
   hostPath: string
   /** Where the workload sees it. */
   containerPath: string
-  kind: 'persistent' | 'network'
+  /** `platform`: podyard's own code, shown to the workers of its public models. */
+  kind: 'persistent' | 'network' | 'platform'
+  /** The workload may only read it (a sandbox binds it read-only). */
+  readOnly?: boolean
 }
 
 export interface WorkloadPort {

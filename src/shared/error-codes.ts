@@ -12,9 +12,13 @@ export const errorCodes = {
   ROUTE_NOT_FOUND: 'no route matches the method and path',
   INVALID_STATE: 'the action is not valid for the current state of the resource',
   NO_CAPACITY: 'no host has the free capacity the request needs',
+  GONE: 'the resource existed but its lifetime is over (an expired signed URL)',
   RATE_LIMITED: 'a rate-limit window is exhausted',
   PAYLOAD_TOO_LARGE: 'the request body is larger than allowed',
   UNSUPPORTED_MEDIA_TYPE: 'the request body has a content type that is not accepted',
+  PAYMENT_REQUIRED:
+    'the account has no credits left for this (balance at or below zero, or not enough for the price)',
+  SPEND_LIMIT_EXCEEDED: 'the hourly cost would take the account above its spend limit',
   NOT_READY: 'the service is not ready to serve requests',
   INTERNAL: 'an unexpected fault inside the service',
 } as const

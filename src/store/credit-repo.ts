@@ -15,49 +15,60 @@ function entryOf(row: Selectable<CreditLedgerTable>): CreditEntry {
   }
 }
 
+/**
+ * Writes the entry and moves the balance by its amount; call it inside a transaction (the
+ * billing meter writes its usage in the same one).
+ */
+export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
+  await trx
+    .insertInto('credit_ledger')
+    .values({
+      id: entry.id,
+      account_id: entry.accountId,
+      amount_nano: entry.amountNano,
+      kind: entry.kind,
+      note: entry.note,
+      created_by: entry.createdBy,
+      created_at: entry.createdAt,
+    })
+    .execute()
+  // One statement: two concurrent entries each add their own amount.
+  await trx
+    .updateTable('accounts')
+    .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
+    .where('id', '=', entry.accountId)
+    .execute()
+}
+
+export async function readCredit(
+  db: Kysely<Database>,
+  accountId: string,
+): Promise<AccountCredit | undefined> {
+  const row = await db
+    .selectFrom('accounts')
+    .select(['id', 'balance_nano', 'spend_limit_per_hour'])
+    .where('id', '=', accountId)
+    .executeTakeFirst()
+  if (!row) return undefined
+  return {
+    accountId: row.id,
+    balanceNano: Number(row.balance_nano),
+    spendLimitPerHour: Number(row.spend_limit_per_hour),
+  } satisfies AccountCredit
+}
+
 /** Balances live on `accounts`, moved only together with a `credit_ledger` row. */
 export class KyselyCreditRepo implements CreditRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  private async read(db: Kysely<Database>, accountId: string) {
-    const row = await db
-      .selectFrom('accounts')
-      .select(['id', 'balance_nano', 'spend_limit_per_hour'])
-      .where('id', '=', accountId)
-      .executeTakeFirst()
-    if (!row) return undefined
-    return {
-      accountId: row.id,
-      balanceNano: Number(row.balance_nano),
-      spendLimitPerHour: Number(row.spend_limit_per_hour),
-    } satisfies AccountCredit
-  }
-
   credit(accountId: string): Promise<AccountCredit | undefined> {
-    return this.read(this.db, accountId)
+    return readCredit(this.db, accountId)
   }
 
   async append(entry: CreditEntry): Promise<AccountCredit> {
     return this.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('credit_ledger')
-        .values({
-          id: entry.id,
-          account_id: entry.accountId,
-          amount_nano: entry.amountNano,
-          kind: entry.kind,
-          note: entry.note,
-          created_by: entry.createdBy,
-          created_at: entry.createdAt,
-        })
-        .execute()
-      // One statement: two concurrent entries each add their own amount.
-      await trx
-        .updateTable('accounts')
-        .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
-        .where('id', '=', entry.accountId)
-        .execute()
-      const credit = await this.read(trx, entry.accountId)
+      await appendLedgerEntry(trx, entry)
+      const credit = await readCredit(trx, entry.accountId)
       if (!credit) throw new Error(`account ${entry.accountId} vanished during a credit entry`)
       return credit
     })
@@ -69,7 +80,7 @@ export class KyselyCreditRepo implements CreditRepo {
       .set({ spend_limit_per_hour: usdPerHour })
       .where('id', '=', accountId)
       .execute()
-    return this.read(this.db, accountId)
+    return readCredit(this.db, accountId)
   }
 
   async entries(accountId: string, limit: number): Promise<CreditEntry[]> {

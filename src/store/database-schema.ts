@@ -244,6 +244,43 @@ export interface WorkersTable {
   phase_changed_at: string
 }
 
+/** Migration 0011: one hour's usage of one resource in one category, nano-USD. */
+export interface UsageRecordsTable {
+  account_id: string
+  resource_kind: string
+  resource_id: string
+  category: string
+  bucket_start: string
+  amount_nano: number
+}
+
+/** Migration 0011: the billing meter's state per metered resource. */
+export interface UsageMetersTable {
+  resource_kind: string
+  resource_id: string
+  account_id: string
+  metered_until: string
+  /** JSON: nano-USD per billing month by category. */
+  rates: string
+  /** JSON: sub-nano remainders by category. */
+  carries: string
+  detail: string | null
+}
+
+/** Migration 0012: public model jobs, their callers and settlements. */
+export interface ModelJobsTable {
+  job_id: string
+  model_id: string
+  endpoint_id: string
+  account_id: string
+  max_price_nano: number
+  cost_nano: number | null
+  object_key: string | null
+  created_at: string
+  settled_at: string | null
+  object_expires_at: string | null
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -264,4 +301,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable
   endpoints: EndpointsTable
   workers: WorkersTable
+  model_jobs: ModelJobsTable
+  usage_records: UsageRecordsTable
+  usage_meters: UsageMetersTable
 }

@@ -64,6 +64,17 @@ export class KyselyNetworkVolumeRepo implements NetworkVolumeRepo {
     return rows.map(toVolume)
   }
 
+  /** Every account's volumes, for the billing meter. */
+  async listAll(): Promise<NetworkVolume[]> {
+    const rows = await this.db
+      .selectFrom('network_volumes')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+    return rows.map(toVolume)
+  }
+
   async update(volume: NetworkVolume, expectedSizeGb: number): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
       // The size condition makes this a compare-and-set: on PostgreSQL a concurrent update of

@@ -41,6 +41,8 @@ export interface GraphqlServices {
   /** Worker keys: `aiKey` is the endpoint's (`RUNPOD_AI_API_KEY` of its workers). */
   workerKeys: WorkerKeyService
   clock: Clock
+  /** Current spend including serverless workers (docs/billing.md); pods only without it. */
+  spend?: { currentSpendPerHour(accountId: string): Promise<number> }
 }
 
 type Resolver = (root: unknown, args: never, context: MercuriusContext) => unknown
@@ -117,7 +119,10 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       clientBalance: async () => (await services.credits.credit(accountId)).balance,
       spendLimit: async () => (await services.credits.credit(accountId)).spendLimit,
       currentSpendPerHr: async () =>
-        Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) / 10_000,
+        services.spend
+          ? services.spend.currentSpendPerHour(accountId)
+          : Math.round((await listed()).reduce((sum, pod) => sum + costOf(pod), 0) * 10_000) /
+            10_000,
       networkVolumes: async () =>
         (await volumes.list(accountId)).map((v) => ({
           id: v.id,

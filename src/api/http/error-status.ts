@@ -11,9 +11,12 @@ export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> 
   ROUTE_NOT_FOUND: { status: 404, title: 'Not Found' },
   INVALID_STATE: { status: 409, title: 'Conflict' },
   NO_CAPACITY: { status: 409, title: 'Conflict' },
+  GONE: { status: 410, title: 'Gone' },
   RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
+  PAYMENT_REQUIRED: { status: 402, title: 'Payment Required' },
+  SPEND_LIMIT_EXCEEDED: { status: 402, title: 'Payment Required' },
   NOT_READY: { status: 503, title: 'Service Unavailable' },
   INTERNAL: { status: 500, title: 'Internal Server Error' },
 }

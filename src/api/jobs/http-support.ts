@@ -16,6 +16,7 @@ export const RESERVED_FIRST_SEGMENTS: ReadonlySet<string> = new Set([
   'clusters',
   'docs',
   'network-volumes',
+  'objects',
   'openapi.json',
   'pods',
   'registries',

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { BillingReportService } from '../../domain/billing/billing-reports.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
@@ -10,10 +11,13 @@ import type { WorkerService } from '../../domain/serverless/worker-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
+import type { ModelService } from '../../domain/models/model-service.js'
 import { restGuard } from '../http/authentication.js'
+import { modelCatalogRoutes } from '../models/model-routes.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { adminRoutes } from './admin-routes.js'
+import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
 import { workerListRoutes } from './worker-list-routes.js'
@@ -36,6 +40,10 @@ export interface RestDeps {
   workerKeys: WorkerKeyService
   workers: WorkerService
   rateLimiter: RateLimiter
+  /** Public models (`GET /v2/catalog/models`), when the platform serves them. */
+  models?: ModelService
+  /** `/billing...` reports (docs/billing.md); absent, those routes are not served. */
+  billingReports?: BillingReportService
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -51,4 +59,6 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(webhookRoutes, { webhooks: deps.webhooks })
   await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
   await app.register(workerListRoutes, { workers: deps.workers })
+  if (deps.billingReports) await app.register(billingRoutes, { reports: deps.billingReports })
+  if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
 }

@@ -83,6 +83,10 @@ export interface PodServiceDeps {
   clock: Clock
   /** Wakes the lifecycle loop after a change so it acts now rather than at its next tick. */
   nudge: () => void
+  /** The spend-limit policy (docs/billing.md); without it nothing is refused for money. */
+  spendGuard?: {
+    assertWithinSpendLimit(accountId: string, addedUsdPerHour: number, what: string): Promise<void>
+  }
 }
 
 const ALLOCATION_KIND = 'pod'
@@ -370,6 +374,11 @@ export class PodService {
       terminatedAt: null,
       version: 1,
     }
+    await this.deps.spendGuard?.assertWithinSpendLimit(
+      accountId,
+      draft.hourlyPrice,
+      `create pod "${draft.name}"`,
+    )
     const pod = await this.deps.store.exclusive(async (unit) => {
       const placed = await this.reserve(unit, draft, this.placementRequest(draft))
       if (globalNetworking) placed.globalIp = await this.nextGlobalIp(unit, accountId, id)
@@ -447,6 +456,16 @@ export class PodService {
     action: PodActionRequest,
     options: { cudaVersions?: string[] } = {},
   ): Promise<Pod> {
+    if ((action === 'start' || action === 'reset') && this.deps.spendGuard) {
+      const current = await this.get(accountId, id)
+      if (!holdsResources(current.status)) {
+        await this.deps.spendGuard.assertWithinSpendLimit(
+          accountId,
+          current.hourlyPrice,
+          `start pod ${id}`,
+        )
+      }
+    }
     const pod = await this.mutate(accountId, id, async (current, unit) => {
       checkAction(current, action)
       switch (action) {
@@ -466,6 +485,31 @@ export class PodService {
     })
     await this.deps.store.events.append(pod.id, this.now, `${action} requested; now ${pod.status}`)
     return pod
+  }
+
+  /**
+   * Stops every pod of the account that holds resources, `locked` or not (a lock guards against
+   * people, not against an account out of credits); volumes and disks stay. Returns their ids.
+   */
+  async stopAll(accountId: string, reason: string): Promise<string[]> {
+    const stopped: string[] = []
+    const holding = await this.deps.store.pods.list({
+      accountId,
+      statuses: ['PROVISIONING', 'STARTING', 'RUNNING'],
+    })
+    for (const { id } of holding) {
+      let changed = false
+      const pod = await this.mutate(accountId, id, async (current, unit) => {
+        changed = holdsResources(current.status)
+        if (!changed) return undefined
+        await unit.allocations.remove(ALLOCATION_KIND, current.id)
+        return { ...this.withStatus(current, 'EXITED', reason), gpuIndices: [] }
+      })
+      if (!changed) continue
+      await this.deps.store.events.append(pod.id, this.now, `stopped: ${reason}`)
+      stopped.push(pod.id)
+    }
+    return stopped
   }
 
   async terminate(accountId: string, id: string): Promise<void> {

@@ -27,6 +27,14 @@ import type { WorkerRoster } from './worker.js'
 
 /** How long a worker's take holds a job before it must heart-beat (ping) or lose it. */
 export const DEFAULT_LEASE_MS = 60_000
+/**
+ * A take with job_in_progress=1 renews the worker's leases at most this often (and at least four
+ * times per lease). A worker with many jobs in flight takes once per finished job, and renewing
+ * all of them every time cost more than the jobs themselves (bench/README.md); this is well
+ * inside the lease, so a worker that only takes (runpod-python without RUNPOD_POD_ID does not
+ * ping) still keeps its jobs.
+ */
+export const TAKE_RENEWAL_INTERVAL_MS = 5_000
 
 export interface JobServiceDeps {
   endpoints: EndpointService
@@ -36,6 +44,13 @@ export interface JobServiceDeps {
   roster?: WorkerRoster
   clock: Clock
   leaseMs?: number
+  /**
+   * Told of every job a worker completes (COMPLETED or FAILED), after the queue recorded it:
+   * public model jobs are settled here (docs/public-endpoints.md). A failure is the listener's.
+   */
+  onJobFinished?: (job: JobView) => Promise<void>
+  /** The zero-balance policy (docs/billing.md): 402 for new jobs of an account out of credits. */
+  billing?: { assertCanRun(accountId: string, what: string): Promise<void> }
 }
 
 const badRequest = (problems: string[]) =>
@@ -131,10 +146,20 @@ export class JobService {
     return endpoint
   }
 
-  async submit(endpoint: EndpointView, body: unknown, sync: boolean): Promise<JobView> {
+  /** `options.id` names the job (public model jobs record it before it is queued). */
+  async submit(
+    endpoint: EndpointView,
+    body: unknown,
+    sync: boolean,
+    options: { id?: string } = {},
+  ): Promise<JobView> {
     const fields = parseSubmission(body, endpoint.timeout)
+    await this.deps.billing?.assertCanRun(
+      endpoint.accountId,
+      `take new jobs on endpoint ${endpoint.id}`,
+    )
     const job = newJob({
-      id: sync ? `${SYNC_JOB_ID_PREFIX}${randomUUID()}` : randomUUID(),
+      id: options.id ?? (sync ? `${SYNC_JOB_ID_PREFIX}${randomUUID()}` : randomUUID()),
       endpointId: endpoint.id,
       accountId: endpoint.accountId,
       sync,
@@ -264,7 +289,13 @@ export class JobService {
       workerId,
       options.jobInProgress ? {} : { jobIds: [] },
     )
-    if (options.jobInProgress && record.jobIds.size > 0) {
+    const now = this.deps.clock.now().getTime()
+    if (
+      options.jobInProgress &&
+      record.jobIds.size > 0 &&
+      now - (record.leasesRenewedAt ?? 0) >= Math.min(TAKE_RENEWAL_INTERVAL_MS, this.leaseMs / 4)
+    ) {
+      record.leasesRenewedAt = now
       await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
     }
     const deadline = Date.now() + options.waitMs
@@ -305,10 +336,14 @@ export class JobService {
       finished: jobId,
       ...(report.stopPod ? { recycle: true } : {}),
     })
-    return this.deps.queue.complete(endpointId, jobId, workerId, {
+    const result = await this.deps.queue.complete(endpointId, jobId, workerId, {
       ...(report.output !== undefined ? { output: report.output } : {}),
       ...(report.error !== undefined ? { error: report.error } : {}),
     })
+    if (result.applied && this.deps.onJobFinished) {
+      await this.deps.onJobFinished(result.job).catch(() => undefined)
+    }
+    return result
   }
 
   async appendStream(

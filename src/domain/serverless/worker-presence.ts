@@ -37,6 +37,8 @@ export interface WorkerRecord {
   jobIds: Set<string>
   unhealthy?: { check: string; reason: string }
   recycle: boolean
+  /** When a take with job_in_progress=1 last renewed the worker's leases (JobService.take). */
+  leasesRenewedAt?: number
 }
 
 /**

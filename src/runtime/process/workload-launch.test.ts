@@ -165,6 +165,25 @@ describe('buildBubblewrapArgs', () => {
     ])
   })
 
+  it("binds a read-only mount (podyard's build, for public model workers) read-only", () => {
+    const args = buildBubblewrapArgs(
+      spec({
+        mounts: [
+          {
+            hostPath: '/srv/podyard/dist',
+            containerPath: '/opt/podyard',
+            kind: 'platform',
+            readOnly: true,
+          },
+        ],
+      }),
+      sandbox,
+      'x',
+    )
+    const at = args.indexOf('/srv/podyard/dist')
+    expect(args.slice(at - 1, at + 2)).toEqual(['--ro-bind', '/srv/podyard/dist', '/opt/podyard'])
+  })
+
   it('never ties the workload to its parent or moves it out of its process group', () => {
     const args = buildBubblewrapArgs(spec(), { ...sandbox, asRoot: true }, 'x')
     expect(args).not.toContain('--die-with-parent')

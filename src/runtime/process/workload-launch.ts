@@ -166,7 +166,9 @@ export function buildBubblewrapArgs(
     for (const capability of DOCKER_DEFAULT_CAPABILITIES) args.push('--cap-add', capability)
   }
   args.push('--bind', spec.containerDiskPath, SANDBOX_HOME)
-  for (const mount of spec.mounts) args.push('--bind', mount.hostPath, mount.containerPath)
+  for (const mount of spec.mounts) {
+    args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.hostPath, mount.containerPath)
+  }
   args.push('--chdir', SANDBOX_HOME, '--', '/bin/sh', '-c', command)
   return args
 }

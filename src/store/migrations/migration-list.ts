@@ -8,6 +8,8 @@ import * as postgres0007 from './postgres/0007-webhook-deliveries.js'
 import * as postgres0008 from './postgres/0008-credits.js'
 import * as postgres0009 from './postgres/0009-endpoint-worker-keys.js'
 import * as postgres0010 from './postgres/0010-workers.js'
+import * as postgres0011 from './postgres/0011-usage.js'
+import * as postgres0012 from './postgres/0012-model-jobs.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -18,6 +20,8 @@ import * as sqlite0007 from './sqlite/0007-webhook-deliveries.js'
 import * as sqlite0008 from './sqlite/0008-credits.js'
 import * as sqlite0009 from './sqlite/0009-endpoint-worker-keys.js'
 import * as sqlite0010 from './sqlite/0010-workers.js'
+import * as sqlite0011 from './sqlite/0011-usage.js'
+import * as sqlite0012 from './sqlite/0012-model-jobs.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -60,6 +64,12 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       postgres: postgres0009.statements,
     },
     { name: '0010-workers', sqlite: sqlite0010.statements, postgres: postgres0010.statements },
+    { name: '0011-usage', sqlite: sqlite0011.statements, postgres: postgres0011.statements },
+    {
+      name: '0012-model-jobs',
+      sqlite: sqlite0012.statements,
+      postgres: postgres0012.statements,
+    },
   ]
 
 export function migrationStatements(dialect: Dialect) {

@@ -1,0 +1,215 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { AccountService } from '../../domain/accounts/account-service.js'
+import type { ModelService } from '../../domain/models/model-service.js'
+import type { ObjectUrlSigner } from '../../domain/models/signed-urls.js'
+import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
+import { AppError } from '../../shared/app-error.js'
+import type { Clock } from '../../shared/clock.js'
+import { authenticate, principalOf } from '../http/authentication.js'
+import {
+  acceptAnyBodyAsText,
+  intQuery,
+  jsonBody,
+  RESERVED_FIRST_SEGMENTS,
+  stringQuery,
+} from '../jobs/http-support.js'
+import { JobLimiter, limitExceeded } from '../jobs/job-limiter.js'
+import {
+  RUN_BODY_LIMIT,
+  RUNSYNC_BODY_LIMIT,
+  STREAM_WAIT_MS,
+  SYNC_WAIT,
+} from '../jobs/job-routes.js'
+import { ProblemSchema } from '../rest/problem-schema.js'
+
+export interface ModelRoutesDeps {
+  accounts: AccountService
+  models: ModelService
+  signer: ObjectUrlSigner
+  clock: Clock
+  /** Limits per model and caller; default: the spec's table, as for endpoints. */
+  limiter?: JobLimiter
+}
+
+const tags = ['Public models']
+const JobParams = Type.Object({ jobId: Type.String() })
+type JobReq = FastifyRequest<{ Params: { jobId: string } }>
+
+/**
+ * `/v2/<model_id>/{run,runsync,status,status-sync,stream,cancel}` (docs/public-endpoints.md):
+ * the job API of public models. Each model's paths are static routes, which Fastify's router
+ * prefers to the `/v2/<endpoint_id>/...` routes of the job API, so a model id can never be
+ * taken for an endpoint id (it has a hyphen; endpoint ids have none). Also `GET
+ * /v2/objects/<key>`, the signed URLs of stored results, which need no API key.
+ */
+export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): Promise<void> {
+  const { models, clock } = deps
+  await app.register(async (jobs) => {
+    acceptAnyBodyAsText(jobs)
+    jobs.addHook('onRequest', async (request) => {
+      request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
+    })
+    const limiter = deps.limiter ?? new JobLimiter({ clock })
+    // Limits count per model and caller: one account's burst must not starve the others.
+    const limited = async <T>(
+      request: FastifyRequest,
+      modelId: string,
+      operation: LimitedOperation,
+      handle: () => Promise<T>,
+    ): Promise<T> => {
+      const key = `${modelId}/${principalOf(request).accountId}`
+      const decision = limiter.admit(key, operation, 0)
+      if (!decision.allowed) throw limitExceeded(modelId, decision)
+      try {
+        return await handle()
+      } finally {
+        decision.release()
+      }
+    }
+
+    for (const modelId of models.ids()) {
+      if (RESERVED_FIRST_SEGMENTS.has(modelId)) {
+        throw new Error(`model id ${modelId} is a reserved path segment of the API`)
+      }
+      const base = `/${modelId}`
+      jobs.post(
+        `${base}/run`,
+        { bodyLimit: RUN_BODY_LIMIT, schema: { tags, summary: `Queue a job of ${modelId}` } },
+        async (request) =>
+          limited(request, modelId, 'run', async () => {
+            const { job } = await models.submit(
+              principalOf(request),
+              modelId,
+              jsonBody(request),
+              false,
+            )
+            return { id: job.id, status: job.status }
+          }),
+      )
+      jobs.post(
+        `${base}/runsync`,
+        {
+          bodyLimit: RUNSYNC_BODY_LIMIT,
+          schema: { tags, summary: `Run a job of ${modelId} and wait up to ?wait= ms` },
+        },
+        async (request) => {
+          const wait = intQuery(request, 'wait', SYNC_WAIT)
+          return limited(request, modelId, 'runsync', async () => {
+            const principal = principalOf(request)
+            const { job } = await models.submit(principal, modelId, jsonBody(request), true)
+            const body = await models.waitForEnd(principal, modelId, job.id, wait)
+            return body.status === 'IN_QUEUE' || body.status === 'IN_PROGRESS'
+              ? { id: body.id, status: body.status }
+              : body
+          })
+        },
+      )
+      const status = async (request: JobReq) =>
+        limited(request, modelId, 'status', () =>
+          models.status(principalOf(request), modelId, request.params.jobId),
+        )
+      for (const method of ['GET', 'POST'] as const) {
+        jobs.route({
+          method,
+          url: `${base}/status/:jobId`,
+          schema: { tags, summary: `Status and output of a job of ${modelId}`, params: JobParams },
+          handler: status,
+        })
+      }
+      jobs.get(
+        `${base}/status-sync/:jobId`,
+        { schema: { tags, summary: 'Status, waiting up to ?wait= ms', params: JobParams } },
+        async (request: JobReq) => {
+          const wait = intQuery(request, 'wait', SYNC_WAIT)
+          return limited(request, modelId, 'status', () =>
+            models.waitForEnd(principalOf(request), modelId, request.params.jobId, wait),
+          )
+        },
+      )
+      const stream = async (request: JobReq) =>
+        limited(request, modelId, 'stream', async () => {
+          const read = await models.stream(
+            principalOf(request),
+            modelId,
+            request.params.jobId,
+            STREAM_WAIT_MS,
+          )
+          return { status: read.status, stream: read.chunks.map((c) => ({ output: c.output })) }
+        })
+      for (const method of ['GET', 'POST'] as const) {
+        jobs.route({
+          method,
+          url: `${base}/stream/:jobId`,
+          schema: { tags, summary: 'Stream chunks not yet delivered', params: JobParams },
+          handler: stream,
+        })
+      }
+      jobs.post(
+        `${base}/cancel/:jobId`,
+        { schema: { tags, summary: `Cancel a job of ${modelId}`, params: JobParams } },
+        async (request: JobReq) => {
+          jsonBody(request)
+          return limited(request, modelId, 'cancel', () =>
+            models.cancel(principalOf(request), modelId, request.params.jobId),
+          )
+        },
+      )
+    }
+  })
+
+  // The signature is the credential: no API key, so that the URL works in a browser or <img>.
+  app.get(
+    '/objects/*',
+    {
+      schema: {
+        tags,
+        summary: 'A stored result behind a signed URL',
+        response: { 403: ProblemSchema, 404: ProblemSchema, 410: ProblemSchema },
+      },
+    },
+    async (request: FastifyRequest<{ Params: { '*': string } }>, reply: FastifyReply) => {
+      const key = request.params['*']
+      const check = deps.signer.check(
+        key,
+        stringQuery(request, 'expires'),
+        stringQuery(request, 'signature'),
+        clock.now(),
+      )
+      if (!check.ok && check.reason === 'bad-signature') {
+        throw new AppError('FORBIDDEN', 'the URL signature is missing or not valid')
+      }
+      if (!check.ok) {
+        throw new AppError(
+          'GONE',
+          'this URL has expired: result URLs of public models work for 7 days after generation',
+        )
+      }
+      const object = await models.object(key)
+      const expires = Number(stringQuery(request, 'expires'))
+      const maxAge = Math.max(0, Math.floor(expires - clock.now().getTime() / 1000))
+      return reply
+        .type(object.contentType)
+        .header('cache-control', `private, max-age=${maxAge}`)
+        .send(object.body)
+    },
+  )
+}
+
+/** `GET /v2/catalog/models`: registered inside the REST API (its guard and rate limits). */
+export async function modelCatalogRoutes(
+  app: FastifyInstance,
+  deps: { models: ModelService },
+): Promise<void> {
+  app.get(
+    '/catalog/models',
+    {
+      schema: {
+        tags: ['Catalog'],
+        operationId: 'listModels',
+        summary: 'The public models any account may call at /v2/<model_id>/runsync',
+      },
+    },
+    async () => deps.models.list(),
+  )
+}
