@@ -19,6 +19,7 @@ import { KyselyWorkerRepo } from './store/worker-repo.js'
 import { KyselyUsageRepo } from './store/usage-repo.js'
 import { BillingMeter } from './control/billing-meter.js'
 import { BillingGuard, runningSpendPerHour } from './domain/billing/billing-guard.js'
+import { workerHourlyPrice } from './domain/billing/usage.js'
 import { BillingReportService } from './domain/billing/billing-reports.js'
 import { AccountService } from './domain/accounts/account-service.js'
 import { JobSweeper } from './control/job-sweeper.js'
@@ -66,7 +67,7 @@ import type { RuntimeDriver } from './runtime/driver.js'
 import { ProcessDriver } from './runtime/process/process-driver.js'
 import { DirectoryVolumeStorage } from './runtime/volume-directories.js'
 import { place } from './scheduler/core/placement.js'
-import { AppError } from './shared/app-error.js'
+import { AppError, isAppError } from './shared/app-error.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
@@ -277,8 +278,9 @@ export async function startPlatform(
     })
     // Billing (docs/billing.md): the meter charges always; the guard refuses only when enforced.
     const usageRepo = new KyselyUsageRepo(store.db)
+    const creditRepo = new KyselyCreditRepo(store.db)
     const billingGuard = new BillingGuard({
-      credits: new KyselyCreditRepo(store.db),
+      credits: creditRepo,
       enforce: config.billing.enforce,
       spendPerHour: async (accountId) =>
         runningSpendPerHour(
@@ -347,6 +349,32 @@ export async function startPlatform(
       logger,
       settings: config.workers,
       // The public models' workers run podyard's own build, shown to them read-only.
+      billing: {
+        outOfCredits: async (accountId) => {
+          const credit = await creditRepo.credit(accountId)
+          return credit !== undefined && (await billingGuard.outOfCredits(credit))
+        },
+        refusal: async (accountId, usdPerHour) => {
+          try {
+            await billingGuard.assertWithinSpendLimit(
+              accountId,
+              usdPerHour,
+              'start a serverless worker',
+            )
+            return null
+          } catch (error) {
+            if (isAppError(error)) return error.detail
+            throw error
+          }
+        },
+      },
+      hourlyPrice: (candidate, endpoint) =>
+        workerHourlyPrice(fleet.prices, {
+          gpuTypeId: candidate.gpuTypeId,
+          cpuFlavorId: candidate.cpuFlavorId,
+          gpuCount: endpoint.gpu?.count ?? 0,
+          vcpus: candidate.request.compute.kind === 'cpu' ? candidate.request.compute.vcpuCount : 0,
+        }),
       platformMounts: (endpoint) =>
         endpoint.accountId === modelsAccount.id
           ? [

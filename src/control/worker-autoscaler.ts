@@ -13,7 +13,7 @@ import {
   type WorkerRoster,
   type WorkerStatus,
 } from '../domain/serverless/worker.js'
-import { workerCandidates } from '../domain/serverless/worker-placement.js'
+import { workerCandidates, type WorkerCandidate } from '../domain/serverless/worker-placement.js'
 import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type {
@@ -81,6 +81,17 @@ export interface WorkerAutoscalerDeps {
   clock: Clock
   logger: Logger
   settings?: Partial<WorkerAutoscalerSettings>
+  /**
+   * The billing policy (docs/billing.md, "Enforcement"): whether the account is out of credits
+   * (its workers are stopped once free, none is started), and why a worker of this hourly price
+   * may not start now (over the spend limit), or null.
+   */
+  billing?: {
+    outOfCredits(accountId: string): Promise<boolean>
+    refusal(accountId: string, addedUsdPerHour: number): Promise<string | null>
+  }
+  /** The hourly price of a worker on a candidate's compute, for the spend limit. */
+  hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
 }
@@ -267,6 +278,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       const observed = await this.observe(worker, workloads.get(worker.id), nowMs)
       if (observed) current.push(observed)
     }
+    if (await this.deps.billing?.outOfCredits(endpoint.accountId)) {
+      return this.drainForCredits(endpoint, current)
+    }
 
     const stats = await this.deps.queue.scalingStats(endpoint.id)
     const keyGeneration = (await this.deps.workerKeyFor(endpoint.id)).generation
@@ -322,6 +336,26 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       out.push(worker.phase === 'PENDING' ? await this.launch(endpoint, worker) : worker)
     }
     return out
+  }
+
+  /** Out of credits: no new worker; the ones without a job stop, the others after their job. */
+  private async drainForCredits(
+    endpoint: Endpoint,
+    current: ManagedWorker[],
+  ): Promise<ManagedWorker[]> {
+    const kept: ManagedWorker[] = []
+    for (const worker of current) {
+      const status = this.observedStatus(worker)
+      if (status === 'RUNNING' || status === 'UNHEALTHY') kept.push(worker)
+      else await this.remove(worker, 'the account is out of credits (balance at or below zero)')
+    }
+    if (kept.length < current.length)
+      this.logDecision(endpoint, {
+        start: 0,
+        stop: [],
+        reasons: ['the account is out of credits: no worker is started, idle ones are stopped'],
+      })
+    return kept
   }
 
   private logDecision(endpoint: Endpoint, decision: ReturnType<typeof decideScaling>): void {
@@ -474,6 +508,20 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     await this.deps.allocations.remove('worker', worker.id)
   }
 
+  /** Keeps the worker PENDING (THROTTLED) with why, logged when the reason changes. */
+  private async throttled(
+    endpoint: Endpoint,
+    worker: ManagedWorker,
+    reason: string,
+  ): Promise<ManagedWorker> {
+    if (reason === worker.reason) return worker
+    this.deps.logger.info(
+      { endpointId: endpoint.id, workerId: worker.id, reason },
+      'worker throttled',
+    )
+    return this.setPhase(worker, 'PENDING', reason)
+  }
+
   /** Places a PENDING worker and starts its workload; it stays PENDING (THROTTLED) without room. */
   private async launch(endpoint: Endpoint, worker: ManagedWorker): Promise<ManagedWorker> {
     const volumes: Array<{ id: string; dataCenterId: string; path: string }> = []
@@ -485,6 +533,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       endpoint,
       volumes.map((v) => v.dataCenterId),
     )
+    // Checked before placement, at the price of the first candidate (the preferred compute):
+    // the check reads other tables, which must not wait inside the capacity transaction.
+    const first = candidates[0]
+    const refusal =
+      first && this.deps.billing && this.deps.hourlyPrice
+        ? await this.deps.billing.refusal(
+            endpoint.accountId,
+            this.deps.hourlyPrice(first, endpoint),
+          )
+        : null
+    if (refusal !== null) return this.throttled(endpoint, worker, refusal)
     const now = this.deps.clock.now().toISOString()
     const placed = await this.deps.exclusiveCapacity(async (allocations) => {
       const snapshot = {
@@ -521,14 +580,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         candidates.length === 0
           ? 'no data center satisfies both the endpoint and its network volumes'
           : `no capacity: ${placed.refusals.slice(0, 3).join('; ')}${placed.refusals.length > 3 ? `; and ${placed.refusals.length - 3} more` : ''}`
-      if (reason !== worker.reason) {
-        this.deps.logger.info(
-          { endpointId: endpoint.id, workerId: worker.id, reason },
-          'worker throttled',
-        )
-        return this.setPhase(worker, 'PENDING', reason)
-      }
-      return worker
+      return this.throttled(endpoint, worker, reason)
     }
     const { candidate, placement } = placed
     const key = await this.deps.workerKeyFor(endpoint.id)
