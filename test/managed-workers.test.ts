@@ -438,6 +438,44 @@ describe('managed serverless workers', () => {
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 60_000)
 
+  it('replaces a worker that stops heart-beating and requeues its job', async () => {
+    const id = await createEndpoint({ workers: { min: 1, max: 1, idleTimeout: 2 } })
+    const jobId = await run(id, { sleepMs: 60_000 })
+    const running = await until(
+      'the job running',
+      () => workersOf(id),
+      (l) => l.workers[0]?.status === 'RUNNING',
+    )
+    const frozen = running.workers[0].id as string
+    // Freeze the worker's process group: it stays alive (its workload is running) but silent.
+    const state = JSON.parse(
+      readFileSync(
+        path.join(platform.dataDir, '.podyard', 'runtime', 'process', frozen, 'state.json'),
+        'utf8',
+      ),
+    ) as { pgid: number }
+    process.kill(-state.pgid, 'SIGSTOP')
+    const after = await until(
+      'the silent worker unhealthy',
+      () => workersOf(id),
+      (l) => l.workers.some((w: Json) => w.id === frozen && w.status === 'UNHEALTHY'),
+      20_000,
+    )
+    expect(after.workers.find((w: Json) => w.id === frozen).reason).toBe(
+      'missed its heartbeats for more than 5 s',
+    )
+    // The job went back to the queue and a new worker takes it (it sleeps a minute: cancel it).
+    const requeued = await until(
+      'the job on another worker',
+      () => status(id, jobId),
+      (j) => j.status === 'IN_PROGRESS' && j.workerId !== frozen,
+      20_000,
+    )
+    expect(requeued.workerId).not.toBe(frozen)
+    await call(`/v2/${id}/cancel/${jobId}`, { method: 'POST' })
+    await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 60_000)
+
   it('shows THROTTLED workers when no host has room', async () => {
     const id = await createEndpoint({
       cpu: undefined,
