@@ -61,6 +61,9 @@ import { ModelService } from './domain/models/model-service.js'
 import { ensurePublicModelsAccount } from './domain/models/models-account.js'
 import { deriveObjectUrlSecret, ObjectUrlSigner } from './domain/models/signed-urls.js'
 import { LocalObjectStore } from './store/local-object-store.js'
+import { S3ObjectStore } from './store/s3-object-store.js'
+import { ConfigError } from './config/load-config.js'
+import type { ObjectStore } from './domain/models/ports.js'
 import { KyselyModelJobRepo } from './store/model-job-repo.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
 import type { RuntimeDriver } from './runtime/driver.js'
@@ -195,6 +198,7 @@ export async function startPlatform(
     const podStore = podStoreOf(store)
     const { box, key: encryptionKey } = await secretBoxFor(config, store, logger)
     const modelDefinitions = loadModels(config)
+    const objectStore = objectStoreFor(config)
     const modelsAccount = await ensurePublicModelsAccount(accounts)
     // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
     const driver = new ProcessDriver({
@@ -404,7 +408,7 @@ export async function startPlatform(
       jobs,
       credits,
       repo: new KyselyModelJobRepo(store.db),
-      objects: new LocalObjectStore(path.join(config.dataDir, 'objects')),
+      objects: objectStore,
       signer: objectUrls,
       baseUrl: () => serverUrl,
       clock,
@@ -614,6 +618,35 @@ export async function withStoreCommands<T>(
 const MODEL_CODE_DIR = fileURLToPath(new URL('../dist', import.meta.url))
 /** How often stored results whose URLs expired are deleted. */
 const OBJECT_SWEEP_INTERVAL_MS = 10 * 60 * 1000
+
+/**
+ * Where public model results are kept (docs/public-endpoints.md, "Storage"): the data directory,
+ * or an S3-compatible bucket. A missing S3 setting refuses to start (exit 2) rather than losing
+ * images later; no message here ever carries the secret key.
+ */
+export function objectStoreFor(config: Readonly<Config>): ObjectStore {
+  const { kind, endpoint, region, bucket, accessKeyId, secretAccessKey, prefix, forcePathStyle } =
+    config.objects
+  if (kind === 'local') return new LocalObjectStore(path.join(config.dataDir, 'objects'))
+  if (!endpoint || !bucket || !accessKeyId || !secretAccessKey) {
+    const missing = Object.entries({ endpoint, bucket, accessKeyId, secretAccessKey })
+      .filter(([, value]) => !value)
+      .map(([field]) => `objects.${field}`)
+    throw new ConfigError(`objects.kind is s3, which needs ${missing.join(', ')}`)
+  }
+  try {
+    return new S3ObjectStore({
+      endpoint,
+      region,
+      bucket,
+      credentials: { accessKeyId, secretAccessKey },
+      prefix,
+      forcePathStyle,
+    })
+  } catch (error) {
+    throw new ConfigError(`objects: ${(error as Error).message}`)
+  }
+}
 
 /** The model registry: the defaults, then `models.file`, then `models.definitions`. */
 function loadModels(config: Readonly<Config>) {

@@ -1,8 +1,10 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { addBillingCommands } from './billing-commands.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
+import { addModelsCommands } from './models-commands.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
 import { addTemplatesCommands } from './templates-commands.js'
@@ -428,6 +430,8 @@ export function buildProgram(deps: CliDeps): Command {
   addRegistriesCommands(program, deps)
   addEndpointsCommands(program, deps)
   addJobsCommands(program, deps)
+  addBillingCommands(program, deps)
+  addModelsCommands(program, deps)
 
   return program
 }

@@ -52,6 +52,36 @@ export class ApiClient {
     }
   }
 
+  /** `GET /v2/billing[/<report>]` (docs/billing.md, "Reports"): only the query fields given. */
+  async billing<T = BillingReportJson>(
+    report: BillingReport,
+    query: Record<string, string | number | undefined>,
+  ): Promise<T> {
+    const params = new URLSearchParams()
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined) params.set(name, String(value))
+    }
+    const search = params.toString()
+    return this.get<T>(`/v2/billing${report ? `/${report}` : ''}${search ? `?${search}` : ''}`)
+  }
+
+  /** `GET /v2/catalog/models` (docs/public-endpoints.md). */
+  async models(): Promise<ModelJson[]> {
+    return this.get<ModelJson[]>('/v2/catalog/models')
+  }
+
+  /** `POST /v2/<model_id>/runsync[?wait=ms]`: the job, finished unless the wait ran out. */
+  async runModel<T = Record<string, unknown>>(
+    modelId: string,
+    input: unknown,
+    waitMs?: number,
+  ): Promise<T> {
+    const query = waitMs === undefined ? '' : `?wait=${waitMs}`
+    return this.request<T>('POST', `/v2/${encodeURIComponent(modelId)}/runsync${query}`, {
+      input,
+    })
+  }
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await this.fetch(method, path, body)
     const text = await response.text()
@@ -59,6 +89,31 @@ export class ApiClient {
     if (!response.ok) throw new ApiError(response.status, parsed as ApiError['problem'])
     return parsed as T
   }
+}
+
+/** The per-resource reports under `/v2/billing/`; `''` is the account's totals. */
+export type BillingReport = '' | 'pods' | 'serverless' | 'endpoints' | 'network-volumes'
+
+/** A billing report: `records` of USD amounts per bucket (and resource), and `metadata`. */
+export interface BillingReportJson {
+  records: Array<Record<string, string | number>>
+  metadata: {
+    query: Record<string, string | number>
+    recordCount: number
+    totals: Record<string, number>
+    [count: string]: unknown
+  }
+}
+
+/** A model of `GET /v2/catalog/models`. */
+export interface ModelJson {
+  id: string
+  kind: string
+  name: string
+  description: string
+  price: { unit: string; usd: number }
+  reference: boolean
+  input: { required?: string[]; properties?: Record<string, unknown> } & Record<string, unknown>
 }
 
 export interface ServerSentEvent {

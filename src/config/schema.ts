@@ -118,6 +118,42 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    objects: Type.Object(
+      {
+        kind: Type.Union([Type.Literal('local'), Type.Literal('s3')], {
+          default: 'local',
+          description:
+            'where public model results (images) are kept: local (<dataDir>/objects) or s3 (docs/public-endpoints.md, "Storage")',
+        }),
+        endpoint: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              's3: the service URL, e.g. https://s3.eu-west-3.amazonaws.com or http://minio:9000',
+          }),
+        ),
+        region: Type.String({
+          minLength: 1,
+          default: 'us-east-1',
+          description: 's3: the region requests are signed for',
+        }),
+        bucket: Type.Optional(Type.String({ minLength: 3, description: 's3: the bucket' })),
+        accessKeyId: Type.Optional(Type.String({ minLength: 1, description: 's3: access key id' })),
+        secretAccessKey: Type.Optional(
+          Type.String({ minLength: 1, description: 's3: secret access key (never logged)' }),
+        ),
+        prefix: Type.String({
+          default: '',
+          description: "s3: prepended to every key, e.g. 'podyard/'",
+        }),
+        forcePathStyle: Type.Boolean({
+          default: false,
+          description:
+            's3: <endpoint>/<bucket>/<key> instead of <bucket>.<endpoint host>/<key> (MinIO and most self-hosted stores)',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     billing: Type.Object(
       {
         meterIntervalMs: positiveInt(
@@ -205,6 +241,14 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     type: 'integer',
   },
   { path: 'models.file', env: 'PODYARD_MODELS_FILE', type: 'string' },
+  { path: 'objects.kind', env: 'PODYARD_OBJECTS_KIND', type: 'string' },
+  { path: 'objects.endpoint', env: 'PODYARD_OBJECTS_ENDPOINT', type: 'string' },
+  { path: 'objects.region', env: 'PODYARD_OBJECTS_REGION', type: 'string' },
+  { path: 'objects.bucket', env: 'PODYARD_OBJECTS_BUCKET', type: 'string' },
+  { path: 'objects.accessKeyId', env: 'PODYARD_OBJECTS_ACCESS_KEY_ID', type: 'string' },
+  { path: 'objects.secretAccessKey', env: 'PODYARD_OBJECTS_SECRET_ACCESS_KEY', type: 'string' },
+  { path: 'objects.prefix', env: 'PODYARD_OBJECTS_PREFIX', type: 'string' },
+  { path: 'objects.forcePathStyle', env: 'PODYARD_OBJECTS_FORCE_PATH_STYLE', type: 'boolean' },
   { path: 'billing.meterIntervalMs', env: 'PODYARD_BILLING_METER_INTERVAL_MS', type: 'integer' },
   { path: 'billing.enforce', env: 'PODYARD_BILLING_ENFORCE', type: 'boolean' },
   { path: 'adminKey', env: 'PODYARD_ADMIN_KEY', type: 'string' },

@@ -14,7 +14,7 @@ const CONTENT_TYPE_SUFFIX = '.content-type'
 /**
  * The default object store: files under `<dataDir>/objects/<key>`, each with its content type
  * beside it. A write goes to a temporary file renamed into place, so a reader never sees half an
- * object. An S3-compatible store would implement the same ObjectStore port.
+ * object. S3ObjectStore (s3-object-store.ts) implements the same port over a bucket.
  */
 export class LocalObjectStore implements ObjectStore {
   constructor(private readonly root: string) {}

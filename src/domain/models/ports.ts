@@ -42,7 +42,8 @@ export interface ModelJobRepo {
 
 /**
  * Where the platform keeps generated results (docs/public-endpoints.md, "Storage"): a local
- * directory by default; an S3-compatible bucket could implement the same four calls.
+ * directory by default (store/local-object-store.ts), or an S3-compatible bucket
+ * (store/s3-object-store.ts).
  */
 export interface ObjectStore {
   put(key: string, body: Buffer, contentType: string): Promise<void>
