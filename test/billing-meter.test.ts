@@ -193,6 +193,32 @@ describe.each(testStores())('the billing meter on $name', ({ open }) => {
     expect(charges.reduce((s, e) => s - e.amountNano, 0)).toBe(total)
   })
 
+  it('bills a stopped worker up to its stop, even when it stopped between two runs', async () => {
+    const worker = workerOf(accountId)
+    const workers = new KyselyWorkerRepo(store.db)
+    await workers.insert(worker)
+    const meter = meterOf()
+    clock.set(Date.parse(T0) + 2 * HOUR)
+    await meter.tick()
+    // The autoscaler stops it at 2 h 30; its record stays, STOPPED, for the meter.
+    const stoppedAt = new Date(Date.parse(T0) + 150 * MIN).toISOString()
+    await workers.update({ ...worker, phase: 'STOPPED', phaseChangedAt: stoppedAt })
+    clock.set(Date.parse(T0) + 3 * HOUR)
+    await meter.tick()
+    await meter.tick()
+    const records = await new KyselyUsageRepo(store.db).records({
+      accountId,
+      fromIso: T0,
+      toIso: '2026-01-02T00:00:00.000Z',
+      resourceKinds: ['serverless'],
+    })
+    const cpu = records
+      .filter((r) => r.category === 'serverlessCpu')
+      .reduce((sum, r) => sum + r.amountNano, 0)
+    // cpu3c x 2 vCPUs = $0.06/h for 2.5 h.
+    expect(cpu).toBe(150_000_000)
+  })
+
   it('bills a deleted volume up to its deletion and then forgets it', async () => {
     const volumes = new KyselyNetworkVolumeRepo(store.db)
     const volumeId = newId.networkVolume()

@@ -128,9 +128,9 @@ export class BillingMeter {
       const state = states.get(keyOf('worker', worker.id))
       seen.add(keyOf('worker', worker.id))
       const startMs = Date.parse(worker.startedAt)
-      // An UNHEALTHY worker's workload is gone since it became UNHEALTHY.
-      const endMs =
-        worker.phase === 'UNHEALTHY' ? Math.min(Date.parse(worker.phaseChangedAt), nowMs) : nowMs
+      // An UNHEALTHY or STOPPED worker's workload is gone since its phase changed.
+      const gone = worker.phase === 'UNHEALTHY' || worker.phase === 'STOPPED'
+      const endMs = gone ? Math.min(Date.parse(worker.phaseChangedAt), nowMs) : nowMs
       const fromMs = Math.max(startMs, state ? Date.parse(state.meteredUntil) : startMs)
       const rates = workerRates(this.deps.prices, worker, disks.get(worker.endpointId) ?? 0)
       meterings.push({

@@ -8,6 +8,7 @@ import type { JobQueue } from '../domain/serverless/ports.js'
 import {
   countWorker,
   emptyWorkerCounts,
+  STOPPED_WORKER_RETENTION_MS,
   type ManagedWorker,
   type WorkerRepo,
   type WorkerRoster,
@@ -208,7 +209,14 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         if (workload.labels[POD_LABEL_KIND] === 'worker') workloads.set(workload.id, workload)
       }
     }
-    const rows = await this.deps.workers.listAll()
+    const nowMs = this.deps.clock.now().getTime()
+    const rows: ManagedWorker[] = []
+    for (const worker of await this.deps.workers.listAll()) {
+      if (worker.phase !== 'STOPPED') rows.push(worker)
+      else if (nowMs - Date.parse(worker.phaseChangedAt) > STOPPED_WORKER_RETENTION_MS) {
+        await this.deps.workers.delete(worker.id)
+      }
+    }
     const known = new Set(rows.map((w) => w.id))
     for (const workload of workloads.values()) {
       if (known.has(workload.id)) continue
@@ -257,7 +265,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         return 'THROTTLED'
       case 'STARTING':
         return 'INITIALIZING'
+      // Never shown for STOPPED: those are left out of the loop and of every list.
       case 'UNHEALTHY':
+      case 'STOPPED':
         return 'UNHEALTHY'
       case 'READY': {
         const record = this.deps.presence.find(worker.endpointId, worker.id)
@@ -410,7 +420,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const sinceMs = nowMs - Date.parse(worker.phaseChangedAt)
     if (worker.phase === 'UNHEALTHY') {
       if (sinceMs < this.settings.unhealthyRetentionMs) return worker
-      await this.deps.workers.delete(worker.id)
+      // Gone since it became UNHEALTHY: the meter charges it up to then.
+      await this.deps.workers.update({ ...worker, phase: 'STOPPED' })
       this.idleSince.delete(worker.id)
       return undefined
     }
@@ -494,7 +505,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     await this.release(worker, this.settings.stopGraceMs)
     // A job it still held (it was stopped while working) is not lost.
     await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
-    await this.deps.workers.delete(worker.id)
+    // A launched worker is kept, STOPPED, until the meter has charged it up to now.
+    if (worker.startedAt === null) await this.deps.workers.delete(worker.id)
+    else await this.setPhase(worker, 'STOPPED', reason)
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.idleSince.delete(worker.id)
   }

@@ -18,7 +18,12 @@ export function runningSpendPerHour(
 ): number {
   let sum = pods.reduce((s, pod) => s + costOf(pod), 0)
   for (const worker of workers) {
-    if (worker.startedAt === null || worker.phase === 'PENDING' || worker.phase === 'UNHEALTHY') {
+    if (
+      worker.startedAt === null ||
+      worker.phase === 'PENDING' ||
+      worker.phase === 'UNHEALTHY' ||
+      worker.phase === 'STOPPED'
+    ) {
       continue
     }
     sum += workerHourlyPrice(prices, worker)

@@ -60,7 +60,10 @@ export class WorkerService {
     const endpoint = await this.deps.endpoints.get(accountId, endpointId)
     const now = this.deps.clock.now().getTime()
     const summary = { running: 0, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 0 }
-    const workers = (await this.deps.repo.listByEndpoint(endpoint.id)).map((worker) => {
+    const listed = (await this.deps.repo.listByEndpoint(endpoint.id)).filter(
+      (worker) => worker.phase !== 'STOPPED',
+    )
+    const workers = listed.map((worker) => {
       const status = this.deps.observer.statusOf(worker)
       const key = status.toLowerCase() as Lowercase<WorkerStatus>
       summary[key] += 1
@@ -89,7 +92,7 @@ export class WorkerService {
   async get(accountId: string, endpointId: string, workerId: string): Promise<ManagedWorker> {
     const endpoint = await this.deps.endpoints.get(accountId, endpointId)
     const worker = await this.deps.repo.get(workerId)
-    if (!worker || worker.endpointId !== endpoint.id) {
+    if (!worker || worker.endpointId !== endpoint.id || worker.phase === 'STOPPED') {
       throw new AppError('NOT_FOUND', `worker ${workerId} of endpoint ${endpoint.id} not found`)
     }
     return worker

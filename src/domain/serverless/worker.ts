@@ -16,6 +16,11 @@ export type WorkerPhase =
   | 'READY'
   /** Crashed, failed its fitness check or missed its heartbeats; its workload is gone. */
   | 'UNHEALTHY'
+  /**
+   * Stopped and gone since `phaseChangedAt`; no longer listed or counted, the record is kept
+   * (STOPPED_WORKER_RETENTION_MS) so that the billing meter charges it up to that instant.
+   */
+  | 'STOPPED'
 
 /** The statuses of the workers list (wire-compat §3.3) and `/health`. */
 export type WorkerStatus = 'RUNNING' | 'IDLE' | 'INITIALIZING' | 'THROTTLED' | 'UNHEALTHY'
@@ -46,6 +51,9 @@ export interface ManagedWorker {
   startedAt: string | null
   phaseChangedAt: string
 }
+
+/** How long a STOPPED worker's record is kept: far longer than any meter interval. */
+export const STOPPED_WORKER_RETENTION_MS = 24 * 3600 * 1000
 
 export function emptyWorkerCounts(): WorkerCounts {
   return { idle: 0, initializing: 0, ready: 0, running: 0, throttled: 0, unhealthy: 0 }
