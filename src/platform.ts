@@ -379,6 +379,7 @@ export async function startPlatform(
           gpuCount: endpoint.gpu?.count ?? 0,
           vcpus: candidate.request.compute.kind === 'cpu' ? candidate.request.compute.vcpuCount : 0,
         }),
+      endPolls: (endpointId, workerId) => jobs.endPolls(endpointId, workerId),
       platformMounts: (endpoint) =>
         endpoint.accountId === modelsAccount.id
           ? [

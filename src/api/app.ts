@@ -77,6 +77,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
+  // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
+  // instead of holding the server up to their full wait.
+  app.addHook('preClose', async () => deps.jobs.close())
   installProblemHandlers(app)
   const metrics = installMetrics(app)
 

@@ -93,6 +93,8 @@ export interface WorkerAutoscalerDeps {
   }
   /** The hourly price of a worker on a candidate's compute, for the spend limit. */
   hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
+  /** Ends the worker's long polls (take, job-stop) at once, as it is being stopped. */
+  endPolls?: (endpointId: string, workerId: string) => void
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
 }
@@ -134,6 +136,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    */
   private startedAtMs = 0
   private readonly idleSince = new Map<string, number>()
+  /** Workers being stopped: they take no job, whatever the last tick saw. */
+  private readonly stopping = new Set<string>()
   private seen = new Map<string, Seen>()
   /** The reasons last logged per endpoint, so a steady state is not logged every tick. */
   private readonly lastLogged = new Map<string, string>()
@@ -165,6 +169,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   // ---- WorkerRoster ----
 
   takesJobs(_endpointId: string, workerId: string): boolean {
+    if (this.stopping.has(workerId)) return false
     return this.seen.get(workerId)?.takesJobs ?? true
   }
 
@@ -515,7 +520,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private async release(worker: ManagedWorker, graceMs: number): Promise<void> {
     if (worker.hostId !== null) {
       const driver = this.deps.driverFor(worker.hostId)
-      await driver.stop(worker.id, { graceMs })
+      this.stopping.add(worker.id)
+      const stopped = driver.stop(worker.id, { graceMs })
+      // A worker loop that got SIGTERM (runpod-python) waits for its open long polls before it
+      // exits: end them once it has the signal, so that it need not be killed after the grace.
+      const timer = setTimeout(() => this.deps.endPolls?.(worker.endpointId, worker.id), 200)
+      try {
+        await stopped
+      } finally {
+        clearTimeout(timer)
+        this.stopping.delete(worker.id)
+      }
       await driver.remove(worker.id)
     }
     await this.deps.allocations.remove('worker', worker.id)

@@ -831,6 +831,7 @@ export class KyselyJobQueue implements JobQueue {
     jobId: string,
     timeoutMs: number,
     sinceVersion?: number,
+    signal?: AbortSignal,
   ): Promise<boolean> {
     const baseline = sinceVersion ?? (await this.version(endpointId, jobId))
     if (baseline === undefined) return true
@@ -839,10 +840,11 @@ export class KyselyJobQueue implements JobQueue {
       async () => (await this.version(endpointId, jobId)) !== baseline,
       timeoutMs,
       this.pollIntervalMs,
+      signal,
     )
   }
 
-  async waitForWork(endpointId: string, timeoutMs: number): Promise<boolean> {
+  async waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     return this.wakeUps.waitUntil(
       workKey(endpointId),
       async () => {
@@ -858,10 +860,16 @@ export class KyselyJobQueue implements JobQueue {
       },
       timeoutMs,
       this.pollIntervalMs,
+      signal,
     )
   }
 
-  async waitForStops(endpointId: string, workerId: string, timeoutMs: number): Promise<boolean> {
+  async waitForStops(
+    endpointId: string,
+    workerId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
     return this.wakeUps.waitUntil(
       stopKey(endpointId, workerId),
       async () => {
@@ -876,6 +884,7 @@ export class KyselyJobQueue implements JobQueue {
       },
       timeoutMs,
       this.pollIntervalMs,
+      signal,
     )
   }
   async releaseWorker(endpointId: string, workerId: string): Promise<number> {

@@ -14,22 +14,25 @@ export class WakeUps {
 
   /**
    * Resolves true as soon as `check` does, checking first, then on each notification of `key`
-   * and at least every `pollIntervalMs`; false once `timeoutMs` has passed.
+   * and at least every `pollIntervalMs`; false once `timeoutMs` has passed or `signal` aborts.
    */
   async waitUntil(
     key: string,
     check: () => Promise<boolean>,
     timeoutMs: number,
     pollIntervalMs: number,
+    signal?: AbortSignal,
   ): Promise<boolean> {
     const deadline = Date.now() + Math.max(0, timeoutMs)
     for (;;) {
+      if (signal?.aborted) return false
       // Register before checking so a write between the check and the sleep still wakes us.
       let wake: () => void = () => {}
       const woken = new Promise<void>((resolve) => {
         wake = resolve
       })
       this.add(key, wake)
+      signal?.addEventListener('abort', wake, { once: true })
       try {
         if (await check()) return true
         const remaining = deadline - Date.now()
@@ -44,6 +47,7 @@ export class WakeUps {
         clearTimeout(timer)
       } finally {
         this.remove(key, wake)
+        signal?.removeEventListener('abort', wake)
       }
     }
   }

@@ -130,6 +130,45 @@ export class JobService {
   constructor(private readonly deps: JobServiceDeps) {
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS
   }
+  /** Aborted when the server closes: every long poll answers at once with what it has. */
+  private readonly closing = new AbortController()
+  /** The worker long polls (take, job-stop) in flight, so that they can be ended early. */
+  private readonly polls = new Set<{ key: string; controller: AbortController }>()
+
+  /**
+   * Ends the worker's long polls now (they answer 204): the platform stops the worker, and a
+   * worker loop that is shutting down (runpod-python on SIGTERM) waits for its polls to end.
+   */
+  endPolls(endpointId: string, workerId: string): void {
+    const key = `${endpointId}\u0000${workerId}`
+    for (const poll of this.polls) if (poll.key === key) poll.controller.abort()
+  }
+
+  /** The server is closing: every long poll answers now instead of holding the close up. */
+  close(): void {
+    this.closing.abort()
+  }
+
+  private async longPoll<T>(
+    endpointId: string,
+    workerId: string,
+    hangUp: AbortSignal | undefined,
+    work: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const poll = { key: `${endpointId}\u0000${workerId}`, controller: new AbortController() }
+    const end = () => poll.controller.abort()
+    hangUp?.addEventListener('abort', end, { once: true })
+    this.closing.signal.addEventListener('abort', end, { once: true })
+    if (hangUp?.aborted || this.closing.signal.aborted) end()
+    this.polls.add(poll)
+    try {
+      return await work(poll.controller.signal)
+    } finally {
+      this.polls.delete(poll)
+      hangUp?.removeEventListener('abort', end)
+      this.closing.signal.removeEventListener('abort', end)
+    }
+  }
 
   /**
    * The endpoint, when the principal may use it: another account's endpoint is 404 like an
@@ -183,8 +222,14 @@ export class JobService {
     for (;;) {
       const job = await this.get(endpointId, jobId)
       const remaining = deadline - Date.now()
-      if (isTerminal(job.status) || remaining <= 0) return job
-      await this.deps.queue.waitForChange(endpointId, jobId, remaining, job.version)
+      if (isTerminal(job.status) || remaining <= 0 || this.closing.signal.aborted) return job
+      await this.deps.queue.waitForChange(
+        endpointId,
+        jobId,
+        remaining,
+        job.version,
+        this.closing.signal,
+      )
     }
   }
 
@@ -201,7 +246,13 @@ export class JobService {
     let read = await this.deps.queue.readStream(endpointId, jobId)
     if (read === undefined) throw jobNotFound(jobId)
     if (read.chunks.length === 0 && !isTerminal(read.status) && waitMs > 0) {
-      await this.deps.queue.waitForChange(endpointId, jobId, waitMs, job.version)
+      await this.deps.queue.waitForChange(
+        endpointId,
+        jobId,
+        waitMs,
+        job.version,
+        this.closing.signal,
+      )
       read = await this.deps.queue.readStream(endpointId, jobId)
       if (read === undefined) throw jobNotFound(jobId)
     }
@@ -224,7 +275,13 @@ export class JobService {
     if (read === undefined) throw jobNotFound(jobId)
     if (read.chunks.length === 0 && !isTerminal(read.status) && waitMs > 0) {
       // The version read before the chunks: a chunk appended in between ends the wait at once.
-      await this.deps.queue.waitForChange(endpointId, jobId, waitMs, job.version)
+      await this.deps.queue.waitForChange(
+        endpointId,
+        jobId,
+        waitMs,
+        job.version,
+        this.closing.signal,
+      )
       read = await this.deps.queue.readStream(endpointId, jobId, afterSeq)
       if (read === undefined) throw jobNotFound(jobId)
     }
@@ -299,24 +356,33 @@ export class JobService {
       await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
     }
     const deadline = Date.now() + options.waitMs
-    if (this.deps.roster && !this.deps.roster.takesJobs(endpointId, workerId)) {
-      // A draining worker (stale version, recycling) gets nothing; it waits as on an empty
-      // queue so that it does not spin.
-      await sleep(options.waitMs, options.signal)
-      return []
-    }
+    return this.longPoll(endpointId, workerId, options.signal, async (signal) => {
+      if (this.deps.roster && !this.deps.roster.takesJobs(endpointId, workerId)) {
+        // A draining worker (stale version, recycling) gets nothing; it waits as on an empty
+        // queue so that it does not spin.
+        await sleep(options.waitMs, signal)
+        return []
+      }
+      return this.takeUntil(endpointId, workerId, options.max, deadline, signal)
+    })
+  }
+
+  private async takeUntil(
+    endpointId: string,
+    workerId: string,
+    max: number,
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<Job[]> {
     for (;;) {
-      if (options.signal?.aborted) return []
-      const jobs = await this.deps.queue.take(endpointId, workerId, {
-        max: options.max,
-        leaseMs: this.leaseMs,
-      })
+      if (signal.aborted) return []
+      const jobs = await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
       const remaining = deadline - Date.now()
       if (jobs.length > 0 || remaining <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
         return jobs
       }
-      await this.deps.queue.waitForWork(endpointId, remaining)
+      await this.deps.queue.waitForWork(endpointId, remaining, signal)
     }
   }
 
@@ -371,7 +437,9 @@ export class JobService {
     this.deps.presence.seen(endpointId, workerId)
     let notices = await this.deps.queue.takeStops(endpointId, workerId)
     if (notices.length === 0 && waitMs > 0) {
-      const found = await this.deps.queue.waitForStops(endpointId, workerId, waitMs)
+      const found = await this.longPoll(endpointId, workerId, signal, (ended) =>
+        this.deps.queue.waitForStops(endpointId, workerId, waitMs, ended),
+      )
       if (found && !signal?.aborted) {
         notices = await this.deps.queue.takeStops(endpointId, workerId)
       }

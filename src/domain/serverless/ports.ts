@@ -144,11 +144,20 @@ export interface JobQueue {
     jobId: string,
     timeoutMs: number,
     sinceVersion?: number,
+    signal?: AbortSignal,
   ): Promise<boolean>
-  /** Resolves true as soon as the endpoint has an IN_QUEUE job to take; false after `timeoutMs`. */
-  waitForWork(endpointId: string, timeoutMs: number): Promise<boolean>
+  /**
+   * Resolves true as soon as the endpoint has an IN_QUEUE job to take; false after `timeoutMs`
+   * (or once `signal` aborts, as for the other waits).
+   */
+  waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>
   /** Resolves true as soon as the worker has a stop notice; false after `timeoutMs`. */
-  waitForStops(endpointId: string, workerId: string, timeoutMs: number): Promise<boolean>
+  waitForStops(
+    endpointId: string,
+    workerId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean>
   /**
    * Ends the leases of the worker's running jobs now (the worker is gone): the next sweep puts
    * them back in the queue, or fails them after MAX_JOB_ATTEMPTS. Returns how many.
