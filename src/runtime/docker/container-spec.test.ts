@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest'
+import type { WorkloadSpec } from '../driver.js'
+import {
+  containerName,
+  exitCodeOf,
+  IDLE_CMD,
+  MERGE_STDERR,
+  registryAuthHeader,
+  registryOf,
+  toContainerCreateBody,
+  withDefaultTag,
+  workloadStateOf,
+  type ContainerInspection,
+} from './container-spec.js'
+
+function spec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
+  return {
+    id: 'pod1',
+    image: 'runpod/base:1',
+    command: 'echo hi',
+    env: { A: '1' },
+    containerDiskPath: '/data/disks/pod1',
+    diskGb: 20,
+    mounts: [],
+    ports: [],
+    gpuIndices: [],
+    vcpus: 2,
+    memoryGb: 4,
+    labels: { kind: 'pod' },
+    ...overrides,
+  }
+}
+
+const options = { serverId: 'srv1', imageHasCommand: true, diskLimit: false }
+
+describe('toContainerCreateBody', () => {
+  it('runs the command with /bin/sh -c, stderr merged into stdout, and keeps the image', () => {
+    const body = toContainerCreateBody(spec(), options)
+    expect(body.Image).toBe('runpod/base:1')
+    expect(body.Cmd).toEqual(['/bin/sh', '-c', 'exec 2>&1; echo hi'])
+  })
+
+  it('leaves Cmd to the image without a command, and idles when the image has none', () => {
+    expect(toContainerCreateBody(spec({ command: null }), options).Cmd).toBeUndefined()
+    expect(
+      toContainerCreateBody(spec({ command: null }), { ...options, imageHasCommand: false }).Cmd,
+    ).toEqual([...IDLE_CMD])
+  })
+
+  it('passes env as NAME=value', () => {
+    const body = toContainerCreateBody(spec({ env: { A: '1', B: 'x=y z' } }), options)
+    expect(body.Env).toEqual(['A=1', 'B=x=y z'])
+  })
+
+  it("labels the container with the spec's labels, the server and the workload", () => {
+    expect(toContainerCreateBody(spec(), options).Labels).toEqual({
+      kind: 'pod',
+      'podyard.server': 'srv1',
+      'podyard.workload': 'pod1',
+    })
+    // A spec label cannot impersonate another server or workload.
+    const sneaky = spec({ labels: { 'podyard.server': 'other', 'podyard.workload': 'x' } })
+    expect(toContainerCreateBody(sneaky, options).Labels).toEqual({
+      'podyard.server': 'srv1',
+      'podyard.workload': 'pod1',
+    })
+  })
+
+  it('binds every mount, read-only when the mount says so', () => {
+    const body = toContainerCreateBody(
+      spec({
+        mounts: [
+          { hostPath: '/v/p', containerPath: '/workspace', kind: 'persistent' },
+          { hostPath: '/v/n', containerPath: '/runpod-volume', kind: 'network' },
+          { hostPath: '/v/r', containerPath: '/ro', kind: 'network', readOnly: true },
+        ],
+      }),
+      options,
+    )
+    expect(body.HostConfig.Binds).toEqual(['/v/p:/workspace', '/v/n:/runpod-volume', '/v/r:/ro:ro'])
+  })
+
+  it('publishes declared ports on their public host ports, http as tcp', () => {
+    const body = toContainerCreateBody(
+      spec({
+        ports: [
+          { private: 8888, protocol: 'http', public: 40001 },
+          { private: 22, protocol: 'tcp', public: 40002 },
+          { private: 53, protocol: 'udp', public: 40003 },
+        ],
+      }),
+      options,
+    )
+    expect(body.ExposedPorts).toEqual({ '8888/tcp': {}, '22/tcp': {}, '53/udp': {} })
+    expect(body.HostConfig.PortBindings).toEqual({
+      '8888/tcp': [{ HostPort: '40001' }],
+      '22/tcp': [{ HostPort: '40002' }],
+      '53/udp': [{ HostPort: '40003' }],
+    })
+    // Inside its own network namespace the workload listens on the private port.
+    expect(body.Env).toContain('RUNPOD_TCP_PORT_8888=8888')
+    expect(body.Env).toContain('RUNPOD_TCP_PORT_22=22')
+  })
+
+  it('has no ports when none are declared', () => {
+    const body = toContainerCreateBody(spec(), options)
+    expect(body.ExposedPorts).toEqual({})
+    expect(body.HostConfig.PortBindings).toEqual({})
+  })
+
+  it('limits CPU in nano-CPUs and memory in bytes', () => {
+    const body = toContainerCreateBody(spec({ vcpus: 2, memoryGb: 4 }), options)
+    expect(body.HostConfig.NanoCpus).toBe(2_000_000_000)
+    expect(body.HostConfig.Memory).toBe(4 * 1024 ** 3)
+    expect(
+      toContainerCreateBody(spec({ vcpus: 0.5, memoryGb: 0.5 }), options).HostConfig,
+    ).toMatchObject({
+      NanoCpus: 500_000_000,
+      Memory: 512 * 1024 ** 2,
+    })
+  })
+
+  it('runs an init process so that SIGTERM reaches the command', () => {
+    expect(toContainerCreateBody(spec(), options).HostConfig.Init).toBe(true)
+  })
+
+  it('requests the assigned GPUs from the nvidia driver, and nothing without GPUs', () => {
+    expect(
+      toContainerCreateBody(spec({ gpuIndices: [0, 2] }), options).HostConfig.DeviceRequests,
+    ).toEqual([{ Driver: 'nvidia', DeviceIDs: ['0', '2'], Capabilities: [['gpu']] }])
+    expect(toContainerCreateBody(spec(), options).HostConfig).not.toHaveProperty('DeviceRequests')
+  })
+
+  it('sizes the writable layer only when configured', () => {
+    expect(toContainerCreateBody(spec(), options).HostConfig).not.toHaveProperty('StorageOpt')
+    expect(
+      toContainerCreateBody(spec({ diskGb: 20 }), { ...options, diskLimit: true }).HostConfig
+        .StorageOpt,
+    ).toEqual({ size: '20G' })
+  })
+
+  it('never puts registry credentials in the body', () => {
+    const body = toContainerCreateBody(
+      spec({ registryAuth: { username: 'u', password: 'secret-pw' } }),
+      options,
+    )
+    expect(JSON.stringify(body)).not.toContain('secret-pw')
+  })
+})
+
+it('the stderr merge leaves a command with its own redirections working', async () => {
+  const { spawnSync } = await import('node:child_process')
+  const run = spawnSync('/bin/sh', ['-c', `${MERGE_STDERR}echo one; echo two >&2; exit 4`])
+  expect(run.stdout.toString()).toBe('one\ntwo\n')
+  expect(run.stderr.toString()).toBe('')
+  expect(run.status).toBe(4)
+})
+
+describe('registry auth', () => {
+  it('names the registry host of the image, or Docker Hub', () => {
+    expect(registryOf('ghcr.io/org/app:1')).toBe('ghcr.io')
+    expect(registryOf('localhost:5000/app')).toBe('localhost:5000')
+    expect(registryOf('localhost/app')).toBe('localhost')
+    expect(registryOf('runpod/pytorch:2.4')).toBe('https://index.docker.io/v1/')
+    expect(registryOf('ubuntu')).toBe('https://index.docker.io/v1/')
+  })
+
+  it('encodes the auth config as base64url JSON for X-Registry-Auth', () => {
+    const header = registryAuthHeader('ghcr.io/org/app:1', { username: 'me', password: 'p?>/+' })
+    expect(header).not.toMatch(/[+/=]/)
+    expect(JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))).toEqual({
+      username: 'me',
+      password: 'p?>/+',
+      serveraddress: 'ghcr.io',
+    })
+  })
+
+  it('pulls the latest tag of an untagged reference', () => {
+    expect(withDefaultTag('ubuntu')).toBe('ubuntu:latest')
+    expect(withDefaultTag('localhost:5000/app')).toBe('localhost:5000/app:latest')
+    expect(withDefaultTag('runpod/base:1')).toBe('runpod/base:1')
+    expect(withDefaultTag('app@sha256:abc')).toBe('app@sha256:abc')
+  })
+})
+
+describe('containerName', () => {
+  it('is unique per server and workload, in the characters Docker allows', () => {
+    expect(containerName('srv1', 'pod1')).toBe('podyard-srv1-pod1')
+    expect(containerName('a b', 'c/d')).toBe('podyard-a_b-c_d')
+  })
+})
+
+describe('workloadStateOf', () => {
+  const labels = { kind: 'pod', 'podyard.server': 'srv1', 'podyard.workload': 'pod1' }
+  function inspection(state: Partial<ContainerInspection['State']>): ContainerInspection {
+    return {
+      Config: { Labels: labels },
+      State: {
+        Running: false,
+        ExitCode: 0,
+        StartedAt: '2026-01-02T03:04:05.123456789Z',
+        FinishedAt: '0001-01-01T00:00:00Z',
+        ...state,
+      },
+    }
+  }
+
+  it('reports a running container without its podyard labels', () => {
+    expect(workloadStateOf(inspection({ Running: true }))).toEqual({
+      id: 'pod1',
+      phase: 'running',
+      startedAt: '2026-01-02T03:04:05.123Z',
+      exitCode: null,
+      finishedAt: null,
+      labels: { kind: 'pod' },
+    })
+  })
+
+  it('reports an exited container with its exit code and finish time', () => {
+    expect(
+      workloadStateOf(inspection({ ExitCode: 3, FinishedAt: '2026-01-02T03:05:00.5Z' })),
+    ).toMatchObject({ phase: 'exited', exitCode: 3, finishedAt: '2026-01-02T03:05:00.500Z' })
+  })
+
+  it('reports death by a signal (128 + n) as a null exit code', () => {
+    expect(exitCodeOf(0)).toBe(0)
+    expect(exitCodeOf(128)).toBe(128)
+    expect(exitCodeOf(137)).toBeNull()
+    expect(exitCodeOf(143)).toBeNull()
+    expect(exitCodeOf(255)).toBe(255)
+  })
+})

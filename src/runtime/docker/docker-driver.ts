@@ -1,0 +1,235 @@
+import { mkdir } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Docker from 'dockerode'
+import { AppError } from '../../shared/app-error.js'
+import type {
+  LogLine,
+  LogQuery,
+  RuntimeDriver,
+  WorkloadSpec,
+  WorkloadState,
+  WorkloadStats,
+} from '../driver.js'
+import { workloadStatsOf, type DockerStats } from './container-stats.js'
+import {
+  containerName,
+  registryAuthHeader,
+  SERVER_LABEL,
+  toContainerCreateBody,
+  WORKLOAD_LABEL,
+  withDefaultTag,
+  workloadStateOf,
+  type ContainerInspection,
+} from './container-spec.js'
+import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
+
+export interface DockerDriverOptions {
+  /**
+   * This server's id: every container it creates carries it in SERVER_LABEL, and it lists,
+   * stops and removes only containers that do (never anyone else's).
+   */
+  serverId: string
+  /** The engine's socket; /var/run/docker.sock (or DOCKER_HOST) by default. */
+  socketPath?: string
+  /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
+  diskLimit?: boolean
+}
+
+export const DEFAULT_STOP_GRACE_MS = 10_000
+/** After SIGKILL the engine reaps the container quickly; past this stop() gives up waiting. */
+const KILL_WAIT_MS = 10_000
+
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode
+  return typeof status === 'number' ? status : undefined
+}
+
+/** 404 (no such container/image) and 409 (not running, already being removed) are outcomes. */
+async function ignoring<T>(statuses: number[], action: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await action()
+  } catch (error) {
+    if (statuses.includes(statusOf(error) ?? 0)) return undefined
+    throw error
+  }
+}
+
+/**
+ * Runs workloads as Docker containers through the Engine API. The container disk is the
+ * container's writable layer (a new container per start, so it begins empty);
+ * `containerDiskPath` is not used. Translation lives in container-spec.ts, container-stats.ts
+ * and log-frames.ts; this class only talks to the engine.
+ */
+export class DockerDriver implements RuntimeDriver {
+  readonly name = 'docker'
+  private readonly docker: Docker
+  private readonly follows = new Set<NodeJS.ReadableStream>()
+
+  constructor(private readonly options: DockerDriverOptions) {
+    this.docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined)
+  }
+
+  async start(spec: WorkloadSpec): Promise<WorkloadState> {
+    const existing = await this.find(spec.id)
+    if (existing) {
+      const state = workloadStateOf(existing.inspection)
+      if (state.phase === 'running') {
+        throw new AppError('INVALID_STATE', `workload ${spec.id} is already running`)
+      }
+      await ignoring([404, 409], () => existing.container.remove({ force: true }))
+    }
+    const image = await this.ensureImage(spec)
+    const body = toContainerCreateBody(spec, {
+      serverId: this.options.serverId,
+      imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
+      diskLimit: this.options.diskLimit ?? false,
+    })
+    // Docker would create a missing bind source as root-owned; create it as the server.
+    for (const mount of spec.mounts) await mkdir(mount.hostPath, { recursive: true })
+    const container = await this.docker.createContainer({
+      name: containerName(this.options.serverId, spec.id),
+      ...body,
+    })
+    try {
+      await container.start()
+    } catch (error) {
+      await ignoring([404, 409], () => container.remove({ force: true }))
+      throw error
+    }
+    return workloadStateOf((await container.inspect()) as ContainerInspection)
+  }
+
+  async stop(id: string, options: { graceMs?: number } = {}): Promise<void> {
+    const found = await this.find(id)
+    if (!found || workloadStateOf(found.inspection).phase !== 'running') return
+    const { container } = found
+    // kill + our own timer rather than POST /stop, whose timeout is in whole seconds.
+    await ignoring([404, 409], () => container.kill({ signal: 'SIGTERM' }))
+    if (await this.waitExited(container, options.graceMs ?? DEFAULT_STOP_GRACE_MS)) return
+    await ignoring([404, 409], () => container.kill({ signal: 'SIGKILL' }))
+    await this.waitExited(container, KILL_WAIT_MS)
+  }
+
+  async inspect(id: string): Promise<WorkloadState | undefined> {
+    const found = await this.find(id)
+    return found ? workloadStateOf(found.inspection) : undefined
+  }
+
+  async list(): Promise<WorkloadState[]> {
+    const summaries = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`] },
+    })
+    const states: WorkloadState[] = []
+    for (const summary of summaries) {
+      const inspection = await ignoring([404], () => this.docker.getContainer(summary.Id).inspect())
+      if (inspection) states.push(workloadStateOf(inspection as ContainerInspection))
+    }
+    return states
+  }
+
+  async stats(id: string): Promise<WorkloadStats | undefined> {
+    const found = await this.find(id)
+    if (!found || workloadStateOf(found.inspection).phase !== 'running') return undefined
+    // stream=false waits for a second sample (about 1 s) so that the CPU delta means something.
+    const stats = await ignoring([404, 409], () => found.container.stats({ stream: false }))
+    if (!stats) return undefined
+    const limits = (await found.container.inspect()).HostConfig
+    return workloadStatsOf(stats as DockerStats, (limits.NanoCpus ?? 0) / 1e9, limits.Memory ?? 0)
+  }
+
+  async readLogs(id: string, query?: LogQuery): Promise<LogLine[]> {
+    const found = await this.find(id)
+    if (!found) return []
+    const raw = await ignoring([404], () =>
+      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: false }),
+    )
+    return raw ? selectLines(decodeLogFrames(raw), query) : []
+  }
+
+  async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
+    const found = await this.find(id)
+    if (!found || signal.aborted) return
+    const stream = await ignoring([404], () =>
+      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: true }),
+    )
+    if (!stream) return
+    this.follows.add(stream)
+    const destroy = (): void => void (stream as unknown as { destroy(): void }).destroy()
+    signal.addEventListener('abort', destroy, { once: true })
+    const decoder = new LogFrameDecoder()
+    try {
+      try {
+        for await (const chunk of stream) {
+          for (const line of decoder.push(chunk as Buffer)) if (line.seq > afterSeq) yield line
+        }
+      } catch (error) {
+        // Destroying the response on abort or close ends the iteration with an error.
+        if (signal.aborted || !this.follows.has(stream)) return
+        throw error
+      }
+      if (signal.aborted) return
+      for (const line of decoder.end()) if (line.seq > afterSeq) yield line
+    } finally {
+      signal.removeEventListener('abort', destroy)
+      this.follows.delete(stream)
+      destroy()
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    const found = await this.find(id)
+    if (!found) return
+    await ignoring([404, 409], () => found.container.remove({ force: true, v: true }))
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.follows]
+    this.follows.clear()
+    for (const stream of open) (stream as unknown as { destroy(): void }).destroy()
+  }
+
+  /** The container of a workload, found by labels so that others' containers are invisible. */
+  private async find(
+    id: string,
+  ): Promise<{ container: Docker.Container; inspection: ContainerInspection } | undefined> {
+    const summaries = await this.docker.listContainers({
+      all: true,
+      filters: {
+        label: [`${SERVER_LABEL}=${this.options.serverId}`, `${WORKLOAD_LABEL}=${id}`],
+      },
+    })
+    const summary = summaries[0]
+    if (!summary) return undefined
+    const container = this.docker.getContainer(summary.Id)
+    const inspection = await ignoring([404], () => container.inspect())
+    return inspection ? { container, inspection: inspection as ContainerInspection } : undefined
+  }
+
+  /** The image's inspection, pulled first (with the spec's credentials) when it is absent. */
+  private async ensureImage(spec: WorkloadSpec): Promise<Docker.ImageInspectInfo> {
+    const present = await ignoring([404], () => this.docker.getImage(spec.image).inspect())
+    if (present) return present
+    const options = spec.registryAuth
+      ? { authconfig: { key: registryAuthHeader(spec.image, spec.registryAuth) } }
+      : {}
+    const progress = await this.docker.pull(withDefaultTag(spec.image), options)
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(progress, (error: Error | null) =>
+        error ? reject(error) : resolve(),
+      )
+    })
+    return this.docker.getImage(spec.image).inspect()
+  }
+
+  private async waitExited(container: Docker.Container, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const inspection = await ignoring([404], () => container.inspect())
+      if (!inspection) return true
+      if (workloadStateOf(inspection as ContainerInspection).phase === 'exited') return true
+      if (Date.now() >= deadline) return false
+      await sleep(Math.min(25, Math.max(1, deadline - Date.now())))
+    }
+  }
+}

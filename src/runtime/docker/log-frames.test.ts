@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest'
+import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
+
+function frame(stream: 1 | 2, text: string): Buffer {
+  const payload = Buffer.from(text)
+  const header = Buffer.alloc(8)
+  header[0] = stream
+  header.writeUInt32BE(payload.length, 4)
+  return Buffer.concat([header, payload])
+}
+
+const T1 = '2026-01-02T03:04:05.123456789Z'
+const T2 = '2026-01-02T03:04:06.000000001Z'
+
+describe('LogFrameDecoder', () => {
+  it('numbers stdout and stderr lines in stream order, with their Docker times', () => {
+    const raw = Buffer.concat([
+      frame(1, `${T1} one\n`),
+      frame(2, `${T1} two\n`),
+      frame(1, `${T2} three\n${T2} four\n`),
+    ])
+    expect(decodeLogFrames(raw)).toEqual([
+      { seq: 1, ts: '2026-01-02T03:04:05.123Z', line: 'one' },
+      { seq: 2, ts: '2026-01-02T03:04:05.123Z', line: 'two' },
+      { seq: 3, ts: '2026-01-02T03:04:06.000Z', line: 'three' },
+      { seq: 4, ts: '2026-01-02T03:04:06.000Z', line: 'four' },
+    ])
+  })
+
+  it('joins frames and lines split across chunks, and ends with the unterminated line', () => {
+    const raw = Buffer.concat([frame(1, `${T1} hel`), frame(1, 'lo\r\n'), frame(1, `${T2} tail`)])
+    const decoder = new LogFrameDecoder()
+    const lines = []
+    for (let i = 0; i < raw.length; i += 5) lines.push(...decoder.push(raw.subarray(i, i + 5)))
+    expect(lines.map((l) => l.line)).toEqual(['hello'])
+    expect(decoder.end()).toEqual([{ seq: 2, ts: '2026-01-02T03:04:06.000Z', line: 'tail' }])
+  })
+
+  it('keeps a line without a timestamp whole', () => {
+    expect(decodeLogFrames(frame(1, 'plain words\n'))[0]!.line).toBe('plain words')
+  })
+})
+
+describe('selectLines', () => {
+  const lines = [1, 2, 3, 4].map((seq) => ({
+    seq,
+    ts: `2026-01-02T03:04:0${seq}.000Z`,
+    line: `l${seq}`,
+  }))
+  const seqs = (query: Parameters<typeof selectLines>[1]): number[] =>
+    selectLines(lines, query).map((l) => l.seq)
+
+  it('filters by afterSeq and since, then keeps the tail', () => {
+    expect(seqs({})).toEqual([1, 2, 3, 4])
+    expect(seqs({ afterSeq: 2 })).toEqual([3, 4])
+    expect(seqs({ since: '2026-01-02T03:04:03.000Z' })).toEqual([3, 4])
+    expect(seqs({ tail: 2 })).toEqual([3, 4])
+    expect(seqs({ afterSeq: 1, tail: 1 })).toEqual([4])
+    expect(seqs({ tail: 0 })).toEqual([])
+  })
+})

@@ -1,0 +1,82 @@
+import type { LogLine, LogQuery } from '../driver.js'
+
+/**
+ * Docker's log stream of a container without a TTY is multiplexed: frames of an 8-byte header
+ * (stream type, three zero bytes, big-endian payload length) and the payload. With
+ * `timestamps=1` every line of a payload begins with an RFC 3339 time with nanoseconds and a
+ * space. LogFrameDecoder turns that stream into numbered lines, counting from 1 in the order
+ * lines complete, so that the same container log always gets the same numbers.
+ */
+
+const HEADER_BYTES = 8
+
+interface StreamBuffer {
+  pending: Buffer
+}
+
+export class LogFrameDecoder {
+  private buffer: Buffer = Buffer.alloc(0)
+  private readonly streams = new Map<number, StreamBuffer>()
+  private seq = 0
+
+  /** Feeds raw bytes; returns the lines completed by them. */
+  push(chunk: Uint8Array): LogLine[] {
+    this.buffer =
+      this.buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buffer, chunk])
+    const lines: LogLine[] = []
+    while (this.buffer.length >= HEADER_BYTES) {
+      const size = this.buffer.readUInt32BE(4)
+      if (this.buffer.length < HEADER_BYTES + size) break
+      const type = this.buffer[0] ?? 1
+      const payload = this.buffer.subarray(HEADER_BYTES, HEADER_BYTES + size)
+      this.buffer = this.buffer.subarray(HEADER_BYTES + size)
+      const stream = this.streams.get(type) ?? { pending: Buffer.alloc(0) }
+      this.streams.set(type, stream)
+      let data = stream.pending.length > 0 ? Buffer.concat([stream.pending, payload]) : payload
+      for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a)) {
+        lines.push(this.line(data.subarray(0, newline)))
+        data = data.subarray(newline + 1)
+      }
+      stream.pending = Buffer.from(data)
+    }
+    return lines
+  }
+
+  /** The stream has ended: unterminated last lines are lines too. */
+  end(): LogLine[] {
+    const lines: LogLine[] = []
+    for (const stream of this.streams.values()) {
+      if (stream.pending.length > 0) lines.push(this.line(stream.pending))
+      stream.pending = Buffer.alloc(0)
+    }
+    return lines
+  }
+
+  private line(raw: Buffer): LogLine {
+    let text = raw.toString('utf8')
+    if (text.endsWith('\r')) text = text.slice(0, -1)
+    const space = text.indexOf(' ')
+    const stamp = space > 0 ? Date.parse(text.slice(0, space)) : Number.NaN
+    const ts = Number.isNaN(stamp) ? new Date().toISOString() : new Date(stamp).toISOString()
+    return { seq: ++this.seq, ts, line: Number.isNaN(stamp) ? text : text.slice(space + 1) }
+  }
+}
+
+/** Decodes a whole (not followed) log response. */
+export function decodeLogFrames(raw: Uint8Array): LogLine[] {
+  const decoder = new LogFrameDecoder()
+  return [...decoder.push(raw), ...decoder.end()]
+}
+
+/** afterSeq and since filter; tail then keeps the last lines of what is left. */
+export function selectLines(lines: readonly LogLine[], query: LogQuery = {}): LogLine[] {
+  const since = query.since === undefined ? undefined : Date.parse(query.since)
+  const selected = lines.filter(
+    (line) =>
+      (query.afterSeq === undefined || line.seq > query.afterSeq) &&
+      (since === undefined || Date.parse(line.ts) >= since),
+  )
+  return query.tail === undefined
+    ? selected
+    : selected.slice(Math.max(0, selected.length - query.tail))
+}
