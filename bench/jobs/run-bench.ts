@@ -276,7 +276,9 @@ async function createEndpoint(server: Server, name: string): Promise<string> {
   const created = await json<{ id: string }>(
     'POST',
     `${server.url}/v2/serverless`,
-    { name, image: 'bench:1', gpu: { pools: ['ADA_24'] } },
+    // The bench runs its own workers: the platform must start none (they would outlive the
+    // bench's server and skew its figures).
+    { name, image: 'bench:1', gpu: { pools: ['ADA_24'] }, workers: { min: 0, max: 0 } },
     201,
   )
   return created.id
