@@ -54,8 +54,9 @@ export function entryView(entry: CreditEntry): CreditEntryView {
 }
 
 /**
- * Account balances and spend limits (docs/billing.md). Admins add credits; the meter (a later
- * increment) charges. Every change is a ledger entry.
+ * Account balances and spend limits (docs/billing.md). Admins add credits and public model jobs
+ * are charged here; the meter writes its charges in its own transaction with its usage records
+ * (control/billing-meter.ts). Every change is a ledger entry.
  */
 export class CreditService {
   constructor(

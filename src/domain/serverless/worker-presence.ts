@@ -43,8 +43,9 @@ export interface WorkerRecord {
 
 /**
  * The workers that connect to this server by themselves, as seen through the worker protocol.
- * In memory and per replica: a worker counts on the replica it talks to. Issue 7 (managed
- * workers with states) replaces this with stored worker records.
+ * In memory and per replica: a worker counts on the replica it talks to. The platform's own
+ * workers are stored records (worker.ts); this is what tells their IDLE from RUNNING, and what
+ * counts the workers that connect by themselves.
  */
 export class WorkerPresence {
   private readonly workers = new Map<string, WorkerRecord>()
