@@ -15,8 +15,6 @@ export type ScalingWorkerState =
   | 'IDLE'
   | 'RUNNING'
   | 'UNHEALTHY'
-  /** Being stopped. */
-  | 'STOPPING'
 
 export interface ScalingWorker {
   id: string
