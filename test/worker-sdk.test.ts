@@ -79,7 +79,8 @@ describe('podyard/worker: TypeScript workers over HTTP, runpod-sdk as the client
         done()
       },
     })
-    platform = await startTestPlatform({}, { logger: pino({ level: 'info' }, sink) })
+    // At `debug`: the per-job routes (take, done, ...) write their request log only then.
+    platform = await startTestPlatform({}, { logger: pino({ level: 'debug' }, sink) })
     // runpod-sdk's runSync logs every poll.
     vi.spyOn(console, 'log').mockImplementation(() => {})
   })
@@ -264,6 +265,49 @@ describe('podyard/worker: TypeScript workers over HTTP, runpod-sdk as the client
     expect(
       [...batches, ...workerCalls(id, 'job-take')].some((url) => url.endsWith('job_in_progress=1')),
     ).toBe(true)
+    // The four results ready at once went out in one job-done-batch post.
+    expect(workerCalls(id, 'job-done-batch')).toEqual([
+      `/v2/${id}/job-done-batch/${worker.workerId}`,
+    ])
+  })
+
+  it('job-done-batch: the results of several jobs in one post; malformed batches are 400', async () => {
+    const id = await createEndpoint()
+    const sdk = sdkFor(id)
+    const [a, b] = [(await sdk.run({ input: {} })) as Json, (await sdk.run({ input: {} })) as Json]
+    const take = await platform.call(`/v2/${id}/job-take-batch/w1?batch_size=2`, {
+      headers: { authorization: TEST_ADMIN_KEY },
+    })
+    expect(take.status).toBe(200)
+    const post = (body: string) =>
+      platform.call(`/v2/${id}/job-done-batch/w1`, {
+        method: 'POST',
+        body,
+        headers: {
+          authorization: TEST_ADMIN_KEY,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+      })
+    const done = await post(
+      JSON.stringify([
+        { id: a.id, output: 'A' },
+        { id: b.id, error: '{"error_message": "boom"}' },
+        { id: 'nope', output: 1 },
+      ]),
+    )
+    expect(done.status).toBe(200)
+    expect(await done.json()).toEqual({
+      results: [
+        { id: a.id, status: 'ok' },
+        { id: b.id, status: 'ok' },
+        { id: 'nope', status: 'ignored', reason: 'not-found' },
+      ],
+    })
+    expect(await status(id, a.id as string)).toMatchObject({ status: 'COMPLETED', output: 'A' })
+    expect(await status(id, b.id as string)).toMatchObject({ status: 'FAILED' })
+    for (const bad of ['{}', '[{"output": 1}]', `[{"id": "x"}, {"id": "x"}]`, 'not json']) {
+      expect((await post(bad)).status).toBe(400)
+    }
   })
 
   it('aborts the handler signal when the job is cancelled (job-stop) and posts nothing', async () => {

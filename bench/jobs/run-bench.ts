@@ -13,7 +13,8 @@
  *    sequential POST /runsync round trips of a no-op job.
  *
  * Options: --jobs=10000 --submitters=32 --rate=0 (jobs/s, open loop; 0 = closed loop, as fast as
- * the submitters go) --worker-processes=1 --concurrency=64 --runsync=1000
+ * the submitters go) --client=raw|node (the submitters' HTTP client) --worker-processes=1
+ * --concurrency=64 --runsync=1000
  * --in-process-workers --log-level=info --worker-auth=worker-key|api-key --cpu-prof (the server
  * writes a .cpuprofile into bench/jobs/profiles/) --keep (keep the data dir).
  */
@@ -34,6 +35,7 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { serve, type WorkerHandle } from '../../src/sdk/worker/index.js'
+import { RawHttpConnection } from './raw-http.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ADMIN_KEY = 'pyd_bench-admin-key-0123456789abcdef'
@@ -57,6 +59,8 @@ const settings = {
   logLevel: option('log-level', 'info'),
   cpuProf: flag('cpu-prof'),
   keep: flag('keep'),
+  /** The submitters' HTTP client: `raw` (bench/jobs/raw-http.ts, lighter) or `node` (node:http). */
+  client: option('client', 'raw'),
   /** What the workers authenticate with: the endpoint's worker key (as managed workers do) or the admin API key. */
   workerAuth: option('worker-auth', 'worker-key'),
 }
@@ -301,7 +305,26 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
   const submittedAt = new Map<string, number>()
   let next = 0
   const start = now()
+  const runUrl = new URL(`${base}/run`)
+  const runBody = JSON.stringify({ input: {} })
+  const runHeaders = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }
+  const submit = async (connection: RawHttpConnection | undefined) => {
+    if (connection === undefined) return json<{ id: string }>('POST', runUrl.href, { input: {} })
+    const response = await connection.request('POST', runUrl.pathname, runBody, runHeaders)
+    if (response.status !== 200) {
+      throw new Error(`POST /run answered ${response.status}: ${response.body.slice(0, 300)}`)
+    }
+    return JSON.parse(response.body) as { id: string }
+  }
   const submitter = async () => {
+    const connection = settings.client === 'raw' ? new RawHttpConnection(runUrl) : undefined
+    try {
+      await submitLoop(connection)
+    } finally {
+      connection?.close()
+    }
+  }
+  const submitLoop = async (connection: RawHttpConnection | undefined) => {
     while (next < settings.jobs) {
       next += 1
       if (settings.rate > 0) {
@@ -309,7 +332,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
         if (due > now()) await sleep(due - now())
       }
       const t0 = now()
-      const job = await json<{ id: string }>('POST', `${base}/run`, { input: {} })
+      const job = await submit(connection)
       submittedAt.set(job.id, t0)
     }
   }
@@ -351,7 +374,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
   console.log(
     `  workers: ${settings.workerProcesses} x concurrency ${settings.concurrency} ` +
       `(${settings.inProcessWorkers ? 'in the bench process' : 'child processes'}); ` +
-      `submitters: ${settings.submitters} concurrent /run loops` +
+      `submitters: ${settings.submitters} concurrent /run loops (${settings.client} client)` +
       `${settings.rate > 0 ? ` paced at ${settings.rate} jobs/s` : ''}; worker auth: ${settings.workerAuth}`,
   )
   console.log(

@@ -22,6 +22,7 @@ import type {
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
 import type { JobQueueDatabase, JobsTable } from './job-tables.js'
+import { JobStatements, runStatement } from './job-statements.js'
 import { insertWebhookDelivery } from './kysely-webhook-deliveries.js'
 import { WakeUps } from './wake-ups.js'
 import { WriteBatcher } from './write-batcher.js'
@@ -43,6 +44,8 @@ export interface KyselyJobQueueOptions {
   pollIntervalMs?: number
   /** Called after a commit that added webhook deliveries (the dispatcher sends them at once). */
   onWebhookQueued?: () => void
+  /** The long polls' wake-ups; PgWakeUps carries them to other replicas. Default in-process. */
+  wakeUps?: WakeUps
 }
 
 /** Stop notices nobody collected within this are dropped by `expire`. */
@@ -61,6 +64,23 @@ const ID_BATCH = 500
 const SWEEP_LOCK_KEY = 7_341_005
 
 const iso = (ms: number) => new Date(ms).toISOString()
+
+/**
+ * `iso` of an instant that repeats: the completions of one batch mostly share their millisecond,
+ * and formatting a date was 2 % of the server's time per job (bench/README.md).
+ */
+class IsoMemo {
+  private ms = Number.NaN
+  private text = ''
+
+  of(ms: number): string {
+    if (ms !== this.ms) {
+      this.ms = ms
+      this.text = iso(ms)
+    }
+    return this.text
+  }
+}
 
 function parseJson(text: string | null): unknown {
   return text === null ? undefined : JSON.parse(text)
@@ -115,31 +135,23 @@ function jsonOrNull(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value)
 }
 
-/** The row of a new job. */
-function jobRow(job: Job) {
-  return {
-    id: job.id,
-    endpoint_id: job.endpointId,
-    account_id: job.accountId,
-    status: job.status,
-    sync: job.sync ? 1 : 0,
-    low_priority: job.policy.lowPriority ? 1 : 0,
-    execution_timeout_ms: job.policy.executionTimeout,
-    ttl_ms: job.policy.ttl,
-    input: JSON.stringify(job.input ?? null),
-    webhook: job.webhook ?? null,
-    s3_config: job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
-    output: null,
-    error: null,
-    worker_id: null,
-    created_at: job.createdAt,
-    expires_at: job.expiresAt,
-    started_at: null,
-    completed_at: null,
-    lease_expires_at: null,
-    deadline_at: null,
-    retain_until: null,
-  }
+/** A new job's values in the order of `INSERT_COLUMNS` (src/queue/job-statements.ts). */
+function insertValues(job: Job, into: unknown[]): void {
+  into.push(
+    job.id,
+    job.endpointId,
+    job.accountId,
+    job.status,
+    job.sync ? 1 : 0,
+    job.policy.lowPriority ? 1 : 0,
+    job.policy.executionTimeout,
+    job.policy.ttl,
+    JSON.stringify(job.input ?? null),
+    job.webhook ?? null,
+    job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
+    job.createdAt,
+    job.expiresAt,
+  )
 }
 
 interface Completion {
@@ -169,11 +181,18 @@ export class KyselyJobQueue implements JobQueue {
   private readonly dialect: 'sqlite' | 'postgres'
   private readonly clock: Clock
   private readonly pollIntervalMs: number
-  private readonly wakeUps = new WakeUps()
+  private readonly wakeUps: WakeUps
   private readonly onWebhookQueued: (() => void) | undefined
   /** Submissions and completions are group-committed (src/queue/write-batcher.ts). */
   private readonly submissions: WriteBatcher<Job, void>
   private readonly completions: WriteBatcher<Completion, CompletionOutcome>
+  private readonly completedAt = new IsoMemo()
+  private readonly retainSync = new IsoMemo()
+  private readonly retainAsync = new IsoMemo()
+  /** The long polls waiting on each key (`waitFor`). */
+  private readonly watching = new Map<string, Set<{ changed: boolean }>>()
+  /** The hot statements, precompiled for the dialect. */
+  private readonly statements: JobStatements
 
   constructor(options: KyselyJobQueueOptions) {
     this.db = options.db as Db
@@ -181,15 +200,20 @@ export class KyselyJobQueue implements JobQueue {
     this.clock = options.clock ?? systemClock
     this.pollIntervalMs = options.pollIntervalMs ?? 200
     this.onWebhookQueued = options.onWebhookQueued
+    this.wakeUps = options.wakeUps ?? new WakeUps()
     // SQLite has one connection; PostgreSQL's pool lets a few batches commit side by side.
     const maxInFlight = this.postgres ? 4 : 1
+    this.statements = new JobStatements(this.dialect)
+    const insert = async (jobs: Job[]) => {
+      const values: unknown[] = []
+      for (const job of jobs) insertValues(job, values)
+      await runStatement(this.db, this.statements.insert(jobs.length), values)
+    }
     this.submissions = new WriteBatcher({
       maxInFlight,
-      writeOne: async (job) => {
-        await this.db.insertInto('jobs').values(jobRow(job)).execute()
-      },
+      writeOne: (job) => insert([job]),
       writeBatch: async (jobs) => {
-        await this.db.insertInto('jobs').values(jobs.map(jobRow)).execute()
+        await insert(jobs)
         return jobs.map(() => undefined)
       },
     })
@@ -220,7 +244,46 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   private changed(endpointId: string, jobId: string): void {
-    this.wakeUps.notify(jobKey(endpointId, jobId))
+    this.wake(jobKey(endpointId, jobId))
+  }
+
+  /**
+   * Wakes the long polls of `key` after a commit in this process. Their waits are told directly
+   * that something changed, so they need not re-read the store to find out (bench/README.md,
+   * step 10); a wake-up from another replica, or a poll's timer, still makes them re-read.
+   */
+  private wake(key: string): void {
+    const watching = this.watching.get(key)
+    if (watching !== undefined) for (const watch of watching) watch.changed = true
+    this.wakeUps.notify(key)
+  }
+
+  /** Waits until `check` or a write in this process to `key` (see `wake`). */
+  private async waitFor(
+    key: string,
+    check: () => Promise<boolean>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const watch = { changed: false }
+    let watching = this.watching.get(key)
+    if (watching === undefined) {
+      watching = new Set()
+      this.watching.set(key, watching)
+    }
+    watching.add(watch)
+    try {
+      return await this.wakeUps.waitUntil(
+        key,
+        async () => watch.changed || (await check()),
+        timeoutMs,
+        this.pollIntervalMs,
+        signal,
+      )
+    } finally {
+      watching.delete(watch)
+      if (watching.size === 0) this.watching.delete(key)
+    }
   }
 
   /**
@@ -235,10 +298,14 @@ export class KyselyJobQueue implements JobQueue {
 
   async submit(job: Job): Promise<void> {
     await this.submissions.write(job)
-    this.wakeUps.notify(workKey(job.endpointId))
+    this.wake(workKey(job.endpointId))
   }
 
   private async row(db: Db, endpointId: string, id: string, lock = false) {
+    if (!lock || !this.postgres) {
+      const [row] = await runStatement<JobRow>(db, this.statements.row, [id, endpointId])
+      return row
+    }
     let query = db
       .selectFrom('jobs')
       .selectAll()
@@ -262,18 +329,14 @@ export class KyselyJobQueue implements JobQueue {
     if (max === 0) return []
     const taken = await this.db.transaction().execute(async (tx) => {
       const now = this.clock.now().getTime()
-      let query = tx
-        .selectFrom('jobs')
-        .selectAll()
-        .where('endpoint_id', '=', endpointId)
-        .where('status', '=', 'IN_QUEUE')
-        .where('expires_at', '>', iso(now))
-        .orderBy('created_at')
-        .orderBy('seq')
-        .limit(max)
-      if (this.postgres) query = query.forUpdate().skipLocked()
-      const rows = await query.execute()
-      // One update per execution timeout (the deadline depends on it), usually just one.
+      const rows = await runStatement<JobRow>(tx, this.statements.takeSelect, [
+        endpointId,
+        iso(now),
+        max,
+      ])
+      // One update per execution timeout (the deadline depends on it), usually just one. The
+      // rows cannot change in between: SQLite runs one transaction at a time, and PostgreSQL's
+      // select locked them.
       const byTimeout = new Map<number, number[]>()
       for (const row of rows) {
         const timeout = Number(row.execution_timeout_ms)
@@ -281,36 +344,35 @@ export class KyselyJobQueue implements JobQueue {
         seqs.push(Number(row.seq))
         byTimeout.set(timeout, seqs)
       }
-      const updated: JobRow[] = []
+      const startedAt = iso(now)
+      const leaseUntil = iso(now + options.leaseMs)
+      const deadlines = new Map<number, string>()
       for (const [timeout, seqs] of byTimeout) {
+        const deadline = iso(now + timeout)
+        deadlines.set(timeout, deadline)
         for (const batch of chunks(seqs)) {
-          updated.push(
-            ...(await tx
-              .updateTable('jobs')
-              .set({
-                status: 'IN_PROGRESS',
-                worker_id: workerId,
-                started_at: iso(now),
-                lease_expires_at: iso(now + options.leaseMs),
-                deadline_at: iso(now + timeout),
-                attempts: sql`attempts + 1`,
-                version: sql`version + 1`,
-              })
-              .where('seq', 'in', batch)
-              .where('status', '=', 'IN_QUEUE')
-              .returningAll()
-              .execute()),
-          )
+          await runStatement(tx, this.statements.takeUpdate(batch.length), [
+            workerId,
+            startedAt,
+            leaseUntil,
+            deadline,
+            ...batch,
+          ])
         }
       }
-      // In queue order, whatever order the updates returned them in.
-      const position = new Map(rows.map((row, i) => [Number(row.seq), i]))
-      return updated
-        .sort((a, b) => position.get(Number(a.seq))! - position.get(Number(b.seq))!)
-        .map(toJob)
+      return rows.map((row): JobRow => ({
+        ...row,
+        status: 'IN_PROGRESS',
+        worker_id: workerId,
+        started_at: startedAt,
+        lease_expires_at: leaseUntil,
+        deadline_at: deadlines.get(Number(row.execution_timeout_ms))!,
+        attempts: Number(row.attempts) + 1,
+        version: Number(row.version) + 1,
+      }))
     })
     for (const job of taken) this.changed(endpointId, job.id)
-    return taken
+    return taken.map(toJob)
   }
 
   async heartbeat(
@@ -481,24 +543,18 @@ export class KyselyJobQueue implements JobQueue {
       const now = this.clock.now().getTime()
       // One conditional update (it locks the row on PostgreSQL); the job is read only to say
       // why nothing changed, which is rare.
-      const updated = await tx
-        .updateTable('jobs')
-        .set({
-          status: result.error !== undefined ? 'FAILED' : 'COMPLETED',
-          output: jsonOrNull(result.output),
-          error: result.error ?? null,
-          completed_at: iso(now),
-          retain_until: this.retainUntil(now),
-          lease_expires_at: null,
-          deadline_at: null,
-          version: sql`version + 1`,
-        })
-        .where('id', '=', jobId)
-        .where('endpoint_id', '=', endpointId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', 'IN_PROGRESS')
-        .returningAll()
-        .executeTakeFirst()
+      const parameters = [
+        result.error !== undefined ? 'FAILED' : 'COMPLETED',
+        jsonOrNull(result.output),
+        result.error ?? null,
+        this.completedAt.of(now),
+        this.retainSync.of(now + resultRetentionMs(true)),
+        this.retainAsync.of(now + resultRetentionMs(false)),
+        jobId,
+        endpointId,
+        workerId,
+      ]
+      const [updated] = await runStatement<JobRow>(tx, this.statements.complete, parameters)
       if (updated === undefined) {
         const row = await this.row(tx, endpointId, jobId)
         if (row === undefined) return { applied: false, reason: 'not-found' }
@@ -509,12 +565,6 @@ export class KyselyJobQueue implements JobQueue {
       return { applied: true, job: toView(toJob(updated)) }
     })()
     return { outcome, webhook }
-  }
-
-  /** A finished job's retention end, in SQL: it depends on the row's `sync`. */
-  private retainUntil(now: number) {
-    const until = sql<string>`case when sync = 1 then ${iso(now + resultRetentionMs(true))} else ${iso(now + resultRetentionMs(false))} end`
-    return this.postgres ? sql<string>`cast(${until} as timestamptz)` : until
   }
 
   /** Adds a stop notice for the worker of a running job. */
@@ -610,7 +660,7 @@ export class KyselyJobQueue implements JobQueue {
       return { retried: true, job: toView(toJob(updated)) }
     })
     if (result.retried) {
-      this.wakeUps.notify(workKey(endpointId))
+      this.wake(workKey(endpointId))
       this.changed(endpointId, id)
     }
     return result
@@ -738,7 +788,7 @@ export class KyselyJobQueue implements JobQueue {
     })
     for (const key of wake) this.wakeUps.notify(key)
     for (const job of moved) {
-      if (job.requeued) this.wakeUps.notify(workKey(job.endpointId))
+      if (job.requeued) this.wake(workKey(job.endpointId))
       this.changed(job.endpointId, job.id)
     }
     if (webhooks) this.onWebhookQueued?.()
@@ -817,12 +867,10 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   private async version(endpointId: string, jobId: string): Promise<number | undefined> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .select('version')
-      .where('id', '=', jobId)
-      .where('endpoint_id', '=', endpointId)
-      .executeTakeFirst()
+    const [row] = await runStatement<{ version: number }>(this.db, this.statements.version, [
+      jobId,
+      endpointId,
+    ])
     return row && Number(row.version)
   }
 
@@ -835,31 +883,25 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<boolean> {
     const baseline = sinceVersion ?? (await this.version(endpointId, jobId))
     if (baseline === undefined) return true
-    return this.wakeUps.waitUntil(
+    return this.waitFor(
       jobKey(endpointId, jobId),
       async () => (await this.version(endpointId, jobId)) !== baseline,
       timeoutMs,
-      this.pollIntervalMs,
       signal,
     )
   }
 
   async waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
-    return this.wakeUps.waitUntil(
+    return this.waitFor(
       workKey(endpointId),
       async () => {
-        const row = await this.db
-          .selectFrom('jobs')
-          .select('seq')
-          .where('endpoint_id', '=', endpointId)
-          .where('status', '=', 'IN_QUEUE')
-          .where('expires_at', '>', iso(this.clock.now().getTime()))
-          .limit(1)
-          .executeTakeFirst()
-        return row !== undefined
+        const rows = await runStatement(this.db, this.statements.hasWork, [
+          endpointId,
+          iso(this.clock.now().getTime()),
+        ])
+        return rows.length > 0
       },
       timeoutMs,
-      this.pollIntervalMs,
       signal,
     )
   }

@@ -1,4 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyRequest,
+  RouteShorthandOptions,
+} from 'fastify'
 import { AppError } from '../../shared/app-error.js'
 
 /**
@@ -83,4 +88,75 @@ export function stringQuery(request: FastifyRequest, name: string): string | und
   const raw = (request.query as Record<string, unknown> | undefined)?.[name]
   if (Array.isArray(raw)) return raw.map(String).join(',')
   return typeof raw === 'string' ? raw : undefined
+}
+
+/**
+ * Route options of the per-job routes (/run, /runsync, /status, and the worker protocol's take,
+ * done, stream, stop and ping): their two request log lines (`incoming request`, `request
+ * completed`) are written only when the server logs at `debug` or below. At thousands of jobs a
+ * second those lines cost 5 to 20 % of the server's CPU (bench/README.md); errors (5xx) are still
+ * logged at `error`, warnings at `warn`. Every other route keeps its request log at `info`
+ * (docs/job-api.md).
+ *
+ * Rather than a route `logLevel` (which gives every request its own pino child logger, with its
+ * log methods rebuilt for the level: about 25 µs a request here), the request's logger is a
+ * `QuietRequestLogger` that makes the child only when something is logged at warn or above.
+ */
+export function perJobRouteLogging(
+  app: FastifyInstance,
+): Pick<RouteShorthandOptions, 'childLoggerFactory'> {
+  if (app.log.level === 'debug' || app.log.level === 'trace') return {}
+  return {
+    childLoggerFactory: (logger, bindings) =>
+      new QuietRequestLogger(logger, bindings) as unknown as FastifyBaseLogger,
+  }
+}
+
+type Bindings = Parameters<FastifyBaseLogger['child']>[0]
+type ChildLoggerOptions = Parameters<FastifyBaseLogger['child']>[1]
+
+/**
+ * A request's logger that drops info, debug and trace, and makes its pino child only on use.
+ * Methods on the prototype, so a request allocates one small object.
+ */
+export class QuietRequestLogger {
+  private real: FastifyBaseLogger | undefined
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Bindings,
+  ) {}
+
+  private get logger(): FastifyBaseLogger {
+    return (this.real ??= this.parent.child(this.bindings))
+  }
+
+  get level(): string {
+    return this.parent.level
+  }
+
+  set level(level: string) {
+    this.logger.level = level
+  }
+
+  fatal(...args: unknown[]): void {
+    ;(this.logger.fatal as (...a: unknown[]) => void)(...args)
+  }
+
+  error(...args: unknown[]): void {
+    ;(this.logger.error as (...a: unknown[]) => void)(...args)
+  }
+
+  warn(...args: unknown[]): void {
+    ;(this.logger.warn as (...a: unknown[]) => void)(...args)
+  }
+
+  info(..._args: unknown[]): void {}
+  debug(..._args: unknown[]): void {}
+  trace(..._args: unknown[]): void {}
+  silent(..._args: unknown[]): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.logger.child(bindings, options)
+  }
 }

@@ -7,7 +7,13 @@ import type { LimitedOperation } from '../../domain/serverless/operation-limits.
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { authenticate, principalOf } from '../http/authentication.js'
-import { acceptAnyBodyAsText, intQuery, jsonBody, refuseReservedSegments } from './http-support.js'
+import {
+  acceptAnyBodyAsText,
+  intQuery,
+  jsonBody,
+  perJobRouteLogging,
+  refuseReservedSegments,
+} from './http-support.js'
 import { JobLimiter, limitExceeded } from './job-limiter.js'
 import { jobBody, requestLine } from './job-view.js'
 import { openaiRoutes } from './openai-routes.js'
@@ -46,9 +52,11 @@ type JobReq = FastifyRequest<{ Params: { endpointId: string; jobId: string } }>
  */
 export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Promise<void> {
   const { jobs, clock } = deps
+  const perJob = perJobRouteLogging(app)
   acceptAnyBodyAsText(app)
-  app.addHook('onRequest', refuseReservedSegments)
+  // One hook, not two: each hook is a step of every request (bench/README.md).
   app.addHook('onRequest', async (request) => {
+    await refuseReservedSegments(request)
     request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
   })
   const endpointOf = (request: EndpointReq, write: boolean) =>
@@ -91,6 +99,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
   app.post(
     '/:endpointId/run',
     {
+      ...perJob,
       bodyLimit: RUN_BODY_LIMIT,
       schema: { tags, operationId: 'runJob', summary: 'Queue a job', params: EndpointParams },
     },
@@ -104,6 +113,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
   app.post(
     '/:endpointId/runsync',
     {
+      ...perJob,
       bodyLimit: RUNSYNC_BODY_LIMIT,
       schema: {
         tags,
@@ -116,7 +126,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
       const wait = intQuery(request, 'wait', SYNC_WAIT)
       return limited(request, 'runsync', true, async (endpoint) => {
         const submitted = await jobs.submit(endpoint, jsonBody(request), true)
-        const job = await jobs.waitForEnd(endpoint.id, submitted.id, wait)
+        const job = await jobs.waitForEnd(endpoint.id, submitted.id, wait, submitted)
         return job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS'
           ? { id: job.id, status: job.status }
           : jobBody(job, now())
@@ -130,6 +140,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     )
   for (const method of ['GET', 'POST'] as const) {
     app.route({
+      ...perJob,
       method,
       url: '/:endpointId/status/:jobId',
       schema: {

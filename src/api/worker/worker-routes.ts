@@ -1,7 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { Job } from '../../domain/serverless/job.js'
-import { parseDoneReport, type JobService } from '../../domain/serverless/job-service.js'
+import {
+  parseDoneReport,
+  type DoneReport,
+  type JobService,
+} from '../../domain/serverless/job-service.js'
 import { isWorkerKey, type WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
 import { authenticate, presentedKey } from '../http/authentication.js'
@@ -9,6 +13,7 @@ import {
   acceptAnyBodyAsText,
   intQuery,
   jsonBody,
+  perJobRouteLogging,
   refuseReservedSegments,
   stringQuery,
 } from '../jobs/http-support.js'
@@ -57,6 +62,27 @@ function workerJob(job: Job) {
   }
 }
 
+/** A job-done-batch body: an array of job-done bodies, each with its job's `id`; else 400. */
+function doneBatch(body: unknown): Array<{ id: string; report: DoneReport }> {
+  const problem = (detail: string) =>
+    new AppError('MALFORMED_REQUEST', `a job-done-batch post is ${DONE_BATCH_SHAPE}: ${detail}`, {
+      errors: [detail],
+    })
+  if (!Array.isArray(body)) throw problem('body: must be an array')
+  if (body.length > MAX_BATCH_SIZE) throw problem(`body: at most ${MAX_BATCH_SIZE} results`)
+  const ids = new Set<string>()
+  return body.map((item, i) => {
+    if (!isObject(item) || typeof item.id !== 'string' || item.id === '') {
+      throw problem(`body[${i}].id: required, a job id`)
+    }
+    if (ids.has(item.id)) throw problem(`body[${i}].id: ${item.id} appears twice`)
+    ids.add(item.id)
+    return { id: item.id, report: parseDoneReport(item) }
+  })
+}
+
+const DONE_BATCH_SHAPE = '[{"id": <job id>, ...the job-done body}, ...]'
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
@@ -93,10 +119,10 @@ async function authorizeWorker(
 export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps): Promise<void> {
   const { jobs } = deps
   acceptAnyBodyAsText(app)
-  app.addHook('onRequest', refuseReservedSegments)
   // The endpoint each request was authorized for (set by the onRequest hook below).
   const authorized = new WeakMap<FastifyRequest, string>()
   app.addHook('onRequest', async (request) => {
+    await refuseReservedSegments(request)
     const { endpointId } = request.params as { endpointId?: string }
     if (endpointId === undefined) return
     authorized.set(request, await authorizeWorker(deps, request, endpointId))
@@ -107,9 +133,10 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
     return endpointId
   }
   const schema = { hide: true }
+  const options = { schema, ...perJobRouteLogging(app) }
   const jobInProgress = (request: FastifyRequest) => stringQuery(request, 'job_in_progress') === '1'
 
-  app.get('/:endpointId/job-take/:workerId', { schema }, async (request: WorkerReq, reply) => {
+  app.get('/:endpointId/job-take/:workerId', options, async (request: WorkerReq, reply) => {
     const waitMs = intQuery(request, 'wait', WORKER_WAIT)
     const endpointId = await endpointOf(request)
     const [job] = await jobs.take(endpointId, request.params.workerId, {
@@ -122,29 +149,25 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
     return workerJob(job)
   })
 
-  app.get(
-    '/:endpointId/job-take-batch/:workerId',
-    { schema },
-    async (request: WorkerReq, reply) => {
-      const waitMs = intQuery(request, 'wait', WORKER_WAIT)
-      const batchSize = intQuery(request, 'batch_size', {
-        min: 1,
-        max: Number.MAX_SAFE_INTEGER,
-        default: 1,
-      })
-      const endpointId = await endpointOf(request)
-      const taken = await jobs.take(endpointId, request.params.workerId, {
-        max: Math.min(batchSize, MAX_BATCH_SIZE),
-        waitMs,
-        jobInProgress: jobInProgress(request),
-        signal: hangUpSignal(reply),
-      })
-      if (taken.length === 0) return reply.code(204).send()
-      return taken.map(workerJob)
-    },
-  )
+  app.get('/:endpointId/job-take-batch/:workerId', options, async (request: WorkerReq, reply) => {
+    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+    const batchSize = intQuery(request, 'batch_size', {
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      default: 1,
+    })
+    const endpointId = await endpointOf(request)
+    const taken = await jobs.take(endpointId, request.params.workerId, {
+      max: Math.min(batchSize, MAX_BATCH_SIZE),
+      waitMs,
+      jobInProgress: jobInProgress(request),
+      signal: hangUpSignal(reply),
+    })
+    if (taken.length === 0) return reply.code(204).send()
+    return taken.map(workerJob)
+  })
 
-  app.post('/:endpointId/job-done/:workerId/:jobId', { schema }, async (request: WorkerJobReq) => {
+  app.post('/:endpointId/job-done/:workerId/:jobId', options, async (request: WorkerJobReq) => {
     const endpointId = await endpointOf(request)
     const report = parseDoneReport(jsonBody(request))
     const result = await jobs.reportDone(
@@ -157,28 +180,41 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
     return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
   })
 
-  app.post(
-    '/:endpointId/job-stream/:workerId/:jobId',
-    { schema },
-    async (request: WorkerJobReq) => {
-      const endpointId = await endpointOf(request)
-      const body = jsonBody(request)
-      if (!isObject(body) || !('output' in body)) {
-        throw new AppError('MALFORMED_REQUEST', 'a stream post is {"output": <chunk>}', {
-          errors: ['body.output: required'],
-        })
-      }
-      const result = await jobs.appendStream(
-        endpointId,
-        request.params.workerId,
-        request.params.jobId,
-        body.output,
-      )
-      return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
-    },
-  )
+  // podyard's own worker SDK: the results of several jobs in one post (docs/job-api.md,
+  // "Worker protocol"). Each item is a job-done body with the job's `id`; a request per job was
+  // half of the server's requests at high throughput (bench/README.md).
+  app.post('/:endpointId/job-done-batch/:workerId', options, async (request: WorkerReq) => {
+    const endpointId = await endpointOf(request)
+    const items = doneBatch(jsonBody(request))
+    const results = await Promise.all(
+      items.map(async ({ id, report }) => {
+        const result = await jobs.reportDone(endpointId, request.params.workerId, id, report)
+        return result.applied
+          ? { id, status: 'ok' }
+          : { id, status: 'ignored', reason: result.reason }
+      }),
+    )
+    return { results }
+  })
 
-  app.get('/:endpointId/job-stop/:workerId', { schema }, async (request: WorkerReq, reply) => {
+  app.post('/:endpointId/job-stream/:workerId/:jobId', options, async (request: WorkerJobReq) => {
+    const endpointId = await endpointOf(request)
+    const body = jsonBody(request)
+    if (!isObject(body) || !('output' in body)) {
+      throw new AppError('MALFORMED_REQUEST', 'a stream post is {"output": <chunk>}', {
+        errors: ['body.output: required'],
+      })
+    }
+    const result = await jobs.appendStream(
+      endpointId,
+      request.params.workerId,
+      request.params.jobId,
+      body.output,
+    )
+    return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
+  })
+
+  app.get('/:endpointId/job-stop/:workerId', options, async (request: WorkerReq, reply) => {
     const waitMs = intQuery(request, 'wait', WORKER_WAIT)
     const endpointId = await endpointOf(request)
     const jobsToStop = await jobs.stops(
@@ -191,7 +227,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
     return { jobsToStop }
   })
 
-  app.get('/:endpointId/ping/:workerId', { schema }, async (request: WorkerReq) => {
+  app.get('/:endpointId/ping/:workerId', options, async (request: WorkerReq) => {
     const endpointId = await endpointOf(request)
     const jobIds = (stringQuery(request, 'job_id') ?? '')
       .split(',')

@@ -216,11 +216,21 @@ export class JobService {
     return job
   }
 
-  /** The job once it is terminal, or as it is when `waitMs` has passed. */
-  async waitForEnd(endpointId: string, jobId: string, waitMs: number): Promise<JobView> {
+  /**
+   * The job once it is terminal, or as it is when `waitMs` has passed. `known` is the job as the
+   * caller has just read or written it (a /runsync submission), which saves the first read.
+   */
+  async waitForEnd(
+    endpointId: string,
+    jobId: string,
+    waitMs: number,
+    known?: JobView,
+  ): Promise<JobView> {
     const deadline = Date.now() + waitMs
+    let next = known
     for (;;) {
-      const job = await this.get(endpointId, jobId)
+      const job = next ?? (await this.get(endpointId, jobId))
+      next = undefined
       const remaining = deadline - Date.now()
       if (isTerminal(job.status) || remaining <= 0 || this.closing.signal.aborted) return job
       await this.deps.queue.waitForChange(

@@ -4,12 +4,13 @@ import { AppError } from '../../shared/app-error.js'
 import {
   deriveWorkerKeySecret,
   isWorkerKey,
+  WORKER_KEY_CACHE_TTL_MS,
   WORKER_KEY_PREFIX,
   WorkerKeyService,
   type WorkerKeyGenerations,
 } from './worker-keys.js'
 
-function service(secret = deriveWorkerKeySecret(randomBytes(32))) {
+function service(secret = deriveWorkerKeySecret(randomBytes(32)), now = Date.now) {
   const generations = new Map([
     ['aaaaaaaaaaaaaa', 1],
     ['bbbbbbbbbbbbbb', 1],
@@ -32,6 +33,7 @@ function service(secret = deriveWorkerKeySecret(randomBytes(32))) {
       return { id }
     },
     secret,
+    now,
   })
   return { keys, generations }
 }
@@ -81,6 +83,9 @@ describe('worker keys', () => {
       expect(await keys.check(bad, 'aaaaaaaaaaaaaa')).toMatchObject({ reason: 'malformed' })
     }
     generations.delete('aaaaaaaaaaaaaa')
+    // A verified key is trusted for WORKER_KEY_CACHE_TTL_MS; deleting the endpoint forgets it.
+    expect(await keys.check(key, 'aaaaaaaaaaaaaa')).toMatchObject({ ok: true })
+    keys.forget()
     expect(await keys.check(key, 'aaaaaaaaaaaaaa')).toMatchObject({ reason: 'invalid' })
   })
 
@@ -96,5 +101,20 @@ describe('worker keys', () => {
     expect(await keys.workerKeyFor('aaaaaaaaaaaaaa')).toBe(second.workerKey)
     await expect(keys.read('acct_other', 'aaaaaaaaaaaaaa')).rejects.toThrow(/not found/)
     await expect(keys.rotate('acct_other', 'aaaaaaaaaaaaaa')).rejects.toThrow(/not found/)
+  })
+
+  it('trusts a verified key for WORKER_KEY_CACHE_TTL_MS, then reads its generation again', async () => {
+    let now = 1_000_000
+    const { keys, generations } = service(undefined, () => now)
+    const key = await keys.workerKeyFor('aaaaaaaaaaaaaa')
+    expect(await keys.check(key, 'aaaaaaaaaaaaaa')).toMatchObject({ ok: true })
+    // A rotation elsewhere (another replica) is not seen until the cache time has passed...
+    generations.set('aaaaaaaaaaaaaa', 7)
+    now += WORKER_KEY_CACHE_TTL_MS - 1
+    expect(await keys.check(key, 'aaaaaaaaaaaaaa')).toMatchObject({ ok: true })
+    // ...and the cached verification still scopes the key to its own endpoint.
+    expect(await keys.check(key, 'bbbbbbbbbbbbbb')).toMatchObject({ reason: 'other-endpoint' })
+    now += 1
+    expect(await keys.check(key, 'aaaaaaaaaaaaaa')).toMatchObject({ reason: 'invalid' })
   })
 })

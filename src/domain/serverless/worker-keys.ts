@@ -58,22 +58,38 @@ export const WORKER_KEY_ELSEWHERE_DETAIL =
   'this is an endpoint worker key: it authenticates only the worker protocol of its endpoint ' +
   '(job-take, job-done, job-stream, job-stop, ping), not the job API, REST or GraphQL; use an API key'
 
+/**
+ * A worker key that verified is trusted this long without reading its endpoint's generation
+ * again: every worker request authenticates, and the read plus the HMAC was a tenth of the
+ * server's time per job (bench/README.md). A rotation through this process drops the cache at
+ * once; one through another replica (or a deleted endpoint) takes effect here within this time.
+ */
+export const WORKER_KEY_CACHE_TTL_MS = 2_000
+/** Keys remembered at most (one per endpoint in practice). */
+const WORKER_KEY_CACHE_SIZE = 1_000
+
 export interface WorkerKeyServiceDeps {
   generations: WorkerKeyGenerations
   /** The account's endpoint, or NOT_FOUND (another account's endpoint is 404 too). */
   ownEndpoint(accountId: string, endpointId: string): Promise<Pick<EndpointView, 'id'>>
   /** From `deriveWorkerKeySecret`; at least 32 bytes. */
   secret: Buffer
+  /** Milliseconds since the epoch, for the verification cache; default `Date.now`. */
+  now?: () => number
 }
 
 export class WorkerKeyService {
   private readonly secret: Buffer
+  /** Keys that verified: the endpoint each names, and until when that is trusted. */
+  private readonly verified = new Map<string, { endpointId: string; until: number }>()
+  private readonly now: () => number
 
   constructor(private readonly deps: WorkerKeyServiceDeps) {
     if (deps.secret.length < SECRET_BYTES) {
       throw new Error(`the worker key secret must be at least ${SECRET_BYTES} bytes`)
     }
     this.secret = Buffer.from(deps.secret)
+    this.now = deps.now ?? Date.now
   }
 
   private mac(endpointId: string, generation: number): Buffer {
@@ -118,6 +134,7 @@ export class WorkerKeyService {
   async rotate(accountId: string, endpointId: string): Promise<WorkerKeyView> {
     const { id } = await this.deps.ownEndpoint(accountId, endpointId)
     const generation = await this.deps.generations.bumpWorkerKeyGeneration(id)
+    this.verified.clear()
     if (generation === undefined) throw new AppError('NOT_FOUND', `endpoint ${id} not found`)
     return { endpointId: id, workerKey: this.keyOf(id, generation), generation }
   }
@@ -128,6 +145,10 @@ export class WorkerKeyService {
    * Failure details never repeat the key.
    */
   async check(presented: string, endpointId: string): Promise<WorkerKeyCheck> {
+    const cached = this.verified.get(presented)
+    if (cached !== undefined && cached.until > this.now()) {
+      return this.scoped(cached.endpointId, endpointId)
+    }
     const match = KEY_SHAPE.exec(presented)
     if (!match) {
       return {
@@ -154,6 +175,20 @@ export class WorkerKeyService {
           'the worker key is not valid: it was rotated, or its endpoint was deleted; read the current one with GET /v2/serverless/{id}/worker-key',
       }
     }
+    if (this.verified.size >= WORKER_KEY_CACHE_SIZE) this.verified.clear()
+    this.verified.set(presented, {
+      endpointId: keyEndpointId,
+      until: this.now() + WORKER_KEY_CACHE_TTL_MS,
+    })
+    return this.scoped(keyEndpointId, endpointId)
+  }
+
+  /** Forgets every verified key: an endpoint was deleted or its key rotated. */
+  forget(): void {
+    this.verified.clear()
+  }
+
+  private scoped(keyEndpointId: string, endpointId: string): WorkerKeyCheck {
     if (keyEndpointId !== endpointId) {
       return {
         ok: false,

@@ -379,7 +379,9 @@ class Worker implements WorkerHandle {
     }
     if (entry.abandoned) return
     if (this.options.refreshWorker) body.stopPod = true
-    await this.post(entry, 'job-done', () => this.protocol.done(job.id, body, isStream))
+    await this.post(entry, 'job-done', () =>
+      this.protocol.finish(job.id, body, isStream, this.concurrency === 1),
+    )
   }
 
   private async consumeStream(

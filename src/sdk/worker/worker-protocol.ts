@@ -1,3 +1,4 @@
+import type { DoneBody } from './job-result.js'
 import type { WorkerConnection } from './worker-config.js'
 import { withQuery } from './worker-config.js'
 import type { HttpClient, HttpResponse } from './worker-http.js'
@@ -28,6 +29,26 @@ export class TakeRefused extends Error {
   }
 }
 
+/** Results one job-done-batch post carries at most (the server's limit is 100). */
+export const MAX_DONE_BATCH = 100
+
+/**
+ * podyard's job-done-batch URL for a job-done URL of the usual shape
+ * (`.../job-done/<worker>/$ID[?query]`), else undefined (then every result is its own post).
+ */
+export function doneBatchUrl(doneUrl: string): string | undefined {
+  const match = /^(.*)\/job-done\/([^/?]+)\/\$ID(\?.*)?$/.exec(doneUrl)
+  return match ? `${match[1]}/job-done-batch/${match[2]}${match[3] ?? ''}` : undefined
+}
+
+interface PendingDone {
+  jobId: string
+  body: DoneBody
+  isStream: boolean
+  resolve(): void
+  reject(error: unknown): void
+}
+
 /** runpod-python sleeps 5 s when a take is answered 429. */
 export const RATE_LIMITED_BACKOFF_MS = 5_000
 
@@ -54,6 +75,10 @@ function asJob(value: unknown): WorkerJob {
  */
 export class WorkerProtocol {
   private readonly auth: Record<string, string>
+  /** Undefined when the URL has another shape or the server does not know the route. */
+  private batchUrl: string | undefined
+  private pendingDone: PendingDone[] = []
+  private doneFlushing = false
 
   constructor(
     private readonly connection: WorkerConnection,
@@ -61,6 +86,7 @@ export class WorkerProtocol {
     private readonly version: string,
   ) {
     this.auth = { authorization: connection.apiKey }
+    this.batchUrl = doneBatchUrl(connection.doneUrl)
   }
 
   get canStream(): boolean {
@@ -106,6 +132,61 @@ export class WorkerProtocol {
     if (response.status !== 200) throw failure('job-done', response)
   }
 
+  /**
+   * A job's result, sent together with the other results that are ready in the same turn of the
+   * event loop (or while the previous batch was being posted) as one job-done-batch post: with
+   * many jobs in flight, one request per result was most of the server's work. A single result,
+   * or a server without the route (404: RunPod, older podyard), gets a plain job-done post.
+   * Rejects when the post failed, like `done`. `alone`: no other result can be ready (a worker
+   * of concurrency 1), so it is posted at once.
+   */
+  finish(jobId: string, body: DoneBody, isStream: boolean, alone = false): Promise<void> {
+    if (this.batchUrl === undefined || alone) return this.done(jobId, body, isStream)
+    return new Promise<void>((resolve, reject) => {
+      this.pendingDone.push({ jobId, body, isStream, resolve, reject })
+      this.scheduleDone()
+    })
+  }
+
+  private scheduleDone(): void {
+    if (this.doneFlushing || this.pendingDone.length === 0) return
+    this.doneFlushing = true
+    setImmediate(() => {
+      void this.flushDone().finally(() => {
+        this.doneFlushing = false
+        this.scheduleDone()
+      })
+    })
+  }
+
+  private async flushDone(): Promise<void> {
+    const batch = this.pendingDone.splice(0, MAX_DONE_BATCH)
+    const url = this.batchUrl
+    if (batch.length > 1 && url !== undefined) {
+      try {
+        const response = await this.post(
+          url,
+          undefined,
+          batch.map((entry) => ({ ...entry.body, id: entry.jobId })),
+        )
+        if (response.status === 200) {
+          for (const entry of batch) entry.resolve()
+          return
+        }
+        if (response.status !== 404) throw failure('job-done-batch', response)
+        this.batchUrl = undefined
+      } catch (error) {
+        for (const entry of batch) entry.reject(error)
+        return
+      }
+    }
+    await Promise.all(
+      batch.map((entry) =>
+        this.done(entry.jobId, entry.body, entry.isStream).then(entry.resolve, entry.reject),
+      ),
+    )
+  }
+
   /** One stream chunk; runpod-python labels these `isStream=false` (sic). */
   async stream(jobId: string, output: unknown): Promise<void> {
     const template = this.connection.streamUrl
@@ -143,13 +224,13 @@ export class WorkerProtocol {
     if (response.status !== 200) throw failure('ping', response)
   }
 
-  private post(url: string, jobId: string, body: unknown): Promise<HttpResponse> {
+  private post(url: string, jobId: string | undefined, body: unknown): Promise<HttpResponse> {
     return this.http.request('POST', url, {
       headers: {
         ...this.auth,
         'content-type': 'application/x-www-form-urlencoded',
         charset: 'utf-8',
-        'x-request-id': jobId,
+        ...(jobId === undefined ? {} : { 'x-request-id': jobId }),
       },
       body: JSON.stringify(body),
     })

@@ -1,0 +1,116 @@
+import { CompiledQuery, type Kysely } from 'kysely'
+
+/**
+ * The queue's hottest statements as SQL text written once per dialect, run without Kysely's
+ * query builder: building and compiling a query cost 30 to 50 µs each, more than SQLite took to
+ * run most of them (bench/README.md, step 7). Only the submission, take, completion and the
+ * long polls' re-checks are here; everything else keeps the builder.
+ *
+ * Texts are written with `?` placeholders (SQLite's) and numbered `$1, $2, ...` for PostgreSQL;
+ * none of them has a `?` anywhere else.
+ */
+export type QueueDialect = 'sqlite' | 'postgres'
+
+/** Columns of a new job; the others take their defaults (NULL, 0, version 1). */
+export const INSERT_COLUMNS = [
+  'id',
+  'endpoint_id',
+  'account_id',
+  'status',
+  'sync',
+  'low_priority',
+  'execution_timeout_ms',
+  'ttl_ms',
+  'input',
+  'webhook',
+  's3_config',
+  'created_at',
+  'expires_at',
+] as const
+
+function numbered(text: string): string {
+  let n = 0
+  return text.replace(/\?/g, () => `$${++n}`)
+}
+
+const list = (n: number, item: string) => Array.from({ length: n }, () => item).join(', ')
+
+export class JobStatements {
+  private readonly inserts = new Map<number, string>()
+  private readonly takeUpdates = new Map<number, string>()
+  readonly takeSelect: string
+  readonly complete: string
+  readonly row: string
+  readonly version: string
+  readonly hasWork: string
+
+  constructor(private readonly dialect: QueueDialect) {
+    const postgres = dialect === 'postgres'
+    this.takeSelect = this.text(
+      `select * from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
+    )
+    // A finished job's retention depends on the row's `sync` (docs/job-api.md, "Retention").
+    const retain = postgres
+      ? 'cast(case when sync = 1 then ? else ? end as timestamptz)'
+      : 'case when sync = 1 then ? else ? end'
+    this.complete = this.text(
+      `update jobs set status = ?, output = ?, error = ?, completed_at = ?, retain_until = ${retain}, lease_expires_at = null, deadline_at = null, version = version + 1 where id = ? and endpoint_id = ? and worker_id = ? and status = 'IN_PROGRESS' returning *`,
+    )
+    this.row = this.text('select * from jobs where id = ? and endpoint_id = ?')
+    this.version = this.text('select version from jobs where id = ? and endpoint_id = ?')
+    this.hasWork = this.text(
+      `select seq from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? limit 1`,
+    )
+  }
+
+  /**
+   * A column SQLite's planner must not pick an index for: given `seq in (...) and status = ...`
+   * it chose to scan every queued row through a status index instead of looking the seqs up,
+   * which made a take cost O(queue length). A unary `+` turns the index off (SQLite only).
+   */
+  private unindexed(column: string): string {
+    return this.dialect === 'sqlite' ? `+${column}` : column
+  }
+
+  private text(sqlite: string): string {
+    return this.dialect === 'postgres' ? numbered(sqlite) : sqlite
+  }
+
+  /** A multi-row insert of `n` jobs, `INSERT_COLUMNS` per row. */
+  insert(n: number): string {
+    let text = this.inserts.get(n)
+    if (text === undefined) {
+      const row = `(${list(INSERT_COLUMNS.length, '?')})`
+      text = this.text(`insert into jobs (${INSERT_COLUMNS.join(', ')}) values ${list(n, row)}`)
+      this.inserts.set(n, text)
+    }
+    return text
+  }
+
+  /**
+   * Takes `n` queued rows by seq: worker, started, lease, deadline, then the seqs. No
+   * `returning`: SQLite builds each returned row as an object of all 28 columns, which cost more
+   * than the update; the take selected the rows (locked on PostgreSQL) in the same transaction.
+   */
+  takeUpdate(n: number): string {
+    let text = this.takeUpdates.get(n)
+    if (text === undefined) {
+      text = this.text(
+        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE'`,
+      )
+      this.takeUpdates.set(n, text)
+    }
+    return text
+  }
+}
+
+/** Runs a statement of `JobStatements` on `db` (or a transaction of it); its rows. */
+export async function runStatement<R>(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  db: Kysely<any>,
+  text: string,
+  parameters: readonly unknown[],
+): Promise<R[]> {
+  const result = await db.executeQuery<R>(CompiledQuery.raw(text, parameters as unknown[]))
+  return result.rows
+}
