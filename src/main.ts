@@ -20,6 +20,7 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
       dataDir: flags.dataDir,
       storeUrl: flags.storeUrl,
       fleet: flags.fleet,
+      driver: flags.driver,
       logLevel: flags.logLevel,
     },
   })

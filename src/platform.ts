@@ -3,13 +3,15 @@
  * api -> listen. main.ts (the CLI entry) loads this module only for the commands that need it,
  * so commands that only talk to a running server start in a fifth of the time.
  */
+import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
 import { parse as parseYaml } from 'yaml'
-import { buildApp } from './api/app.js'
+import { buildApp, jobLimiterOf } from './api/app.js'
 import type { StoreCommands } from './cli/program.js'
 import { resolveEncryptionKey } from './config/encryption-key.js'
 import type { Config } from './config/schema.js'
@@ -28,7 +30,13 @@ import { WebhookDispatcher } from './control/webhook-dispatcher.js'
 import { PodLifecycle } from './control/pod-lifecycle.js'
 import { CatalogService } from './domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from './domain/catalog/demo-fleet.js'
-import { FleetError, parseFleet, withLocalHost, type Fleet } from './domain/catalog/fleet.js'
+import {
+  FleetError,
+  parseFleet,
+  withLocalHost,
+  type Fleet,
+  type HostDriver,
+} from './domain/catalog/fleet.js'
 import { PodService } from './domain/pods/pod-service.js'
 import {
   podsUsing,
@@ -68,6 +76,8 @@ import { KyselyModelJobRepo } from './store/model-job-repo.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
 import type { RuntimeDriver } from './runtime/driver.js'
 import { ProcessDriver } from './runtime/process/process-driver.js'
+import { DockerDriver, DockerEngineUnreachableError } from './runtime/docker/docker-driver.js'
+import { loadServerId } from './runtime/docker/server-id.js'
 import { DirectoryVolumeStorage } from './runtime/volume-directories.js'
 import { place } from './scheduler/core/placement.js'
 import { AppError, isAppError } from './shared/app-error.js'
@@ -85,6 +95,12 @@ import { DatabaseTooNewError, isMigrated, migrateToLatest } from './store/migrat
 import { openStore, type Store } from './store/open-store.js'
 import { KyselyJobQueue } from './queue/kysely-job-queue.js'
 import { KyselyWebhookDeliveries } from './queue/kysely-webhook-deliveries.js'
+import { CROSS_REPLICA_POLL_MS, PgWakeUps } from './queue/pg-wake-ups.js'
+import { LeaderElection } from './control/leader-election.js'
+import { KyselyLeaseRepo } from './store/lease-repo.js'
+import { SharedJobLimits } from './store/shared-job-limits.js'
+import { SharedWorkerPresence } from './store/shared-worker-presence.js'
+import { acquireStartupLock } from './store/startup-lock.js'
 
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -116,14 +132,47 @@ export interface StartOptions {
   logger?: Logger
 }
 
-export async function loadFleet(setting: string): Promise<Fleet> {
+export async function loadFleet(
+  setting: string,
+  options: { localDriver?: HostDriver } = {},
+): Promise<Fleet> {
   const declared =
     setting === 'demo'
       ? demoFleet
       : setting === 'none'
         ? noneFleet
         : parseFleet(parseYaml(readFileSync(setting, 'utf8')), setting)
-  return withLocalHost(declared, await discoverLocalHost())
+  return withLocalHost(
+    declared,
+    await discoverLocalHost(),
+    options.localDriver ? { driver: options.localDriver } : {},
+  )
+}
+
+/**
+ * The runtime drivers of the fleet's hosts: one process driver (simulated hosts and `process`
+ * hosts) and, when a real host says `driver: docker`, one DockerDriver shared by all of them,
+ * checked to answer before the server starts.
+ */
+async function runtimeDriversOf(
+  config: Readonly<Config>,
+  fleet: Fleet,
+  processDriver: ProcessDriver,
+): Promise<{ driverFor: (hostId: string) => RuntimeDriver; drivers: RuntimeDriver[] }> {
+  const dockerHosts = new Set(
+    fleet.hosts.filter((h) => h.driver === 'docker' && !h.simulated).map((h) => h.id),
+  )
+  if (dockerHosts.size === 0) return { driverFor: () => processDriver, drivers: [processDriver] }
+  const docker = new DockerDriver({
+    serverId: loadServerId(config.dataDir),
+    ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
+    diskLimit: config.docker.diskLimit,
+  })
+  await docker.ping()
+  return {
+    driverFor: (hostId) => (dockerHosts.has(hostId) ? docker : processDriver),
+    drivers: [processDriver, docker],
+  }
 }
 
 /** Opens and migrates the store; refuses one migrated by a newer podyard. */
@@ -184,7 +233,10 @@ export async function startPlatform(
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? pino({ level: config.logLevel })
   const { store, applied } = await openMigratedStore(config)
+  // Replicas starting together on an empty database create the accounts one after the other.
+  let releaseStartup: (() => Promise<void>) | undefined
   try {
+    releaseStartup = await acquireStartupLock(store)
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations')
     const accounts = accountServiceOf(store, clock)
     const credits = new CreditService(new KyselyCreditRepo(store.db), clock)
@@ -193,7 +245,7 @@ export async function startPlatform(
       adminKey: config.adminKey,
     })
     for (const warning of admin.warnings) logger.warn(warning)
-    const fleet = await loadFleet(config.fleet)
+    const fleet = await loadFleet(config.fleet, { localDriver: config.driver })
     const catalog = new CatalogService(fleet, new KyselyAllocationRepo(store.db))
     const podStore = podStoreOf(store)
     const { box, key: encryptionKey } = await secretBoxFor(config, store, logger)
@@ -211,6 +263,7 @@ export async function startPlatform(
       sandbox: config.sandbox,
       clock,
     })
+    const hostDrivers = await runtimeDriversOf(config, fleet, driver)
     const templateRepo = new KyselyTemplateRepo(store.db)
     // The job API is served by this listener; its URL is known once it listens.
     let serverUrl = `http://${config.host}:${config.port}`
@@ -227,7 +280,11 @@ export async function startPlatform(
       },
       clock,
       jobApiBaseUrl: () => serverUrl,
-      deleteJobsOf: (endpointId) => queue.deleteEndpointJobs(endpointId),
+      deleteJobsOf: (endpointId) => {
+        // Its worker key must stop verifying at once, not when the verification cache expires.
+        workerKeys.forget()
+        return queue.deleteEndpointJobs(endpointId)
+      },
     })
     const workerKeys = new WorkerKeyService({
       generations: endpointRepo,
@@ -270,8 +327,8 @@ export async function startPlatform(
     const lifecycle = new PodLifecycle({
       store: podStore,
       fleet,
-      driverFor: () => driver,
-      drivers: [driver],
+      driverFor: hostDrivers.driverFor,
+      drivers: hostDrivers.drivers,
       dataDir: config.dataDir,
       publicIp: config.publicIp,
       volumePath: (volumeId) => volumeStorage.path(volumeId),
@@ -314,6 +371,26 @@ export async function startPlatform(
       spendGuard: billingGuard,
     })
 
+    // Several replicas on one PostgreSQL database (docs/production.md, "Several replicas"):
+    // long polls wake across replicas, one replica runs the reconcile loops, and the job API
+    // counters and worker presence are shared. On SQLite this one process is the cluster.
+    const replicaId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
+    const clustered = store.dialect === 'postgres'
+    // Replicas on one machine share the data directory: the process driver's workloads are run
+    // by the leader; the others only read their state and logs.
+    if (clustered) driver.setActive(false)
+    const wakeUps = clustered
+      ? new PgWakeUps({
+          connectionString: config.storeUrl,
+          replicaId,
+          logger,
+          onRemote: (key) => {
+            if (key === WEBHOOKS_DUE_KEY) dispatcher.nudge()
+            const ended = parseEndPollsKey(key)
+            if (ended) jobs.endPolls(ended.endpointId, ended.workerId)
+          },
+        })
+      : undefined
     const deliveries = new KyselyWebhookDeliveries({ db: store.db, dialect: store.dialect })
     const dispatcher = new WebhookDispatcher({
       deliveries,
@@ -326,7 +403,12 @@ export async function startPlatform(
       db: store.db,
       dialect: store.dialect,
       clock,
-      onWebhookQueued: () => dispatcher.nudge(),
+      onWebhookQueued: () => {
+        dispatcher.nudge()
+        // The dispatcher runs on the leader, which may be another replica.
+        wakeUps?.notify(WEBHOOKS_DUE_KEY)
+      },
+      ...(wakeUps ? { wakeUps, pollIntervalMs: CROSS_REPLICA_POLL_MS } : {}),
     })
     const presence = new WorkerPresence(clock)
     const workerRepo = new KyselyWorkerRepo(store.db)
@@ -337,6 +419,8 @@ export async function startPlatform(
       allocations: podStore.allocations,
       fleet,
       place,
+      // Workers stay on the process driver: their built-in images and the job API URL they are
+      // given (this listener's loopback address) exist only outside containers (docs/runtime.md).
       driverFor: () => driver,
       drivers: [driver],
       queue,
@@ -379,7 +463,11 @@ export async function startPlatform(
           gpuCount: endpoint.gpu?.count ?? 0,
           vcpus: candidate.request.compute.kind === 'cpu' ? candidate.request.compute.vcpuCount : 0,
         }),
-      endPolls: (endpointId, workerId) => jobs.endPolls(endpointId, workerId),
+      endPolls: (endpointId, workerId) => {
+        jobs.endPolls(endpointId, workerId)
+        // The worker's polls may be held by another replica.
+        wakeUps?.notify(endPollsKey(endpointId, workerId))
+      },
       platformMounts: (endpoint) =>
         endpoint.accountId === modelsAccount.id
           ? [
@@ -424,6 +512,7 @@ export async function startPlatform(
       )
     }
     await models.syncEndpoints()
+    await releaseStartup()
     const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
     const webhooks = new WebhookService({ endpoints, queue, deliveries })
     const sweeper = new JobSweeper({ queue, clock, logger })
@@ -452,6 +541,62 @@ export async function startPlatform(
       },
     })
 
+    const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
+    let objectSweep: NodeJS.Timeout | undefined
+    const leadership = new LeaderElection({
+      ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),
+      replicaId,
+      ttlMs: config.cluster.leaseTtlMs,
+      logger,
+      onLead: () => {
+        void autoscaler.unfollow()
+        driver.setActive(true)
+        lifecycle.start()
+        sweeper.start()
+        dispatcher.start()
+        meter.start()
+        objectSweep = setInterval(() => {
+          models.purgeExpiredObjects().catch((error: unknown) => {
+            logger.error({ err: error }, 'purging expired public model results failed')
+          })
+        }, OBJECT_SWEEP_INTERVAL_MS)
+        objectSweep.unref()
+        // Workers are told where the job API is: the loops start only once it listens.
+        autoscaler.start()
+      },
+      onLose: async () => {
+        clearInterval(objectSweep)
+        await Promise.all([
+          autoscaler.stop(),
+          sweeper.stop(),
+          meter.stop(),
+          dispatcher.stop(),
+          lifecycle.stop(),
+        ])
+        if (clustered) {
+          driver.setActive(false)
+          autoscaler.follow()
+        }
+      },
+    })
+    const shared = clustered
+      ? [
+          new SharedJobLimits({
+            db: store.db,
+            replicaId,
+            limiter: jobLimiter,
+            intervalMs: config.cluster.syncIntervalMs,
+            logger,
+          }),
+          new SharedWorkerPresence({
+            db: store.db,
+            presence,
+            now: () => clock.now().getTime(),
+            intervalMs: config.cluster.syncIntervalMs,
+            logger,
+          }),
+        ]
+      : []
     const app = await buildApp({
       credits,
       logger,
@@ -473,6 +618,12 @@ export async function startPlatform(
         const workers = jobs.workerCounts(endpointId)
         return workers.idle + workers.running
       },
+      jobLimiter,
+      cluster: {
+        replicaId,
+        isLeader: () => leadership.isLeader(),
+        ...(wakeUps ? { listening: () => wakeUps.listening } : {}),
+      },
       rateLimits: config.rateLimit,
       billing: {
         reports: new BillingReportService({ usage: usageRepo, clock }),
@@ -485,26 +636,33 @@ export async function startPlatform(
       },
     })
     const address = await app.listen({ host: config.host, port: config.port })
-    lifecycle.start()
-    sweeper.start()
-    dispatcher.start()
-    meter.start()
-    const objectSweep = setInterval(() => {
-      models.purgeExpiredObjects().catch((error: unknown) => {
-        logger.error({ err: error }, 'purging expired public model results failed')
-      })
-    }, OBJECT_SWEEP_INTERVAL_MS)
-    objectSweep.unref()
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
-    // Workers are told where the job API is: only once it listens.
-    autoscaler.start()
-    logger.info({ url, store: store.displayUrl, fleet: config.fleet }, 'podyard is serving')
+    await wakeUps?.start()
+    for (const sync of shared) sync.start()
+    await leadership.start()
+    // A replica that does not lead still answers for the workers the leader runs.
+    if (clustered && !leadership.isLeader()) autoscaler.follow()
+    logger.info(
+      {
+        url,
+        store: store.displayUrl,
+        fleet: config.fleet,
+        replica: replicaId,
+        leader: leadership.isLeader(),
+      },
+      'podyard is serving',
+    )
 
     const banner = [
       `podyard ${version} is serving at ${url}`,
       `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
       `  store         ${store.displayUrl}`,
+      ...(clustered
+        ? [
+            `  replica       ${replicaId}: ${leadership.isLeader() ? 'runs the reconcile loops (leader)' : 'API only; another replica runs the reconcile loops'}`,
+          ]
+        : []),
       `  fleet         ${config.fleet}: ${fleetSummary(fleet)}` +
         (fleet.hosts.some((h) => h.simulated)
           ? '\n                (simulated hosts are not real hardware)'
@@ -531,20 +689,24 @@ export async function startPlatform(
       lifecycle,
       autoscaler,
       meter,
-      drivers: [driver],
+      drivers: hostDrivers.drivers,
       close: async () => {
-        clearInterval(objectSweep)
         await app.close()
+        await leadership.stop()
+        await autoscaler.unfollow()
+        for (const sync of shared) await sync.stop()
+        await wakeUps?.close()
         await autoscaler.stop()
         await sweeper.stop()
         await meter.stop()
         await dispatcher.stop()
         await lifecycle.stop()
-        await driver.close()
+        for (const d of hostDrivers.drivers) await d.close()
         await store.close()
       },
     }
   } catch (error) {
+    await releaseStartup?.()
     await store.close()
     throw error
   }
@@ -667,10 +829,19 @@ function loadModels(config: Readonly<Config>) {
   return buildModelRegistry(sources)
 }
 
+/** Wake-up key (PgWakeUps) by which a replica tells the leader's webhook dispatcher to look. */
+const WEBHOOKS_DUE_KEY = 'webhooks-due'
+const endPollsKey = (endpointId: string, workerId: string) => `end-polls:${endpointId}:${workerId}`
+function parseEndPollsKey(key: string): { endpointId: string; workerId: string } | undefined {
+  const match = /^end-polls:([^:]+):([^:]+)$/.exec(key)
+  return match ? { endpointId: match[1]!, workerId: match[2]! } : undefined
+}
+
 /** Errors that mean "this installation refuses to start as configured" (exit code 2). */
 export function isStartupRefusal(error: unknown): error is Error {
   return (
     error instanceof FleetError ||
+    error instanceof DockerEngineUnreachableError ||
     error instanceof DatabaseTooNewError ||
     error instanceof EncryptionKeyMismatchError ||
     error instanceof EncryptionKeyFormatError ||

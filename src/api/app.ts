@@ -20,7 +20,7 @@ import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
-import { installMetrics } from './http/metrics.js'
+import { installClusterMetrics, installMetrics } from './http/metrics.js'
 import { installProblemHandlers } from './http/problem.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
@@ -54,6 +54,13 @@ export interface AppDeps {
   }
   /** An endpoint's running workers, which raise its job API limits. */
   runningWorkers?: (endpointId: string) => number
+  /**
+   * The job API limiter, when the caller shares its counters with other replicas
+   * (docs/production.md); otherwise one is made from `jobLimits`.
+   */
+  jobLimiter?: JobLimiter
+  /** This replica in a cluster: its id and whether it runs the reconcile loops (`/metrics`). */
+  cluster?: { replicaId: string; isLeader(): boolean; listening?: () => boolean }
   workerKeys: WorkerKeyService
   workers: WorkerService
   rateLimits: RateLimitQuotas
@@ -65,6 +72,22 @@ export interface AppDeps {
     reports: BillingReportService
     spend: { currentSpendPerHour(accountId: string): Promise<number> }
   }
+}
+
+/** The job API limiter of `jobLimits` (the specification's limits when absent). */
+export function jobLimiterOf(deps: Pick<AppDeps, 'clock' | 'jobLimits'>): JobLimiter {
+  return new JobLimiter({
+    clock: deps.clock,
+    ...(deps.jobLimits
+      ? {
+          perWorker: {
+            rate: deps.jobLimits.perWorkerRate,
+            concurrency: deps.jobLimits.perWorkerConcurrency,
+          },
+          overrides: deps.jobLimits.operations ?? {},
+        }
+      : {}),
+  })
 }
 
 /** The whole HTTP surface, ready to `listen` or to `inject` in tests. */
@@ -82,6 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => deps.jobs.close())
   installProblemHandlers(app)
   const metrics = installMetrics(app)
+  if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
 
   await app.register(swagger, {
     openapi: {
@@ -151,18 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts: deps.accounts,
     jobs: deps.jobs,
     clock: deps.clock,
-    limiter: new JobLimiter({
-      clock: deps.clock,
-      ...(deps.jobLimits
-        ? {
-            perWorker: {
-              rate: deps.jobLimits.perWorkerRate,
-              concurrency: deps.jobLimits.perWorkerConcurrency,
-            },
-            overrides: deps.jobLimits.operations ?? {},
-          }
-        : {}),
-    }),
+    limiter: deps.jobLimiter ?? jobLimiterOf(deps),
     ...(deps.runningWorkers ? { runningWorkers: deps.runningWorkers } : {}),
   })
   await app.register(workerRoutes, {

@@ -19,6 +19,7 @@ export interface ConfigFlags {
   dataDir?: string
   storeUrl?: string
   fleet?: string
+  driver?: string
   logLevel?: string
 }
 
@@ -110,6 +111,10 @@ function addConfigOptions(command: Command, withServer: boolean): Command {
       .option('--host <host>', 'listen address (default 127.0.0.1)')
       .option('-p, --port <port>', 'listen port (default 8080)')
       .option('--fleet <fleet>', 'demo, none, or a fleet file (default demo)')
+      .option(
+        '--driver <driver>',
+        "the local host's runtime driver: process or docker (default process)",
+      )
   }
   return command
 }

@@ -78,6 +78,28 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ cwd, env: {} })).toThrow(/must hold a mapping/)
   })
 
+  it('chooses the local host driver and the Docker engine by file, environment and --driver', () => {
+    const defaults = loadConfig({ cwd: dirWith(), env: {} })
+    expect(defaults.driver).toBe('process')
+    expect(defaults.docker).toEqual({ socketPath: '', diskLimit: false })
+    const cwd = dirWith('driver: docker\ndocker:\n  socketPath: /run/other.sock\n')
+    expect(loadConfig({ cwd, env: {} })).toMatchObject({
+      driver: 'docker',
+      docker: { socketPath: '/run/other.sock', diskLimit: false },
+    })
+    const fromEnv = loadConfig({
+      cwd: dirWith(),
+      env: { PODYARD_DRIVER: 'docker', PODYARD_DOCKER_DISK_LIMIT: 'true' },
+    })
+    expect(fromEnv).toMatchObject({ driver: 'docker', docker: { diskLimit: true } })
+    expect(
+      loadConfig({ cwd, env: { PODYARD_DRIVER: 'docker' }, flags: { driver: 'process' } }).driver,
+    ).toBe('process')
+    expect(() => loadConfig({ cwd: dirWith(), env: {}, flags: { driver: 'kubernetes' } })).toThrow(
+      ConfigError,
+    )
+  })
+
   it('keeps an explicit store URL', () => {
     const config = loadConfig({ cwd: dirWith(), env: { PODYARD_STORE_URL: 'postgres://u:p@db/x' } })
     expect(config.storeUrl).toBe('postgres://u:p@db/x')

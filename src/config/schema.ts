@@ -101,6 +101,19 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    cluster: Type.Object(
+      {
+        leaseTtlMs: positiveInt(
+          'PostgreSQL with several replicas: ms the leader lease lasts; a dead leader is replaced within about this (docs/production.md)',
+          15000,
+        ),
+        syncIntervalMs: positiveInt(
+          'PostgreSQL with several replicas: ms between two syncs of the job API counters and worker presence',
+          1000,
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     models: Type.Object(
       {
         file: Type.Optional(
@@ -196,6 +209,25 @@ export const ConfigSchema = Type.Object(
       default: 'auto',
       description: 'process driver: run pods inside bubblewrap (auto: when it is installed)',
     }),
+    driver: Type.Union([Type.Literal('process'), Type.Literal('docker')], {
+      default: 'process',
+      description:
+        'runtime driver of the local host: process or docker (declared hosts name theirs in the fleet file)',
+    }),
+    docker: Type.Object(
+      {
+        socketPath: Type.String({
+          default: '',
+          description: 'Docker Engine socket; empty: DOCKER_HOST, else /var/run/docker.sock',
+        }),
+        diskLimit: Type.Boolean({
+          default: false,
+          description:
+            "limit a container's writable layer to the pod's disk (storage drivers with size quotas only)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info', description: 'pino log level' },
@@ -234,6 +266,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   },
   { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
   { path: 'webhooks.timeoutMs', env: 'PODYARD_WEBHOOK_TIMEOUT_MS', type: 'integer' },
+  { path: 'cluster.leaseTtlMs', env: 'PODYARD_CLUSTER_LEASE_TTL_MS', type: 'integer' },
+  { path: 'cluster.syncIntervalMs', env: 'PODYARD_CLUSTER_SYNC_INTERVAL_MS', type: 'integer' },
   { path: 'jobLimits.perWorkerRate', env: 'PODYARD_JOB_LIMIT_PER_WORKER_RATE', type: 'integer' },
   {
     path: 'jobLimits.perWorkerConcurrency',
@@ -256,5 +290,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },
   { path: 'publicIp', env: 'PODYARD_PUBLIC_IP', type: 'string' },
   { path: 'sandbox', env: 'PODYARD_SANDBOX', type: 'string' },
+  { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
+  { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
+  { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
 ]

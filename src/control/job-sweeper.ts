@@ -8,7 +8,8 @@ export const JOB_SWEEP_INTERVAL_MS = 1_000
  * The job queue's control loop (docs/serverless-queue.md, "Timeouts, ttl and retention"): every
  * interval, jobs whose worker stopped heart-beating go back to the queue, jobs past their
  * execution timeout become TIMED_OUT, and jobs past their ttl or retention are deleted. Runs on
- * every replica; on PostgreSQL the queue makes concurrent sweeps skip each other.
+ * the leading replica (docs/production.md); should two sweep at once, on PostgreSQL the queue
+ * makes their sweeps skip each other.
  */
 export class JobSweeper {
   private timer: NodeJS.Timeout | undefined

@@ -55,13 +55,16 @@ export class PodLifecycle implements PodRuntimeReader {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private again = false
-  private stopped = false
+  /** Until start(): a nudge does nothing (a replica that does not lead runs no pass). */
+  private stopped = true
   private readonly busy = new Set<string>()
   private readonly cleaned = new Set<string>()
 
   constructor(private readonly deps: PodLifecycleDeps) {}
 
   start(): void {
+    if (!this.stopped) return
+    this.stopped = false
     this.timer = setInterval(() => this.nudge(), TICK_MS)
     this.timer.unref()
     this.nudge()
@@ -87,7 +90,7 @@ export class PodLifecycle implements PodRuntimeReader {
       })
   }
 
-  /** Stops the loop for good: a nudge after this (a late request) starts nothing. */
+  /** Stops the loop until the next start(): a nudge after this (a late request) starts nothing. */
   async stop(): Promise<void> {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)

@@ -80,6 +80,17 @@ describe('workloadOf', () => {
     })
   })
 
+  it("joins its account's private network as <pod_id>.runpod.internal with globalNetworking", () => {
+    expect(workloadOf(base, dirs, host, []).network).toEqual({
+      name: 'account-acct',
+      aliases: ['pod1.runpod.internal'],
+    })
+    const other = { ...base, id: 'pod2', accountId: 'acct2' }
+    expect(workloadOf(other, dirs, host, []).network?.name).toBe('account-acct2')
+    const plain = { ...base, globalNetworking: false, globalIp: null }
+    expect(workloadOf(plain, dirs, host, [])).not.toHaveProperty('network')
+  })
+
   it('hides every GPU of the host from a CPU pod, and mounts its network volume', () => {
     const cpuPod: Pod = {
       ...base,

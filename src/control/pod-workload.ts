@@ -1,10 +1,19 @@
 import path from 'node:path'
 import type { Pod, PortMapping } from '../domain/pods/pod.js'
-import { parsePortSpec } from '../domain/pods/pod-rules.js'
+import { INTERNAL_DOMAIN, parsePortSpec } from '../domain/pods/pod-rules.js'
 import type { WorkloadSpec } from '../runtime/driver.js'
 
 export const POD_LABEL_KIND = 'podyard.kind'
 export const POD_LABEL_GENERATION = 'podyard.generation'
+
+/**
+ * The private network of an account's globally networked pods: one per account, so that pods
+ * of other accounts cannot reach them, with `<pod_id>.runpod.internal` naming each pod.
+ */
+export function globalNetworkOf(pod: Pod): { name: string; aliases: string[] } | undefined {
+  if (!pod.globalIp) return undefined
+  return { name: `account-${pod.accountId}`, aliases: [`${pod.id}.${INTERNAL_DOMAIN}`] }
+}
 
 export interface PodDirectories {
   containerDisk: string
@@ -46,6 +55,7 @@ export function workloadOf(
   attachments: PodAttachments = {},
 ): WorkloadSpec {
   const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
+  const network = globalNetworkOf(pod)
   const env: Record<string, string> = {
     // A PUBLIC_KEY the pod's own env sets wins over the account's keys.
     ...(attachments.publicKey ? { PUBLIC_KEY: attachments.publicKey } : {}),
@@ -99,6 +109,7 @@ export function workloadOf(
     memoryGb: host.memoryGb,
     labels: { [POD_LABEL_KIND]: 'pod', [POD_LABEL_GENERATION]: String(pod.generation) },
     ...(attachments.registryAuth ? { registryAuth: attachments.registryAuth } : {}),
+    ...(network ? { network } : {}),
   }
 }
 

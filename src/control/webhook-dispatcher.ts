@@ -83,7 +83,8 @@ export interface WebhookDispatcherDeps {
  * deliveries. The job queue writes a pending delivery in the same transaction as a job's terminal
  * transition and nudges this loop; the loop claims due deliveries, POSTs each (never holding up
  * the job, which is already terminal), and records every attempt with its HTTP status or error.
- * Runs on every replica: claims keep two dispatchers from sending one delivery at once.
+ * Runs on the leading replica (docs/production.md), nudged by the others when their jobs queue
+ * deliveries; claims keep two dispatchers from sending one delivery at once.
  * Delivery is at least once: an attempt cut short by a crash is made again.
  */
 export class WebhookDispatcher {

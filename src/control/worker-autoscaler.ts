@@ -141,6 +141,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private seen = new Map<string, Seen>()
   /** The reasons last logged per endpoint, so a steady state is not logged every tick. */
   private readonly lastLogged = new Map<string, string>()
+  private following = false
+  private followTimer: NodeJS.Timeout | undefined
+  private followPass: Promise<void> | undefined
 
   constructor(private readonly deps: WorkerAutoscalerDeps) {
     this.settings = { ...DEFAULT_AUTOSCALER_SETTINGS, ...deps.settings }
@@ -164,6 +167,56 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     this.stopped = true
     if (this.timer) clearTimeout(this.timer)
     await this.running
+  }
+
+  /**
+   * On a replica that does not lead (docs/production.md, "Several replicas"): keeps what the
+   * job service asks (takesJobs, counts, statusOf) current from the stored workers every
+   * interval, starting and stopping nothing.
+   */
+  follow(): void {
+    if (this.following) return
+    this.following = true
+    const pass = () => {
+      this.followPass = this.refreshRoster()
+        .catch((error: unknown) =>
+          this.deps.logger.error({ err: error }, 'reading the workers of the leader failed'),
+        )
+        .finally(() => {
+          this.followPass = undefined
+          if (this.following) this.followTimer = setTimeout(pass, this.settings.intervalMs)
+        })
+    }
+    pass()
+  }
+
+  async unfollow(): Promise<void> {
+    this.following = false
+    clearTimeout(this.followTimer)
+    await this.followPass
+  }
+
+  /** The roster from the stored workers and the shared presence, without acting. */
+  async refreshRoster(): Promise<void> {
+    const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
+    const next = new Map<string, Seen>()
+    for (const worker of await this.deps.workers.listAll()) {
+      const endpoint = endpoints.get(worker.endpointId)
+      if (endpoint && worker.phase !== 'STOPPED') next.set(worker.id, this.seenOf(worker, endpoint))
+    }
+    this.seen = next
+  }
+
+  private seenOf(worker: ManagedWorker, endpoint: Endpoint): Seen {
+    const status = this.observedStatus(worker)
+    return {
+      endpointId: endpoint.id,
+      status,
+      takesJobs:
+        worker.version === endpoint.version &&
+        !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
+        (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING'),
+    }
   }
 
   // ---- WorkerRoster ----
@@ -246,17 +299,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
           byEndpoint.get(endpoint.id) ?? [],
           workloads,
         )
-        for (const worker of current) {
-          const status = this.observedStatus(worker)
-          next.set(worker.id, {
-            endpointId: endpoint.id,
-            status,
-            takesJobs:
-              worker.version === endpoint.version &&
-              !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
-              (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING'),
-          })
-        }
+        for (const worker of current) next.set(worker.id, this.seenOf(worker, endpoint))
       } catch (error) {
         this.deps.logger.error({ err: error, endpointId: endpoint.id }, 'autoscaling failed')
       }

@@ -1,6 +1,7 @@
 /**
  * In-process wake-ups for long polls. A write in this process notifies its key at once; a write
- * by another replica is seen by the waiter's own poll of the store every `pollIntervalMs`.
+ * by another replica is seen by the waiter's own poll of the store every `pollIntervalMs`, or at
+ * once with PgWakeUps (pg-wake-ups.ts), which carries notifications between replicas.
  */
 export class WakeUps {
   private readonly waiters = new Map<string, Set<() => void>>()

@@ -23,6 +23,18 @@ export interface WorkloadPort {
   public: number
 }
 
+/**
+ * A private network the workload joins (pods with globalNetworking: one per account). Drivers
+ * with their own network namespaces (docker) honour it; the process driver shares the host's
+ * network and ignores it.
+ */
+export interface WorkloadNetwork {
+  /** Names the network; workloads with the same name share it, others cannot reach them. */
+  name: string
+  /** Host names that resolve to the workload inside the network (`<pod_id>.runpod.internal`). */
+  aliases: string[]
+}
+
 export interface WorkloadSpec {
   /** Stable id (a pod id, a worker id); one live workload per id. */
   id: string
@@ -50,6 +62,8 @@ export interface WorkloadSpec {
   registryAuth?: { username: string; password: string }
   /** Free-form labels the driver stores with the workload and returns from list(). */
   labels: Record<string, string>
+  /** The private network to join; absent: the driver's default network. */
+  network?: WorkloadNetwork
 }
 
 export type WorkloadPhase = 'running' | 'exited'

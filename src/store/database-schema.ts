@@ -281,6 +281,37 @@ export interface ModelJobsTable {
   object_expires_at: string | null
 }
 
+/** Migration 0013: the leader lease of the replicas (src/control/leader-election.ts). */
+export interface ClusterLeasesTable {
+  name: string
+  holder: string
+  acquired_at_ms: number
+  expires_at_ms: number
+}
+
+/** Migration 0013: each replica's job API counters (src/store/shared-job-limits.ts). */
+export interface JobRateCountsTable {
+  endpoint_id: string
+  operation: string
+  replica_id: string
+  window_start_ms: number
+  count: number
+  in_flight: number
+  updated_at_ms: number
+}
+
+/** Migration 0013: workers' last calls, shared by the replicas. */
+export interface WorkerPresenceTable {
+  endpoint_id: string
+  worker_id: string
+  last_seen_ms: number
+  /** JSON array of job ids. */
+  job_ids: string
+  /** JSON `{check, reason}` or null. */
+  unhealthy: string | null
+  recycle: number
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -304,4 +335,7 @@ export interface Database {
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable
   usage_meters: UsageMetersTable
+  cluster_leases: ClusterLeasesTable
+  job_rate_counts: JobRateCountsTable
+  worker_presence: WorkerPresenceTable
 }

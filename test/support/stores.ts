@@ -69,19 +69,29 @@ async function onAdminConnection(url: string, statement: string): Promise<void> 
  * other's ledger.
  */
 async function openPostgres(adminUrl: string): Promise<Store> {
-  const database = `podyard_t_${randomBytes(6).toString('hex')}`
-  await onAdminConnection(adminUrl, `create database ${database}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${database}`
-  const drop = () => onAdminConnection(adminUrl, `drop database if exists ${database} with (force)`)
+  const { url, drop } = await freshPostgresDatabase(adminUrl)
   let store: Store
   try {
-    store = await openStore(url.toString())
+    store = await openStore(url)
   } catch (error) {
     await drop()
     throw error
   }
   return migrated(store, drop)
+}
+
+/** A new, empty database next to the one of `adminUrl`, and how to drop it. */
+export async function freshPostgresDatabase(
+  adminUrl: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const database = `podyard_t_${randomBytes(6).toString('hex')}`
+  await onAdminConnection(adminUrl, `create database ${database}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${database}`
+  return {
+    url: url.toString(),
+    drop: () => onAdminConnection(adminUrl, `drop database if exists ${database} with (force)`),
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** Prometheus metrics of one app instance (a registry per app, so tests can build many). */
 export function installMetrics(app: FastifyInstance): Registry {
@@ -25,4 +25,36 @@ export function installMetrics(app: FastifyInstance): Registry {
     duration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
   })
   return registry
+}
+
+/**
+ * `podyard_cluster_leader{replica}`: 1 on the replica that runs the reconcile loops (it holds
+ * the leader lease; docs/production.md), 0 on the others. Summed over the replicas it must be 1.
+ * With several replicas, `podyard_cluster_listening`: 0 while the connection that hears the
+ * other replicas' wake-ups is down (long polls then see their writes up to a second late).
+ */
+export function installClusterMetrics(
+  registry: Registry,
+  cluster: { replicaId: string; isLeader(): boolean; listening?: () => boolean },
+): void {
+  const listening = cluster.listening
+  if (listening) {
+    new Gauge({
+      name: 'podyard_cluster_listening',
+      help: "Whether this replica hears the other replicas' wake-ups (PostgreSQL LISTEN): 1 or 0",
+      registers: [registry],
+      collect() {
+        this.set(listening() ? 1 : 0)
+      },
+    })
+  }
+  new Gauge({
+    name: 'podyard_cluster_leader',
+    help: 'Whether this replica leads the cluster (runs the reconcile loops): 1 or 0',
+    labelNames: ['replica'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ replica: cluster.replicaId }, cluster.isLeader() ? 1 : 0)
+    },
+  })
 }

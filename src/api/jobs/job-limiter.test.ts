@@ -145,6 +145,33 @@ describe('JobLimiter', () => {
     expect(refused(limiter.admit(EP, 'run', 0)).kind).toBe('rate')
   })
 
+  it("adds the other replicas' use as last synced to its own (docs/production.md)", () => {
+    const clock = new ManualClock('2026-01-01T00:00:03.000Z')
+    const limiter = new JobLimiter({ clock })
+    const window = Date.parse('2026-01-01T00:00:00.000Z')
+    limiter.setOthers([
+      { endpointId: EP, operation: 'cancel', windowStart: window, count: 60, inFlight: 5 },
+      { endpointId: EP, operation: 'cancel', windowStart: window, count: 39, inFlight: 14 },
+      // A replica still in the previous window: its count is of no window that matters now.
+      { endpointId: EP, operation: 'cancel', windowStart: window - 10_000, count: 50, inFlight: 0 },
+    ])
+    // cancel: 100 per window, 20 in flight; the others hold 99 and 19.
+    const last = limiter.admit(EP, 'cancel', 0)
+    expect(last.allowed).toBe(true)
+    expect(refused(limiter.admit(EP, 'cancel', 0))).toMatchObject({ kind: 'rate', limit: 100 })
+    expect(limiter.usage()).toEqual([
+      { endpointId: EP, operation: 'cancel', windowStart: window, count: 1, inFlight: 1 },
+    ])
+    // Next window: the others' counts are of the past; their requests in flight still count.
+    clock.advance(10_000)
+    expect(refused(limiter.admit(EP, 'cancel', 0))).toMatchObject({ kind: 'concurrency' })
+    if (last.allowed) last.release()
+    expect(limiter.admit(EP, 'cancel', 0).allowed).toBe(true)
+    expect(limiter.usage()).toEqual([
+      { endpointId: EP, operation: 'cancel', windowStart: window + 10_000, count: 1, inFlight: 1 },
+    ])
+  })
+
   it('turns a refusal into a 429 naming the operation, the limit and the window', () => {
     const rate = limitExceeded(EP, {
       allowed: false,

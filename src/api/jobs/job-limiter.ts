@@ -7,6 +7,7 @@ import {
   OPERATION_WINDOW_MS,
   type LimitedOperation,
   type OperationLimit,
+  type OperationUsage,
   type PerWorkerAllowance,
 } from '../../domain/serverless/operation-limits.js'
 import { AppError } from '../../shared/app-error.js'
@@ -43,14 +44,20 @@ interface Counter {
 
 const noop = () => {}
 
+const counterKey = (endpointId: string, operation: string) => `${endpointId}\u0000${operation}`
+
 /**
  * Per endpoint and operation: requests per fixed 10-second window (aligned to the clock, like
  * the REST limiter's windows) and requests in flight. A refused request does not count. Counters
- * live in this process: with several replicas each enforces the limits on its own share of the
- * traffic (issue 9).
+ * live in this process, so admitting a request costs no database round trip; with several
+ * replicas (docs/production.md) a sync (src/store/shared-job-limits.ts) publishes them about
+ * every second and hands back the other replicas' (`usage`, `setOthers`), and a request is
+ * admitted against the other replicas' counts as last synced plus this replica's exact ones.
  */
 export class JobLimiter {
   private readonly counters = new Map<string, Counter>()
+  /** The other replicas' use, summed, as of the last sync. */
+  private others = new Map<string, { windowStart: number; count: number; inFlight: number }>()
   private readonly perWorker: PerWorkerAllowance
   private readonly limits: Record<LimitedOperation, OperationLimit>
   private lastSweep = 0
@@ -77,7 +84,7 @@ export class JobLimiter {
     const now = this.options.clock.now().getTime()
     this.sweep(now)
     const limit = effectiveLimit(this.limits[operation], runningWorkers, this.perWorker)
-    const key = `${endpointId}\u0000${operation}`
+    const key = counterKey(endpointId, operation)
     const windowStart = Math.floor(now / OPERATION_WINDOW_MS) * OPERATION_WINDOW_MS
     let counter = this.counters.get(key)
     if (counter === undefined) {
@@ -88,7 +95,10 @@ export class JobLimiter {
       counter.windowStart = windowStart
       counter.count = 0
     }
-    if (counter.count >= limit.rate) {
+    const other = this.others.get(key)
+    const othersCount = other !== undefined && other.windowStart === windowStart ? other.count : 0
+    const othersInFlight = other?.inFlight ?? 0
+    if (counter.count + othersCount >= limit.rate) {
       return {
         allowed: false,
         kind: 'rate',
@@ -97,7 +107,7 @@ export class JobLimiter {
         retryAfterSeconds: Math.max(1, Math.ceil((windowStart + OPERATION_WINDOW_MS - now) / 1000)),
       }
     }
-    if (limit.concurrency !== undefined && counter.inFlight >= limit.concurrency) {
+    if (limit.concurrency !== undefined && counter.inFlight + othersInFlight >= limit.concurrency) {
       // Nobody knows when a request in flight ends; one second is a fair first back-off.
       return {
         allowed: false,
@@ -120,6 +130,39 @@ export class JobLimiter {
         held.inFlight -= 1
       },
     }
+  }
+
+  /** This replica's counters (for the sync); those of past windows count nothing but in flight. */
+  usage(): OperationUsage[] {
+    const current =
+      Math.floor(this.options.clock.now().getTime() / OPERATION_WINDOW_MS) * OPERATION_WINDOW_MS
+    const out: OperationUsage[] = []
+    for (const [key, counter] of this.counters) {
+      const [endpointId, operation] = key.split('\u0000') as [string, LimitedOperation]
+      const count = counter.windowStart === current ? counter.count : 0
+      out.push({ endpointId, operation, windowStart: current, count, inFlight: counter.inFlight })
+    }
+    return out
+  }
+
+  /** The other replicas' use as last read (replaces what was known; rows of one key are summed). */
+  setOthers(usage: OperationUsage[]): void {
+    const next = new Map<string, { windowStart: number; count: number; inFlight: number }>()
+    for (const row of usage) {
+      const key = counterKey(row.endpointId, row.operation)
+      const known = next.get(key)
+      if (known === undefined) {
+        next.set(key, { windowStart: row.windowStart, count: row.count, inFlight: row.inFlight })
+        continue
+      }
+      // Replicas may straddle a window boundary: the later window's counts are the current ones.
+      if (row.windowStart > known.windowStart) {
+        known.windowStart = row.windowStart
+        known.count = row.count
+      } else if (row.windowStart === known.windowStart) known.count += row.count
+      known.inFlight += row.inFlight
+    }
+    this.others = next
   }
 
   /** Forgets idle counters of past windows, so the map does not grow without bound. */

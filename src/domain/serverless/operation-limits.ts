@@ -74,3 +74,16 @@ export function effectiveLimit(
 export function operationPath(operation: LimitedOperation): string {
   return operation === 'openai' ? '/openai/*' : `/${operation}`
 }
+
+/**
+ * One replica's use of an operation of an endpoint (docs/production.md, "Several replicas"):
+ * its requests in the window starting at `windowStart` (epoch ms, a multiple of
+ * OPERATION_WINDOW_MS) and its requests in flight now.
+ */
+export interface OperationUsage {
+  endpointId: string
+  operation: LimitedOperation
+  windowStart: number
+  count: number
+  inFlight: number
+}

@@ -41,14 +41,28 @@ export interface WorkerRecord {
   leasesRenewedAt?: number
 }
 
+/** What a sync publishes: the records seen here since the last one, and those forgotten. */
+export interface PresenceChanges {
+  seen: WorkerRecord[]
+  forgotten: Array<{ endpointId: string; workerId: string }>
+}
+
+const presenceKey = (endpointId: string, workerId: string) => `${endpointId}\u0000${workerId}`
+
 /**
  * The workers that connect to this server by themselves, as seen through the worker protocol.
- * In memory and per replica: a worker counts on the replica it talks to. The platform's own
- * workers are stored records (worker.ts); this is what tells their IDLE from RUNNING, and what
- * counts the workers that connect by themselves.
+ * The platform's own workers are stored records (worker.ts); this is what tells their IDLE from
+ * RUNNING, and what counts the workers that connect by themselves. In memory, so a worker's call
+ * costs no database round trip; with several replicas (docs/production.md) a sync
+ * (src/store/shared-worker-presence.ts) publishes this replica's changes about every second
+ * (`takeChanges`) and replaces the rest with what all replicas published (`replaceAll`), so
+ * every replica sees a worker that talks to any of them, about a second late.
  */
 export class WorkerPresence {
   private readonly workers = new Map<string, WorkerRecord>()
+  /** Seen here since the last takeChanges (a sync keeps these over what it reads). */
+  private readonly changed = new Set<string>()
+  private readonly forgotten = new Map<string, { endpointId: string; workerId: string }>()
 
   constructor(
     private readonly clock: Clock,
@@ -56,7 +70,9 @@ export class WorkerPresence {
   ) {}
 
   seen(endpointId: string, workerId: string, sighting: WorkerSighting = {}): WorkerRecord {
-    const key = `${endpointId}\u0000${workerId}`
+    const key = presenceKey(endpointId, workerId)
+    this.changed.add(key)
+    this.forgotten.delete(key)
     let record = this.workers.get(key)
     if (record === undefined) {
       record = { endpointId, workerId, lastSeenAt: 0, jobIds: new Set(), recycle: false }
@@ -74,12 +90,60 @@ export class WorkerPresence {
 
   /** Forgets a worker at once (it was stopped): it no longer counts anywhere. */
   forget(endpointId: string, workerId: string): void {
-    this.workers.delete(`${endpointId}\u0000${workerId}`)
+    const key = presenceKey(endpointId, workerId)
+    this.workers.delete(key)
+    this.changed.delete(key)
+    this.forgotten.set(key, { endpointId, workerId })
+  }
+
+  /** The changes since the last call, for a sync to publish. */
+  takeChanges(): PresenceChanges {
+    const seen: WorkerRecord[] = []
+    for (const key of this.changed) {
+      const record = this.workers.get(key)
+      if (record) seen.push({ ...record, jobIds: new Set(record.jobIds) })
+    }
+    this.changed.clear()
+    const forgotten = [...this.forgotten.values()]
+    this.forgotten.clear()
+    return { seen, forgotten }
+  }
+
+  /** Changes a sync could not publish: the next one publishes them (unless superseded). */
+  returnChanges(changes: PresenceChanges): void {
+    for (const record of changes.seen) {
+      const key = presenceKey(record.endpointId, record.workerId)
+      if (this.workers.has(key)) this.changed.add(key)
+    }
+    for (const gone of changes.forgotten) {
+      const key = presenceKey(gone.endpointId, gone.workerId)
+      if (!this.workers.has(key)) this.forgotten.set(key, gone)
+    }
+  }
+
+  /**
+   * Replaces what is known with what every replica published (`records`), except the workers
+   * seen here since the last takeChanges, which the next sync publishes.
+   */
+  replaceAll(records: WorkerRecord[]): void {
+    const next = new Map<string, WorkerRecord>()
+    for (const record of records) {
+      const key = presenceKey(record.endpointId, record.workerId)
+      if (this.forgotten.has(key)) continue
+      const renewed = this.workers.get(key)?.leasesRenewedAt
+      next.set(key, renewed === undefined ? record : { ...record, leasesRenewedAt: renewed })
+    }
+    for (const key of this.changed) {
+      const local = this.workers.get(key)
+      if (local) next.set(key, local)
+    }
+    this.workers.clear()
+    for (const [key, record] of next) this.workers.set(key, record)
   }
 
   /** The worker's record when seen within the window. */
   find(endpointId: string, workerId: string): WorkerRecord | undefined {
-    const record = this.workers.get(`${endpointId}\u0000${workerId}`)
+    const record = this.workers.get(presenceKey(endpointId, workerId))
     return record && record.lastSeenAt >= this.clock.now().getTime() - this.windowMs
       ? record
       : undefined

@@ -5,9 +5,13 @@ import {
   exitCodeOf,
   IDLE_CMD,
   MERGE_STDERR,
+  networkName,
+  pullFailureMessage,
+  pullProgressLine,
   registryAuthHeader,
   registryOf,
   toContainerCreateBody,
+  volumeName,
   withDefaultTag,
   workloadStateOf,
   type ContainerInspection,
@@ -57,27 +61,73 @@ describe('toContainerCreateBody', () => {
       kind: 'pod',
       'podyard.server': 'srv1',
       'podyard.workload': 'pod1',
+      'podyard.spec-labels': '["kind"]',
     })
     // A spec label cannot impersonate another server or workload.
     const sneaky = spec({ labels: { 'podyard.server': 'other', 'podyard.workload': 'x' } })
     expect(toContainerCreateBody(sneaky, options).Labels).toEqual({
       'podyard.server': 'srv1',
       'podyard.workload': 'pod1',
+      'podyard.spec-labels': '[]',
     })
   })
 
-  it('binds every mount, read-only when the mount says so', () => {
+  it('mounts persistent storage as a labelled named volume, network and platform as binds', () => {
     const body = toContainerCreateBody(
       spec({
         mounts: [
           { hostPath: '/v/p', containerPath: '/workspace', kind: 'persistent' },
           { hostPath: '/v/n', containerPath: '/runpod-volume', kind: 'network' },
           { hostPath: '/v/r', containerPath: '/ro', kind: 'network', readOnly: true },
+          { hostPath: '/opt/podyard', containerPath: '/podyard', kind: 'platform' },
         ],
       }),
       options,
     )
-    expect(body.HostConfig.Binds).toEqual(['/v/p:/workspace', '/v/n:/runpod-volume', '/v/r:/ro:ro'])
+    expect(body.HostConfig.Mounts).toEqual([
+      {
+        Type: 'volume',
+        Source: 'podyard-srv1-pod1-workspace',
+        Target: '/workspace',
+        ReadOnly: false,
+        VolumeOptions: {
+          Labels: {
+            'podyard.server': 'srv1',
+            'podyard.workload': 'pod1',
+            'podyard.mount': '/workspace',
+          },
+        },
+      },
+      { Type: 'bind', Source: '/v/n', Target: '/runpod-volume', ReadOnly: false },
+      { Type: 'bind', Source: '/v/r', Target: '/ro', ReadOnly: true },
+      // Podyard's own code is never writable by a workload, whatever the mount says.
+      { Type: 'bind', Source: '/opt/podyard', Target: '/podyard', ReadOnly: true },
+    ])
+    expect(JSON.stringify(body)).not.toContain('/v/p')
+  })
+
+  it('names volumes per server, workload and container path, in Docker-safe characters', () => {
+    expect(volumeName('srv1', 'pod1', '/workspace')).toBe('podyard-srv1-pod1-workspace')
+    expect(volumeName('srv1', 'pod1', '/mnt/data.v2/')).toBe('podyard-srv1-pod1-mnt-data-v2')
+    expect(volumeName('srv1', 'pod1', '/')).toBe('podyard-srv1-pod1-root')
+    expect(volumeName('srv2', 'pod1', '/workspace')).not.toBe(
+      volumeName('srv1', 'pod1', '/workspace'),
+    )
+  })
+
+  it('joins the named network under its aliases, and the default network without one', () => {
+    const body = toContainerCreateBody(
+      spec({ network: { name: 'acct-a', aliases: ['pod1.runpod.internal'] } }),
+      options,
+    )
+    expect(networkName('srv1', 'acct-a')).toBe('podyard-srv1-acct-a')
+    expect(body.HostConfig.NetworkMode).toBe('podyard-srv1-acct-a')
+    expect(body.NetworkingConfig).toEqual({
+      EndpointsConfig: { 'podyard-srv1-acct-a': { Aliases: ['pod1.runpod.internal'] } },
+    })
+    const plain = toContainerCreateBody(spec(), options)
+    expect(plain.HostConfig).not.toHaveProperty('NetworkMode')
+    expect(plain).not.toHaveProperty('NetworkingConfig')
   })
 
   it('publishes declared ports on their public host ports, http as tcp', () => {
@@ -128,6 +178,9 @@ describe('toContainerCreateBody', () => {
     expect(
       toContainerCreateBody(spec({ gpuIndices: [0, 2] }), options).HostConfig.DeviceRequests,
     ).toEqual([{ Driver: 'nvidia', DeviceIDs: ['0', '2'], Capabilities: [['gpu']] }])
+    expect(toContainerCreateBody(spec({ gpuIndices: [0, 2] }), options).Env).toContain(
+      'NVIDIA_VISIBLE_DEVICES=0,2',
+    )
     expect(toContainerCreateBody(spec(), options).HostConfig).not.toHaveProperty('DeviceRequests')
   })
 
@@ -167,7 +220,12 @@ describe('registry auth', () => {
 
   it('encodes the auth config as base64url JSON for X-Registry-Auth', () => {
     const header = registryAuthHeader('ghcr.io/org/app:1', { username: 'me', password: 'p?>/+' })
-    expect(header).not.toMatch(/[+/=]/)
+    expect(header).not.toMatch(/[+/]/)
+    // Padded whatever the length: the engine reads an unpadded header as no credentials.
+    for (const password of ['a', 'ab', 'abc']) {
+      const padded = registryAuthHeader('ghcr.io/org/app:1', { username: 'me', password })
+      expect(padded.length % 4).toBe(0)
+    }
     expect(JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))).toEqual({
       username: 'me',
       password: 'p?>/+',
@@ -216,6 +274,20 @@ describe('workloadStateOf', () => {
     })
   })
 
+  it("returns the spec's labels only, not those the image added", () => {
+    const state = workloadStateOf({
+      Config: {
+        Labels: {
+          ...labels,
+          'org.opencontainers.image.version': '22.04',
+          'podyard.spec-labels': '["kind"]',
+        },
+      },
+      State: { Running: true, ExitCode: 0, StartedAt: '', FinishedAt: '' },
+    })
+    expect(state.labels).toEqual({ kind: 'pod' })
+  })
+
   it('reports an exited container with its exit code and finish time', () => {
     expect(
       workloadStateOf(inspection({ ExitCode: 3, FinishedAt: '2026-01-02T03:05:00.5Z' })),
@@ -228,5 +300,56 @@ describe('workloadStateOf', () => {
     expect(exitCodeOf(137)).toBeNull()
     expect(exitCodeOf(143)).toBeNull()
     expect(exitCodeOf(255)).toBe(255)
+  })
+})
+
+describe('pull progress and failures', () => {
+  it('keeps layer milestones and drops byte-level progress', () => {
+    expect(pullProgressLine({ status: 'Pulling from library/busybox', id: '1' })).toBe(
+      '1: Pulling from library/busybox',
+    )
+    expect(pullProgressLine({ status: 'Pull complete', id: 'abc123' })).toBe(
+      'abc123: Pull complete',
+    )
+    expect(pullProgressLine({ status: 'Digest: sha256:00' })).toBe('Digest: sha256:00')
+    for (const status of ['Downloading', 'Extracting', 'Waiting', 'Verifying Checksum']) {
+      expect(
+        pullProgressLine({ status, id: 'abc123', progress: '[==>  ] 1MB/9MB' }),
+      ).toBeUndefined()
+    }
+    expect(pullProgressLine({})).toBeUndefined()
+  })
+
+  it('says what a failure means, with the engine words, and masks the password', () => {
+    const auth = { username: 'u', password: 'hunter2-secret' }
+    expect(
+      pullFailureMessage(
+        'reg.example.com/a/b:1',
+        new Error(
+          '(HTTP code 500) server error - Head "https://reg.example.com/v2/a/b/manifests/1": unauthorized: authentication required',
+        ),
+        auth,
+      ),
+    ).toBe(
+      "could not pull image reg.example.com/a/b:1: the registry refused the pod's registry credentials " +
+        '(Head "https://reg.example.com/v2/a/b/manifests/1": unauthorized: authentication required)',
+    )
+    expect(
+      pullFailureMessage('a/b:1', new Error('unauthorized: bad hunter2-secret'), auth),
+    ).not.toContain('hunter2-secret')
+    expect(pullFailureMessage('a/b:1', new Error('unauthorized: authentication required'))).toMatch(
+      /: the registry wants credentials \(set the pod's container registry auth\)/,
+    )
+    expect(
+      pullFailureMessage(
+        'a/b:9',
+        new Error('(HTTP code 404) unexpected - manifest for a/b:9 not found: manifest unknown'),
+      ),
+    ).toBe(
+      'could not pull image a/b:9: no such image in its registry (manifest for a/b:9 not found: manifest unknown)',
+    )
+    expect(pullFailureMessage('a/b:1', new Error('dial tcp: lookup x: no such host'))).toBe(
+      'could not pull image a/b:1: the pull failed (dial tcp: lookup x: no such host)',
+    )
   })
 })

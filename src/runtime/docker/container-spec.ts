@@ -10,6 +10,15 @@ import type { WorkloadPort, WorkloadSpec, WorkloadState } from '../driver.js'
 export const SERVER_LABEL = 'podyard.server'
 /** The workload id of the container. */
 export const WORKLOAD_LABEL = 'podyard.workload'
+/**
+ * The keys of the spec's own labels, as a JSON array: Docker merges the image's labels into the
+ * container's, and a WorkloadState must carry only what the spec gave.
+ */
+export const SPEC_LABELS_LABEL = 'podyard.spec-labels'
+/** On a named volume: the container path it is mounted at. */
+export const MOUNT_LABEL = 'podyard.mount'
+/** On a network: the WorkloadSpec's network name. */
+export const NETWORK_LABEL = 'podyard.network'
 
 /**
  * What a workload with no command runs when its image has no default command either (Docker
@@ -44,6 +53,17 @@ export interface PortBinding {
   HostPort: string
 }
 
+/** An entry of HostConfig.Mounts. */
+export interface ContainerMount {
+  Type: 'bind' | 'volume'
+  /** The host directory (bind) or the volume's name (volume). */
+  Source: string
+  Target: string
+  ReadOnly: boolean
+  /** Labels Docker gives a volume it creates for this mount. */
+  VolumeOptions?: { Labels: Record<string, string> }
+}
+
 export interface DeviceRequest {
   Driver: string
   DeviceIDs: string[]
@@ -58,7 +78,7 @@ export interface ContainerCreateBody {
   Labels: Record<string, string>
   ExposedPorts: Record<string, Record<string, never>>
   HostConfig: {
-    Binds: string[]
+    Mounts: ContainerMount[]
     PortBindings: Record<string, PortBinding[]>
     NanoCpus: number
     Memory: number
@@ -66,12 +86,62 @@ export interface ContainerCreateBody {
     Init: boolean
     DeviceRequests?: DeviceRequest[]
     StorageOpt?: Record<string, string>
+    /** The user-defined network of WorkloadSpec.network. */
+    NetworkMode?: string
   }
+  NetworkingConfig?: { EndpointsConfig: Record<string, { Aliases: string[] }> }
 }
 
 /** Docker's container name for a workload: unique per server, readable in `docker ps`. */
 export function containerName(serverId: string, workloadId: string): string {
   return `podyard-${serverId}-${workloadId}`.replace(/[^a-zA-Z0-9_.-]/g, '_')
+}
+
+/**
+ * The named volume of a persistent mount: one per server, workload and container path, so that
+ * it outlives the container (stop/start) and is found again by its name.
+ */
+export function volumeName(serverId: string, workloadId: string, containerPath: string): string {
+  const where = containerPath.replace(/^\/+|\/+$/g, '').replace(/[^a-zA-Z0-9]+/g, '-') || 'root'
+  return `podyard-${serverId}-${workloadId}-${where}`.replace(/[^a-zA-Z0-9_.-]/g, '_')
+}
+
+/** Docker's name of a WorkloadSpec network: per server, so that servers never share one. */
+export function networkName(serverId: string, name: string): string {
+  return `podyard-${serverId}-${name}`.replace(/[^a-zA-Z0-9_.-]/g, '_')
+}
+
+/** Labels of the named volumes and networks podyard creates. */
+export function volumeLabels(
+  serverId: string,
+  workloadId: string,
+  containerPath: string,
+): Record<string, string> {
+  return { [SERVER_LABEL]: serverId, [WORKLOAD_LABEL]: workloadId, [MOUNT_LABEL]: containerPath }
+}
+
+/**
+ * `persistent`: a named volume (it survives stop/start; remove() deletes it). `network`: a bind
+ * of the volume's host directory. `platform`: a read-only bind of podyard's own code.
+ */
+export function containerMounts(spec: WorkloadSpec, serverId: string): ContainerMount[] {
+  return spec.mounts.map((mount): ContainerMount => {
+    if (mount.kind === 'persistent') {
+      return {
+        Type: 'volume',
+        Source: volumeName(serverId, spec.id, mount.containerPath),
+        Target: mount.containerPath,
+        ReadOnly: mount.readOnly === true,
+        VolumeOptions: { Labels: volumeLabels(serverId, spec.id, mount.containerPath) },
+      }
+    }
+    return {
+      Type: 'bind',
+      Source: mount.hostPath,
+      Target: mount.containerPath,
+      ReadOnly: mount.kind === 'platform' || mount.readOnly === true,
+    }
+  })
 }
 
 /** `8888/http` is served over TCP; Docker knows only tcp, udp and sctp. */
@@ -87,6 +157,8 @@ export function toContainerCreateBody(
   // The workload has its own network namespace: it listens on the private port and Docker
   // publishes that on the public one.
   for (const port of spec.ports) env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.private)
+  // The device request picks the GPUs; the variable says which, as under the process driver.
+  if (spec.gpuIndices.length > 0) env.NVIDIA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
 
   const exposedPorts: ContainerCreateBody['ExposedPorts'] = {}
   const portBindings: Record<string, PortBinding[]> = {}
@@ -103,12 +175,15 @@ export function toContainerCreateBody(
       ...spec.labels,
       [SERVER_LABEL]: options.serverId,
       [WORKLOAD_LABEL]: spec.id,
+      [SPEC_LABELS_LABEL]: JSON.stringify(
+        Object.keys(spec.labels).filter(
+          (key) => key !== SERVER_LABEL && key !== WORKLOAD_LABEL && key !== SPEC_LABELS_LABEL,
+        ),
+      ),
     },
     ExposedPorts: exposedPorts,
     HostConfig: {
-      Binds: spec.mounts.map(
-        (mount) => `${mount.hostPath}:${mount.containerPath}${mount.readOnly ? ':ro' : ''}`,
-      ),
+      Mounts: containerMounts(spec, options.serverId),
       PortBindings: portBindings,
       NanoCpus: Math.round(spec.vcpus * 1e9),
       Memory: Math.round(spec.memoryGb * GIB),
@@ -127,6 +202,13 @@ export function toContainerCreateBody(
     ]
   }
   if (options.diskLimit) body.HostConfig.StorageOpt = { size: `${spec.diskGb}G` }
+  if (spec.network) {
+    const network = networkName(options.serverId, spec.network.name)
+    body.HostConfig.NetworkMode = network
+    body.NetworkingConfig = {
+      EndpointsConfig: { [network]: { Aliases: [...spec.network.aliases] } },
+    }
+  }
   return body
 }
 
@@ -144,7 +226,11 @@ export function registryOf(image: string): string {
   return 'https://index.docker.io/v1/'
 }
 
-/** The X-Registry-Auth header of a pull: base64url of the JSON auth config. */
+/**
+ * The X-Registry-Auth header of a pull: base64url of the JSON auth config, padded: the engine
+ * decodes it with Go's padded URL encoding, and an unpadded value (JSON whose length is not a
+ * multiple of 3) silently reads as no credentials at all.
+ */
 export function registryAuthHeader(
   image: string,
   auth: { username: string; password: string },
@@ -154,7 +240,10 @@ export function registryAuthHeader(
     password: auth.password,
     serveraddress: registryOf(image),
   }
-  return Buffer.from(JSON.stringify(config)).toString('base64url')
+  return Buffer.from(JSON.stringify(config))
+    .toString('base64')
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
 }
 
 /** `name` -> `name:latest`; a digest or tag is kept. What POST /images/create wants. */
@@ -164,9 +253,57 @@ export function withDefaultTag(image: string): string {
   return image.slice(lastSlash + 1).includes(':') ? image : `${image}:latest`
 }
 
+/** One object of the JSON stream of POST /images/create. */
+export interface PullProgressEvent {
+  status?: string
+  id?: string
+  progress?: string
+  error?: string
+}
+
+/** Per-byte progress: thousands of events per layer, left out of the pod's log. */
+const NOISY_PULL_STATUSES = new Set(['Downloading', 'Extracting', 'Waiting', 'Verifying Checksum'])
+
+/** A pull event as a log line (`<layer>: Pull complete`); undefined for byte-level progress. */
+export function pullProgressLine(event: PullProgressEvent): string | undefined {
+  if (!event.status || NOISY_PULL_STATUSES.has(event.status)) return undefined
+  return event.id ? `${event.id}: ${event.status}` : event.status
+}
+
+/**
+ * Why a pull failed, for the pod's ERROR reason: the engine's message, led by what it means
+ * (no such image, credentials refused). The password is masked should the engine echo it.
+ */
+export function pullFailureMessage(
+  image: string,
+  error: unknown,
+  auth?: { username: string; password: string },
+): string {
+  let detail = ((error as Error | null)?.message ?? String(error)).trim()
+  // dockerode prefixes "(HTTP code 404) unexpected - "; the engine's own words follow.
+  detail = detail.replace(/^\(HTTP code \d+\)\s*[a-z ]*-\s*/i, '')
+  if (auth?.password) detail = detail.split(auth.password).join('***')
+  let meaning: string
+  if (
+    /unauthorized|authentication required|no basic auth|incorrect username or password/i.test(
+      detail,
+    )
+  ) {
+    meaning = auth
+      ? "the registry refused the pod's registry credentials"
+      : "the registry wants credentials (set the pod's container registry auth)"
+  } else if (/manifest unknown|not found|does not exist|repository name not known/i.test(detail)) {
+    meaning = 'no such image in its registry'
+  } else {
+    meaning = 'the pull failed'
+  }
+  return `could not pull image ${image}: ${meaning} (${detail})`
+}
+
 /** The parts of GET /containers/{id}/json that podyard reads. */
 export interface ContainerInspection {
   Config: { Labels?: Record<string, string> | null }
+  HostConfig?: { NetworkMode?: string }
   State: {
     Status?: string
     Running: boolean
@@ -196,11 +333,24 @@ export function exitCodeOf(code: number): number | null {
   return code > 128 && code <= 128 + 64 ? null : code
 }
 
+/** The spec's label keys; without the marker (never written by us), all but ours. */
+function specLabelKeys(all: Record<string, string>): string[] {
+  try {
+    const keys: unknown = JSON.parse(all[SPEC_LABELS_LABEL] ?? '')
+    if (Array.isArray(keys)) return keys.filter((key): key is string => typeof key === 'string')
+  } catch {
+    // Not ours: fall through.
+  }
+  return Object.keys(all).filter(
+    (key) => key !== SERVER_LABEL && key !== WORKLOAD_LABEL && key !== SPEC_LABELS_LABEL,
+  )
+}
+
 export function workloadStateOf(inspection: ContainerInspection): WorkloadState {
-  const labels = { ...(inspection.Config.Labels ?? {}) }
-  const id = labels[WORKLOAD_LABEL] ?? ''
-  delete labels[WORKLOAD_LABEL]
-  delete labels[SERVER_LABEL]
+  const all = inspection.Config.Labels ?? {}
+  const id = all[WORKLOAD_LABEL] ?? ''
+  const labels: Record<string, string> = {}
+  for (const key of specLabelKeys(all)) if (all[key] !== undefined) labels[key] = all[key]
   const state = inspection.State
   const running = state.Running || state.Restarting === true || state.Paused === true
   const startedAt = isoTime(state.StartedAt) ?? new Date(0).toISOString()

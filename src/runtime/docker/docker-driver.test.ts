@@ -1,12 +1,15 @@
+import { execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startFakeRegistry, type FakeRegistry } from '../../../test/support/fake-registry.js'
 import type { LogLine, WorkloadSpec } from '../driver.js'
+import { containerName } from './container-spec.js'
 import { DockerDriver } from './docker-driver.js'
 
 /**
- * What the conformance suite cannot check on Docker (it reads the container disk from the host,
- * and the container disk here is the writable layer): following, adoption and isolation from
- * other servers' containers. Needs a Docker engine and the conformance images
+ * What only the docker driver has, beyond the conformance suite: following and adoption in
+ * Docker's terms, isolation from other servers' containers, pulls from a registry, named
+ * volumes and per-account networks. Needs a Docker engine and the conformance images
  * (test/support/docker-test-images.sh); skipped without PODYARD_TEST_DOCKER=1.
  */
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
@@ -117,7 +120,194 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
   it('fails to start an image that is absent and cannot be pulled, leaving nothing', async () => {
     const driver = open()
     const spec = { ...makeSpec('true'), image: 'podyard-conformance/absent:1' }
-    await expect(driver.start(spec)).rejects.toThrow()
+    await expect(driver.start(spec)).rejects.toThrow(
+      /^could not pull image podyard-conformance\/absent:1: /,
+    )
     expect(await driver.inspect(spec.id)).toBeUndefined()
+    // The pull's story is the workload's log until a container exists.
+    const lines = (await driver.readLogs(spec.id)).map((l) => l.line)
+    expect(lines[0]).toBe('pulling image podyard-conformance/absent:1')
+    expect(lines.at(-1)).toMatch(/^could not pull image/)
+    const followed: string[] = []
+    for await (const line of driver.followLogs(spec.id, 0, new AbortController().signal)) {
+      followed.push(line.line)
+    }
+    expect(followed).toEqual(lines)
+    await driver.remove(spec.id)
+    expect(await driver.readLogs(spec.id)).toEqual([])
+  })
+
+  describe('pulling from a registry', () => {
+    let registry: FakeRegistry
+    beforeAll(async () => {
+      registry = await startFakeRegistry({ blobDelayMs: 300 })
+    })
+    afterAll(async () => {
+      await registry.close()
+      execFileSync('docker', ['image', 'rm', '-f', registry.image], { stdio: 'ignore' })
+    })
+
+    it('pulls with the credentials, shows the progress in the log, then runs the image', async () => {
+      const driver = open()
+      const spec: WorkloadSpec = {
+        ...makeSpec(''),
+        command: null,
+        image: registry.image,
+        registryAuth: { username: registry.username, password: registry.password },
+      }
+      let pulling = true
+      const started = driver.start(spec).finally(() => (pulling = false))
+      const seen = new Set<string>()
+      while (pulling) {
+        for (const line of await driver.readLogs(spec.id)) seen.add(line.line)
+        await sleep(20)
+      }
+      await started
+      expect(seen).toContain(`pulling image ${registry.image} with the registry credentials`)
+      expect([...seen].some((line) => /: Pulling fs layer$/.test(line))).toBe(true)
+      const lines = await waitFor(async () => {
+        const read = (await driver.readLogs(spec.id)).map((l) => l.line)
+        return read.includes('pulled image ran') ? read : undefined
+      })
+      // The pull log gave way to the container's own.
+      expect(lines).toEqual(['pulled image ran'])
+      expect(
+        execFileSync('docker', ['image', 'ls', '-q', registry.image], { encoding: 'utf8' }),
+      ).not.toBe('')
+      // Present now: the next start does not pull (the registry is not even asked).
+      await registry.close()
+      await driver.remove(spec.id)
+      await driver.start(spec)
+      expect((await driver.inspect(spec.id))?.phase).toBe('running')
+      registry = await startFakeRegistry({ blobDelayMs: 300 })
+    })
+
+    it('says the credentials were refused, and never what they were', async () => {
+      const driver = open()
+      const password = `wrong-${Date.now()}`
+      const spec: WorkloadSpec = {
+        ...makeSpec(''),
+        image: registry.image.replace(':1', ':refused'),
+        registryAuth: { username: registry.username, password },
+      }
+      const error = (await driver.start(spec).catch((e: unknown) => e)) as Error
+      expect(error.message).toMatch(
+        /^could not pull image .*: the registry refused the pod's registry credentials \(/,
+      )
+      const log = (await driver.readLogs(spec.id)).map((l) => l.line)
+      expect(log[0]).toMatch(/^pulling image .* with the registry credentials$/)
+      expect(log.at(-1)).toBe(error.message)
+      expect(JSON.stringify(log) + error.message).not.toContain(password)
+    })
+
+    it('says the image does not exist', async () => {
+      const driver = open()
+      const spec: WorkloadSpec = {
+        ...makeSpec(''),
+        image: registry.image.replace(':1', ':missing'),
+        registryAuth: { username: registry.username, password: registry.password },
+      }
+      await expect(driver.start(spec)).rejects.toThrow(
+        /^could not pull image .*:missing: no such image in its registry \(/,
+      )
+    })
+  })
+
+  function volumes(workloadId: string): string[] {
+    return execFileSync(
+      'docker',
+      ['volume', 'ls', '--filter', `label=podyard.workload=${workloadId}`, '--format', '{{.Name}}'],
+      { encoding: 'utf8' },
+    )
+      .split('\n')
+      .filter(Boolean)
+  }
+
+  it('keeps a persistent mount in a named volume across stop and start; remove deletes it', async () => {
+    const driver = open()
+    const spec = {
+      ...makeSpec('echo "boot" >> /workspace/boots; cat /workspace/boots; exec sleep 300'),
+      mounts: [
+        { hostPath: '/nonexistent/never-used', containerPath: '/workspace', kind: 'persistent' },
+      ],
+    } satisfies WorkloadSpec
+    await driver.start(spec)
+    await waitFor(async () => ((await driver.readLogs(spec.id)).length === 1 ? true : undefined))
+    expect(volumes(spec.id)).toEqual([`podyard-${serverId}-${spec.id}-workspace`])
+    await driver.stop(spec.id, { graceMs: 1000 })
+    await driver.start(spec)
+    const lines = await waitFor(async () => {
+      const read = await driver.readLogs(spec.id)
+      return read.length === 2 ? read : undefined
+    })
+    expect(lines.map((l) => l.line)).toEqual(['boot', 'boot'])
+    await driver.remove(spec.id)
+    expect(volumes(spec.id)).toEqual([])
+  })
+
+  it('lets workloads on one network reach each other by alias, and no one else', async () => {
+    const driver = open()
+    const serve = (network: string, alias: string): WorkloadSpec => ({
+      ...makeSpec(`mkdir /www && echo ${alias} > /www/index.html && exec httpd -f -p 80 -h /www`),
+      network: { name: network, aliases: [alias] },
+    })
+    const a1 = serve('account-a', 'a1.runpod.internal')
+    const b1 = serve('account-b', 'b1.runpod.internal')
+    // busybox-static's wget crashes in glibc's static name service lookups: nslookup resolves
+    // (through Docker's embedded DNS) and nc fetches.
+    const fetchFrom = (ip: string): string =>
+      `body=$(printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 1 ${ip} 80 | tail -n 1); ` +
+      '[ -n "$body" ] && echo "$body" && exit 0; '
+    // Retries while the server may still be starting; the isolated probe needs fewer.
+    const probe = (network: string, target: string, attempts: number): WorkloadSpec => ({
+      ...makeSpec(
+        `for i in $(seq ${attempts}); do ` +
+          `ip=$(nslookup ${target} 2>/dev/null | awk '/^Address: /{print $2}' | tail -n 1); ` +
+          `if [ -n "$ip" ]; then ${fetchFrom('$ip')} fi; sleep 0.2; done; ` +
+          'if [ -n "$ip" ]; then echo unreachable; else echo no-name; fi; exit 1',
+      ),
+      network: { name: network, aliases: [] },
+    })
+    await driver.start(a1)
+    await driver.start(b1)
+    const same = probe('account-a', 'a1.runpod.internal', 20)
+    const other = probe('account-b', 'a1.runpod.internal', 2)
+    await driver.start(same)
+    await driver.start(other)
+    const exitOf = (id: string) =>
+      waitFor(async () => {
+        const state = await driver.inspect(id)
+        return state?.phase === 'exited' ? state : undefined
+      })
+    expect((await exitOf(same.id)).exitCode).toBe(0)
+    expect((await driver.readLogs(same.id)).map((l) => l.line)).toEqual(['a1.runpod.internal'])
+    expect((await exitOf(other.id)).exitCode).toBe(1)
+    expect((await driver.readLogs(other.id)).map((l) => l.line)).toEqual(['no-name'])
+    // Nor by address: the networks are isolated, not only their names.
+    const a1Ip = execFileSync(
+      'docker',
+      [
+        'inspect',
+        '--format',
+        '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}',
+        containerName(serverId, a1.id),
+      ],
+      { encoding: 'utf8' },
+    ).trim()
+    expect(a1Ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
+    const byIp = {
+      ...makeSpec(`${fetchFrom(a1Ip)} exit 1`),
+      network: { name: 'account-b', aliases: [] },
+    }
+    await driver.start(byIp)
+    expect((await exitOf(byIp.id)).exitCode).toBe(1)
+
+    // A network goes with the last workload on it.
+    for (const spec of [a1, same]) await driver.remove(spec.id)
+    const networks = execFileSync('docker', ['network', 'ls', '--format', '{{.Name}}'], {
+      encoding: 'utf8',
+    })
+    expect(networks).not.toContain(`podyard-${serverId}-account-a`)
+    expect(networks).toContain(`podyard-${serverId}-account-b`)
   })
 })

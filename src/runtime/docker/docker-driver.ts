@@ -13,6 +13,10 @@ import type {
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
   containerName,
+  NETWORK_LABEL,
+  networkName,
+  pullFailureMessage,
+  pullProgressLine,
   registryAuthHeader,
   SERVER_LABEL,
   toContainerCreateBody,
@@ -20,6 +24,7 @@ import {
   withDefaultTag,
   workloadStateOf,
   type ContainerInspection,
+  type PullProgressEvent,
 } from './container-spec.js'
 import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
 
@@ -33,6 +38,18 @@ export interface DockerDriverOptions {
   socketPath?: string
   /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
   diskLimit?: boolean
+}
+
+/** The engine did not answer: the server refuses to start rather than fail every pod later. */
+export class DockerEngineUnreachableError extends Error {
+  constructor(where: string, cause: unknown) {
+    super(
+      `the docker driver is configured but the Docker engine at ${where} does not answer ` +
+        `(${(cause as Error)?.message ?? String(cause)}); start dockerd, fix docker.socketPath ` +
+        '(PODYARD_DOCKER_SOCKET), or use the process driver',
+    )
+    this.name = 'DockerEngineUnreachableError'
+  }
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -54,19 +71,39 @@ async function ignoring<T>(statuses: number[], action: () => Promise<T>): Promis
   }
 }
 
+/** The log of an image pull, shown as the workload's log until its container exists. */
+interface PullLog {
+  lines: LogLine[]
+  done: boolean
+  /** Wakes followers when a line arrives or the pull ends. */
+  changed: Set<() => void>
+}
+
 /**
  * Runs workloads as Docker containers through the Engine API. The container disk is the
  * container's writable layer (a new container per start, so it begins empty);
- * `containerDiskPath` is not used. Translation lives in container-spec.ts, container-stats.ts
+ * `containerDiskPath` is not used. Persistent mounts are named volumes that outlive the
+ * container and go with remove(). Translation lives in container-spec.ts, container-stats.ts
  * and log-frames.ts; this class only talks to the engine.
  */
 export class DockerDriver implements RuntimeDriver {
   readonly name = 'docker'
   private readonly docker: Docker
   private readonly follows = new Set<NodeJS.ReadableStream>()
+  private readonly pulls = new Map<string, PullLog>()
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined)
+  }
+
+  /** Throws DockerEngineUnreachableError when the engine does not answer. */
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping()
+    } catch (error) {
+      const where = this.options.socketPath ?? process.env.DOCKER_HOST ?? '/var/run/docker.sock'
+      throw new DockerEngineUnreachableError(where, error)
+    }
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -84,12 +121,16 @@ export class DockerDriver implements RuntimeDriver {
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
       diskLimit: this.options.diskLimit ?? false,
     })
-    // Docker would create a missing bind source as root-owned; create it as the server.
-    for (const mount of spec.mounts) await mkdir(mount.hostPath, { recursive: true })
+    // A bind's source must exist; create it as the server (Docker would refuse or make it root's).
+    for (const mount of spec.mounts) {
+      if (mount.kind !== 'persistent') await mkdir(mount.hostPath, { recursive: true })
+    }
+    if (spec.network) await this.ensureNetwork(spec.network.name)
     const container = await this.docker.createContainer({
       name: containerName(this.options.serverId, spec.id),
-      ...body,
+      ...(body as Docker.ContainerCreateOptions),
     })
+    this.pulls.delete(spec.id)
     try {
       await container.start()
     } catch (error) {
@@ -140,7 +181,7 @@ export class DockerDriver implements RuntimeDriver {
 
   async readLogs(id: string, query?: LogQuery): Promise<LogLine[]> {
     const found = await this.find(id)
-    if (!found) return []
+    if (!found) return selectLines(this.pulls.get(id)?.lines ?? [], query)
     const raw = await ignoring([404], () =>
       found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: false }),
     )
@@ -149,7 +190,12 @@ export class DockerDriver implements RuntimeDriver {
 
   async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
     const found = await this.find(id)
-    if (!found || signal.aborted) return
+    if (signal.aborted) return
+    if (!found) {
+      const pull = this.pulls.get(id)
+      if (pull) yield* this.followPull(pull, afterSeq, signal)
+      return
+    }
     const stream = await ignoring([404], () =>
       found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: true }),
     )
@@ -177,10 +223,21 @@ export class DockerDriver implements RuntimeDriver {
     }
   }
 
+  /** The container, its named volumes (also when the container is gone) and its pull log. */
   async remove(id: string): Promise<void> {
+    this.pulls.delete(id)
     const found = await this.find(id)
-    if (!found) return
-    await ignoring([404, 409], () => found.container.remove({ force: true, v: true }))
+    if (found) {
+      await ignoring([404, 409], () => found.container.remove({ force: true, v: true }))
+      const network = found.inspection.HostConfig?.NetworkMode
+      if (network) await this.removeNetworkIfUnused(network)
+    }
+    const { Volumes: volumes } = await this.docker.listVolumes({
+      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`, `${WORKLOAD_LABEL}=${id}`] },
+    })
+    for (const volume of volumes ?? []) {
+      await ignoring([404, 409], () => this.docker.getVolume(volume.Name).remove())
+    }
   }
 
   async close(): Promise<void> {
@@ -206,20 +263,94 @@ export class DockerDriver implements RuntimeDriver {
     return inspection ? { container, inspection: inspection as ContainerInspection } : undefined
   }
 
-  /** The image's inspection, pulled first (with the spec's credentials) when it is absent. */
+  /**
+   * The image's inspection; an absent image is pulled first (with the spec's credentials), its
+   * progress kept as the workload's log until the container exists. A failed pull throws an
+   * Error whose message says why (it becomes the pod's ERROR reason) and never holds secrets.
+   */
   private async ensureImage(spec: WorkloadSpec): Promise<Docker.ImageInspectInfo> {
     const present = await ignoring([404], () => this.docker.getImage(spec.image).inspect())
     if (present) return present
+    const pull: PullLog = { lines: [], done: false, changed: new Set() }
+    this.pulls.set(spec.id, pull)
+    const log = (line: string): void => {
+      pull.lines.push({ seq: pull.lines.length + 1, ts: new Date().toISOString(), line })
+      for (const wake of pull.changed) wake()
+    }
+    const reference = withDefaultTag(spec.image)
+    log(`pulling image ${reference}${spec.registryAuth ? ' with the registry credentials' : ''}`)
     const options = spec.registryAuth
       ? { authconfig: { key: registryAuthHeader(spec.image, spec.registryAuth) } }
       : {}
-    const progress = await this.docker.pull(withDefaultTag(spec.image), options)
-    await new Promise<void>((resolve, reject) => {
-      this.docker.modem.followProgress(progress, (error: Error | null) =>
-        error ? reject(error) : resolve(),
-      )
-    })
-    return this.docker.getImage(spec.image).inspect()
+    try {
+      const progress = await this.docker.pull(reference, options)
+      await new Promise<void>((resolve, reject) => {
+        this.docker.modem.followProgress(
+          progress,
+          (error: Error | null) => (error ? reject(error) : resolve()),
+          (event: PullProgressEvent) => {
+            const line = pullProgressLine(event)
+            if (line !== undefined) log(line)
+          },
+        )
+      })
+      log(`pulled image ${reference}`)
+      return await this.docker.getImage(spec.image).inspect()
+    } catch (error) {
+      const message = pullFailureMessage(spec.image, error, spec.registryAuth)
+      log(message)
+      throw new Error(message)
+    } finally {
+      pull.done = true
+      for (const wake of pull.changed) wake()
+    }
+  }
+
+  private async *followPull(
+    pull: PullLog,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<LogLine> {
+    let next = afterSeq
+    for (;;) {
+      for (const line of pull.lines) if (line.seq > next) yield line
+      next = pull.lines.length
+      if (pull.done || signal.aborted) return
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          pull.changed.delete(wake)
+          signal.removeEventListener('abort', wake)
+          resolve()
+        }
+        pull.changed.add(wake)
+        signal.addEventListener('abort', wake, { once: true })
+      })
+    }
+  }
+
+  /** The user-defined bridge network of a WorkloadSpec network, created on first use. */
+  private async ensureNetwork(name: string): Promise<void> {
+    const docker = networkName(this.options.serverId, name)
+    if (await ignoring([404], () => this.docker.getNetwork(docker).inspect())) return
+    // 409: another start created it meanwhile.
+    await ignoring([409], () =>
+      this.docker.createNetwork({
+        Name: docker,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Labels: { [SERVER_LABEL]: this.options.serverId, [NETWORK_LABEL]: name },
+      }),
+    )
+  }
+
+  /** A network of ours that no container uses any more goes; one still in use stays (403/409). */
+  private async removeNetworkIfUnused(name: string): Promise<void> {
+    const network = this.docker.getNetwork(name)
+    const info = (await ignoring([404], () => network.inspect())) as
+      { Labels?: Record<string, string>; Containers?: Record<string, unknown> } | undefined
+    if (!info || info.Labels?.[SERVER_LABEL] !== this.options.serverId) return
+    if (Object.keys(info.Containers ?? {}).length > 0) return
+    await ignoring([403, 404, 409], () => network.remove())
   }
 
   private async waitExited(container: Docker.Container, timeoutMs: number): Promise<boolean> {

@@ -246,6 +246,34 @@ describe('ProcessDriver', () => {
     expect(lines.slice(3).map((l) => l.line.length)).toEqual([MAX_LOG_LINE_BYTES, 5])
   })
 
+  it('shares a state directory with inactive drivers (other replicas) without double logs', async () => {
+    const leader = driver()
+    const follower = driver()
+    follower.setActive(false)
+    const spec = makeSpec({ command: 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.05; done' })
+    await leader.start(spec)
+    // The follower reads while the leader pumps: it must not append the same lines again.
+    await waitFor('the follower to see it end', async () => {
+      await follower.readLogs(spec.id)
+      return (await follower.inspect(spec.id))?.phase === 'exited' ? true : undefined
+    })
+    await waitFor('all lines', async () =>
+      (await leader.readLogs(spec.id)).length === 6 ? true : undefined,
+    )
+    const lines = await follower.readLogs(spec.id)
+    expect(lines.map((l) => l.line)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `line-${i}`))
+    expect(lines.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6])
+
+    // The leader starts it again: the follower sees the new run, not what it read before.
+    await leader.start({ ...spec, command: 'exec sleep 300' })
+    expect((await follower.inspect(spec.id))?.phase).toBe('running')
+    // The follower takes over (the leader died): it adopts the workload and stops it.
+    leader.setActive(false)
+    follower.setActive(true)
+    await follower.stop(spec.id, { graceMs: 0 })
+    expect((await leader.inspect(spec.id))?.phase).toBe('exited')
+  })
+
   it('stops what an exited workload left running in its group', async () => {
     const d = driver()
     const token = String(200_000 + Math.floor(Math.random() * 100_000))

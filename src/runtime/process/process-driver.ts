@@ -126,6 +126,8 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly workloads = new Map<string, Tracked>()
   private readonly locks = new Map<string, Promise<unknown>>()
   private readonly closing = new AbortController()
+  /** Whether this driver runs the workloads of its state directory (see setActive). */
+  private active = true
   private sandboxChoice: Promise<BubblewrapSandbox | null> | undefined
 
   constructor(options: ProcessDriverOptions) {
@@ -135,6 +137,21 @@ export class ProcessDriver implements RuntimeDriver {
     this.clock = options.clock ?? systemClock
     this.sandboxMode = options.sandbox ?? 'auto'
     this.logPollMs = options.logPollMs ?? DEFAULT_LOG_POLL_MS
+  }
+
+  /**
+   * Several server replicas on one data directory (docs/production.md): only the one that runs
+   * the workloads (the leader) is active: it keeps them in memory, copies their output into
+   * their logs and records how they ended. An inactive driver reads their state and logs
+   * afresh from the files on each call and writes nothing, so that two processes never append
+   * the same lines to a log or overwrite each other's state.json. A driver is active from its
+   * construction (one server alone).
+   */
+  setActive(active: boolean): void {
+    this.active = active
+    // Either way, what was known may be stale: start again from the files.
+    for (const tracked of this.workloads.values()) this.stopPumping(tracked)
+    this.workloads.clear()
   }
 
   /** The sandbox new workloads get: decided once, on first use. */
@@ -196,7 +213,7 @@ export class ProcessDriver implements RuntimeDriver {
   async readLogs(id: string, query: LogQuery = {}): Promise<LogLine[]> {
     const tracked = await this.load(id)
     if (!tracked) return []
-    await tracked.pump.pump(!(await this.isRunning(tracked.record)))
+    if (this.active) await tracked.pump.pump(!(await this.isRunning(tracked.record)))
     return selectLogLines(await readLogEntries(this.file(id, LOG_FILE)), query)
   }
 
@@ -210,7 +227,7 @@ export class ProcessDriver implements RuntimeDriver {
       // Read the phase before pumping: a workload seen exited has written everything, so
       // this pass delivers its last lines and following can end.
       const running = await this.isRunning(tracked.record)
-      await tracked.pump.pump(!running)
+      if (this.active) await tracked.pump.pump(!running)
       const { entries, next } = await readLogEntriesFrom(this.file(id, LOG_FILE), offset)
       offset = next
       for (const entry of entries) {
@@ -473,7 +490,7 @@ export class ProcessDriver implements RuntimeDriver {
       const written = await stat(exitFile).catch(() => undefined)
       finishedAt = (written?.mtime ?? this.clock.now()).toISOString()
       tracked.record = { ...tracked.record, stoppedAt: finishedAt }
-      await this.save(tracked).catch(() => undefined)
+      if (this.active) await this.save(tracked).catch(() => undefined)
     }
     tracked.ended = { exitCode, finishedAt }
     return tracked.ended
@@ -493,6 +510,8 @@ export class ProcessDriver implements RuntimeDriver {
     }
     const record = parseWorkloadRecord(text)
     if (!record || record.spec.id !== id) return undefined
+    // Inactive: read afresh each time, never kept, never pumped (setActive).
+    if (!this.active) return this.track(record)
     const raced = this.workloads.get(id)
     if (raced) return raced
     const tracked = this.track(record)

@@ -1,0 +1,299 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { pino } from 'pino'
+import { afterEach, describe, expect, it } from 'vitest'
+import { loadConfig } from '../src/config/load-config.js'
+import type { Config } from '../src/config/schema.js'
+import { startPlatform, type Platform } from '../src/platform.js'
+import { DockerDriver } from '../src/runtime/docker/docker-driver.js'
+import { loadServerId } from '../src/runtime/docker/server-id.js'
+import { runCli } from './support/cli.js'
+import { startFakeRegistry } from './support/fake-registry.js'
+import { json } from './support/http.js'
+import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
+
+/**
+ * Pods on the docker driver through the real HTTP API, against a real Docker engine with the
+ * local test images (test/support/docker-test-images.sh). Skipped without PODYARD_TEST_DOCKER=1.
+ */
+const enabled = process.env.PODYARD_TEST_DOCKER === '1'
+if (!enabled) console.log('docker pod tests skipped: set PODYARD_TEST_DOCKER=1 (needs dockerd)')
+
+const IMAGE = 'podyard-conformance/plain:1'
+
+interface PodJson {
+  id: string
+  status: string
+  statusReason: string | null
+  runtime: { ports: { private: number; public: number }[] } | null
+}
+
+/** `docker ps -a` / `docker volume ls` names carrying a label, to prove nothing is left. */
+function dockerNames(kind: 'container' | 'volume', label: string): string[] {
+  const args =
+    kind === 'container'
+      ? ['ps', '-a', '--filter', `label=${label}`, '--format', '{{.Names}}']
+      : ['volume', 'ls', '--filter', `label=${label}`, '--format', '{{.Name}}']
+  return execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean)
+}
+
+async function waitForStatus(
+  call: (p: string) => Promise<Response>,
+  id: string,
+  status: string,
+  timeoutMs = 30_000,
+): Promise<PodJson> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const pod = await json<PodJson>(await call(`/v2/pods/${id}`))
+    if (pod.status === status) return pod
+    if (Date.now() > deadline)
+      throw new Error(`pod ${id} is ${pod.status} (${pod.statusReason}), not ${status}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** A busybox httpd serving the persistent volume, after noting this boot in it. */
+const SERVE_VOLUME =
+  'echo "boot $(date +%s%N)" >> /workspace/boots.txt; exec httpd -f -p 8080 -h /workspace'
+
+describe('choosing the docker driver', () => {
+  it('serve --driver docker refuses to start, saying so, when the engine does not answer', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-down-'))
+    try {
+      const refused = await runCli(
+        ['serve', '--port', '0', '--data-dir', dir, '--fleet', 'none', '--driver', 'docker'],
+        { PODYARD_DOCKER_SOCKET: path.join(dir, 'no-dockerd.sock') },
+      )
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toMatch(
+        /^podyard: the docker driver is configured but the Docker engine at .*no-dockerd\.sock does not answer/,
+      )
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe.skipIf(!enabled)('pods on the docker driver', () => {
+  const cleanups: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+  })
+
+  it('create -> RUNNING with a reachable port -> stop -> start with the volume intact -> terminate', async () => {
+    const platform: TestPlatform = await startTestPlatform({ fleet: 'none', driver: 'docker' })
+    cleanups.push(() => platform.close())
+    // startTestPlatform's data directory is the default ./.podyard under its working directory.
+    const serverId = loadServerId(path.join(platform.dataDir, '.podyard'))
+    const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
+
+    // A CPU pod's persistent storage is a network volume (bound from the host); a GPU pod's
+    // volume disk is a named Docker volume (docker-driver.test.ts), and this machine has no GPU.
+    const volume = await json<{ id: string }>(
+      await call('/v2/network-volumes', {
+        method: 'POST',
+        json: { name: 'data', size: 10, dataCenterId: 'LOCAL-1' },
+      }),
+      201,
+    )
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'web',
+          image: IMAGE,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          ports: ['8080/http'],
+          args: SERVE_VOLUME,
+          mounts: { network: [{ volumeId: volume.id, path: '/workspace' }] },
+        },
+      }),
+      201,
+    )
+    const running = await waitForStatus(call, created.id, 'RUNNING')
+    const port = running.runtime!.ports[0]!.public
+    const first = await (await fetch(`http://127.0.0.1:${port}/boots.txt`)).text()
+    expect(first.trim().split('\n')).toHaveLength(1)
+    const podLabel = `podyard.workload=${created.id}`
+    expect(dockerNames('container', podLabel)).toHaveLength(1)
+    // The network volume is the host directory itself.
+    const onHost = path.join(platform.dataDir, '.podyard', 'volumes', volume.id, 'boots.txt')
+    expect(readFileSync(onHost, 'utf8')).toBe(first)
+
+    await json(
+      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'stop' } }),
+    )
+    await waitForStatus(call, created.id, 'EXITED')
+    await expect
+      .poll(() =>
+        fetch(`http://127.0.0.1:${port}/`).then(
+          () => 'up',
+          () => 'gone',
+        ),
+      )
+      .toBe('gone')
+
+    await json(
+      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'start' } }),
+    )
+    const again = await waitForStatus(call, created.id, 'RUNNING')
+    const secondPort = again.runtime!.ports[0]!.public
+    const second = await (await fetch(`http://127.0.0.1:${secondPort}/boots.txt`)).text()
+    // The first boot's line is still there: the named volume outlived the container.
+    expect(second.startsWith(first)).toBe(true)
+    expect(second.trim().split('\n')).toHaveLength(2)
+
+    expect((await call(`/v2/pods/${created.id}`, { method: 'DELETE' })).status).toBe(204)
+    await expect
+      .poll(
+        () => [
+          ...dockerNames('container', `podyard.server=${serverId}`),
+          ...dockerNames('volume', `podyard.server=${serverId}`),
+        ],
+        { timeout: 15_000 },
+      )
+      .toEqual([])
+  })
+
+  it("pulls a private image with the pod's registry; a refused one is the pod's ERROR reason", async () => {
+    const registry = await startFakeRegistry()
+    const platform = await startTestPlatform({ fleet: 'none', driver: 'docker' })
+    cleanups.push(async () => {
+      await platform.close()
+      await registry.close()
+      execFileSync('docker', ['image', 'rm', '-f', registry.image], { stdio: 'ignore' })
+    })
+    const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
+    const registryOf = async (password: string) =>
+      (
+        await json<{ id: string }>(
+          await call('/v2/registries', {
+            method: 'POST',
+            json: { name: `r-${password}`, username: registry.username, password },
+          }),
+        )
+      ).id
+    const podOf = async (name: string, image: string, registryId?: string) =>
+      json<PodJson>(
+        await call('/v2/pods', {
+          method: 'POST',
+          json: {
+            name,
+            image,
+            cpu: { id: 'cpu3c', vcpuCount: 2 },
+            ...(registryId ? { registry: registryId } : {}),
+          },
+        }),
+        201,
+      )
+
+    // One after the other: this machine's host has room for one 2-vCPU pod, and ERROR frees it.
+    const wrongPassword = `wrong-${process.pid}`
+    const refused = await podOf(
+      'refused',
+      registry.image.replace(':1', ':other'),
+      await registryOf(wrongPassword),
+    )
+    const refusedPod = await waitForStatus(call, refused.id, 'ERROR')
+    expect(refusedPod.statusReason).toMatch(
+      /^could not start: could not pull image 127\.0\.0\.1:\d+\/podyard-test\/pulled:other: the registry refused the pod's registry credentials \(/,
+    )
+    expect(refusedPod.statusReason).not.toContain(wrongPassword)
+    const absent = await podOf('absent', `${registry.host}/podyard-test/absent:1`)
+    const absentPod = await waitForStatus(call, absent.id, 'ERROR')
+    expect(absentPod.statusReason).toMatch(
+      /^could not start: could not pull image .*podyard-test\/absent:1: the registry wants credentials/,
+    )
+    const good = await podOf('good', registry.image, await registryOf(registry.password))
+    await waitForStatus(call, good.id, 'RUNNING')
+    const logs = await (await call(`/v2/pods/${good.id}/logs?follow=false`)).text()
+    expect(logs).toContain('pulled image ran')
+  })
+
+  it('adopts its containers after a restart, removes orphans, never touches others', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-adopt-'))
+    const config: Config = {
+      ...loadConfig({ cwd: dir, env: {}, flags: {} }),
+      dataDir: dir,
+      storeUrl: `sqlite:${path.join(dir, 'podyard.db')}`,
+      port: 0,
+      adminKey: TEST_ADMIN_KEY,
+      logLevel: 'silent',
+      fleet: 'none',
+      driver: 'docker',
+    }
+    const logger = pino({ level: 'silent' })
+    let platform: Platform | undefined = await startPlatform(config, { logger })
+    const serverId = loadServerId(dir)
+    const ours = new DockerDriver({ serverId })
+    const foreign = new DockerDriver({ serverId: `${serverId}-foreign` })
+    cleanups.push(async () => {
+      await platform?.close()
+      for (const driver of [ours, foreign]) {
+        for (const workload of await driver.list()) await driver.remove(workload.id)
+        await driver.close()
+      }
+      rmSync(dir, { recursive: true, force: true })
+    })
+    const call = (p: string, init: RequestInit & { json?: unknown } = {}) =>
+      fetch(`${platform!.url}${p}`, {
+        ...init,
+        headers: {
+          authorization: `Bearer ${TEST_ADMIN_KEY}`,
+          ...(init.json === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
+      })
+
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'kept',
+          image: IMAGE,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: 'exec sleep 300',
+        },
+      }),
+      201,
+    )
+    await waitForStatus(call, created.id, 'RUNNING')
+    const before = await ours.inspect(created.id)
+    await platform.close()
+    platform = undefined
+
+    // While the server is down: a pod container of ours whose pod does not exist, and a pod
+    // container of another server.
+    const spec = {
+      image: IMAGE,
+      command: 'exec sleep 300',
+      env: {},
+      containerDiskPath: '/nonexistent',
+      diskGb: 1,
+      mounts: [
+        { hostPath: '/nonexistent', containerPath: '/workspace', kind: 'persistent' as const },
+      ],
+      ports: [],
+      gpuIndices: [],
+      vcpus: 1,
+      memoryGb: 1,
+      labels: { 'podyard.kind': 'pod', 'podyard.generation': '1' },
+    }
+    await ours.start({ ...spec, id: 'orphan-pod' })
+    await foreign.start({ ...spec, id: 'foreign-pod' })
+    expect(dockerNames('volume', 'podyard.workload=orphan-pod')).toHaveLength(1)
+
+    platform = await startPlatform(config, { logger })
+    await expect
+      .poll(async () => (await ours.inspect('orphan-pod')) === undefined, { timeout: 15_000 })
+      .toBe(true)
+    expect(dockerNames('volume', 'podyard.workload=orphan-pod')).toEqual([])
+    // The pod's own container was adopted, not replaced.
+    expect((await waitForStatus(call, created.id, 'RUNNING')).status).toBe('RUNNING')
+    expect(await ours.inspect(created.id)).toEqual(before)
+    expect((await foreign.inspect('foreign-pod'))?.phase).toBe('running')
+  })
+})
