@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { LimitedOperation, OperationUsage } from '../domain/serverless/operation-limits.js'
 import type { Database } from './database-schema.js'
+import { PeriodicRun } from '../shared/periodic-run.js'
 
 /** How often each replica publishes its job API counters and reads the others'. */
 export const SHARED_LIMITS_SYNC_MS = 1_000
@@ -31,34 +32,25 @@ export interface SharedJobLimitsDeps {
  * a limit.
  */
 export class SharedJobLimits {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
+  private readonly ticks: PeriodicRun
   private readonly written = new Set<string>()
   private readonly now: () => number
 
   constructor(private readonly deps: SharedJobLimitsDeps) {
     this.now = deps.now ?? Date.now
+    this.ticks = new PeriodicRun(
+      () => this.sync(),
+      deps.intervalMs ?? SHARED_LIMITS_SYNC_MS,
+      (error) => deps.logger.warn({ err: error }, 'syncing the job API counters failed'),
+    )
   }
 
   start(): void {
-    if (this.timer) return
-    this.timer = setInterval(() => {
-      if (this.running) return
-      this.running = this.sync()
-        .catch((error: unknown) =>
-          this.deps.logger.warn({ err: error }, 'syncing the job API counters failed'),
-        )
-        .finally(() => {
-          this.running = undefined
-        })
-    }, this.deps.intervalMs ?? SHARED_LIMITS_SYNC_MS)
-    this.timer.unref()
+    this.ticks.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    this.timer = undefined
-    await this.running
+    await this.ticks.stop()
     // Leaving: this replica's requests no longer count anywhere.
     await this.deps.db
       .deleteFrom('job_rate_counts')

@@ -1,10 +1,11 @@
-import type { Kysely } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import {
   WORKER_PRESENCE_WINDOW_MS,
   type WorkerPresence,
   type WorkerRecord,
 } from '../domain/serverless/worker-presence.js'
-import type { Database } from './database-schema.js'
+import type { Database, WorkerPresenceTable } from './database-schema.js'
+import { PeriodicRun } from '../shared/periodic-run.js'
 
 /** How often each replica publishes the workers it saw and reads everyone's. */
 export const SHARED_PRESENCE_SYNC_MS = 1_000
@@ -27,30 +28,22 @@ export interface SharedWorkerPresenceDeps {
  * worker took on two replicas within one interval may be known only by its next call or ping.
  */
 export class SharedWorkerPresence {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
+  private readonly ticks: PeriodicRun
 
-  constructor(private readonly deps: SharedWorkerPresenceDeps) {}
+  constructor(private readonly deps: SharedWorkerPresenceDeps) {
+    this.ticks = new PeriodicRun(
+      () => this.sync(),
+      deps.intervalMs ?? SHARED_PRESENCE_SYNC_MS,
+      (error) => deps.logger.warn({ err: error }, 'syncing worker presence failed'),
+    )
+  }
 
   start(): void {
-    if (this.timer) return
-    this.timer = setInterval(() => {
-      if (this.running) return
-      this.running = this.sync()
-        .catch((error: unknown) =>
-          this.deps.logger.warn({ err: error }, 'syncing worker presence failed'),
-        )
-        .finally(() => {
-          this.running = undefined
-        })
-    }, this.deps.intervalMs ?? SHARED_PRESENCE_SYNC_MS)
-    this.timer.unref()
+    this.ticks.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    this.timer = undefined
-    await this.running
+    await this.ticks.stop()
   }
 
   /** One publish and one read; exposed for tests. */
@@ -108,14 +101,7 @@ function rowOf(record: WorkerRecord) {
   }
 }
 
-function recordOf(row: {
-  endpoint_id: string
-  worker_id: string
-  last_seen_ms: number
-  job_ids: string
-  unhealthy: string | null
-  recycle: number
-}): WorkerRecord {
+function recordOf(row: Selectable<WorkerPresenceTable>): WorkerRecord {
   const record: WorkerRecord = {
     endpointId: row.endpoint_id,
     workerId: row.worker_id,
