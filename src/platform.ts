@@ -150,29 +150,35 @@ export async function loadFleet(
 }
 
 /**
- * The runtime drivers of the fleet's hosts: one process driver (simulated hosts and `process`
- * hosts) and, when a real host says `driver: docker`, one DockerDriver shared by all of them,
- * checked to answer before the server starts.
+ * The runtime drivers of the fleet's hosts: one process driver (`process` hosts, and simulated
+ * hosts that do not say `driver: docker`) and, for hosts that say `driver: docker`, a
+ * DockerDriver on the one engine, checked to answer before the server starts. Simulated docker
+ * hosts get their own instance that names their virtual GPUs in the env instead of requesting
+ * devices; both see the same containers (one server id), so listing through either is the same.
  */
 async function runtimeDriversOf(
   config: Readonly<Config>,
   fleet: Fleet,
   processDriver: ProcessDriver,
 ): Promise<{ driverFor: (hostId: string) => RuntimeDriver; drivers: RuntimeDriver[] }> {
-  const dockerHosts = new Set(
-    fleet.hosts.filter((h) => h.driver === 'docker' && !h.simulated).map((h) => h.id),
-  )
-  if (dockerHosts.size === 0) return { driverFor: () => processDriver, drivers: [processDriver] }
-  const docker = new DockerDriver({
+  const dockerHosts = fleet.hosts.filter((h) => h.driver === 'docker')
+  if (dockerHosts.length === 0) return { driverFor: () => processDriver, drivers: [processDriver] }
+  const options = {
     serverId: loadServerId(config.dataDir),
     ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
     diskLimit: config.docker.diskLimit,
-  })
-  await docker.ping()
-  return {
-    driverFor: (hostId) => (dockerHosts.has(hostId) ? docker : processDriver),
-    drivers: [processDriver, docker],
   }
+  const byHost = new Map<string, DockerDriver>()
+  const drivers: RuntimeDriver[] = [processDriver]
+  for (const simulatedGpus of [false, true]) {
+    const hosts = dockerHosts.filter((h) => h.simulated === simulatedGpus)
+    if (hosts.length === 0) continue
+    const docker = new DockerDriver({ ...options, simulatedGpus })
+    await docker.ping()
+    drivers.push(docker)
+    for (const host of hosts) byHost.set(host.id, docker)
+  }
+  return { driverFor: (hostId) => byHost.get(hostId) ?? processDriver, drivers }
 }
 
 /** Opens and migrates the store; refuses one migrated by a newer podyard. */
@@ -252,7 +258,8 @@ export async function startPlatform(
     const modelDefinitions = loadModels(config)
     const objectStore = objectStoreFor(config)
     const modelsAccount = await ensurePublicModelsAccount(accounts)
-    // Every host of this server runs its workloads here: simulated hosts too (docs/fleet.md).
+    // The workloads of every host without `driver: docker` run here, simulated ones too
+    // (docs/fleet.md).
     const driver = new ProcessDriver({
       stateDir: path.join(config.dataDir, 'runtime', 'process'),
       images: {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
@@ -58,6 +58,25 @@ async function waitForStatus(
 /** A busybox httpd serving the persistent volume, after noting this boot in it. */
 const SERVE_VOLUME =
   'echo "boot $(date +%s%N)" >> /workspace/boots.txt; exec httpd -f -p 8080 -h /workspace'
+
+/**
+ * A simulated GPU host under the docker driver: this machine has no GPU, but a GPU pod (the only
+ * kind with a persistent volume disk) runs in a container with virtual GPU indices.
+ */
+const SIMULATED_GPU_FLEET = `
+dataCenters:
+  - id: EU-SE-1
+    name: EU Sweden 1
+    region: EUROPE
+hosts:
+  - id: sim-l4-1
+    dataCenterId: EU-SE-1
+    gpu: { typeId: NVIDIA L4, count: 2 }
+    vcpus: 2
+    memoryGb: 4
+    driver: docker
+localHost: false
+`
 
 describe('choosing the docker driver', () => {
   it('serve --driver docker refuses to start, saying so, when the engine does not answer', async () => {
@@ -142,6 +161,74 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     const again = await waitForStatus(call, created.id, 'RUNNING')
     const secondPort = again.runtime!.ports[0]!.public
     const second = await (await fetch(`http://127.0.0.1:${secondPort}/boots.txt`)).text()
+    // The first boot's line is still there: the named volume outlived the container.
+    expect(second.startsWith(first)).toBe(true)
+    expect(second.trim().split('\n')).toHaveLength(2)
+
+    expect((await call(`/v2/pods/${created.id}`, { method: 'DELETE' })).status).toBe(204)
+    await expect
+      .poll(
+        () => [
+          ...dockerNames('container', `podyard.server=${serverId}`),
+          ...dockerNames('volume', `podyard.server=${serverId}`),
+        ],
+        { timeout: 15_000 },
+      )
+      .toEqual([])
+  })
+
+  it('a GPU pod on a simulated docker host keeps its persistent volume across stop -> start', async () => {
+    const fleetDir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-fleet-'))
+    const fleet = path.join(fleetDir, 'fleet.yaml')
+    writeFileSync(fleet, SIMULATED_GPU_FLEET)
+    const platform = await startTestPlatform({ fleet })
+    cleanups.push(async () => {
+      await platform.close()
+      rmSync(fleetDir, { recursive: true, force: true })
+    })
+    const serverId = loadServerId(path.join(platform.dataDir, '.podyard'))
+    const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
+
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'gpu-web',
+          image: IMAGE,
+          gpu: { id: 'NVIDIA L4', count: 1 },
+          ports: ['8080/http'],
+          args:
+            'echo "gpus=$CUDA_VISIBLE_DEVICES/$NVIDIA_VISIBLE_DEVICES" > /workspace/gpus.txt; ' +
+            SERVE_VOLUME,
+          mounts: { persistent: { size: 10, path: '/workspace' } },
+        },
+      }),
+      201,
+    )
+    const running = await waitForStatus(call, created.id, 'RUNNING')
+    const port = running.runtime!.ports[0]!.public
+    const first = await (await fetch(`http://127.0.0.1:${port}/boots.txt`)).text()
+    expect(first.trim().split('\n')).toHaveLength(1)
+    // The virtual GPU index, as under the process driver; no device was requested.
+    expect(await (await fetch(`http://127.0.0.1:${port}/gpus.txt`)).text()).toMatch(
+      /^gpus=([01])\/\1\n$/,
+    )
+    const podLabel = `podyard.workload=${created.id}`
+    expect(dockerNames('container', podLabel)).toHaveLength(1)
+    // The volume disk is a named Docker volume, not a host directory of the pod.
+    expect(dockerNames('volume', podLabel)).toHaveLength(1)
+
+    await json(
+      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'stop' } }),
+    )
+    await waitForStatus(call, created.id, 'EXITED')
+    await json(
+      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'start' } }),
+    )
+    const again = await waitForStatus(call, created.id, 'RUNNING')
+    const second = await (
+      await fetch(`http://127.0.0.1:${again.runtime!.ports[0]!.public}/boots.txt`)
+    ).text()
     // The first boot's line is still there: the named volume outlived the container.
     expect(second.startsWith(first)).toBe(true)
     expect(second.trim().split('\n')).toHaveLength(2)

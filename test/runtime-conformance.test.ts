@@ -385,6 +385,43 @@ describe.each(runtimeDrivers())('runtime driver conformance: $name', (factory) =
       expect(performance.now() - began).toBeLessThan(2000)
     })
 
+    // Log streams resume after the Last-Event-ID they saw: a workload started again must not
+    // number its new lines from 1, or a resuming client would skip them.
+    it('numbers on across stop and start, also for a new driver, so that resuming misses nothing', async () => {
+      const spec = makeSpec({ command: 'echo run-1-a; echo run-1-b; exec sleep 300' })
+      await driver.start(spec)
+      const first = await waitFor('run 1', async () => {
+        const read = await driver.readLogs(spec.id)
+        return read.length >= 2 ? read : undefined
+      })
+      const lastSeq = first.at(-1)!.seq
+      await driver.stop(spec.id, { graceMs: 2000 })
+      await driver.start({ ...spec, command: 'echo run-2-a; echo run-2-b; exec sleep 300' })
+
+      const abort = new AbortController()
+      const follow = driver.followLogs(spec.id, lastSeq, abort.signal)[Symbol.asyncIterator]()
+      const one = (await follow.next()).value as LogLine
+      const two = (await follow.next()).value as LogLine
+      abort.abort()
+      expect([one.line, two.line]).toEqual(['run-2-a', 'run-2-b'])
+      expect(one.seq).toBeGreaterThan(lastSeq)
+      expect(two.seq).toBeGreaterThan(one.seq)
+      const resumed = await driver.readLogs(spec.id, { afterSeq: lastSeq })
+      expect(resumed).toEqual([one, two])
+
+      await driver.close()
+      const successor = open()
+      expect(await successor.readLogs(spec.id, { afterSeq: lastSeq })).toEqual(resumed)
+      await successor.stop(spec.id, { graceMs: 2000 })
+      await successor.start({ ...spec, command: 'echo run-3; exec sleep 300' })
+      const third = await waitFor('run 3', async () => {
+        const read = await successor.readLogs(spec.id, { afterSeq: two.seq })
+        return read.length >= 1 ? read : undefined
+      })
+      expect(third.map((l) => l.line)).toEqual(['run-3'])
+      expect(third[0]!.seq).toBeGreaterThan(two.seq)
+    })
+
     it('ends following once an exited workload has delivered everything, last partial line included', async () => {
       const spec = makeSpec({ command: 'echo a; echo b; echo c; printf no-newline' })
       await driver.start(spec)

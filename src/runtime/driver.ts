@@ -88,7 +88,11 @@ export interface WorkloadStats {
 }
 
 export interface LogLine {
-  /** Monotonic position of the line in the workload's log, from 1. */
+  /**
+   * Monotonic position of the line in the workload's log, from 1. It keeps increasing across
+   * starts of the same id (and across drivers on the same state), until remove(): log streams
+   * resume after the last seq a client saw.
+   */
   seq: number
   /** When the line was read from the workload (ISO). */
   ts: string

@@ -81,7 +81,10 @@ export interface Host {
   driver: HostDriver
   /** CPU flavors whose pods may be placed here; GPU hosts usually offer none. */
   cpuFlavors: string[]
-  /** Declared hardware that does not exist; its pods run under the process driver. */
+  /**
+   * Declared hardware that does not exist; its pods run on this machine (process driver, or
+   * docker when the host says so) with virtual GPU indices in CUDA_VISIBLE_DEVICES.
+   */
   simulated: boolean
 }
 

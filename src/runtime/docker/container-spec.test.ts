@@ -4,9 +4,12 @@ import {
   containerName,
   exitCodeOf,
   IDLE_CMD,
+  logPositionOf,
+  MAX_PULL_LOG_LINES,
   MERGE_STDERR,
   networkName,
   pullFailureMessage,
+  pullLogLabel,
   pullProgressLine,
   registryAuthHeader,
   registryOf,
@@ -62,14 +65,36 @@ describe('toContainerCreateBody', () => {
       'podyard.server': 'srv1',
       'podyard.workload': 'pod1',
       'podyard.spec-labels': '["kind"]',
+      'podyard.log-base': '0',
+      'podyard.pull-log': '[]',
     })
-    // A spec label cannot impersonate another server or workload.
-    const sneaky = spec({ labels: { 'podyard.server': 'other', 'podyard.workload': 'x' } })
+    // A spec label cannot impersonate another server or workload, nor move the log.
+    const sneaky = spec({
+      labels: { 'podyard.server': 'other', 'podyard.workload': 'x', 'podyard.log-base': '9' },
+    })
     expect(toContainerCreateBody(sneaky, options).Labels).toEqual({
       'podyard.server': 'srv1',
       'podyard.workload': 'pod1',
       'podyard.spec-labels': '[]',
+      'podyard.log-base': '0',
+      'podyard.pull-log': '[]',
     })
+  })
+
+  it('carries where its log continues the workload log: the base and the pull lines', () => {
+    const pullLines = [
+      { seq: 8, ts: '2026-01-02T03:04:05.000Z', line: 'pulling image app:1' },
+      { seq: 9, ts: '2026-01-02T03:04:06.000Z', line: 'pulled image app:1' },
+    ]
+    const body = toContainerCreateBody(spec(), { ...options, log: { base: 9, pullLines } })
+    expect(logPositionOf(body.Labels)).toEqual({ base: 9, pullLines })
+    // Not in the workload's labels.
+    expect(
+      workloadStateOf({
+        Config: { Labels: body.Labels },
+        State: { Running: true, ExitCode: 0, StartedAt: '', FinishedAt: '' },
+      }).labels,
+    ).toEqual({ kind: 'pod' })
   })
 
   it('mounts persistent storage as a labelled named volume, network and platform as binds', () => {
@@ -182,6 +207,23 @@ describe('toContainerCreateBody', () => {
       'NVIDIA_VISIBLE_DEVICES=0,2',
     )
     expect(toContainerCreateBody(spec(), options).HostConfig).not.toHaveProperty('DeviceRequests')
+    // The container sees its GPUs renumbered from 0: host indices would be wrong for CUDA.
+    expect(
+      toContainerCreateBody(spec({ gpuIndices: [0, 2] }), options).Env.some((e) =>
+        e.startsWith('CUDA_VISIBLE_DEVICES='),
+      ),
+    ).toBe(false)
+  })
+
+  it('names simulated GPUs in the env, as the process driver does, and requests no device', () => {
+    const simulated = { ...options, simulatedGpus: true }
+    const body = toContainerCreateBody(spec({ gpuIndices: [1, 3] }), simulated)
+    expect(body.HostConfig).not.toHaveProperty('DeviceRequests')
+    expect(body.Env).toEqual(
+      expect.arrayContaining(['CUDA_VISIBLE_DEVICES=1,3', 'NVIDIA_VISIBLE_DEVICES=1,3']),
+    )
+    const cpu = toContainerCreateBody(spec(), simulated)
+    expect(cpu.Env.some((e) => /^(CUDA|NVIDIA)_VISIBLE_DEVICES=/.test(e))).toBe(false)
   })
 
   it('sizes the writable layer only when configured', () => {
@@ -238,6 +280,31 @@ describe('registry auth', () => {
     expect(withDefaultTag('localhost:5000/app')).toBe('localhost:5000/app:latest')
     expect(withDefaultTag('runpod/base:1')).toBe('runpod/base:1')
     expect(withDefaultTag('app@sha256:abc')).toBe('app@sha256:abc')
+  })
+})
+
+describe('logPositionOf', () => {
+  it('reads a container without the labels, or with damaged ones, as starting at 0', () => {
+    expect(logPositionOf({})).toEqual({ base: 0, pullLines: [] })
+    expect(logPositionOf(null)).toEqual({ base: 0, pullLines: [] })
+    expect(
+      logPositionOf({ 'podyard.log-base': '-3', 'podyard.pull-log': '{"not":"a list"' }),
+    ).toEqual({ base: 0, pullLines: [] })
+    expect(
+      logPositionOf({ 'podyard.pull-log': '[{"seq":1,"ts":"t","line":"ok"},{"seq":"x"}]' }),
+    ).toEqual({ base: 0, pullLines: [{ seq: 1, ts: 't', line: 'ok' }] })
+  })
+
+  it('keeps the last MAX_PULL_LOG_LINES pull lines, with their numbers', () => {
+    const lines = Array.from({ length: MAX_PULL_LOG_LINES + 5 }, (_, i) => ({
+      seq: i + 1,
+      ts: '2026-01-02T03:04:05.000Z',
+      line: `layer ${i}: Pull complete`,
+    }))
+    const kept = logPositionOf({ 'podyard.pull-log': pullLogLabel(lines) }).pullLines
+    expect(kept).toHaveLength(MAX_PULL_LOG_LINES)
+    expect(kept[0]!.seq).toBe(6)
+    expect(kept.at(-1)!.seq).toBe(MAX_PULL_LOG_LINES + 5)
   })
 })
 

@@ -1,4 +1,4 @@
-import type { WorkloadPort, WorkloadSpec, WorkloadState } from '../driver.js'
+import type { LogLine, WorkloadPort, WorkloadSpec, WorkloadState } from '../driver.js'
 
 /**
  * Pure translation between podyard's WorkloadSpec and the Docker Engine API: the container
@@ -15,6 +15,15 @@ export const WORKLOAD_LABEL = 'podyard.workload'
  * container's, and a WorkloadState must carry only what the spec gave.
  */
 export const SPEC_LABELS_LABEL = 'podyard.spec-labels'
+/**
+ * The seq of the last line of the workload's log before this container's own output: earlier
+ * containers of the workload and this start's pull. A workload started again is a new container
+ * whose log starts empty; the offset keeps LogLine.seq increasing across starts (and across
+ * server restarts, as it lives on the container).
+ */
+export const LOG_BASE_LABEL = 'podyard.log-base'
+/** The pull log of this container's start, as a JSON array of LogLines (pullLogLabel). */
+export const PULL_LOG_LABEL = 'podyard.pull-log'
 /** On a named volume: the container path it is mounted at. */
 export const MOUNT_LABEL = 'podyard.mount'
 /** On a network: the WorkloadSpec's network name. */
@@ -46,7 +55,39 @@ export interface ContainerSpecOptions {
    * overlay2 on ext4 included, refuse to create the container, so it is off unless configured.
    */
   diskLimit: boolean
+  /**
+   * The GPU indices are virtual (a simulated host): the workload is told them in
+   * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES, as under the process driver, and no device
+   * is requested (there is none; the engine would refuse the request without the NVIDIA runtime).
+   */
+  simulatedGpus?: boolean
+  /** Where the container's log continues the workload's (LOG_BASE_LABEL, PULL_LOG_LABEL). */
+  log?: ContainerLogPosition
 }
+
+/** The labels of the driver's own on a container, never a spec label. */
+const OWN_LABELS = new Set([
+  SERVER_LABEL,
+  WORKLOAD_LABEL,
+  SPEC_LABELS_LABEL,
+  LOG_BASE_LABEL,
+  PULL_LOG_LABEL,
+])
+
+/** How a container's log continues the workload's log. */
+export interface ContainerLogPosition {
+  /** The seq of the last line before the container's own output (its pull lines included). */
+  base: number
+  /** This start's pull log, kept with the container so that it outlives the server. */
+  pullLines: LogLine[]
+}
+
+/**
+ * At most this many pull lines are kept on the container (the last ones): a pull logs about
+ * three lines per layer, so this holds the whole pull of any ordinary image, and bounds the
+ * label of a pathological one. The lines dropped keep their numbers (the base counts them).
+ */
+export const MAX_PULL_LOG_LINES = 300
 
 export interface PortBinding {
   HostIp?: string
@@ -158,7 +199,11 @@ export function toContainerCreateBody(
   // publishes that on the public one.
   for (const port of spec.ports) env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.private)
   // The device request picks the GPUs; the variable says which, as under the process driver.
-  if (spec.gpuIndices.length > 0) env.NVIDIA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
+  // Simulated GPUs have no device: both variables name them, as the process driver does.
+  if (spec.gpuIndices.length > 0) {
+    env.NVIDIA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
+    if (options.simulatedGpus) env.CUDA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
+  }
 
   const exposedPorts: ContainerCreateBody['ExposedPorts'] = {}
   const portBindings: Record<string, PortBinding[]> = {}
@@ -176,10 +221,10 @@ export function toContainerCreateBody(
       [SERVER_LABEL]: options.serverId,
       [WORKLOAD_LABEL]: spec.id,
       [SPEC_LABELS_LABEL]: JSON.stringify(
-        Object.keys(spec.labels).filter(
-          (key) => key !== SERVER_LABEL && key !== WORKLOAD_LABEL && key !== SPEC_LABELS_LABEL,
-        ),
+        Object.keys(spec.labels).filter((key) => !OWN_LABELS.has(key)),
       ),
+      [LOG_BASE_LABEL]: String(options.log?.base ?? 0),
+      [PULL_LOG_LABEL]: pullLogLabel(options.log?.pullLines ?? []),
     },
     ExposedPorts: exposedPorts,
     HostConfig: {
@@ -192,7 +237,7 @@ export function toContainerCreateBody(
   }
   if (spec.command !== null) body.Cmd = ['/bin/sh', '-c', `${MERGE_STDERR}${spec.command}`]
   else if (!options.imageHasCommand) body.Cmd = [...IDLE_CMD]
-  if (spec.gpuIndices.length > 0) {
+  if (spec.gpuIndices.length > 0 && !options.simulatedGpus) {
     body.HostConfig.DeviceRequests = [
       {
         Driver: 'nvidia',
@@ -341,9 +386,41 @@ function specLabelKeys(all: Record<string, string>): string[] {
   } catch {
     // Not ours: fall through.
   }
-  return Object.keys(all).filter(
-    (key) => key !== SERVER_LABEL && key !== WORKLOAD_LABEL && key !== SPEC_LABELS_LABEL,
+  return Object.keys(all).filter((key) => !OWN_LABELS.has(key))
+}
+
+/** The value of PULL_LOG_LABEL: the last MAX_PULL_LOG_LINES lines as JSON. */
+export function pullLogLabel(lines: readonly LogLine[]): string {
+  return JSON.stringify(
+    lines.slice(-MAX_PULL_LOG_LINES).map(({ seq, ts, line }) => ({ seq, ts, line })),
   )
+}
+
+/**
+ * Where a container's log continues the workload's, from its labels. A container without them
+ * (created before they existed) starts at 0 with no pull lines; malformed values read the same.
+ */
+export function logPositionOf(
+  labels: Record<string, string> | null | undefined,
+): ContainerLogPosition {
+  const base = Number(labels?.[LOG_BASE_LABEL] ?? 0)
+  let pullLines: LogLine[] = []
+  try {
+    const parsed: unknown = JSON.parse(labels?.[PULL_LOG_LABEL] ?? '[]')
+    if (Array.isArray(parsed)) {
+      pullLines = parsed.filter(
+        (entry): entry is LogLine =>
+          typeof entry === 'object' &&
+          entry !== null &&
+          Number.isInteger((entry as LogLine).seq) &&
+          typeof (entry as LogLine).ts === 'string' &&
+          typeof (entry as LogLine).line === 'string',
+      )
+    }
+  } catch {
+    // Not ours, or damaged: no pull lines.
+  }
+  return { base: Number.isSafeInteger(base) && base >= 0 ? base : 0, pullLines }
 }
 
 export function workloadStateOf(inspection: ContainerInspection): WorkloadState {

@@ -137,6 +137,35 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     expect(await driver.readLogs(spec.id)).toEqual([])
   })
 
+  it('keeps the exited container and its log when the pull for a new start fails, numbering on', async () => {
+    const driver = open()
+    const spec = makeSpec('echo run-1')
+    await driver.start(spec)
+    await waitFor(async () =>
+      (await driver.inspect(spec.id))?.phase === 'exited' ? true : undefined,
+    )
+    const absent = { ...spec, image: 'podyard-conformance/absent:1' }
+    await expect(driver.start(absent)).rejects.toThrow(/^could not pull image/)
+    expect((await driver.inspect(spec.id))?.phase).toBe('exited')
+    const log = await driver.readLogs(spec.id)
+    expect(log.map((l) => l.seq)).toEqual(log.map((_, i) => i + 1))
+    expect(log[0]!.line).toBe('run-1')
+    expect(log[1]!.line).toBe('pulling image podyard-conformance/absent:1')
+    expect(log.at(-1)!.line).toMatch(/^could not pull image/)
+    const followed: LogLine[] = []
+    for await (const line of driver.followLogs(spec.id, 1, new AbortController().signal)) {
+      followed.push(line)
+    }
+    expect(followed).toEqual(log.slice(1))
+
+    await driver.start({ ...spec, command: 'echo run-2' })
+    const next = await waitFor(async () => {
+      const read = await driver.readLogs(spec.id, { afterSeq: log.length })
+      return read.length > 0 ? read : undefined
+    })
+    expect(next).toMatchObject([{ seq: log.length + 1, line: 'run-2' }])
+  })
+
   describe('pulling from a registry', () => {
     let registry: FakeRegistry
     beforeAll(async () => {
@@ -166,19 +195,45 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
       expect(seen).toContain(`pulling image ${registry.image} with the registry credentials`)
       expect([...seen].some((line) => /: Pulling fs layer$/.test(line))).toBe(true)
       const lines = await waitFor(async () => {
-        const read = (await driver.readLogs(spec.id)).map((l) => l.line)
-        return read.includes('pulled image ran') ? read : undefined
+        const read = await driver.readLogs(spec.id)
+        return read.some((l) => l.line === 'pulled image ran') ? read : undefined
       })
-      // The pull log gave way to the container's own.
-      expect(lines).toEqual(['pulled image ran'])
-      expect(
-        execFileSync('docker', ['image', 'ls', '-q', registry.image], { encoding: 'utf8' }),
-      ).not.toBe('')
+      // The pull stays the head of the workload's log, numbered before the container's lines,
+      // and is kept with the container: a new driver (a server restart) reads the same.
+      expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1))
+      expect(lines.map((l) => l.line).slice(-2)).toEqual([
+        `pulled image ${registry.image}`,
+        'pulled image ran',
+      ])
+      for (const line of [...seen].filter((l) => !l.includes(': Downloading'))) {
+        if (/^pull|: Pull/.test(line)) expect(lines.map((l) => l.line)).toContain(line)
+      }
+      await driver.close()
+      const successor = open()
+      expect(await successor.readLogs(spec.id)).toEqual(lines)
+
+      // Pulled again for the next start (the image was removed): numbered on after the last run.
+      await successor.stop(spec.id, { graceMs: 0 })
+      execFileSync('docker', ['image', 'rm', '-f', registry.image], { stdio: 'ignore' })
+      await successor.start(spec)
+      const again = await waitFor(async () => {
+        const read = await successor.readLogs(spec.id, { afterSeq: lines.length })
+        return read.some((l) => l.line === 'pulled image ran') ? read : undefined
+      })
+      expect(again[0]).toMatchObject({
+        seq: lines.length + 1,
+        line: `pulling image ${registry.image} with the registry credentials`,
+      })
+      expect(again.map((l) => l.seq)).toEqual(again.map((_, i) => lines.length + i + 1))
+
       // Present now: the next start does not pull (the registry is not even asked).
       await registry.close()
-      await driver.remove(spec.id)
-      await driver.start(spec)
-      expect((await driver.inspect(spec.id))?.phase).toBe('running')
+      await successor.remove(spec.id)
+      await successor.start(spec)
+      expect((await successor.inspect(spec.id))?.phase).toBe('running')
+      expect((await successor.readLogs(spec.id)).map((l) => l.line)).not.toContain(
+        `pulling image ${registry.image} with the registry credentials`,
+      )
       registry = await startFakeRegistry({ blobDelayMs: 300 })
     })
 

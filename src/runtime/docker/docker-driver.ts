@@ -13,6 +13,7 @@ import type {
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
   containerName,
+  logPositionOf,
   NETWORK_LABEL,
   networkName,
   pullFailureMessage,
@@ -38,6 +39,11 @@ export interface DockerDriverOptions {
   socketPath?: string
   /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
   diskLimit?: boolean
+  /**
+   * The hosts this driver serves have simulated GPUs: workloads are told their virtual GPU
+   * indices in the env and get no device request (see ContainerSpecOptions.simulatedGpus).
+   */
+  simulatedGpus?: boolean
 }
 
 /** The engine did not answer: the server refuses to start rather than fail every pod later. */
@@ -71,7 +77,10 @@ async function ignoring<T>(statuses: number[], action: () => Promise<T>): Promis
   }
 }
 
-/** The log of an image pull, shown as the workload's log until its container exists. */
+/**
+ * The log of an image pull, numbered on from the workload's log; kept here while the pull runs
+ * (and after it failed), then on the container it was for (PULL_LOG_LABEL).
+ */
 interface PullLog {
   lines: LogLine[]
   done: boolean
@@ -91,6 +100,11 @@ export class DockerDriver implements RuntimeDriver {
   private readonly docker: Docker
   private readonly follows = new Set<NodeJS.ReadableStream>()
   private readonly pulls = new Map<string, PullLog>()
+  /**
+   * Where the log of a workload ends whose start failed after its exited container was removed
+   * (nothing in the engine remembers it then); the next start numbers on from it.
+   */
+  private readonly logEnds = new Map<string, number>()
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined)
@@ -108,18 +122,27 @@ export class DockerDriver implements RuntimeDriver {
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
     const existing = await this.find(spec.id)
-    if (existing) {
-      const state = workloadStateOf(existing.inspection)
-      if (state.phase === 'running') {
-        throw new AppError('INVALID_STATE', `workload ${spec.id} is already running`)
-      }
-      await ignoring([404, 409], () => existing.container.remove({ force: true }))
+    if (existing && workloadStateOf(existing.inspection).phase === 'running') {
+      throw new AppError('INVALID_STATE', `workload ${spec.id} is already running`)
     }
-    const image = await this.ensureImage(spec)
+    // The new container's log goes on where the workload's ended: the exited container's last
+    // line, or the last line of a pull (or a start) that failed since.
+    const logEnd = Math.max(
+      existing ? await this.logEndOf(existing) : 0,
+      this.pulls.get(spec.id)?.lines.at(-1)?.seq ?? 0,
+      this.logEnds.get(spec.id) ?? 0,
+    )
+    // Pulled before the exited container goes: a failed pull leaves it (and its log) in place.
+    const { image, pullLines } = await this.ensureImage(spec, logEnd)
+    const base = logEnd + pullLines.length
+    this.logEnds.set(spec.id, base)
+    if (existing) await ignoring([404, 409], () => existing.container.remove({ force: true }))
     const body = toContainerCreateBody(spec, {
       serverId: this.options.serverId,
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
       diskLimit: this.options.diskLimit ?? false,
+      simulatedGpus: this.options.simulatedGpus ?? false,
+      log: { base, pullLines },
     })
     // A bind's source must exist; create it as the server (Docker would refuse or make it root's).
     for (const mount of spec.mounts) {
@@ -137,6 +160,8 @@ export class DockerDriver implements RuntimeDriver {
       await ignoring([404, 409], () => container.remove({ force: true }))
       throw error
     }
+    // The container holds the position now.
+    this.logEnds.delete(spec.id)
     return workloadStateOf((await container.inspect()) as ContainerInspection)
   }
 
@@ -179,23 +204,34 @@ export class DockerDriver implements RuntimeDriver {
     return workloadStatsOf(stats as DockerStats, (limits.NanoCpus ?? 0) / 1e9, limits.Memory ?? 0)
   }
 
+  /**
+   * The container's pull lines and its own log, then a pull under way (or failed) for its next
+   * start: the workload's log, numbered on across its containers.
+   */
   async readLogs(id: string, query?: LogQuery): Promise<LogLine[]> {
     const found = await this.find(id)
-    if (!found) return selectLines(this.pulls.get(id)?.lines ?? [], query)
-    const raw = await ignoring([404], () =>
-      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: false }),
-    )
-    return raw ? selectLines(decodeLogFrames(raw), query) : []
+    const pending = this.pulls.get(id)?.lines ?? []
+    if (!found) return selectLines(pending, query)
+    return selectLines([...(await this.containerLines(found)), ...pending], query)
   }
 
   async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
     const found = await this.find(id)
     if (signal.aborted) return
-    if (!found) {
-      const pull = this.pulls.get(id)
-      if (pull) yield* this.followPull(pull, afterSeq, signal)
+    const pull = this.pulls.get(id)
+    if (pull) {
+      // The container (if any) has exited; a pull for its next start is the log's end.
+      let last = afterSeq
+      for (const line of found ? await this.containerLines(found) : []) {
+        if (line.seq > last) yield line
+        last = Math.max(last, line.seq)
+      }
+      yield* this.followPull(pull, last, signal)
       return
     }
+    if (!found) return
+    const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
+    for (const line of pullLines) if (line.seq > afterSeq && !signal.aborted) yield line
     const stream = await ignoring([404], () =>
       found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: true }),
     )
@@ -203,7 +239,7 @@ export class DockerDriver implements RuntimeDriver {
     this.follows.add(stream)
     const destroy = (): void => void (stream as unknown as { destroy(): void }).destroy()
     signal.addEventListener('abort', destroy, { once: true })
-    const decoder = new LogFrameDecoder()
+    const decoder = new LogFrameDecoder(base)
     try {
       try {
         for await (const chunk of stream) {
@@ -226,6 +262,7 @@ export class DockerDriver implements RuntimeDriver {
   /** The container, its named volumes (also when the container is gone) and its pull log. */
   async remove(id: string): Promise<void> {
     this.pulls.delete(id)
+    this.logEnds.delete(id)
     const found = await this.find(id)
     if (found) {
       await ignoring([404, 409], () => found.container.remove({ force: true, v: true }))
@@ -244,6 +281,28 @@ export class DockerDriver implements RuntimeDriver {
     const open = [...this.follows]
     this.follows.clear()
     for (const stream of open) (stream as unknown as { destroy(): void }).destroy()
+  }
+
+  /** A container's part of the workload's log: its pull lines, then its own output. */
+  private async containerLines(found: {
+    container: Docker.Container
+    inspection: ContainerInspection
+  }): Promise<LogLine[]> {
+    const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
+    const raw = await ignoring([404], () =>
+      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: false }),
+    )
+    return [...pullLines, ...(raw ? decodeLogFrames(raw, base) : [])]
+  }
+
+  /** The seq of the last line of an exited container's log (its base when it wrote nothing). */
+  private async logEndOf(found: {
+    container: Docker.Container
+    inspection: ContainerInspection
+  }): Promise<number> {
+    const { base } = logPositionOf(found.inspection.Config.Labels)
+    const lines = await this.containerLines(found)
+    return lines.reduce((end, line) => Math.max(end, line.seq), base)
   }
 
   /** The container of a workload, found by labels so that others' containers are invisible. */
@@ -265,16 +324,20 @@ export class DockerDriver implements RuntimeDriver {
 
   /**
    * The image's inspection; an absent image is pulled first (with the spec's credentials), its
-   * progress kept as the workload's log until the container exists. A failed pull throws an
-   * Error whose message says why (it becomes the pod's ERROR reason) and never holds secrets.
+   * progress numbered after `logEnd` and kept as the end of the workload's log until the
+   * container exists, which then carries the lines returned. A failed pull throws an Error
+   * whose message says why (it becomes the pod's ERROR reason) and never holds secrets.
    */
-  private async ensureImage(spec: WorkloadSpec): Promise<Docker.ImageInspectInfo> {
+  private async ensureImage(
+    spec: WorkloadSpec,
+    logEnd: number,
+  ): Promise<{ image: Docker.ImageInspectInfo; pullLines: LogLine[] }> {
     const present = await ignoring([404], () => this.docker.getImage(spec.image).inspect())
-    if (present) return present
+    if (present) return { image: present, pullLines: [] }
     const pull: PullLog = { lines: [], done: false, changed: new Set() }
     this.pulls.set(spec.id, pull)
     const log = (line: string): void => {
-      pull.lines.push({ seq: pull.lines.length + 1, ts: new Date().toISOString(), line })
+      pull.lines.push({ seq: logEnd + pull.lines.length + 1, ts: new Date().toISOString(), line })
       for (const wake of pull.changed) wake()
     }
     const reference = withDefaultTag(spec.image)
@@ -295,7 +358,7 @@ export class DockerDriver implements RuntimeDriver {
         )
       })
       log(`pulled image ${reference}`)
-      return await this.docker.getImage(spec.image).inspect()
+      return { image: await this.docker.getImage(spec.image).inspect(), pullLines: pull.lines }
     } catch (error) {
       const message = pullFailureMessage(spec.image, error, spec.registryAuth)
       log(message)
@@ -314,7 +377,7 @@ export class DockerDriver implements RuntimeDriver {
     let next = afterSeq
     for (;;) {
       for (const line of pull.lines) if (line.seq > next) yield line
-      next = pull.lines.length
+      next = Math.max(next, pull.lines.at(-1)?.seq ?? 0)
       if (pull.done || signal.aborted) return
       await new Promise<void>((resolve) => {
         const wake = (): void => {

@@ -36,6 +36,14 @@ describe('LogFrameDecoder', () => {
     expect(decoder.end()).toEqual([{ seq: 2, ts: '2026-01-02T03:04:06.000Z', line: 'tail' }])
   })
 
+  it('numbers after a base: where the container continues the workload log', () => {
+    const raw = Buffer.concat([frame(1, `${T1} one\n`), frame(1, `${T2} two`)])
+    expect(decodeLogFrames(raw, 41).map((l) => [l.seq, l.line])).toEqual([
+      [42, 'one'],
+      [43, 'two'],
+    ])
+  })
+
   it('keeps a line without a timestamp whole', () => {
     expect(decodeLogFrames(frame(1, 'plain words\n'))[0]!.line).toBe('plain words')
   })

@@ -4,8 +4,9 @@ import type { LogLine, LogQuery } from '../driver.js'
  * Docker's log stream of a container without a TTY is multiplexed: frames of an 8-byte header
  * (stream type, three zero bytes, big-endian payload length) and the payload. With
  * `timestamps=1` every line of a payload begins with an RFC 3339 time with nanoseconds and a
- * space. LogFrameDecoder turns that stream into numbered lines, counting from 1 in the order
- * lines complete, so that the same container log always gets the same numbers.
+ * space. LogFrameDecoder turns that stream into numbered lines, counting from `base` + 1 in the
+ * order lines complete, so that the same container log always gets the same numbers (the base
+ * is where the container's log continues the workload's: container-spec.ts LOG_BASE_LABEL).
  */
 
 const HEADER_BYTES = 8
@@ -17,7 +18,12 @@ interface StreamBuffer {
 export class LogFrameDecoder {
   private buffer: Buffer = Buffer.alloc(0)
   private readonly streams = new Map<number, StreamBuffer>()
-  private seq = 0
+  private seq: number
+
+  /** @param base the seq before the first line (the lines of earlier containers and pulls) */
+  constructor(base = 0) {
+    this.seq = base
+  }
 
   /** Feeds raw bytes; returns the lines completed by them. */
   push(chunk: Uint8Array): LogLine[] {
@@ -62,9 +68,9 @@ export class LogFrameDecoder {
   }
 }
 
-/** Decodes a whole (not followed) log response. */
-export function decodeLogFrames(raw: Uint8Array): LogLine[] {
-  const decoder = new LogFrameDecoder()
+/** Decodes a whole (not followed) log response, numbering its lines after `base`. */
+export function decodeLogFrames(raw: Uint8Array, base = 0): LogLine[] {
+  const decoder = new LogFrameDecoder(base)
   return [...decoder.push(raw), ...decoder.end()]
 }
 
