@@ -184,9 +184,16 @@ async function runtimeDriversOf(
 /** Opens and migrates the store; refuses one migrated by a newer podyard. */
 export async function openMigratedStore(
   config: Readonly<Config>,
+  logger?: Pick<Logger, 'warn'>,
 ): Promise<{ store: Store; applied: string[] }> {
   if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
-  const store = await openStore(config.storeUrl)
+  const store = await openStore(config.storeUrl, {
+    onIdleConnectionError: (error) =>
+      logger?.warn(
+        { err: error },
+        'PostgreSQL closed an idle connection; the next query reconnects',
+      ),
+  })
   try {
     return { store, applied: await migrateToLatest(store) }
   } catch (error) {
@@ -238,7 +245,7 @@ export async function startPlatform(
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? pino({ level: config.logLevel })
-  const { store, applied } = await openMigratedStore(config)
+  const { store, applied } = await openMigratedStore(config, logger)
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
   try {

@@ -44,7 +44,17 @@ export function redactUrl(url: string): string {
 }
 
 /** Opens `sqlite:<file>` (WAL), `sqlite::memory:` or `postgres://...`. */
-export async function openStore(url: string): Promise<Store> {
+export interface OpenStoreOptions {
+  /**
+   * Told when PostgreSQL drops an idle pooled connection (a restart, a failover, an
+   * administrator's pg_terminate_backend). The pool discards it and the next query opens a new
+   * one; without a listener the pool's 'error' event would be an uncaught exception and end the
+   * process.
+   */
+  onIdleConnectionError?: (error: Error) => void
+}
+
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (url.startsWith('sqlite:')) {
     const file = url.slice('sqlite:'.length)
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
@@ -68,6 +78,7 @@ export async function openStore(url: string): Promise<Store> {
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const pool = new pg.Pool({ connectionString: url, types: postgresTypes(), max: 10 })
+    pool.on('error', (error) => options.onIdleConnectionError?.(error))
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     return {
       db,
