@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
   allowedFrom,
+  isTerminal,
   lostWorkerError,
   MAX_JOB_ATTEMPTS,
   resultRetentionMs,
@@ -167,6 +168,27 @@ interface CompletionOutcome {
   webhook: boolean
 }
 
+/** A long poll's watch on a key (`waitFor`), told directly of the writes in this process. */
+interface Watch {
+  changed: boolean
+  /**
+   * Only the job's end matters (`waitForEnd`): a write that leaves it unfinished moves `baseline`
+   * (the version the store is compared with) instead of ending the wait.
+   */
+  endOnly?: boolean
+  baseline?: number
+  /** The job as the write that ended the wait left it, when that write said. */
+  job?: JobView
+}
+
+/** What a write in this process left a job as, for the watches of its key. */
+interface Written {
+  status: JobStatus
+  version: number
+  /** The whole job, when the write has it at hand (a completion). */
+  view?: JobView
+}
+
 const workKey = (endpointId: string) => `work:${endpointId}`
 const jobKey = (endpointId: string, jobId: string) => `job:${endpointId}:${jobId}`
 const stopKey = (endpointId: string, workerId: string) => `stop:${endpointId}:${workerId}`
@@ -190,7 +212,7 @@ export class KyselyJobQueue implements JobQueue {
   private readonly retainSync = new IsoMemo()
   private readonly retainAsync = new IsoMemo()
   /** The long polls waiting on each key (`waitFor`). */
-  private readonly watching = new Map<string, Set<{ changed: boolean }>>()
+  private readonly watching = new Map<string, Set<Watch>>()
   /** The hot statements, precompiled for the dialect. */
   private readonly statements: JobStatements
 
@@ -243,8 +265,8 @@ export class KyselyJobQueue implements JobQueue {
     return result.rows[0]?.ok === true
   }
 
-  private changed(endpointId: string, jobId: string): void {
-    this.wake(jobKey(endpointId, jobId))
+  private changed(endpointId: string, jobId: string, written?: Written): void {
+    this.wake(jobKey(endpointId, jobId), written)
   }
 
   /**
@@ -252,9 +274,18 @@ export class KyselyJobQueue implements JobQueue {
    * that something changed, so they need not re-read the store to find out (bench/README.md,
    * step 10); a wake-up from another replica, or a poll's timer, still makes them re-read.
    */
-  private wake(key: string): void {
+  private wake(key: string, written?: Written): void {
     const watching = this.watching.get(key)
-    if (watching !== undefined) for (const watch of watching) watch.changed = true
+    if (watching !== undefined) {
+      for (const watch of watching) {
+        if (watch.endOnly && written !== undefined && !isTerminal(written.status)) {
+          watch.baseline = written.version
+        } else {
+          watch.changed = true
+          watch.job = written?.view
+        }
+      }
+    }
     this.wakeUps.notify(key)
   }
 
@@ -264,8 +295,8 @@ export class KyselyJobQueue implements JobQueue {
     check: () => Promise<boolean>,
     timeoutMs: number,
     signal?: AbortSignal,
+    watch: Watch = { changed: false },
   ): Promise<boolean> {
-    const watch = { changed: false }
     let watching = this.watching.get(key)
     if (watching === undefined) {
       watching = new Set()
@@ -371,7 +402,9 @@ export class KyselyJobQueue implements JobQueue {
         version: Number(row.version) + 1,
       }))
     })
-    for (const job of taken) this.changed(endpointId, job.id)
+    for (const row of taken) {
+      this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
+    }
     return taken.map(toJob)
   }
 
@@ -528,7 +561,10 @@ export class KyselyJobQueue implements JobQueue {
       workerId,
       result,
     })
-    if (outcome.applied) this.changed(endpointId, jobId)
+    if (outcome.applied) {
+      const job = outcome.job
+      this.changed(endpointId, jobId, { status: job.status, version: job.version, view: job })
+    }
     if (webhook) this.onWebhookQueued?.()
     return outcome
   }
@@ -889,6 +925,32 @@ export class KyselyJobQueue implements JobQueue {
       timeoutMs,
       signal,
     )
+  }
+
+  /**
+   * `waitForChange` for a waiter that wants the job's end (`/runsync`, `/status-sync`): a write
+   * in this process that leaves the job unfinished (a take) does not end the wait, and one that
+   * finishes it (a completion) hands the job over, so that the waiter need not read it back
+   * (bench/README.md, step 17). Resolves with that job; `true` when the job changed otherwise
+   * (the caller reads it: another replica's write, a cancel, a deletion); `false` after
+   * `timeoutMs` or once `signal` aborts.
+   */
+  async waitForEnd(
+    endpointId: string,
+    jobId: string,
+    timeoutMs: number,
+    sinceVersion: number,
+    signal?: AbortSignal,
+  ): Promise<JobView | boolean> {
+    const watch: Watch = { changed: false, endOnly: true, baseline: sinceVersion }
+    const changed = await this.waitFor(
+      jobKey(endpointId, jobId),
+      async () => (await this.version(endpointId, jobId)) !== watch.baseline,
+      timeoutMs,
+      signal,
+      watch,
+    )
+    return changed && watch.changed && watch.job !== undefined ? watch.job : changed
   }
 
   async waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {

@@ -233,13 +233,14 @@ export class JobService {
       next = undefined
       const remaining = deadline - Date.now()
       if (isTerminal(job.status) || remaining <= 0 || this.closing.signal.aborted) return job
-      await this.deps.queue.waitForChange(
+      const ended = await this.deps.queue.waitForEnd(
         endpointId,
         jobId,
         remaining,
         job.version,
         this.closing.signal,
       )
+      if (typeof ended === 'object') next = ended
     }
   }
 
@@ -377,6 +378,11 @@ export class JobService {
     })
   }
 
+  /**
+   * Waits for work before taking: a take that finds nothing is a write transaction, several
+   * times the cost of the check, and a worker that polls again right after its job (a worker of
+   * concurrency 1, a `/runsync` chain) usually finds nothing (bench/README.md, step 16).
+   */
   private async takeUntil(
     endpointId: string,
     workerId: string,
@@ -385,14 +391,17 @@ export class JobService {
     signal: AbortSignal,
   ): Promise<Job[]> {
     for (;;) {
-      if (signal.aborted) return []
-      const jobs = await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
-      const remaining = deadline - Date.now()
-      if (jobs.length > 0 || remaining <= 0) {
+      const work =
+        !signal.aborted &&
+        (await this.deps.queue.waitForWork(endpointId, deadline - Date.now(), signal))
+      const jobs =
+        work && !signal.aborted
+          ? await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
+          : []
+      if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
         return jobs
       }
-      await this.deps.queue.waitForWork(endpointId, remaining, signal)
     }
   }
 
@@ -445,15 +454,13 @@ export class JobService {
     signal?: AbortSignal,
   ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId)
-    let notices = await this.deps.queue.takeStops(endpointId, workerId)
-    if (notices.length === 0 && waitMs > 0) {
-      const found = await this.longPoll(endpointId, workerId, signal, (ended) =>
-        this.deps.queue.waitForStops(endpointId, workerId, waitMs, ended),
-      )
-      if (found && !signal?.aborted) {
-        notices = await this.deps.queue.takeStops(endpointId, workerId)
-      }
-    }
+    // The poll is registered before the first read, so that `endPolls` meanwhile ends it too.
+    const notices = await this.longPoll(endpointId, workerId, signal, async (ended) => {
+      const first = await this.deps.queue.takeStops(endpointId, workerId)
+      if (first.length > 0 || waitMs <= 0 || ended.aborted) return first
+      const found = await this.deps.queue.waitForStops(endpointId, workerId, waitMs, ended)
+      return found && !signal?.aborted ? this.deps.queue.takeStops(endpointId, workerId) : []
+    })
     return [...new Set(notices.map((n) => n.jobId))]
   }
 

@@ -147,6 +147,19 @@ export interface JobQueue {
     signal?: AbortSignal,
   ): Promise<boolean>
   /**
+   * `waitForChange` for a waiter that wants the job's end (`/runsync`, `/status-sync`): the
+   * queue's own writes that leave the job unfinished do not wake it, and the write that finishes
+   * it hands the job over. Resolves with that job, `true` when the job must be read again (a
+   * change made elsewhere), `false` on timeout.
+   */
+  waitForEnd(
+    endpointId: string,
+    jobId: string,
+    timeoutMs: number,
+    sinceVersion: number,
+    signal?: AbortSignal,
+  ): Promise<JobView | boolean>
+  /**
    * Resolves true as soon as the endpoint has an IN_QUEUE job to take; false after `timeoutMs`
    * (or once `signal` aborts, as for the other waits).
    */
