@@ -155,26 +155,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
       )
       .toBe('gone')
 
-    await json(
-      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'start' } }),
-    )
-    const again = await waitForStatus(call, created.id, 'RUNNING')
-    const secondPort = again.runtime!.ports[0]!.public
-    const second = await (await fetch(`http://127.0.0.1:${secondPort}/boots.txt`)).text()
-    // The first boot's line is still there: the named volume outlived the container.
-    expect(second.startsWith(first)).toBe(true)
-    expect(second.trim().split('\n')).toHaveLength(2)
-
-    expect((await call(`/v2/pods/${created.id}`, { method: 'DELETE' })).status).toBe(204)
-    await expect
-      .poll(
-        () => [
-          ...dockerNames('container', `podyard.server=${serverId}`),
-          ...dockerNames('volume', `podyard.server=${serverId}`),
-        ],
-        { timeout: 15_000 },
-      )
-      .toEqual([])
+    await startKeepsBootsAndTerminateLeavesNothing(call, created.id, first, serverId)
   })
 
   it('a GPU pod on a simulated docker host keeps its persistent volume across stop -> start', async () => {
@@ -222,27 +203,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
       await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'stop' } }),
     )
     await waitForStatus(call, created.id, 'EXITED')
-    await json(
-      await call(`/v2/pods/${created.id}/action`, { method: 'POST', json: { action: 'start' } }),
-    )
-    const again = await waitForStatus(call, created.id, 'RUNNING')
-    const second = await (
-      await fetch(`http://127.0.0.1:${again.runtime!.ports[0]!.public}/boots.txt`)
-    ).text()
-    // The first boot's line is still there: the named volume outlived the container.
-    expect(second.startsWith(first)).toBe(true)
-    expect(second.trim().split('\n')).toHaveLength(2)
-
-    expect((await call(`/v2/pods/${created.id}`, { method: 'DELETE' })).status).toBe(204)
-    await expect
-      .poll(
-        () => [
-          ...dockerNames('container', `podyard.server=${serverId}`),
-          ...dockerNames('volume', `podyard.server=${serverId}`),
-        ],
-        { timeout: 15_000 },
-      )
-      .toEqual([])
+    await startKeepsBootsAndTerminateLeavesNothing(call, created.id, first, serverId)
   })
 
   it("pulls a private image with the pod's registry; a refused one is the pod's ERROR reason", async () => {
@@ -384,3 +345,33 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     expect((await foreign.inspect('foreign-pod'))?.phase).toBe('running')
   })
 })
+
+/**
+ * Starts the stopped pod again and checks that its volume kept the first boot's line (the
+ * container is new, the volume is not), then terminates it and waits until no container or
+ * volume of this server is left.
+ */
+async function startKeepsBootsAndTerminateLeavesNothing(
+  call: (p: string, init?: Parameters<TestPlatform['call']>[1]) => Promise<Response>,
+  podId: string,
+  firstBoots: string,
+  serverId: string,
+): Promise<void> {
+  await json(await call(`/v2/pods/${podId}/action`, { method: 'POST', json: { action: 'start' } }))
+  const again = await waitForStatus(call, podId, 'RUNNING')
+  const port = again.runtime!.ports[0]!.public
+  const boots = await (await fetch(`http://127.0.0.1:${port}/boots.txt`)).text()
+  expect(boots.startsWith(firstBoots)).toBe(true)
+  expect(boots.trim().split('\n')).toHaveLength(2)
+
+  expect((await call(`/v2/pods/${podId}`, { method: 'DELETE' })).status).toBe(204)
+  await expect
+    .poll(
+      () => [
+        ...dockerNames('container', `podyard.server=${serverId}`),
+        ...dockerNames('volume', `podyard.server=${serverId}`),
+      ],
+      { timeout: 15_000 },
+    )
+    .toEqual([])
+}
