@@ -1,13 +1,12 @@
-import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { EndpointService } from '../src/domain/serverless/endpoint-service.js'
-import { newJob } from '../src/domain/serverless/job.js'
 import { JobService } from '../src/domain/serverless/job-service.js'
 import { WorkerPresence } from '../src/domain/serverless/worker-presence.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
 import { systemClock } from '../src/shared/clock.js'
 import type { Store } from '../src/store/open-store.js'
 import { testStores } from './support/stores.js'
+import { testJob } from './support/jobs.js'
 
 /**
  * Long polls end early when asked: a worker being stopped (its take and job-stop polls answer
@@ -62,29 +61,13 @@ describe.each(testStores())('long polls on $name', ({ open }) => {
     expect(otherDone).toBe(false)
 
     // The other worker still gets the next job.
-    const job = newJob({
-      id: randomUUID(),
-      endpointId: 'ep',
-      accountId: 'acct_1',
-      input: {},
-      policy: { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false },
-      sync: false,
-      createdAt: new Date(),
-    })
+    const job = testJob({ endpointId: 'ep' })
     await queue.submit(job)
     expect((await other).map((j) => j.id)).toEqual([job.id])
   })
 
   it('answers every long poll at once when the server closes', async () => {
-    const job = newJob({
-      id: randomUUID(),
-      endpointId: 'ep',
-      accountId: 'acct_1',
-      input: {},
-      policy: { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false },
-      sync: true,
-      createdAt: new Date(),
-    })
+    const job = testJob({ endpointId: 'ep', sync: true })
     await queue.submit(job)
     const waiting = timed(jobs.waitForEnd('ep', job.id, 60_000))
     const take = timed(jobs.take('ep', 'w9', { max: 1, waitMs: 20_000, jobInProgress: false }))

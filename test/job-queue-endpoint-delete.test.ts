@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newJob } from '../src/domain/serverless/job.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
 import { ManualClock } from '../src/shared/clock.js'
 import type { Store } from '../src/store/open-store.js'
 import { testStores } from './support/stores.js'
+import { testJob } from './support/jobs.js'
 
 const DOOMED = 'endpoint00doom'
 const KEPT = 'endpoint00kept'
@@ -22,15 +21,7 @@ describe.each(testStores())('deleteEndpointJobs on $name', ({ open }) => {
   afterEach(() => store.close())
 
   const submit = async (endpointId: string) => {
-    const job = newJob({
-      id: randomUUID(),
-      endpointId,
-      accountId: 'acct_1',
-      input: {},
-      policy: { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false },
-      sync: false,
-      createdAt: clock.now(),
-    })
+    const job = testJob({ endpointId, createdAt: clock.now() })
     await queue.submit(job)
     return job.id
   }

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { WEBHOOK_CLAIM_MARGIN_MS, WebhookDispatcher } from '../src/control/webhook-dispatcher.js'
 import { jobBody } from '../src/domain/serverless/job-body.js'
-import { newJob, type Job } from '../src/domain/serverless/job.js'
+import type { Job } from '../src/domain/serverless/job.js'
 import {
   WEBHOOK_RECORD_RETENTION_MS,
   type WebhookDelivery,
@@ -16,6 +15,7 @@ import type { Database } from '../src/store/database-schema.js'
 import type { Store } from '../src/store/open-store.js'
 import { testStores } from './support/stores.js'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js'
+import { testJob } from './support/jobs.js'
 
 // The queue's copy of the delivery tables must agree with the store's, both ways.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
@@ -79,13 +79,10 @@ describe.each(testStores())('webhook deliveries on $name', ({ open }) => {
 
   /** A queued job with a webhook to the receiver, to `webhook`, or (null) without one. */
   async function submit(webhook: string | null = receiver.url): Promise<Job> {
-    const job = newJob({
-      id: randomUUID(),
+    const job = testJob({
       endpointId: EP,
       accountId: ACCOUNT,
       input: { n: 1 },
-      policy: { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false },
-      sync: false,
       createdAt: clock.now(),
       ...(webhook === null ? {} : { webhook }),
     })

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { newJob } from '../domain/serverless/job.js'
 import { systemClock } from '../shared/clock.js'
 import { migrateToLatest } from '../store/migrate.js'
 import { openStore, type Store } from '../store/open-store.js'
 import { KyselyJobQueue } from './kysely-job-queue.js'
+import { testJob } from '../../test/support/jobs.js'
 
 describe('KyselyJobQueue.waitForEnd', () => {
   let store: Store
@@ -17,15 +16,7 @@ describe('KyselyJobQueue.waitForEnd', () => {
   afterAll(() => store.close())
 
   const submit = async () => {
-    const job = newJob({
-      id: randomUUID(),
-      endpointId: 'ep',
-      accountId: 'acct_1',
-      input: {},
-      policy: { executionTimeout: 600_000, ttl: 86_400_000, lowPriority: false },
-      sync: true,
-      createdAt: new Date(),
-    })
+    const job = testJob({ endpointId: 'ep', sync: true })
     await queue.submit(job)
     return job
   }
