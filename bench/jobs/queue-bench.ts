@@ -2,11 +2,12 @@
  * bench/jobs/queue-bench.ts: the job queue alone on SQLite, without HTTP (bench/README.md): the
  * CPU time of each phase of a job's life in the store, for A/B comparisons of the queue's SQL.
  *
- *   npx tsx bench/jobs/queue-bench.ts [--jobs=20000] [--batch=64]
+ *   npx tsx bench/jobs/queue-bench.ts [--jobs=20000] [--batch=64] [--ids=random|ordered|counter]
  *
  * Submits --jobs jobs in write batches as /run under load does, takes them --batch at a time,
  * completes each, and prints the CPU microseconds per job of each phase.
  */
+import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -21,6 +22,14 @@ function option(name: string, fallback: string): string {
 }
 const jobs = Number(option('jobs', '20000'))
 const batch = Number(option('batch', '64'))
+/** How job ids are made: `random` (v4 UUIDs), `ordered` (time-ordered), `counter` (job-0, job-1, ...). */
+const ids = option('ids', 'random')
+const jobId = (i: number) =>
+  ids === 'counter' ? `job-${i}` : ids === 'ordered' ? orderedId(i) : randomUUID()
+function orderedId(i: number): string {
+  const hex = (Date.now() * 1000 + i).toString(16).padStart(16, '0')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${randomUUID().slice(19)}`
+}
 
 const dir = mkdtempSync(path.join(tmpdir(), 'podyard-queue-bench-'))
 const store = await openStore(`sqlite:${path.join(dir, 'bench.db')}`)
@@ -37,7 +46,7 @@ const created: Job[] = []
 for (let i = 0; i < jobs; i++) {
   created.push(
     newJob({
-      id: `job-${i}`,
+      id: jobId(i),
       endpointId,
       accountId: 'acct_bench',
       input: {},
@@ -68,7 +77,7 @@ for (let i = 0; i < jobs; i += batch) {
 }
 const completed = cpu() - t
 console.log(
-  `${jobs} jobs, take batch ${batch}: submit ${perJob(submitted)}, take ${perJob(took)}, ` +
+  `${jobs} jobs (${ids} ids), take batch ${batch}: submit ${perJob(submitted)}, take ${perJob(took)}, ` +
     `complete ${perJob(completed)}, total ${perJob(submitted + took + completed)} of CPU per job`,
 )
 await store.close()

@@ -14,7 +14,7 @@
  *
  * Options: --jobs=10000 --submitters=32 --rate=0 (jobs/s, open loop; 0 = closed loop, as fast as
  * the submitters go) --client=raw|node (the submitters' HTTP client) --worker-processes=1
- * --concurrency=64 --runsync=1000
+ * --concurrency=64 --runsync=1000 (--worker-processes=0: no workers, only the cost of /run itself)
  * --in-process-workers --log-level=info --worker-auth=worker-key|api-key --cpu-prof (the server
  * writes a .cpuprofile into bench/jobs/profiles/) --keep (keep the data dir).
  */
@@ -191,6 +191,19 @@ async function startServer(dataDir: string): Promise<Server> {
   }
 }
 
+/** Requests the server has answered so far, per route (from /metrics). */
+async function requestCounts(server: Server): Promise<Map<string, number>> {
+  const text = (await request('GET', `${server.url}/metrics`)).text
+  const counts = new Map<string, number>()
+  for (const match of text.matchAll(/^podyard_http_requests_total\{([^}]*)\} (\d+)/gm)) {
+    const route = /route="([^"]*)"/.exec(match[1]!)?.[1] ?? '?'
+    const method = /method="([^"]*)"/.exec(match[1]!)?.[1] ?? '?'
+    const key = `${method} ${route}`
+    counts.set(key, (counts.get(key) ?? 0) + Number(match[2]))
+  }
+  return counts
+}
+
 interface Workers {
   pids: number[]
   stop(): Promise<number>
@@ -298,6 +311,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
     settings.concurrency,
   )
   await sleep(300)
+  const requests0 = await requestCounts(server)
   const serverCpu0 = cpuSeconds(server.child.pid)
   const workerCpu0 = workers.pids.map(cpuSeconds)
   const benchCpu0 = process.cpuUsage()
@@ -338,6 +352,16 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
   }
   await Promise.all(Array.from({ length: settings.submitters }, submitter))
   const submitEnd = now()
+  if (settings.workerProcesses === 0 && !settings.inProcessWorkers) {
+    const serverCpu = cpuSeconds(server.child.pid) - serverCpu0
+    const seconds = (submitEnd - start) / 1000
+    console.log(`\n/run alone: ${settings.jobs} no-op jobs, no workers`)
+    console.log(
+      `  ${(settings.jobs / seconds).toFixed(0)} /run per s; server CPU per /run: ` +
+        `${((1000 * serverCpu) / settings.jobs).toFixed(3)} ms (server ${((100 * serverCpu) / seconds).toFixed(0)}% of one core)`,
+    )
+    return
+  }
   // /health counts the endpoint's jobs: poll it gently, it is not what is measured.
   for (;;) {
     const health = await json<{ jobs: { completed: number; failed: number } }>(
@@ -350,6 +374,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
   }
   const seenEnd = now()
   const serverCpu = cpuSeconds(server.child.pid) - serverCpu0
+  const requests = await requestCounts(server)
   const workerCpu = workers.pids.map((pid, i) => cpuSeconds(pid) - workerCpu0[i]!)
   const benchCpu = process.cpuUsage(benchCpu0)
 
@@ -392,6 +417,13 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
     `  server CPU per job: ${((1000 * serverCpu) / settings.jobs).toFixed(3)} ms ` +
       `(${(settings.jobs / serverCpu).toFixed(0)} jobs per server CPU-second)`,
   )
+  const perJob = [...requests]
+    .map(
+      ([route, count]) => [route, (count - (requests0.get(route) ?? 0)) / settings.jobs] as const,
+    )
+    .filter(([route, n]) => n > 0.001 && !route.endsWith('/health'))
+    .map(([route, n]) => `${route} ${n.toFixed(3)}`)
+  console.log(`  requests per job: ${perJob.join(', ')}`)
   const pct = (seconds: number) => `${((100 * seconds) / wall).toFixed(0)}%`
   console.log(
     `  CPU (of one core, over ${wall.toFixed(2)} s): server ${pct(serverCpu)}, ` +

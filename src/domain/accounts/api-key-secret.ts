@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { newId } from '../../shared/ids.js'
 
 export const API_KEY_PREFIX = 'pyd_'
@@ -12,7 +12,7 @@ export function generateApiKey(): string {
 
 /** Keys are stored only as this hash; the plain key exists only in the creator's hands. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex')
+  return hash('sha256', key, 'hex')
 }
 
 export function displayPrefix(key: string): string {

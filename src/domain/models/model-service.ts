@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
+import { timeOrderedUuid } from '../../shared/ids.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import { nanoToUsd } from '../billing/credits.js'
 import type { UsageRecorder } from '../billing/ports.js'
@@ -200,7 +200,7 @@ export class ModelService {
       )
     }
     const record: ModelJobRecord = {
-      jobId: sync ? `${SYNC_JOB_ID_PREFIX}${randomUUID()}` : randomUUID(),
+      jobId: sync ? `${SYNC_JOB_ID_PREFIX}${timeOrderedUuid()}` : timeOrderedUuid(),
       modelId,
       endpointId,
       accountId: principal.accountId,

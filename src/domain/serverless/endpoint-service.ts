@@ -188,24 +188,34 @@ export class EndpointService {
    * through this service drop the entry at once; another replica's change is seen within the
    * TTL. Reads that precede a write (`own`) always go to the store.
    */
-  private readonly recent = new Map<string, { endpoint: Endpoint; until: number }>()
+  private readonly recent = new Map<
+    string,
+    { endpoint: Endpoint; until: number; view?: EndpointView; viewBase?: string }
+  >()
 
+  /** The endpoint's view; one read from the cache shares the view made at its first use. */
   async get(accountId: string, id: string): Promise<EndpointView> {
-    const cached = this.recent.get(id)
-    let endpoint = cached !== undefined && cached.until > Date.now() ? cached.endpoint : undefined
-    if (endpoint === undefined) {
-      endpoint = await this.deps.repo.findById(id)
+    let cached = this.recent.get(id)
+    if (cached !== undefined && cached.until <= Date.now()) cached = undefined
+    if (cached === undefined) {
+      const endpoint = await this.deps.repo.findById(id)
       if (endpoint === undefined) this.recent.delete(id)
       else {
         if (this.recent.size >= ENDPOINT_CACHE_MAX)
           this.recent.delete(this.recent.keys().next().value!)
-        this.recent.set(id, { endpoint, until: Date.now() + ENDPOINT_CACHE_TTL_MS })
+        cached = { endpoint, until: Date.now() + ENDPOINT_CACHE_TTL_MS }
+        this.recent.set(id, cached)
       }
     }
-    if (!endpoint || endpoint.accountId !== accountId) {
+    if (!cached || cached.endpoint.accountId !== accountId) {
       throw new AppError('NOT_FOUND', `endpoint ${id} not found`)
     }
-    return this.view(endpoint)
+    const base = this.deps.jobApiBaseUrl()
+    if (cached.view === undefined || cached.viewBase !== base) {
+      cached.view = this.view(cached.endpoint)
+      cached.viewBase = base
+    }
+    return cached.view
   }
 
   async update(accountId: string, id: string, patch: UpdateEndpointInput): Promise<EndpointView> {

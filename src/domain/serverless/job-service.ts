@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
+import { timeOrderedUuid } from '../../shared/ids.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import type { EndpointView } from './endpoint.js'
 import type { EndpointService } from './endpoint-service.js'
@@ -198,7 +198,7 @@ export class JobService {
       `take new jobs on endpoint ${endpoint.id}`,
     )
     const job = newJob({
-      id: options.id ?? (sync ? `${SYNC_JOB_ID_PREFIX}${randomUUID()}` : randomUUID()),
+      id: options.id ?? (sync ? `${SYNC_JOB_ID_PREFIX}${timeOrderedUuid()}` : timeOrderedUuid()),
       endpointId: endpoint.id,
       accountId: endpoint.accountId,
       sync,
