@@ -413,22 +413,85 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
   })
 
   describe('long polls', () => {
-    it('wakes a waiter for work when a job is submitted, and times out otherwise', async () => {
+    const taker = { workerId: 'worker-1', leaseMs: LEASE }
+
+    it('hands a job submitted while a worker waits straight to it, and times out otherwise', async () => {
       let started = Date.now()
-      expect(await queue.waitForWork(EP, 150)).toBe(false)
+      expect(await queue.waitToTake(EP, taker, 150)).toBe(false)
       expect(Date.now() - started).toBeGreaterThanOrEqual(140)
       started = Date.now()
-      const waiting = queue.waitForWork(EP, 10_000)
-      setTimeout(() => void submit(), 20)
-      expect(await waiting).toBe(true)
+      const waiting = queue.waitToTake(EP, taker, 10_000)
+      const [handed, submitted] = await Promise.all([
+        waiting,
+        new Promise((resolve) => setTimeout(resolve, 20)).then(() => submit()),
+      ])
       expect(Date.now() - started).toBeLessThan(2_000)
-      // Work already queued answers at once.
-      expect(await queue.waitForWork(EP, 10_000)).toBe(true)
+      // The worker's running job, as a take leaves it: nothing is left to take.
+      expect(handed).toMatchObject({
+        id: submitted.id,
+        status: 'IN_PROGRESS',
+        workerId: 'worker-1',
+        attempts: 1,
+        startedAt: clock.now().toISOString(),
+        leaseExpiresAt: new Date(clock.now().getTime() + LEASE).toISOString(),
+        deadlineAt: new Date(clock.now().getTime() + defaultPolicy.executionTimeout).toISOString(),
+        s3Config: submitted.s3Config,
+        webhook: submitted.webhook,
+      })
+      expect(await queue.get(EP, submitted.id)).toMatchObject({
+        status: 'IN_PROGRESS',
+        workerId: 'worker-1',
+        attempts: 1,
+      })
+      expect(await queue.take(EP, 'worker-2', { max: 10, leaseMs: LEASE })).toEqual([])
+      // Its completion and its lease work as for a taken job.
+      expect(await queue.heartbeat(EP, 'worker-1', [submitted.id], LEASE)).toEqual([submitted.id])
+      expect(await queue.complete(EP, submitted.id, 'worker-1', { output: 1 })).toMatchObject({
+        applied: true,
+        job: { status: 'COMPLETED', output: 1 },
+      })
     })
 
-    it('sees another replica’s submission through its poll', async () => {
+    it('answers true, without a hand-off, when work is already queued', async () => {
+      const queued = await submit()
+      expect(await queue.waitToTake(EP, taker, 10_000)).toBe(true)
+      expect(await queue.get(EP, queued.id)).toMatchObject({ status: 'IN_QUEUE' })
+    })
+
+    it('hands jobs to waiting workers longest-waiting first, one each', async () => {
+      const first = queue.waitToTake(EP, { workerId: 'w-first', leaseMs: LEASE }, 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const second = queue.waitToTake(EP, { workerId: 'w-second', leaseMs: LEASE }, 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const [a, b, c] = [await submit(), await submit(), await submit()]
+      expect(await first).toMatchObject({ id: a.id, workerId: 'w-first' })
+      expect(await second).toMatchObject({ id: b.id, workerId: 'w-second' })
+      // Nobody waits any more: the third is queued.
+      expect(await queue.get(EP, c.id)).toMatchObject({ status: 'IN_QUEUE' })
+    })
+
+    it('hands nothing to a worker that stopped waiting or hung up', async () => {
+      expect(await queue.waitToTake(EP, { workerId: 'w-gone', leaseMs: LEASE }, 50)).toBe(false)
+      const hangUp = new AbortController()
+      const waiting = queue.waitToTake(
+        EP,
+        { workerId: 'w-hung-up', leaseMs: LEASE },
+        10_000,
+        hangUp.signal,
+      )
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      hangUp.abort()
+      expect(await waiting).toBe(false)
+      const job = await submit()
+      expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE' })
+      expect((await queue.take(EP, 'w-next', { max: 1, leaseMs: LEASE })).map((j) => j.id)).toEqual(
+        [job.id],
+      )
+    })
+
+    it('sees another replica’s submission through its poll, as work to take', async () => {
       const other = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock })
-      const waiting = queue.waitForWork(EP, 10_000)
+      const waiting = queue.waitToTake(EP, taker, 10_000)
       setTimeout(() => {
         void other.submit(
           newJob({

@@ -11,7 +11,10 @@ import { CompiledQuery, type Kysely } from 'kysely'
  */
 export type QueueDialect = 'sqlite' | 'postgres'
 
-/** Columns of a new job; the others take their defaults (NULL, 0, version 1). */
+/**
+ * Columns of a new job; the others take their defaults (NULL, 0, version 1). The worker's
+ * columns are set when the job is handed straight to a waiting worker (`waitToTake`).
+ */
 export const INSERT_COLUMNS = [
   'id',
   'endpoint_id',
@@ -26,6 +29,11 @@ export const INSERT_COLUMNS = [
   's3_config',
   'created_at',
   'expires_at',
+  'worker_id',
+  'started_at',
+  'lease_expires_at',
+  'deadline_at',
+  'attempts',
 ] as const
 
 function numbered(text: string): string {

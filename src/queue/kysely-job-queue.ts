@@ -152,6 +152,11 @@ function insertValues(job: Job, into: unknown[]): void {
     job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
     job.createdAt,
     job.expiresAt,
+    job.workerId ?? null,
+    job.startedAt ?? null,
+    job.leaseExpiresAt ?? null,
+    job.deadlineAt ?? null,
+    job.attempts,
   )
 }
 
@@ -189,6 +194,17 @@ interface Written {
   view?: JobView
 }
 
+/** A worker waiting in `waitToTake` while the queue is empty, ready for a job handed over. */
+interface IdleTaker {
+  workerId: string
+  leaseMs: number
+  /** Its own wake-up key: a hand-off wakes it alone. */
+  key: string
+  signal?: AbortSignal
+  /** Set when a submission claims it: the job once stored, undefined if storing it failed. */
+  handOff?: Promise<Job | undefined>
+}
+
 const workKey = (endpointId: string) => `work:${endpointId}`
 const jobKey = (endpointId: string, jobId: string) => `job:${endpointId}:${jobId}`
 const stopKey = (endpointId: string, workerId: string) => `stop:${endpointId}:${workerId}`
@@ -213,6 +229,9 @@ export class KyselyJobQueue implements JobQueue {
   private readonly retainAsync = new IsoMemo()
   /** The long polls waiting on each key (`waitFor`). */
   private readonly watching = new Map<string, Set<Watch>>()
+  /** Per endpoint, the workers waiting in `waitToTake` on an empty queue, longest first. */
+  private readonly idleTakers = new Map<string, Set<IdleTaker>>()
+  private takerSerial = 0
   /** The hot statements, precompiled for the dialect. */
   private readonly statements: JobStatements
 
@@ -289,13 +308,17 @@ export class KyselyJobQueue implements JobQueue {
     this.wakeUps.notify(key)
   }
 
-  /** Waits until `check` or a write in this process to `key` (see `wake`). */
+  /**
+   * Waits until `check` or a write in this process to `key` (see `wake`); a notification of
+   * `alsoWakeOn` makes it check again too.
+   */
   private async waitFor(
     key: string,
     check: () => Promise<boolean>,
     timeoutMs: number,
     signal?: AbortSignal,
     watch: Watch = { changed: false },
+    alsoWakeOn?: string,
   ): Promise<boolean> {
     let watching = this.watching.get(key)
     if (watching === undefined) {
@@ -305,7 +328,7 @@ export class KyselyJobQueue implements JobQueue {
     watching.add(watch)
     try {
       return await this.wakeUps.waitUntil(
-        key,
+        alsoWakeOn === undefined ? key : [key, alsoWakeOn],
         async () => watch.changed || (await check()),
         timeoutMs,
         this.pollIntervalMs,
@@ -328,8 +351,54 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async submit(job: Job): Promise<void> {
-    await this.submissions.write(job)
-    this.wake(workKey(job.endpointId))
+    const taker = this.claimIdleTaker(job.endpointId)
+    if (taker === undefined) {
+      await this.submissions.write(job)
+      this.wake(workKey(job.endpointId))
+      return
+    }
+    // Handed straight to a worker waiting in `waitToTake`: stored as that worker's running job,
+    // as a take would have left it, so the take's transaction is saved.
+    const now = this.clock.now().getTime()
+    const taken: Job = {
+      ...job,
+      status: 'IN_PROGRESS',
+      workerId: taker.workerId,
+      startedAt: iso(now),
+      leaseExpiresAt: iso(now + taker.leaseMs),
+      deadlineAt: iso(now + job.policy.executionTimeout),
+      attempts: job.attempts + 1,
+    }
+    let handOver!: (job: Job | undefined) => void
+    taker.handOff = new Promise((resolve) => {
+      handOver = resolve
+    })
+    this.wakeUps.notifyHere(taker.key)
+    try {
+      await this.submissions.write(taken)
+      handOver(taken)
+    } catch (error) {
+      handOver(undefined)
+      throw error
+    }
+  }
+
+  /**
+   * The worker that has waited longest in `waitToTake` on the endpoint and can still answer,
+   * taken off the list; undefined when none waits.
+   */
+  private claimIdleTaker(endpointId: string): IdleTaker | undefined {
+    const takers = this.idleTakers.get(endpointId)
+    if (takers === undefined) return undefined
+    for (const taker of takers) {
+      takers.delete(taker)
+      if (!taker.signal?.aborted) {
+        if (takers.size === 0) this.idleTakers.delete(endpointId)
+        return taker
+      }
+    }
+    this.idleTakers.delete(endpointId)
+    return undefined
   }
 
   private async row(db: Db, endpointId: string, id: string, lock = false) {
@@ -953,19 +1022,55 @@ export class KyselyJobQueue implements JobQueue {
     return changed && watch.changed && watch.job !== undefined ? watch.job : changed
   }
 
-  async waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
-    return this.waitFor(
-      workKey(endpointId),
-      async () => {
-        const rows = await runStatement(this.db, this.statements.hasWork, [
-          endpointId,
-          iso(this.clock.now().getTime()),
-        ])
-        return rows.length > 0
-      },
-      timeoutMs,
-      signal,
-    )
+  async waitToTake(
+    endpointId: string,
+    taker: { workerId: string; leaseMs: number },
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<Job | boolean> {
+    const idle: IdleTaker = {
+      ...taker,
+      key: `taker:${endpointId}:${taker.workerId}:${++this.takerSerial}`,
+      ...(signal ? { signal } : {}),
+    }
+    const unlist = () => {
+      const takers = this.idleTakers.get(endpointId)
+      if (takers?.delete(idle) && takers.size === 0) this.idleTakers.delete(endpointId)
+    }
+    try {
+      const work = await this.waitFor(
+        workKey(endpointId),
+        async () => {
+          if (idle.handOff !== undefined) return true
+          const rows = await runStatement(this.db, this.statements.hasWork, [
+            endpointId,
+            iso(this.clock.now().getTime()),
+          ])
+          // Listed only while the queue, as last read, has nothing for it (and not once aborted).
+          if (rows.length > 0 || signal?.aborted) unlist()
+          else if (idle.handOff === undefined) this.listIdleTaker(endpointId, idle)
+          return rows.length > 0
+        },
+        timeoutMs,
+        signal,
+        undefined,
+        idle.key,
+      )
+      // A job claimed for it just as the wait ended is still its job (a claim unlists it).
+      const handed = idle.handOff === undefined ? undefined : await idle.handOff
+      return handed ?? work
+    } finally {
+      unlist()
+    }
+  }
+
+  private listIdleTaker(endpointId: string, taker: IdleTaker): void {
+    let takers = this.idleTakers.get(endpointId)
+    if (takers === undefined) {
+      takers = new Set()
+      this.idleTakers.set(endpointId, takers)
+    }
+    takers.add(taker)
   }
 
   async waitForStops(

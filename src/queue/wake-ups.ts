@@ -7,6 +7,11 @@ export class WakeUps {
   private readonly waiters = new Map<string, Set<() => void>>()
 
   notify(key: string): void {
+    this.notifyHere(key)
+  }
+
+  /** Wakes this process's waiters of `key` only (a key no other replica waits on). */
+  notifyHere(key: string): void {
     const waiting = this.waiters.get(key)
     if (waiting === undefined) return
     this.waiters.delete(key)
@@ -15,16 +20,18 @@ export class WakeUps {
 
   /**
    * Resolves true as soon as `check` does, checking first, then on each notification of `key`
-   * and at least every `pollIntervalMs`; false once `timeoutMs` has passed or `signal` aborts.
+   * (of any of them, given several) and at least every `pollIntervalMs`; false once `timeoutMs`
+   * has passed or `signal` aborts.
    */
   async waitUntil(
-    key: string,
+    key: string | readonly string[],
     check: () => Promise<boolean>,
     timeoutMs: number,
     pollIntervalMs: number,
     signal?: AbortSignal,
   ): Promise<boolean> {
     const deadline = Date.now() + Math.max(0, timeoutMs)
+    const keys = typeof key === 'string' ? [key] : key
     for (;;) {
       if (signal?.aborted) return false
       // Register before checking so a write between the check and the sleep still wakes us.
@@ -32,7 +39,7 @@ export class WakeUps {
       const woken = new Promise<void>((resolve) => {
         wake = resolve
       })
-      this.add(key, wake)
+      for (const k of keys) this.add(k, wake)
       signal?.addEventListener('abort', wake, { once: true })
       try {
         if (await check()) return true
@@ -47,7 +54,7 @@ export class WakeUps {
         ])
         clearTimeout(timer)
       } finally {
-        this.remove(key, wake)
+        for (const k of keys) this.remove(k, wake)
         signal?.removeEventListener('abort', wake)
       }
     }

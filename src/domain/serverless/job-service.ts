@@ -381,7 +381,8 @@ export class JobService {
   /**
    * Waits for work before taking: a take that finds nothing is a write transaction, several
    * times the cost of the check, and a worker that polls again right after its job (a worker of
-   * concurrency 1, a `/runsync` chain) usually finds nothing (bench/README.md, step 16).
+   * concurrency 1, a `/runsync` chain) usually finds nothing (bench/README.md, step 16). A job
+   * submitted while the worker waits is handed to it without a take at all (step 20).
    */
   private async takeUntil(
     endpointId: string,
@@ -390,14 +391,17 @@ export class JobService {
     deadline: number,
     signal: AbortSignal,
   ): Promise<Job[]> {
+    const taker = { workerId, leaseMs: this.leaseMs }
     for (;;) {
       const work =
         !signal.aborted &&
-        (await this.deps.queue.waitForWork(endpointId, deadline - Date.now(), signal))
+        (await this.deps.queue.waitToTake(endpointId, taker, deadline - Date.now(), signal))
       const jobs =
-        work && !signal.aborted
-          ? await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
-          : []
+        typeof work === 'object'
+          ? [work]
+          : work && !signal.aborted
+            ? await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
+            : []
       if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
         return jobs

@@ -54,7 +54,11 @@ export interface StopNotice {
  * implementation's Clock; `now` arguments let a sweeper and tests name the instant.
  */
 export interface JobQueue {
-  /** Stores a new IN_QUEUE job (see `newJob`) and wakes `waitForWork` on its endpoint. */
+  /**
+   * Stores a new IN_QUEUE job (see `newJob`) and wakes `waitToTake` on its endpoint; or, when a
+   * worker waits there on an empty queue, hands the job to it (stored IN_PROGRESS, as `take`
+   * would leave it).
+   */
   submit(job: Job): Promise<void>
   /** The job without its s3Config, or undefined when unknown or deleted. */
   get(endpointId: string, id: string): Promise<JobView | undefined>
@@ -160,10 +164,17 @@ export interface JobQueue {
     signal?: AbortSignal,
   ): Promise<JobView | boolean>
   /**
-   * Resolves true as soon as the endpoint has an IN_QUEUE job to take; false after `timeoutMs`
-   * (or once `signal` aborts, as for the other waits).
+   * A worker ready for one job waits for work: resolves true as soon as the endpoint has an
+   * IN_QUEUE job to take, or with the job itself when one submitted meanwhile was handed to this
+   * worker (already its running job under a lease of `leaseMs`: no `take` needed); false after
+   * `timeoutMs` (or once `signal` aborts, as for the other waits).
    */
-  waitForWork(endpointId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>
+  waitToTake(
+    endpointId: string,
+    taker: { workerId: string; leaseMs: number },
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<Job | boolean>
   /** Resolves true as soon as the worker has a stop notice; false after `timeoutMs`. */
   waitForStops(
     endpointId: string,

@@ -16,7 +16,7 @@ describe('lease renewal on take', () => {
         renewals.push(jobIds)
         return jobIds
       },
-      waitForWork: async () => false,
+      waitToTake: async () => false,
     } as unknown as JobQueue
     const presence = new WorkerPresence(clock)
     presence.seen('ep', 'w1', { taken: ['a', 'b'] })
