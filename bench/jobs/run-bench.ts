@@ -5,16 +5,19 @@
  *    SQLite data dir, with the job API limits raised so they do not throttle the run.
  * 2. Starts TypeScript-SDK workers with a no-op handler, as child processes (default) or in
  *    this process (--in-process-workers).
- * 3. Submits --jobs no-op jobs through POST /run from --submitters concurrent loops, waits
+ * 3. Warms the server up with --warmup jobs through the same path (not counted: the figures are
+ *    those of a server whose hot paths the JIT has compiled), then
+ *    submits --jobs no-op jobs through POST /run from --submitters concurrent loops, waits
  *    until all are COMPLETED, and prints jobs per second end to end (first submit to last
  *    completion) and p50/p99 submit-to-complete latency (client clock before the /run request
  *    to the job's completed_at as stored; one machine, one clock).
  * 4. On a second endpoint with one idle warm worker (concurrency 1), times --runsync
- *    sequential POST /runsync round trips of a no-op job.
+ *    sequential POST /runsync round trips of a no-op job, after --warmup (at least 50) more.
  *
  * Options: --jobs=10000 --submitters=32 --rate=0 (jobs/s, open loop; 0 = closed loop, as fast as
  * the submitters go) --client=raw|node (the submitters' HTTP client) --worker-processes=1
- * --concurrency=64 --runsync=1000 (--worker-processes=0: no workers, only the cost of /run itself)
+ * --concurrency=64 --runsync=1000 --warmup=2000 (jobs, and /runsync calls, before each
+ * measurement, not counted) (--worker-processes=0: no workers, only the cost of /run itself)
  * --in-process-workers --log-level=info --worker-auth=worker-key|api-key --cpu-prof (the server
  * writes a .cpuprofile into bench/jobs/profiles/) --keep (keep the data dir).
  */
@@ -53,6 +56,8 @@ const settings = {
   workerProcesses: Number(option('worker-processes', '1')),
   concurrency: Number(option('concurrency', '64')),
   runsync: Number(option('runsync', '1000')),
+  /** Jobs (and /runsync calls) run before each measurement and not counted: JIT warm-up. */
+  warmup: Number(option('warmup', '2000')),
   /** Jobs per second to submit at (open loop); 0: as fast as the submitters go (closed loop). */
   rate: Number(option('rate', '0')),
   inProcessWorkers: flag('in-process-workers'),
@@ -311,14 +316,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
     settings.concurrency,
   )
   await sleep(300)
-  const requests0 = await requestCounts(server)
-  const serverCpu0 = cpuSeconds(server.child.pid)
-  const workerCpu0 = workers.pids.map(cpuSeconds)
-  const benchCpu0 = process.cpuUsage()
 
-  const submittedAt = new Map<string, number>()
-  let next = 0
-  const start = now()
   const runUrl = new URL(`${base}/run`)
   const runBody = JSON.stringify({ input: {} })
   const runHeaders = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }
@@ -330,29 +328,69 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
     }
     return JSON.parse(response.body) as { id: string }
   }
-  const submitter = async () => {
-    const connection = settings.client === 'raw' ? new RawHttpConnection(runUrl) : undefined
-    try {
-      await submitLoop(connection)
-    } finally {
-      connection?.close()
-    }
-  }
-  const submitLoop = async (connection: RawHttpConnection | undefined) => {
-    while (next < settings.jobs) {
-      next += 1
-      if (settings.rate > 0) {
-        const due = start + ((next - 1) * 1000) / settings.rate
-        if (due > now()) await sleep(due - now())
+  /** Submits `count` jobs from the submitters; returns when the last is accepted. */
+  const submitAll = async (count: number, start: number, submittedAt: Map<string, number>) => {
+    let next = 0
+    const submitLoop = async (connection: RawHttpConnection | undefined) => {
+      while (next < count) {
+        next += 1
+        if (settings.rate > 0) {
+          const due = start + ((next - 1) * 1000) / settings.rate
+          if (due > now()) await sleep(due - now())
+        }
+        const t0 = now()
+        const job = await submit(connection)
+        submittedAt.set(job.id, t0)
       }
-      const t0 = now()
-      const job = await submit(connection)
-      submittedAt.set(job.id, t0)
+    }
+    const submitter = async () => {
+      const connection = settings.client === 'raw' ? new RawHttpConnection(runUrl) : undefined
+      try {
+        await submitLoop(connection)
+      } finally {
+        connection?.close()
+      }
+    }
+    await Promise.all(Array.from({ length: settings.submitters }, submitter))
+  }
+  const noWorkers = settings.workerProcesses === 0 && !settings.inProcessWorkers
+  /** Waits until `total` of the endpoint's jobs have completed. */
+  const completed = async (total: number) => {
+    // /health counts the endpoint's jobs: poll it gently, it is not what is measured.
+    for (;;) {
+      const health = await json<{ jobs: { completed: number; failed: number } }>(
+        'GET',
+        `${base}/health`,
+      )
+      if (health.jobs.failed > 0) throw new Error(`${health.jobs.failed} jobs failed`)
+      if (health.jobs.completed >= total) return
+      await sleep(100)
     }
   }
-  await Promise.all(Array.from({ length: settings.submitters }, submitter))
+
+  // Warm-up: the same jobs through the same path, not counted, so that the figures are those of
+  // a server whose hot code the JIT has compiled (bench/README.md, "Warm-up").
+  if (settings.warmup > 0) {
+    const warmupStart = now()
+    await submitAll(settings.warmup, warmupStart, new Map())
+    if (!noWorkers) await completed(settings.warmup)
+    const seconds = (now() - warmupStart) / 1000
+    console.log(
+      `\nwarm-up: ${settings.warmup} jobs in ${seconds.toFixed(2)} s ` +
+        `(${(settings.warmup / seconds).toFixed(0)} jobs/s, not counted)`,
+    )
+    await sleep(300)
+  }
+
+  const requests0 = await requestCounts(server)
+  const serverCpu0 = cpuSeconds(server.child.pid)
+  const workerCpu0 = workers.pids.map(cpuSeconds)
+  const benchCpu0 = process.cpuUsage()
+  const submittedAt = new Map<string, number>()
+  const start = now()
+  await submitAll(settings.jobs, start, submittedAt)
   const submitEnd = now()
-  if (settings.workerProcesses === 0 && !settings.inProcessWorkers) {
+  if (noWorkers) {
     const serverCpu = cpuSeconds(server.child.pid) - serverCpu0
     const seconds = (submitEnd - start) / 1000
     console.log(`\n/run alone: ${settings.jobs} no-op jobs, no workers`)
@@ -362,16 +400,7 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
     )
     return
   }
-  // /health counts the endpoint's jobs: poll it gently, it is not what is measured.
-  for (;;) {
-    const health = await json<{ jobs: { completed: number; failed: number } }>(
-      'GET',
-      `${base}/health`,
-    )
-    if (health.jobs.failed > 0) throw new Error(`${health.jobs.failed} jobs failed`)
-    if (health.jobs.completed >= settings.jobs) break
-    await sleep(100)
-  }
+  await completed(settings.warmup + settings.jobs)
   const seenEnd = now()
   const serverCpu = cpuSeconds(server.child.pid) - serverCpu0
   const requests = await requestCounts(server)
@@ -386,9 +415,11 @@ async function throughput(server: Server, dataDir: string): Promise<void> {
   const latencies: number[] = []
   let lastCompletion = 0
   for (const row of rows) {
-    const completed = Date.parse(row.completed_at)
-    lastCompletion = Math.max(lastCompletion, completed)
-    latencies.push(completed - submittedAt.get(row.id)!)
+    const submitted = submittedAt.get(row.id)
+    if (submitted === undefined) continue // a warm-up job
+    const completedAt = Date.parse(row.completed_at)
+    lastCompletion = Math.max(lastCompletion, completedAt)
+    latencies.push(completedAt - submitted)
   }
   latencies.sort((a, b) => a - b)
   const elapsed = (Math.max(lastCompletion, 0) - start) / 1000
@@ -436,7 +467,9 @@ async function runsync(server: Server): Promise<void> {
   const endpointId = await createEndpoint(server, 'bench-runsync')
   const base = `${server.url}/v2/${endpointId}`
   const workers = await startWorkers(base, await workerKeyOf(server, endpointId), 1, 1)
-  for (let i = 0; i < 50; i++) await json('POST', `${base}/runsync`, { input: {} })
+  for (let i = 0; i < Math.max(50, settings.warmup); i++) {
+    await json('POST', `${base}/runsync`, { input: {} })
+  }
   await sleep(200)
   const durations: number[] = []
   for (let i = 0; i < settings.runsync; i++) {
@@ -449,7 +482,8 @@ async function runsync(server: Server): Promise<void> {
   durations.sort((a, b) => a - b)
   const mean = durations.reduce((a, b) => a + b, 0) / durations.length
   console.log(
-    `\n/runsync overhead: ${settings.runsync} sequential no-op jobs, one idle warm worker`,
+    `\n/runsync overhead: ${settings.runsync} sequential no-op jobs, one idle warm worker ` +
+      `(after ${Math.max(50, settings.warmup)} not counted)`,
   )
   console.log(
     `  round trip: p50 ${fmt(percentile(durations, 50))}, p99 ${fmt(percentile(durations, 99))}, ` +
