@@ -46,5 +46,22 @@ describe('JobStatements', () => {
       expect(await plan(statements.row, ['id', 'e'])).toContain('sqlite_autoindex_jobs_1 (id=?)')
       expect(await plan(statements.version, ['id', 'e'])).toContain('sqlite_autoindex_jobs_1')
     })
+
+    it('the sweeps find running, expired and finished jobs through their indexes', async () => {
+      // As the queue's sweeps write them (src/queue/kysely-job-queue.ts), `status` a literal.
+      const running = `select * from "jobs" where status = 'IN_PROGRESS'`
+      expect(await plan(`${running} and "lease_expires_at" <= ?`, ['x'])).toContain(
+        'USING INDEX jobs_running (lease_expires_at<?)',
+      )
+      expect(await plan(`${running} and "deadline_at" <= ?`, ['x'])).toContain(
+        'USING INDEX jobs_running',
+      )
+      const gone = await plan(
+        `delete from "jobs" where ("expires_at" <= ? or "retain_until" <= ?) returning "id"`,
+        ['x', 'y'],
+      )
+      expect(gone).toContain('USING INDEX jobs_expires (expires_at<?)')
+      expect(gone).toContain('USING INDEX jobs_retain (retain_until<?)')
+    })
   })
 })
