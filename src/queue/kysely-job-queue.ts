@@ -1051,7 +1051,8 @@ export class KyselyJobQueue implements JobQueue {
           // Listed only while the queue, as last read, has nothing for it (and not once aborted).
           if (rows.length > 0 || signal?.aborted) unlist()
           else if (idle.handOff === undefined) this.listIdleTaker(endpointId, idle)
-          return rows.length > 0
+          // Claimed while it read: done waiting either way.
+          return rows.length > 0 || idle.handOff !== undefined
         },
         timeoutMs,
         signal,
