@@ -185,6 +185,8 @@ async function runtimeDriversOf(
 export async function openMigratedStore(
   config: Readonly<Config>,
   logger?: Pick<Logger, 'warn'>,
+  /** A serving platform checkpoints a SQLite file's WAL on a thread of its own. */
+  options: { serving?: boolean } = {},
 ): Promise<{ store: Store; applied: string[] }> {
   if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config.storeUrl, {
@@ -193,6 +195,13 @@ export async function openMigratedStore(
         { err: error },
         'PostgreSQL closed an idle connection; the next query reconnects',
       ),
+    ...(options.serving
+      ? {
+          checkpointInBackground: true,
+          onCheckpointError: (message: string) =>
+            logger?.warn({ error: message }, 'the SQLite checkpoint thread reported an error'),
+        }
+      : {}),
   })
   try {
     return { store, applied: await migrateToLatest(store) }
@@ -245,7 +254,7 @@ export async function startPlatform(
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? pino({ level: config.logLevel })
-  const { store, applied } = await openMigratedStore(config, logger)
+  const { store, applied } = await openMigratedStore(config, logger, { serving: true })
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
   try {

@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database-schema.js'
+import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
 import { withStatementCache } from './sqlite-statement-cache.js'
 
 export type Dialect = 'sqlite' | 'postgres'
@@ -52,6 +53,12 @@ export interface OpenStoreOptions {
    * process.
    */
   onIdleConnectionError?: (error: Error) => void
+  /**
+   * SQLite file stores: checkpoint the WAL from a thread of its own (`SqliteCheckpointer`)
+   * instead of inside the server's commits. `onCheckpointError` hears what that thread reports.
+   */
+  checkpointInBackground?: boolean
+  onCheckpointError?: (message: string) => void
 }
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
@@ -63,6 +70,14 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     database.pragma('busy_timeout = 5000')
     database.pragma('foreign_keys = ON')
     database.pragma('synchronous = NORMAL')
+    let checkpointer: SqliteCheckpointer | undefined
+    if (options.checkpointInBackground && file !== ':memory:') {
+      database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`)
+      checkpointer = new SqliteCheckpointer(
+        file,
+        options.onCheckpointError ? { onError: options.onCheckpointError } : {},
+      )
+    }
     const db = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     })
@@ -73,7 +88,10 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       ping: async () => {
         await sql`select 1`.execute(db)
       },
-      close: () => db.destroy(),
+      close: async () => {
+        await checkpointer?.close()
+        await db.destroy()
+      },
     }
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {

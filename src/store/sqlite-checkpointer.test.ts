@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { sql } from 'kysely'
+import { afterEach, describe, expect, it } from 'vitest'
+import { FALLBACK_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js'
+import { openStore, type Store } from './open-store.js'
+
+/** Writes about `pages` 4 KiB pages to the store's WAL in one transaction. */
+async function writePages(store: Store, pages: number): Promise<void> {
+  await sql`create table filler (data blob)`.execute(store.db)
+  await store.db.transaction().execute(async (tx) => {
+    for (let i = 0; i < pages; i++)
+      await sql`insert into filler values (randomblob(3900))`.execute(tx)
+  })
+}
+
+const sizeOf = (file: string) => statSync(file).size
+
+describe('SQLite checkpoints on a thread of their own', () => {
+  let dir: string | undefined
+  let store: Store | undefined
+  afterEach(async () => {
+    await store?.close()
+    store = undefined
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  const open = async (checkpointInBackground: boolean) => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-checkpointer-'))
+    const file = path.join(dir, 'podyard.db')
+    store = await openStore(`sqlite:${file}`, { checkpointInBackground })
+    return file
+  }
+
+  it('copies the WAL into the database file while the server only commits', async () => {
+    const file = await open(true)
+    // Fewer pages than the server's own fallback threshold: only the thread checkpoints them.
+    await writePages(store!, 2_000)
+    expect(2_000).toBeLessThan(FALLBACK_AUTOCHECKPOINT_PAGES)
+    const deadline = Date.now() + 5_000
+    while (sizeOf(file) < 2_000 * 3_900 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(sizeOf(file)).toBeGreaterThanOrEqual(2_000 * 3_900)
+    // The data is intact and the store keeps working.
+    const rows = await sql<{ n: number }>`select count(*) as n from filler`.execute(store!.db)
+    expect(rows.rows[0]!.n).toBe(2_000)
+  })
+
+  it('without it, the same writes stay in the WAL below the automatic threshold', async () => {
+    const file = await open(false)
+    await sql.raw(`pragma wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`).execute(store!.db)
+    await writePages(store!, 2_000)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(sizeOf(file)).toBeLessThan(1_000_000)
+    expect(sizeOf(`${file}-wal`)).toBeGreaterThanOrEqual(2_000 * 3_900)
+  })
+
+  it('stops with the store', async () => {
+    await open(true)
+    const closing = store!.close()
+    store = undefined
+    await expect(closing).resolves.toBeUndefined()
+  })
+})
