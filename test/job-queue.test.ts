@@ -413,7 +413,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
   })
 
   describe('long polls', () => {
-    const taker = { workerId: 'worker-1', leaseMs: LEASE }
+    const taker = { workerId: 'worker-1', leaseMs: LEASE, max: 1 }
 
     it('hands a job submitted while a worker waits straight to it, and times out otherwise', async () => {
       let started = Date.now()
@@ -459,9 +459,9 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     })
 
     it('hands jobs to waiting workers longest-waiting first, one each', async () => {
-      const first = queue.waitToTake(EP, { workerId: 'w-first', leaseMs: LEASE }, 10_000)
+      const first = queue.waitToTake(EP, { workerId: 'w-first', leaseMs: LEASE, max: 1 }, 10_000)
       await new Promise((resolve) => setTimeout(resolve, 30))
-      const second = queue.waitToTake(EP, { workerId: 'w-second', leaseMs: LEASE }, 10_000)
+      const second = queue.waitToTake(EP, { workerId: 'w-second', leaseMs: LEASE, max: 1 }, 10_000)
       await new Promise((resolve) => setTimeout(resolve, 30))
       const [a, b, c] = [await submit(), await submit(), await submit()]
       expect(await first).toMatchObject({ id: a.id, workerId: 'w-first' })
@@ -470,12 +470,22 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       expect(await queue.get(EP, c.id)).toMatchObject({ status: 'IN_QUEUE' })
     })
 
+    it('wakes a batch taker instead of handing it one job, so that it takes them all', async () => {
+      const waiting = queue.waitToTake(EP, { workerId: 'w-batch', leaseMs: LEASE, max: 10 }, 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const job = await submit()
+      expect(await waiting).toBe(true)
+      expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE' })
+    })
+
     it('hands nothing to a worker that stopped waiting or hung up', async () => {
-      expect(await queue.waitToTake(EP, { workerId: 'w-gone', leaseMs: LEASE }, 50)).toBe(false)
+      expect(await queue.waitToTake(EP, { workerId: 'w-gone', leaseMs: LEASE, max: 1 }, 50)).toBe(
+        false,
+      )
       const hangUp = new AbortController()
       const waiting = queue.waitToTake(
         EP,
-        { workerId: 'w-hung-up', leaseMs: LEASE },
+        { workerId: 'w-hung-up', leaseMs: LEASE, max: 1 },
         10_000,
         hangUp.signal,
       )

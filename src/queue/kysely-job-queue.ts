@@ -1026,15 +1026,20 @@ export class KyselyJobQueue implements JobQueue {
 
   async waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number },
+    taker: { workerId: string; leaseMs: number; max: number },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean> {
     const idle: IdleTaker = {
-      ...taker,
+      workerId: taker.workerId,
+      leaseMs: taker.leaseMs,
       key: `taker:${endpointId}:${taker.workerId}:${++this.takerSerial}`,
       ...(signal ? { signal } : {}),
     }
+    // Only a worker that takes one job at a time is handed one: a batch taker woken by the
+    // first submission takes every job that arrived meanwhile in one take, and one job per take
+    // and per result post would cost the server more than the take saved.
+    const handsOff = taker.max === 1
     const unlist = () => {
       const takers = this.idleTakers.get(endpointId)
       if (takers?.delete(idle) && takers.size === 0) this.idleTakers.delete(endpointId)
@@ -1050,7 +1055,7 @@ export class KyselyJobQueue implements JobQueue {
           ])
           // Listed only while the queue, as last read, has nothing for it (and not once aborted).
           if (rows.length > 0 || signal?.aborted) unlist()
-          else if (idle.handOff === undefined) this.listIdleTaker(endpointId, idle)
+          else if (handsOff && idle.handOff === undefined) this.listIdleTaker(endpointId, idle)
           // Claimed while it read: done waiting either way.
           return rows.length > 0 || idle.handOff !== undefined
         },

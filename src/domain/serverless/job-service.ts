@@ -382,7 +382,8 @@ export class JobService {
    * Waits for work before taking: a take that finds nothing is a write transaction, several
    * times the cost of the check, and a worker that polls again right after its job (a worker of
    * concurrency 1, a `/runsync` chain) usually finds nothing (bench/README.md, step 16). A job
-   * submitted while the worker waits is handed to it without a take at all (step 20).
+   * submitted while a worker of one job at a time waits is handed to it without a take at all
+   * (step 20).
    */
   private async takeUntil(
     endpointId: string,
@@ -391,7 +392,7 @@ export class JobService {
     deadline: number,
     signal: AbortSignal,
   ): Promise<Job[]> {
-    const taker = { workerId, leaseMs: this.leaseMs }
+    const taker = { workerId, leaseMs: this.leaseMs, max }
     for (;;) {
       const work =
         !signal.aborted &&

@@ -164,14 +164,15 @@ export interface JobQueue {
     signal?: AbortSignal,
   ): Promise<JobView | boolean>
   /**
-   * A worker ready for one job waits for work: resolves true as soon as the endpoint has an
-   * IN_QUEUE job to take, or with the job itself when one submitted meanwhile was handed to this
-   * worker (already its running job under a lease of `leaseMs`: no `take` needed); false after
-   * `timeoutMs` (or once `signal` aborts, as for the other waits).
+   * A worker ready for up to `max` jobs waits for work: resolves true as soon as the endpoint has
+   * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1), with the
+   * job itself when one submitted meanwhile was handed to it (already its running job under a
+   * lease of `leaseMs`: no `take` needed); false after `timeoutMs` (or once `signal` aborts, as
+   * for the other waits).
    */
   waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number },
+    taker: { workerId: string; leaseMs: number; max: number },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean>
