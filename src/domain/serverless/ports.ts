@@ -56,8 +56,8 @@ export interface StopNotice {
 export interface JobQueue {
   /**
    * Stores a new IN_QUEUE job (see `newJob`) and wakes `waitToTake` on its endpoint; or, when a
-   * worker waits there on an empty queue, hands the job to it (stored IN_PROGRESS, as `take`
-   * would leave it).
+   * worker of one job at a time waits there on an empty queue, hands the job to it (stored
+   * IN_PROGRESS, as `take` would leave it).
    */
   submit(job: Job): Promise<void>
   /** The job without its s3Config, or undefined when unknown or deleted. */
