@@ -67,6 +67,9 @@ export class SqliteCheckpointer {
 
   /** Stops the thread after its current checkpoint and closes its connection. */
   async close(): Promise<void> {
+    // Referenced again while it stops: otherwise a process with nothing else left to do would
+    // end before the thread's exit arrives, with this wait (and its caller) unsettled.
+    this.worker.ref()
     this.worker.postMessage('stop')
     await this.exited
   }
