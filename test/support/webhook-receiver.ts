@@ -8,11 +8,15 @@ export interface ReceivedWebhook {
   body: string
 }
 
-/** What the receiver does with a request: answer with this status, or hold it unanswered. */
-export type ReceiverBehaviour = number | 'hang'
+/**
+ * What the receiver does with a request: answer with this status, hold it unanswered, or
+ * answer 302 with this Location.
+ */
+export type ReceiverBehaviour = number | 'hang' | { redirectTo: string }
 
 export interface WebhookReceiver {
   url: string
+  port: number
   received: ReceivedWebhook[]
   /** Behaviours for the next requests, in order; once used up, every request gets 200. */
   script(...behaviours: ReceiverBehaviour[]): void
@@ -23,8 +27,11 @@ export interface WebhookReceiver {
   close(): Promise<void>
 }
 
-/** A real HTTP receiver of webhooks for tests (node:http on a free loopback port). */
-export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+/**
+ * A real HTTP receiver of webhooks for tests (node:http on a free port of a loopback address:
+ * 127.0.0.1 unless another is given; Linux answers on all of 127.0.0.0/8).
+ */
+export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookReceiver> {
   const received: ReceivedWebhook[] = []
   const behaviours: ReceiverBehaviour[] = []
   const held: Array<() => void> = []
@@ -50,13 +57,18 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         held.push(() => response.writeHead(200).end('late'))
         return
       }
+      if (typeof behaviour === 'object') {
+        response.writeHead(302, { location: behaviour.redirectTo }).end()
+        return
+      }
       response.writeHead(behaviour, { 'content-type': 'text/plain' }).end(`answer ${behaviour}`)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(0, host, resolve))
   const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `http://${host}:${port}/hook`,
+    port,
     received,
     script: (...next) => behaviours.push(...next),
     waitFor: (count, timeoutMs = 5_000) =>
