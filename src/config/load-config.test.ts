@@ -60,6 +60,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ cwd, env: {}, flags: { port: '70000' } })).toThrow(/port: .*--port/)
   })
 
+  it('reads a list from the file, or from the environment separated by commas', () => {
+    const cwd = dirWith('webhooks:\n  allowInternal:\n    - 10.0.0.0/8\n    - hooks.internal\n')
+    expect(loadConfig({ cwd, env: {} }).webhooks.allowInternal).toEqual([
+      '10.0.0.0/8',
+      'hooks.internal',
+    ])
+    const fromEnv = loadConfig({
+      cwd,
+      env: { PODYARD_WEBHOOK_ALLOW_INTERNAL: ' 127.0.0.1 , fd00::/8,,*.svc.internal ' },
+    })
+    expect(fromEnv.webhooks.allowInternal).toEqual(['127.0.0.1', 'fd00::/8', '*.svc.internal'])
+    expect(loadConfig({ cwd: dirWith(), env: {} }).webhooks.allowInternal).toEqual([])
+  })
+
   it('rejects unknown keys in the file, naming them', () => {
     const cwd = dirWith('prot: 8080\nrateLimit:\n  minutes: 5\n')
     let message = ''

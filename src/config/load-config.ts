@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
-import { ConfigSchema, configKeys, type Config } from './schema.js'
+import { ConfigSchema, configKeys, type Config, type Leaf } from './schema.js'
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -32,7 +32,13 @@ function setPath(target: Plain, dotted: string, value: unknown): void {
   node[parts[parts.length - 1]!] = value
 }
 
-function coerce(raw: string, type: 'string' | 'integer' | 'boolean'): unknown {
+function coerce(raw: string, type: Leaf): unknown {
+  if (type === 'list') {
+    return raw
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '')
+  }
   if (type === 'integer' && /^-?\d+$/.test(raw.trim())) return Number(raw.trim())
   if (type === 'boolean' && /^(true|false)$/i.test(raw.trim())) {
     return raw.trim().toLowerCase() === 'true'

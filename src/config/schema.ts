@@ -48,6 +48,11 @@ export const ConfigSchema = Type.Object(
           10000,
         ),
         timeoutMs: positiveInt('ms one webhook attempt waits for the receiver to answer', 10000),
+        allowInternal: Type.Array(Type.String({ minLength: 1 }), {
+          default: [],
+          description:
+            "internal webhook receivers the egress policy lets through: IP addresses, CIDR blocks (10.0.0.0/8, fd00::/8), host names, or *.domain (docs/security.md); this server's own listener stays refused",
+        }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -238,7 +243,8 @@ export const ConfigSchema = Type.Object(
 
 export type Config = Static<typeof ConfigSchema>
 
-type Leaf = 'string' | 'integer' | 'boolean'
+/** `list`: in the environment, entries separated by commas. */
+export type Leaf = 'string' | 'integer' | 'boolean' | 'list'
 
 /** Where each key may come from besides the file: its environment variable and its flag. */
 export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: string; type: Leaf }> = [
@@ -266,6 +272,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   },
   { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
   { path: 'webhooks.timeoutMs', env: 'PODYARD_WEBHOOK_TIMEOUT_MS', type: 'integer' },
+  { path: 'webhooks.allowInternal', env: 'PODYARD_WEBHOOK_ALLOW_INTERNAL', type: 'list' },
   { path: 'cluster.leaseTtlMs', env: 'PODYARD_CLUSTER_LEASE_TTL_MS', type: 'integer' },
   { path: 'cluster.syncIntervalMs', env: 'PODYARD_CLUSTER_SYNC_INTERVAL_MS', type: 'integer' },
   { path: 'jobLimits.perWorkerRate', env: 'PODYARD_JOB_LIMIT_PER_WORKER_RATE', type: 'integer' },
