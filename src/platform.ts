@@ -50,6 +50,14 @@ import { JobService } from './domain/serverless/job-service.js'
 import { WorkerPresence } from './domain/serverless/worker-presence.js'
 import { WorkerService } from './domain/serverless/worker-service.js'
 import { WebhookService } from './domain/serverless/webhook-service.js'
+import { EgressGuard, type HostResolver } from './domain/egress/egress-guard.js'
+import {
+  EgressPolicy,
+  parseAllowList,
+  selfReader,
+  type Listener,
+} from './domain/egress/egress-policy.js'
+import { interfaceAddresses, resolveWithSystem } from './shared/host-addresses.js'
 import { deriveWorkerKeySecret, WorkerKeyService } from './domain/serverless/worker-keys.js'
 import {
   EncryptionKeyFormatError,
@@ -130,6 +138,8 @@ export interface Platform {
 export interface StartOptions {
   clock?: Clock
   logger?: Logger
+  /** Resolves host names for the egress policy; default the system's resolver. */
+  resolveHost?: HostResolver
 }
 
 export async function loadFleet(
@@ -415,8 +425,15 @@ export async function startPlatform(
         })
       : undefined
     const deliveries = new KyselyWebhookDeliveries({ db: store.db, dialect: store.dialect })
+    let listeners: readonly Listener[] = []
+    const webhookEgress = egressGuardFor(config, {
+      listeners: () => listeners,
+      resolveHost: options.resolveHost ?? resolveWithSystem,
+      clock,
+    })
     const dispatcher = new WebhookDispatcher({
       deliveries,
+      egress: webhookEgress,
       clock,
       logger,
       retryDelayMs: config.webhooks.retryDelayMs,
@@ -510,6 +527,7 @@ export async function startPlatform(
       roster: autoscaler,
       clock,
       billing: billingGuard,
+      webhookEgress,
       onJobFinished: (job) => models.onJobCompleted(job),
     })
     const objectUrls = new ObjectUrlSigner(deriveObjectUrlSecret(encryptionKey))
@@ -659,6 +677,11 @@ export async function startPlatform(
       },
     })
     const address = await app.listen({ host: config.host, port: config.port })
+    listeners = app
+      .addresses()
+      .flatMap((bound) =>
+        typeof bound === 'string' ? [] : [{ address: bound.address, port: bound.port }],
+      )
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
     await wakeUps?.start()
@@ -810,6 +833,33 @@ const OBJECT_SWEEP_INTERVAL_MS = 10 * 60 * 1000
  * or an S3-compatible bucket. A missing S3 setting refuses to start (exit 2) rather than losing
  * images later; no message here ever carries the secret key.
  */
+/**
+ * The egress policy of webhooks (docs/security.md "Egress policy"): the operator's allow-list,
+ * and this server (its interfaces, its public IP, where it listens) as a destination never sent to.
+ */
+export function egressGuardFor(
+  config: Pick<Config, 'publicIp' | 'host'> & {
+    webhooks: Pick<Config['webhooks'], 'allowInternal'>
+  },
+  sources: { listeners: () => readonly Listener[]; resolveHost: HostResolver; clock: Clock },
+): EgressGuard {
+  const { allow, problems } = parseAllowList(config.webhooks.allowInternal)
+  if (problems.length > 0) {
+    throw new ConfigError(`invalid configuration: webhooks.allowInternal: ${problems.join('; ')}`)
+  }
+  const self = selfReader({
+    interfaces: interfaceAddresses(),
+    fixed: [config.publicIp, config.host],
+    listeners: sources.listeners,
+  })
+  return new EgressGuard({
+    policy: new EgressPolicy({ allow, self }),
+    resolve: sources.resolveHost,
+    clock: sources.clock,
+    settingName: 'webhooks.allowInternal',
+  })
+}
+
 export function objectStoreFor(config: Readonly<Config>): ObjectStore {
   const { kind, endpoint, region, bucket, accessKeyId, secretAccessKey, prefix, forcePathStyle } =
     config.objects

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { EgressGuard } from '../src/domain/egress/egress-guard.js'
 import type { EndpointService } from '../src/domain/serverless/endpoint-service.js'
 import { JobService } from '../src/domain/serverless/job-service.js'
 import { WorkerPresence } from '../src/domain/serverless/worker-presence.js'
@@ -21,10 +22,11 @@ describe.each(testStores())('long polls on $name', ({ open }) => {
   beforeEach(async () => {
     store = await open()
     queue = new KyselyJobQueue({ db: store.db, dialect: store.dialect, clock: systemClock })
-    // take, stops and waitForEnd never look an endpoint up.
+    // take, stops and waitForEnd never look an endpoint up, nor check a webhook.
     const endpoints = {} as EndpointService
     jobs = new JobService({
       endpoints,
+      webhookEgress: {} as EgressGuard,
       queue,
       presence: new WorkerPresence(systemClock),
       clock: systemClock,

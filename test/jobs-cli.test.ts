@@ -155,7 +155,7 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
       '--input-file',
       file,
       '--webhook',
-      'http://127.0.0.1:9/hook',
+      'https://hooks.example.com/hook',
       '--execution-timeout',
       '60000',
       '--ttl',
@@ -170,7 +170,7 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     expect(fromFile.stdout).toContain('output: {"echo":"file"}')
     expect(worker.taken.at(-1)).toMatchObject({
       input: { echo: 'file' },
-      webhook: 'http://127.0.0.1:9/hook',
+      webhook: 'https://hooks.example.com/hook',
     })
 
     const fromStdin = await jobs(

@@ -28,7 +28,10 @@ describe('webhooks through the platform (real HTTP, configured retry delay)', ()
   let endpointId: string
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ webhooks: { retryDelayMs: 50, timeoutMs: 2_000 } })
+    // The receiver listens on loopback: the operator's allow-list lets it through.
+    platform = await startTestPlatform({
+      webhooks: { retryDelayMs: 50, timeoutMs: 2_000, allowInternal: ['127.0.0.1'] },
+    })
     receiver = await startWebhookReceiver()
     strangerKey = await otherAccountKey(platform, 'webhook-stranger@example.com')
     const created = await json<{ id: string }>(

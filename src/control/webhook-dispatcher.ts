@@ -9,8 +9,11 @@ import {
   type ClaimedWebhook,
   type WebhookDeliveryRepo,
   type WebhookSendResult,
+  WEBHOOK_ERRORS,
 } from '../domain/serverless/webhook-delivery.js'
+import type { EgressGuard } from '../domain/egress/egress-guard.js'
 import type { Clock } from '../shared/clock.js'
+import { pinnedRequest } from '../shared/pinned-request.js'
 
 /** How often the store is asked for due deliveries when nothing nudges (other replicas' jobs). */
 export const WEBHOOK_POLL_INTERVAL_MS = 1_000
@@ -29,38 +32,42 @@ export type WebhookSender = (
   options: { timeoutMs: number; signal: AbortSignal },
 ) => Promise<WebhookSendResult | { aborted: true }>
 
-function describeFetchError(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause
-  if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ''}`
-  if (cause?.message) return cause.message
-  return error instanceof Error ? error.message : String(error)
-}
-
 /**
- * POSTs the payload with Content-Type application/json. Redirects are not followed (a 3xx is not
- * the 200 the spec asks for) and the receiver's body is not read.
+ * POSTs the payload with Content-Type application/json to the addresses the egress policy
+ * checked just now (docs/security.md "Egress policy"). Redirects are not followed (a 3xx is not
+ * the 200 the spec asks for, and following one would go where nothing was checked) and the
+ * receiver's body is not read. The timeout covers resolving, connecting and the answer.
  */
-export const postWebhook: WebhookSender = async (url, body, { timeoutMs, signal }) => {
-  // fetch would also "answer" data: URLs; a webhook is an HTTP receiver or nothing.
-  const scheme = URL.canParse(url) ? new URL(url).protocol : undefined
-  if (scheme !== 'http:' && scheme !== 'https:') {
-    return { error: `not an http or https URL (${scheme ?? 'unparsable'})` }
-  }
-  const timeout = AbortSignal.timeout(timeoutMs)
-  try {
-    const response = await fetch(url, {
+export function webhookSender(
+  egress: Pick<EgressGuard, 'destination'>,
+  connect: typeof pinnedRequest = pinnedRequest,
+): WebhookSender {
+  return async (url, body, { timeoutMs, signal }) => {
+    const timeout = AbortSignal.timeout(timeoutMs)
+    const either = AbortSignal.any([timeout, signal])
+    const destination = await egress.destination(url, either)
+    if (signal.aborted) return { aborted: true }
+    if (!destination.ok) {
+      const error =
+        destination.failure === 'refused' ? WEBHOOK_ERRORS.refused : WEBHOOK_ERRORS.unresolved
+      const late = timeout.aborted ? ` (no answer within ${timeoutMs} ms)` : ''
+      return { error, detail: `${destination.detail}${late}` }
+    }
+    const { target, addresses } = destination
+    const answer = await connect({
+      url: target.url,
+      host: target.host,
+      port: target.port,
+      addresses,
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'podyard-webhook/1' },
       body,
-      redirect: 'manual',
-      signal: AbortSignal.any([timeout, signal]),
+      signal: either,
     })
-    await response.body?.cancel().catch(() => {})
-    return { httpStatus: response.status }
-  } catch (error) {
+    if ('status' in answer) return { httpStatus: answer.status }
     if (signal.aborted) return { aborted: true }
-    if (timeout.aborted) return { error: `no answer within ${timeoutMs} ms` }
-    return { error: describeFetchError(error) }
+    const detail = timeout.aborted ? `no answer within ${timeoutMs} ms` : answer.detail
+    return { error: WEBHOOK_ERRORS.noAnswer, detail: `${target.host}:${target.port}: ${detail}` }
   }
 }
 
@@ -75,14 +82,17 @@ export interface WebhookDispatcherDeps {
   /** How often the store is polled for due deliveries. Default 1 s. */
   intervalMs?: number
   maxInFlight?: number
-  send?: WebhookSender
+  /** Where each attempt may connect: the egress policy, applied again at every attempt. */
+  egress: Pick<EgressGuard, 'destination'>
 }
 
 /**
  * The webhook dispatcher (docs/job-api.md "Webhooks"): a reconcile loop over the stored
  * deliveries. The job queue writes a pending delivery in the same transaction as a job's terminal
  * transition and nudges this loop; the loop claims due deliveries, POSTs each (never holding up
- * the job, which is already terminal), and records every attempt with its HTTP status or error.
+ * the job, which is already terminal), and records every attempt with its HTTP status or the
+ * class of its error (the details are logged). Each attempt checks the URL against the egress
+ * policy again, since a name may resolve elsewhere by now.
  * Runs on the leading replica (docs/production.md), nudged by the others when their jobs queue
  * deliveries; claims keep two dispatchers from sending one delivery at once.
  * Delivery is at least once: an attempt cut short by a crash is made again.
@@ -106,7 +116,7 @@ export class WebhookDispatcher {
     this.timeoutMs = deps.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS
     this.intervalMs = deps.intervalMs ?? WEBHOOK_POLL_INTERVAL_MS
     this.maxInFlight = deps.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT
-    this.send = deps.send ?? postWebhook
+    this.send = webhookSender(deps.egress)
   }
 
   start(): void {
@@ -189,6 +199,8 @@ export class WebhookDispatcher {
     }
     const outcome = attemptOutcome(result)
     const endedAt = this.deps.clock.now().getTime()
+    // The store keeps what the account may read; the detail is for the log only.
+    const shown = 'httpStatus' in result ? result : { error: result.error }
     const next = afterAttempt(number, outcome, endedAt, this.retryDelayMs)
     const recorded = await this.deps.deliveries.recordAttempt(
       delivery.id,
@@ -196,7 +208,7 @@ export class WebhookDispatcher {
         attempt: number,
         at: at.toISOString(),
         durationMs,
-        ...result,
+        ...shown,
         outcome,
       },
       {

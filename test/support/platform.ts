@@ -7,6 +7,8 @@ import type { Config } from '../../src/config/schema.js'
 import { startPlatform, type Platform } from '../../src/platform.js'
 import { AccountService } from '../../src/domain/accounts/account-service.js'
 import { systemClock, type Clock } from '../../src/shared/clock.js'
+import type { HostResolver } from '../../src/domain/egress/egress-guard.js'
+import { TestResolver } from './test-resolver.js'
 import { KyselyAccountRepo } from '../../src/store/account-repo.js'
 import { KyselyApiKeyRepo } from '../../src/store/api-key-repo.js'
 
@@ -24,7 +26,7 @@ export interface TestPlatform extends Platform {
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: Partial<Config> = {},
-  options: { clock?: Clock; logger?: Logger } = {},
+  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
   const config = {
@@ -37,6 +39,8 @@ export async function startTestPlatform(
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
+    // Names in webhook URLs resolve from a table, never through DNS off the machine.
+    resolveHost: options.resolveHost ?? new TestResolver().resolve,
   })
   return {
     ...platform,

@@ -1,6 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { WebhookDelivery } from '../../domain/serverless/webhook-delivery.js'
+import {
+  WEBHOOK_ERRORS,
+  type WebhookDeliveryView,
+} from '../../domain/serverless/webhook-delivery.js'
 import type { WebhookService } from '../../domain/serverless/webhook-service.js'
 import { principalOf } from '../http/authentication.js'
 import { ProblemSchema } from './problem-schema.js'
@@ -13,10 +16,18 @@ const Params = Type.Object({
 const AttemptSchema = Type.Object({
   attempt: Type.Integer({ minimum: 1, description: '1, 2, 3' }),
   at: Type.String({ format: 'date-time', description: 'when the POST started' }),
-  durationMs: Type.Integer({ minimum: 0 }),
   httpStatus: Type.Optional(Type.Integer({ description: 'the receiver’s answer' })),
+  durationMs: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'with httpStatus only: how long the receiver took' }),
+  ),
   error: Type.Optional(
-    Type.String({ description: 'why there was no answer (refused, timeout, ...)' }),
+    Type.Union(
+      Object.values(WEBHOOK_ERRORS).map((error) => Type.Literal(error)),
+      {
+        description:
+          'without httpStatus: why there was no answer, as a class only (docs/security.md "Egress policy")',
+      },
+    ),
   ),
   outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]),
 })
@@ -37,7 +48,7 @@ const DeliveriesSchema = Type.Object({
   deliveries: Type.Array(DeliverySchema),
 })
 
-function deliveryView(delivery: WebhookDelivery): Static<typeof DeliverySchema> {
+function deliveryView(delivery: WebhookDeliveryView): Static<typeof DeliverySchema> {
   return {
     id: delivery.id,
     url: delivery.url,
@@ -46,7 +57,7 @@ function deliveryView(delivery: WebhookDelivery): Static<typeof DeliverySchema> 
     createdAt: delivery.createdAt,
     ...(delivery.nextAttemptAt !== undefined ? { nextAttemptAt: delivery.nextAttemptAt } : {}),
     ...(delivery.finishedAt !== undefined ? { finishedAt: delivery.finishedAt } : {}),
-    attempts: delivery.attempts.map((a) => ({ ...a, durationMs: Math.round(a.durationMs) })),
+    attempts: delivery.attempts,
   }
 }
 
@@ -61,7 +72,8 @@ export async function webhookRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'getJobWebhookDeliveries',
-        summary: 'Webhook deliveries of a job: each attempt with its HTTP status or error',
+        summary:
+          'Webhook deliveries of a job: each attempt with its HTTP status or the class of error',
         params: Params,
         response: {
           200: DeliveriesSchema,

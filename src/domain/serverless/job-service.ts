@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/app-error.js'
+import type { EgressGuard } from '../egress/egress-guard.js'
 import type { Clock } from '../../shared/clock.js'
 import { timeOrderedUuid } from '../../shared/ids.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
@@ -51,6 +52,8 @@ export interface JobServiceDeps {
   onJobFinished?: (job: JobView) => Promise<void>
   /** The zero-balance policy (docs/billing.md): 402 for new jobs of an account out of credits. */
   billing?: { assertCanRun(accountId: string, what: string): Promise<void> }
+  /** The egress policy for webhook URLs (docs/security.md): a refused one is a 400. */
+  webhookEgress: Pick<EgressGuard, 'vet'>
 }
 
 const badRequest = (problems: string[]) =>
@@ -193,6 +196,11 @@ export class JobService {
     options: { id?: string } = {},
   ): Promise<JobView> {
     const fields = parseSubmission(body, endpoint.timeout)
+    if (fields.webhook !== undefined) {
+      // Names are resolved here with a short timeout and a cache; each delivery checks again.
+      const vetted = await this.deps.webhookEgress.vet(fields.webhook)
+      if (!vetted.ok) throw badRequest([`body.webhook: ${vetted.problem}`])
+    }
     await this.deps.billing?.assertCanRun(
       endpoint.accountId,
       `take new jobs on endpoint ${endpoint.id}`,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../shared/clock.js'
+import type { EgressGuard } from '../egress/egress-guard.js'
 import type { EndpointService } from './endpoint-service.js'
 import { JobService, TAKE_RENEWAL_INTERVAL_MS } from './job-service.js'
 import type { JobQueue } from './ports.js'
@@ -22,6 +23,7 @@ describe('lease renewal on take', () => {
     presence.seen('ep', 'w1', { taken: ['a', 'b'] })
     const jobs = new JobService({
       endpoints: {} as EndpointService,
+      webhookEgress: {} as EgressGuard,
       queue,
       presence,
       clock,

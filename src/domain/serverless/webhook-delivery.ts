@@ -18,8 +18,29 @@ export const WEBHOOK_DELIVERED_STATUS = 200
 
 export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed'
 
-/** What one POST gave: the receiver's HTTP status, or why there was none. */
-export type WebhookSendResult = { httpStatus: number } | { error: string }
+/**
+ * Why an attempt got no HTTP answer, as the job's account sees it: a class, never the details
+ * (the address, the socket error, how long it took). Attempts readable by the account must not
+ * tell a closed port from a filtered one, nor say what a name resolved to: otherwise webhooks
+ * are a port scanner and DNS oracle for the operator's network (docs/security.md). The details
+ * go to the server's log.
+ */
+export const WEBHOOK_ERRORS = {
+  /** The egress policy refused the URL or an address its host resolved to. */
+  refused: 'refused by the egress policy',
+  /** The host name did not resolve (or not within the attempt's timeout). */
+  unresolved: 'host name did not resolve',
+  /** Connection refused, reset or timed out, TLS failure, or no answer within the timeout. */
+  noAnswer: 'no HTTP answer',
+} as const
+
+export type WebhookError = (typeof WEBHOOK_ERRORS)[keyof typeof WEBHOOK_ERRORS]
+
+/**
+ * What one POST gave: the receiver's HTTP status, or the class of why there was none with the
+ * details for the log.
+ */
+export type WebhookSendResult = { httpStatus: number } | { error: WebhookError; detail: string }
 
 export interface WebhookAttempt {
   /** 1, 2, 3. */
@@ -28,7 +49,7 @@ export interface WebhookAttempt {
   at: string
   durationMs: number
   httpStatus?: number
-  /** Connection refused, timeout, bad URL...: there was no HTTP answer. */
+  /** Why there was no HTTP answer: one of WEBHOOK_ERRORS (older rows may hold details). */
   error?: string
   outcome: 'delivered' | 'failed'
 }
@@ -48,6 +69,42 @@ export interface WebhookDelivery {
   /** When it was delivered or given up. */
   finishedAt?: string
   attempts: WebhookAttempt[]
+}
+
+/**
+ * An attempt as the job's account reads it: the receiver's status and how long it took only
+ * when a receiver the policy allowed answered; otherwise only the class of the failure.
+ */
+export type WebhookAttemptView = Pick<WebhookAttempt, 'attempt' | 'at' | 'outcome'> &
+  ({ httpStatus: number; durationMs: number } | { error: WebhookError })
+
+export type WebhookDeliveryView = Omit<WebhookDelivery, 'accountId' | 'attempts'> & {
+  attempts: WebhookAttemptView[]
+}
+
+const KNOWN_ERRORS: readonly string[] = Object.values(WEBHOOK_ERRORS)
+
+export function attemptView(attempt: WebhookAttempt): WebhookAttemptView {
+  const { attempt: number, at, outcome } = attempt
+  if (attempt.httpStatus !== undefined) {
+    return {
+      attempt: number,
+      at,
+      outcome,
+      httpStatus: attempt.httpStatus,
+      durationMs: Math.max(0, Math.round(attempt.durationMs)),
+    }
+  }
+  // Rows recorded before the classes existed held the socket error: never shown as such.
+  const error = KNOWN_ERRORS.includes(attempt.error ?? '')
+    ? (attempt.error as WebhookError)
+    : WEBHOOK_ERRORS.noAnswer
+  return { attempt: number, at, outcome, error }
+}
+
+export function deliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
+  const { accountId: _owner, attempts, ...rest } = delivery
+  return { ...rest, attempts: attempts.map(attemptView) }
 }
 
 /** A pending delivery handed to one dispatcher for one attempt. */

@@ -1,7 +1,11 @@
 import { AppError } from '../../shared/app-error.js'
 import type { EndpointService } from './endpoint-service.js'
 import type { JobQueue } from './ports.js'
-import type { WebhookDelivery, WebhookDeliveryRepo } from './webhook-delivery.js'
+import {
+  deliveryView,
+  type WebhookDeliveryRepo,
+  type WebhookDeliveryView,
+} from './webhook-delivery.js'
 
 export interface WebhookServiceDeps {
   endpoints: Pick<EndpointService, 'get'>
@@ -18,12 +22,14 @@ export class WebhookService {
    * nothing is recorded for the job and the job itself is unknown (or gone); an empty list for
    * a known job that has no delivery (yet, or no `webhook`). A delivery outlives its job: it
    * carries its own payload and stays readable for WEBHOOK_RECORD_RETENTION_MS once finished.
+   * Attempts show what `attemptView` allows: no detail that would make webhooks a probe of the
+   * operator's network.
    */
   async deliveriesOf(
     accountId: string,
     endpointId: string,
     jobId: string,
-  ): Promise<WebhookDelivery[]> {
+  ): Promise<WebhookDeliveryView[]> {
     await this.deps.endpoints.get(accountId, endpointId)
     const deliveries = await this.deps.deliveries.forJob(accountId, endpointId, jobId)
     if (deliveries.length === 0) {
@@ -32,6 +38,6 @@ export class WebhookService {
         throw new AppError('NOT_FOUND', `job ${jobId} not found (unknown, expired or deleted)`)
       }
     }
-    return deliveries
+    return deliveries.map(deliveryView)
   }
 }
