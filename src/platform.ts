@@ -458,7 +458,7 @@ export async function startPlatform(
       queue,
       presence,
       workerKeyFor: (endpointId) => workerKeys.current(endpointId),
-      jobApiBaseUrl: () => serverUrl,
+      jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || serverUrl,
       networkVolume: async (accountId, volumeId) => {
         const volume = await volumes.find(accountId, volumeId)
         return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
@@ -518,6 +518,7 @@ export async function startPlatform(
       presence,
       roster: autoscaler,
       clock,
+      leaseMs: config.workers.jobLeaseMs,
       billing: billingGuard,
       onJobFinished: (job) => models.onJobCompleted(job),
     })
