@@ -109,6 +109,7 @@ import { KyselyLeaseRepo } from './store/lease-repo.js'
 import { SharedJobLimits } from './store/shared-job-limits.js'
 import { SharedWorkerPresence } from './store/shared-worker-presence.js'
 import { acquireStartupLock } from './store/startup-lock.js'
+import { lockForServing, StoreInUseError, type ServingLock } from './store/serving-lock.js'
 
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -264,7 +265,15 @@ export async function startPlatform(
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? pino({ level: config.logLevel })
-  const { store, applied } = await openMigratedStore(config, logger, { serving: true })
+  const servingLocks = lockSqliteStore(config)
+  let store: Store
+  let applied: string[]
+  try {
+    ;({ store, applied } = await openMigratedStore(config, logger, { serving: true }))
+  } catch (error) {
+    for (const lock of servingLocks) lock.release()
+    throw error
+  }
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
   try {
@@ -466,7 +475,7 @@ export async function startPlatform(
       queue,
       presence,
       workerKeyFor: (endpointId) => workerKeys.current(endpointId),
-      jobApiBaseUrl: () => serverUrl,
+      jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || serverUrl,
       networkVolume: async (accountId, volumeId) => {
         const volume = await volumes.find(accountId, volumeId)
         return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
@@ -526,6 +535,7 @@ export async function startPlatform(
       presence,
       roster: autoscaler,
       clock,
+      leaseMs: config.workers.jobLeaseMs,
       billing: billingGuard,
       webhookEgress,
       onJobFinished: (job) => models.onJobCompleted(job),
@@ -684,6 +694,7 @@ export async function startPlatform(
       )
     const url = address.replace('[::1]', 'localhost')
     serverUrl = url
+    for (const lock of servingLocks) lock.describe({ url })
     await wakeUps?.start()
     for (const sync of shared) sync.start()
     await leadership.start()
@@ -749,14 +760,46 @@ export async function startPlatform(
         await lifecycle.stop()
         for (const d of hostDrivers.drivers) await d.close()
         await store.close()
+        for (const lock of servingLocks) lock.release()
       },
     }
   } catch (error) {
     await releaseStartup?.()
     await store.close()
+    for (const lock of servingLocks) lock.release()
     throw error
   }
 }
+
+/**
+ * A serving platform on a SQLite store holds its data directory (and the database file, when
+ * it lives elsewhere) for as long as it runs: a second server there refuses to start
+ * (src/store/serving-lock.ts). Replicas on PostgreSQL share a data directory by design.
+ */
+function lockSqliteStore(config: Readonly<Config>): ServingLock[] {
+  if (!config.storeUrl.startsWith('sqlite:')) return []
+  const file = config.storeUrl.slice('sqlite:'.length)
+  if (file === ':memory:') return []
+  mkdirSync(config.dataDir, { recursive: true })
+  const locks = [
+    lockForServing(
+      path.join(config.dataDir, SERVE_LOCK_FILE),
+      `the data directory ${config.dataDir}`,
+    ),
+  ]
+  const database = path.resolve(file)
+  if (path.dirname(database) !== path.resolve(config.dataDir)) {
+    try {
+      locks.push(lockForServing(`${database}.${SERVE_LOCK_FILE}`, `the database ${database}`))
+    } catch (error) {
+      locks[0]!.release()
+      throw error
+    }
+  }
+  return locks
+}
+
+const SERVE_LOCK_FILE = 'serve.lock'
 
 function storeCommands(accounts: AccountService, credits: CreditService): StoreCommands {
   const accountOrAdmin = async (idOrEmail?: string) => {
@@ -914,6 +957,7 @@ function parseEndPollsKey(key: string): { endpointId: string; workerId: string }
 export function isStartupRefusal(error: unknown): error is Error {
   return (
     error instanceof FleetError ||
+    error instanceof StoreInUseError ||
     error instanceof DockerEngineUnreachableError ||
     error instanceof DatabaseTooNewError ||
     error instanceof EncryptionKeyMismatchError ||

@@ -198,4 +198,27 @@ describe('podyard serve (the README’s first command)', () => {
     expect(await again.exited).toBe(0)
     rmSync(dataDir, { recursive: true, force: true })
   })
+
+  it('refuses a second server on the same data directory, and takes over after a crash', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-serve-'))
+    const args = ['--port', '0', '--data-dir', dataDir, '--log-level', 'warn']
+    const first = await startServe(args)
+    try {
+      const second = await runCli(['serve', ...args])
+      expect(second.code).toBe(2)
+      expect(second.stderr).toContain(`the data directory ${dataDir} is in use by another`)
+      expect(second.stderr).toContain(`pid ${first.child.pid}`)
+      expect(second.stderr).toContain(first.url)
+      // The first server is untouched.
+      expect((await fetch(`${first.url}/healthz`)).status).toBe(200)
+    } finally {
+      first.child.kill('SIGKILL')
+    }
+    await first.exited
+    // A dead server's lock is the kernel's to release: the next start takes it over.
+    const next = await startServe(args)
+    next.child.kill('SIGTERM')
+    expect(await next.exited).toBe(0)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
 })

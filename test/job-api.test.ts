@@ -478,6 +478,49 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
       })
     })
 
+    it('keeps telling a worker to stop a cancelled job for as long as its pings name it', async () => {
+      const id = await createEndpoint()
+      const worker = pythonShapedWorker(platform.url, id, TEST_ADMIN_KEY)
+      const run = await json(await jobCall(id, '/run', { method: 'POST', json: { input: {} } }))
+      const jobId = run.id as string
+      await json(await worker.take({ wait: 2000 }))
+      await json(await jobCall(id, `/cancel/${jobId}`, { method: 'POST' }))
+      expect(await json(await worker.stop({ wait: 2000 }))).toEqual({ jobsToStop: [jobId] })
+      // runpod-python dropped that notice (its task had not started) and still names the job.
+      expect(await json(await worker.ping([jobId]))).toEqual({ status: 'ok', renewed: [] })
+      expect(await json(await worker.stop({ wait: 2000 }))).toEqual({ jobsToStop: [jobId] })
+      // Once it no longer names the job, it is not told again.
+      await json(await worker.ping([]))
+      expect((await worker.stop({ wait: 300 })).status).toBe(204)
+    })
+
+    it('does not stop a job its worker took again after its lease ran out', async () => {
+      const id = await createEndpoint()
+      const worker = pythonShapedWorker(platform.url, id, TEST_ADMIN_KEY)
+      const run = await json(await jobCall(id, '/run', { method: 'POST', json: { input: {} } }))
+      const jobId = run.id as string
+      await json(await worker.take({ wait: 2000 }))
+      // The lease runs out (the server was away, say): the sweeper puts the job back.
+      await platform.store.db
+        .updateTable('jobs')
+        .set({ lease_expires_at: new Date(Date.now() - 1000).toISOString() })
+        .where('id', '=', jobId)
+        .execute()
+      await vi.waitFor(
+        async () =>
+          expect(await json(await jobCall(id, `/status/${jobId}`))).toMatchObject({
+            status: 'IN_QUEUE',
+          }),
+        { timeout: 5000, interval: 100 },
+      )
+      expect(await json(await worker.take({ wait: 2000 }))).toMatchObject({ id: jobId })
+      // Its job-stop poll must not hand it the notice of the attempt that is over.
+      expect((await worker.stop({ wait: 500 })).status).toBe(204)
+      expect(await json(await worker.done(jobId, { output: { once: true } }))).toEqual({
+        status: 'ok',
+      })
+    })
+
     it('treats a handler dict with error as FAILED and keeps its output', async () => {
       const id = await createEndpoint()
       const worker = pythonShapedWorker(platform.url, id, TEST_ADMIN_KEY)

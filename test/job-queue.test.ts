@@ -152,6 +152,62 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.get(EP, job.id))?.output).toBe('ok')
   })
 
+  it('retires a stop notice of an earlier attempt when the same worker takes the job again', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(LEASE)
+    await queue.requeueExpiredLeases(clock.now())
+    // The same worker takes the job again before it polled job-stop: the lease-lost notice was
+    // for attempt 1, and must not stop attempt 2.
+    const [again] = await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(again).toMatchObject({ id: job.id, workerId: 'w1', attempts: 2 })
+    expect(await queue.takeStops(EP, 'w1')).toEqual([])
+    expect(await queue.complete(EP, job.id, 'w1', { output: 'once' })).toMatchObject({
+      applied: true,
+    })
+  })
+
+  it('still stops the earlier attempt when another worker took the job, and a later one of its own', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(LEASE)
+    await queue.requeueExpiredLeases(clock.now())
+    await queue.take(EP, 'w2', { max: 1, leaseMs: LEASE })
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'lease-lost' }])
+    // w2 loses it too; w1 takes it a third time, and is then cancelled: that notice is current.
+    clock.advance(LEASE)
+    await queue.requeueExpiredLeases(clock.now())
+    expect(await queue.takeStops(EP, 'w2')).toEqual([{ jobId: job.id, reason: 'lease-lost' }])
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    await queue.cancel(EP, job.id)
+    expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'cancelled' }])
+  })
+
+  it('tells a worker again to stop a job it still names after the job left it', async () => {
+    const cancelled = await submit()
+    const late = await submit({ policy: { executionTimeout: 5_000 } })
+    const kept = await submit()
+    const finished = await submit()
+    await queue.take(EP, 'w1', { max: 4, leaseMs: LEASE })
+    await queue.cancel(EP, cancelled.id)
+    await queue.complete(EP, finished.id, 'w1', { output: 1 })
+    clock.advance(5_000)
+    await queue.expire(clock.now())
+    // The worker collected its notices, but its task had not started: it still names the jobs.
+    expect((await queue.takeStops(EP, 'w1')).map((n) => n.jobId).sort()).toEqual(
+      [cancelled.id, late.id].sort(),
+    )
+    const named = [cancelled.id, late.id, kept.id, finished.id, 'gone-job']
+    expect(await queue.remindStops(EP, 'w1', named)).toBe(3)
+    // Not twice while one is waiting.
+    expect(await queue.remindStops(EP, 'w1', named)).toBe(0)
+    expect(await queue.takeStops(EP, 'w1')).toEqual([
+      { jobId: cancelled.id, reason: 'cancelled' },
+      { jobId: late.id, reason: 'timed-out' },
+      { jobId: 'gone-job', reason: 'expired' },
+    ])
+  })
+
   it('keeps the lease while the worker heart-beats', async () => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })

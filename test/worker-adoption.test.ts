@@ -4,11 +4,10 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { afterAll, describe, expect, it } from 'vitest'
-import { loadConfig } from '../src/config/load-config.js'
 import { freePort } from '../src/control/free-port.js'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { repoRoot } from './support/cli.js'
-import { TEST_ADMIN_KEY } from './support/platform.js'
+import { TEST_ADMIN_KEY, testConfig } from './support/platform.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -27,12 +26,9 @@ describe('managed workers across a server restart', () => {
   let platform: Platform | undefined
 
   const start = async (port: number) => {
-    const config = {
-      ...loadConfig({ cwd: dir, env: {}, flags: {} }),
+    const config = testConfig(dir, {
       // Workers keep the address they were started with: the restarted server listens there.
       port,
-      adminKey: TEST_ADMIN_KEY,
-      logLevel: 'silent' as const,
       sandbox: 'none' as const,
       workers: {
         intervalMs: 200,
@@ -42,7 +38,7 @@ describe('managed workers across a server restart', () => {
         stopGraceMs: 2000,
         unhealthyRetentionMs: 60_000,
       },
-    }
+    })
     platform = await startPlatform(config, { logger: pino({ level: 'silent' }) })
     return platform
   }

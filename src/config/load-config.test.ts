@@ -114,6 +114,30 @@ describe('loadConfig', () => {
     )
   })
 
+  it('takes the job lease and the job API URL for workers, and refuses a URL that is not http(s)', () => {
+    const cwd = dirWith('workers:\n  jobLeaseMs: 15000\n')
+    const config = loadConfig({
+      cwd,
+      env: { PODYARD_WORKERS_JOB_API_URL: 'http://lb.internal:8080' },
+    })
+    expect(config.workers).toMatchObject({
+      jobLeaseMs: 15000,
+      jobApiUrl: 'http://lb.internal:8080',
+    })
+    expect(loadConfig({ cwd: dirWith(), env: {} }).workers).toMatchObject({
+      jobLeaseMs: 60000,
+      jobApiUrl: '',
+    })
+    expect(() =>
+      loadConfig({ cwd, env: { PODYARD_WORKERS_JOB_API_URL: 'lb.internal:8080' } }),
+    ).toThrow(
+      'workers.jobApiUrl: must be an http(s) URL, got "lb.internal:8080" (from environment variable PODYARD_WORKERS_JOB_API_URL)',
+    )
+    expect(() => loadConfig({ cwd: dirWith('workers:\n  jobLeaseMs: 1000\n'), env: {} })).toThrow(
+      ConfigError,
+    )
+  })
+
   it('keeps an explicit store URL', () => {
     const config = loadConfig({ cwd: dirWith(), env: { PODYARD_STORE_URL: 'postgres://u:p@db/x' } })
     expect(config.storeUrl).toBe('postgres://u:p@db/x')

@@ -127,6 +127,13 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   }
 
   const config = withDefaults as Config
+  const jobApiUrl = config.workers.jobApiUrl
+  if (jobApiUrl !== '' && !/^https?:$/.test(URL.parse(jobApiUrl)?.protocol ?? '')) {
+    const from = origin.get('workers.jobApiUrl')
+    throw new ConfigError(
+      `invalid configuration: workers.jobApiUrl: must be an http(s) URL, got ${JSON.stringify(jobApiUrl)}${from ? ` (from ${from})` : ''}`,
+    )
+  }
   const dataDir = path.resolve(cwd, config.dataDir)
   return Object.freeze({
     ...config,

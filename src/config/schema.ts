@@ -103,6 +103,17 @@ export const ConfigSchema = Type.Object(
           'ms an UNHEALTHY worker stays in the workers list after it was removed',
           60000,
         ),
+        jobLeaseMs: Type.Integer({
+          minimum: 5000,
+          default: 60000,
+          description:
+            "ms a worker's take holds a job before it must heart-beat; a worker silent for longer loses the job to the queue (docs/serverless-queue.md)",
+        }),
+        jobApiUrl: Type.String({
+          default: '',
+          description:
+            'the job API base URL given to managed workers, e.g. a load balancer in front of several replicas; empty means the URL this server listens on',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -270,6 +281,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     env: 'PODYARD_WORKERS_UNHEALTHY_RETENTION_MS',
     type: 'integer',
   },
+  { path: 'workers.jobLeaseMs', env: 'PODYARD_WORKERS_JOB_LEASE_MS', type: 'integer' },
+  { path: 'workers.jobApiUrl', env: 'PODYARD_WORKERS_JOB_API_URL', type: 'string' },
   { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
   { path: 'webhooks.timeoutMs', env: 'PODYARD_WEBHOOK_TIMEOUT_MS', type: 'integer' },
   { path: 'webhooks.allowInternal', env: 'PODYARD_WEBHOOK_ALLOW_INTERNAL', type: 'list' },

@@ -53,6 +53,8 @@ export interface JobStopsTable {
   job_id: string
   reason: string
   created_at: string
+  /** The job's attempt the notice stops (migration 0015); 0 for notices written before it. */
+  attempt: Generated<number>
 }
 
 /** Webhook deliveries of finished jobs (docs/job-api.md "Webhooks"), with their own payload copy. */

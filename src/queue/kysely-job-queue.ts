@@ -66,6 +66,9 @@ const SWEEP_LOCK_KEY = 7_341_005
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** A job in one of these, held or finished by the worker that names it, is not one to stop. */
+const OWN_STATUSES = new Set(['IN_PROGRESS', 'COMPLETED', 'FAILED'])
+
 /**
  * The running jobs, as the partial index `jobs_running` names them (migration 0014): a literal,
  * not a parameter, so that the planner can tell the sweep's rows are all in that index.
@@ -678,10 +681,13 @@ export class KyselyJobQueue implements JobQueue {
     return { outcome, webhook }
   }
 
-  /** Adds a stop notice for the worker of a running job. */
+  /**
+   * Adds a stop notice for the worker of a running job: it stops the job's current attempt
+   * (`attempts`), so that a later attempt the same worker takes is not stopped by it.
+   */
   private async addStop(
     db: Db,
-    row: Pick<JobRow, 'endpoint_id' | 'worker_id' | 'id'>,
+    row: Pick<JobRow, 'endpoint_id' | 'worker_id' | 'id' | 'attempts'>,
     reason: StopNotice['reason'],
     now: number,
   ): Promise<string | undefined> {
@@ -694,6 +700,7 @@ export class KyselyJobQueue implements JobQueue {
         job_id: row.id,
         reason,
         created_at: iso(now),
+        attempt: Number(row.attempts),
       })
       .execute()
     return stopKey(row.endpoint_id, row.worker_id)
@@ -922,7 +929,7 @@ export class KyselyJobQueue implements JobQueue {
       const gone = await tx
         .deleteFrom('jobs')
         .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
-        .returning(['id', 'endpoint_id', 'worker_id', 'status'])
+        .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
         .execute()
       for (const row of gone) {
         if (row.status === 'IN_PROGRESS') {
@@ -966,11 +973,84 @@ export class KyselyJobQueue implements JobQueue {
       .deleteFrom('job_stops')
       .where('endpoint_id', '=', endpointId)
       .where('worker_id', '=', workerId)
-      .returning(['seq', 'job_id', 'reason'])
+      .returning(['seq', 'job_id', 'reason', 'attempt'])
       .execute()
+    if (rows.length === 0) return []
+    // A notice stops one attempt. When this worker has since taken the job again (its lease ran
+    // out, the job was re-queued and came back to it), the notice is for a run that is over:
+    // retired here, or the worker would abort the attempt it now rightly holds.
+    const held = new Map<string, number>()
+    for (const ids of chunks([...new Set(rows.map((r) => r.job_id))])) {
+      const jobs = await this.db
+        .selectFrom('jobs')
+        .select(['id', 'attempts'])
+        .where('endpoint_id', '=', endpointId)
+        .where('worker_id', '=', workerId)
+        .where('status', '=', 'IN_PROGRESS')
+        .where('id', 'in', ids)
+        .execute()
+      for (const job of jobs) held.set(job.id, Number(job.attempts))
+    }
     return rows
+      .filter((r) => !(Number(held.get(r.job_id) ?? -1) > Number(r.attempt)))
       .sort((a, b) => Number(a.seq) - Number(b.seq))
       .map((r) => ({ jobId: r.job_id, reason: r.reason as StopNotice['reason'] }))
+  }
+
+  async remindStops(endpointId: string, workerId: string, jobIds: string[]): Promise<number> {
+    if (jobIds.length === 0) return 0
+    const listed = [...new Set(jobIds)]
+    const now = this.clock.now().getTime()
+    const added = await this.db.transaction().execute(async (tx) => {
+      let count = 0
+      for (const ids of chunks(listed)) {
+        const jobs = new Map(
+          (
+            await tx
+              .selectFrom('jobs')
+              .select(['id', 'status', 'worker_id', 'attempts'])
+              .where('endpoint_id', '=', endpointId)
+              .where('id', 'in', ids)
+              .execute()
+          ).map((job) => [job.id, job]),
+        )
+        const pending = new Set(
+          (
+            await tx
+              .selectFrom('job_stops')
+              .select('job_id')
+              .where('endpoint_id', '=', endpointId)
+              .where('worker_id', '=', workerId)
+              .where('job_id', 'in', ids)
+              .execute()
+          ).map((notice) => notice.job_id),
+        )
+        for (const id of ids) {
+          if (pending.has(id)) continue
+          const job = jobs.get(id)
+          // Still its job, or one it finished itself (a heartbeat sent before its result).
+          if (job?.worker_id === workerId && OWN_STATUSES.has(job.status)) continue
+          const reason: StopNotice['reason'] =
+            job === undefined
+              ? 'expired'
+              : job.status === 'CANCELLED'
+                ? 'cancelled'
+                : job.status === 'TIMED_OUT'
+                  ? 'timed-out'
+                  : 'lease-lost'
+          await this.addStop(
+            tx,
+            { endpoint_id: endpointId, worker_id: workerId, id, attempts: job?.attempts ?? 0 },
+            reason,
+            now,
+          )
+          count += 1
+        }
+      }
+      return count
+    })
+    if (added > 0) this.wakeUps.notify(stopKey(endpointId, workerId))
+    return added
   }
 
   private async version(endpointId: string, jobId: string): Promise<number | undefined> {

@@ -175,6 +175,8 @@ export interface JobStopsTable {
   job_id: string
   reason: string
   created_at: string
+  /** The job's attempt the notice stops (migration 0015); 0 for notices written before it. */
+  attempt: Generated<number>
 }
 
 /** Serverless endpoint definitions; `doc` is the whole Endpoint as JSON. */

@@ -23,19 +23,29 @@ export interface TestPlatform extends Platform {
   ): Promise<Response>
 }
 
+/** Config overrides of a test; `workers` names only the settings it changes. */
+export type TestConfig = Omit<Partial<Config>, 'workers'> & { workers?: Partial<Config['workers']> }
+
+/** The configuration of a test platform in `dataDir`: the defaults, then `overrides`. */
+export function testConfig(dataDir: string, overrides: TestConfig = {}): Config {
+  const defaults = loadConfig({ cwd: dataDir, env: {}, flags: {} })
+  return {
+    ...defaults,
+    port: 0,
+    adminKey: TEST_ADMIN_KEY,
+    logLevel: 'silent',
+    ...overrides,
+    workers: { ...defaults.workers, ...overrides.workers },
+  }
+}
+
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
-  overrides: Partial<Config> = {},
+  overrides: TestConfig = {},
   options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
-  const config = {
-    ...loadConfig({ cwd: dataDir, env: {}, flags: {} }),
-    port: 0,
-    adminKey: TEST_ADMIN_KEY,
-    logLevel: 'silent' as const,
-    ...overrides,
-  }
+  const config = testConfig(dataDir, overrides)
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),

@@ -467,12 +467,21 @@ export class JobService {
     signal?: AbortSignal,
   ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId)
+    const deadline = Date.now() + waitMs
     // The poll is registered before the first read, so that `endPolls` meanwhile ends it too.
     const notices = await this.longPoll(endpointId, workerId, signal, async (ended) => {
-      const first = await this.deps.queue.takeStops(endpointId, workerId)
-      if (first.length > 0 || waitMs <= 0 || ended.aborted) return first
-      const found = await this.deps.queue.waitForStops(endpointId, workerId, waitMs, ended)
-      return found && !signal?.aborted ? this.deps.queue.takeStops(endpointId, workerId) : []
+      for (;;) {
+        const found = await this.deps.queue.takeStops(endpointId, workerId)
+        // Nothing, or only notices of attempts that are over (retired by takeStops): wait on.
+        if (found.length > 0 || ended.aborted || deadline - Date.now() <= 0) return found
+        const more = await this.deps.queue.waitForStops(
+          endpointId,
+          workerId,
+          deadline - Date.now(),
+          ended,
+        )
+        if (!more || signal?.aborted) return []
+      }
     })
     return [...new Set(notices.map((n) => n.jobId))]
   }
@@ -487,7 +496,15 @@ export class JobService {
       jobIds: ping.jobIds,
       unhealthy: ping.unhealthy ?? null,
     })
-    return this.deps.queue.heartbeat(endpointId, workerId, ping.jobIds, this.leaseMs)
+    const renewed = await this.deps.queue.heartbeat(endpointId, workerId, ping.jobIds, this.leaseMs)
+    if (renewed.length < ping.jobIds.length) {
+      // It names jobs it holds no longer: tell it again to stop them (runpod-python drops a
+      // notice that came before its task for the job started).
+      const kept = new Set(renewed)
+      const gone = ping.jobIds.filter((id) => !kept.has(id))
+      await this.deps.queue.remindStops(endpointId, workerId, gone)
+    }
+    return renewed
   }
 
   private async renew(endpointId: string, workerId: string, jobId: string): Promise<void> {

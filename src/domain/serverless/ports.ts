@@ -137,8 +137,19 @@ export interface JobQueue {
    * finishing passed -> deleted. Workers of running jobs affected get stop notices.
    */
   expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }>
-  /** Takes (and forgets) the stop notices for the worker's jobs. */
+  /**
+   * Takes (and forgets) the stop notices for the worker's jobs. A notice stops one attempt of a
+   * job: one whose job this worker has taken again since (a later attempt) is dropped, not
+   * returned.
+   */
   takeStops(endpointId: string, workerId: string): Promise<StopNotice[]>
+  /**
+   * The worker says it runs `jobIds` (its heartbeat) but holds some of them no longer (cancelled,
+   * timed out, deleted, or its lease lost): each gets a stop notice again unless one is waiting.
+   * runpod-python ignores a notice that arrives before its task for the job has started, so it is
+   * told again for as long as it names the job. Returns how many notices were added.
+   */
+  remindStops(endpointId: string, workerId: string, jobIds: string[]): Promise<number>
   /**
    * Resolves true as soon as the job's `version` differs from `sinceVersion` (or, without it,
    * from the version when the wait began) or the job is gone; false after `timeoutMs`.
