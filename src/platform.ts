@@ -47,7 +47,10 @@ import {
 import { RegistryService } from './domain/registries/registry-service.js'
 import { EndpointService } from './domain/serverless/endpoint-service.js'
 import { JobService } from './domain/serverless/job-service.js'
-import { WorkerPresence } from './domain/serverless/worker-presence.js'
+import {
+  WORKER_PRESENCE_WINDOW_MS,
+  WorkerPresence,
+} from './domain/serverless/worker-presence.js'
 import { WorkerService } from './domain/serverless/worker-service.js'
 import { WebhookService } from './domain/serverless/webhook-service.js'
 import { deriveWorkerKeySecret, WorkerKeyService } from './domain/serverless/worker-keys.js'
@@ -433,7 +436,11 @@ export async function startPlatform(
       },
       ...(wakeUps ? { wakeUps, pollIntervalMs: CROSS_REPLICA_POLL_MS } : {}),
     })
-    const presence = new WorkerPresence(clock)
+    const presence = new WorkerPresence(
+      clock,
+      WORKER_PRESENCE_WINDOW_MS,
+      config.workers.pingIntervalMs,
+    )
     const workerRepo = new KyselyWorkerRepo(store.db)
     const autoscaler = new WorkerAutoscaler({
       endpoints: endpointRepo,

@@ -476,7 +476,7 @@ export class JobService {
     ping: { jobIds: string[]; unhealthy?: { check: string; reason: string } },
   ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId, {
-      jobIds: ping.jobIds,
+      heartbeatJobIds: ping.jobIds,
       unhealthy: ping.unhealthy ?? null,
     })
     return this.deps.queue.heartbeat(endpointId, workerId, ping.jobIds, this.leaseMs)
