@@ -98,6 +98,16 @@ export const ConfigSchema = Type.Object(
           'ms an UNHEALTHY worker stays in the workers list after it was removed',
           60000,
         ),
+        // Optional in the type (the defaults fill them): a partial `workers` override keeps them.
+        startBackoffMs: Type.Optional(
+          positiveInt(
+            'ms no worker of an endpoint starts after one failed; doubles per failure',
+            1000,
+          ),
+        ),
+        startBackoffMaxMs: Type.Optional(
+          positiveInt('the longest crash-loop backoff of an endpoint, ms', 60000),
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -262,6 +272,12 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   {
     path: 'workers.unhealthyRetentionMs',
     env: 'PODYARD_WORKERS_UNHEALTHY_RETENTION_MS',
+    type: 'integer',
+  },
+  { path: 'workers.startBackoffMs', env: 'PODYARD_WORKERS_START_BACKOFF_MS', type: 'integer' },
+  {
+    path: 'workers.startBackoffMaxMs',
+    env: 'PODYARD_WORKERS_START_BACKOFF_MAX_MS',
     type: 'integer',
   },
   { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
