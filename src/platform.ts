@@ -47,7 +47,7 @@ import {
 import { RegistryService } from './domain/registries/registry-service.js'
 import { EndpointService } from './domain/serverless/endpoint-service.js'
 import { JobService } from './domain/serverless/job-service.js'
-import { WorkerPresence } from './domain/serverless/worker-presence.js'
+import { WORKER_PRESENCE_WINDOW_MS, WorkerPresence } from './domain/serverless/worker-presence.js'
 import { WorkerService } from './domain/serverless/worker-service.js'
 import { WebhookService } from './domain/serverless/webhook-service.js'
 import { EgressGuard, type HostResolver } from './domain/egress/egress-guard.js'
@@ -108,6 +108,7 @@ import { LeaderElection } from './control/leader-election.js'
 import { KyselyLeaseRepo } from './store/lease-repo.js'
 import { SharedJobLimits } from './store/shared-job-limits.js'
 import { SharedWorkerPresence } from './store/shared-worker-presence.js'
+import { KyselyStartBackoffRepo } from './store/start-backoff-repo.js'
 import { acquireStartupLock } from './store/startup-lock.js'
 import { lockForServing, StoreInUseError, type ServingLock } from './store/serving-lock.js'
 
@@ -429,7 +430,7 @@ export async function startPlatform(
           onRemote: (key) => {
             if (key === WEBHOOKS_DUE_KEY) dispatcher.nudge()
             const ended = parseEndPollsKey(key)
-            if (ended) jobs.endPolls(ended.endpointId, ended.workerId)
+            if (ended) void jobs.endPolls(ended.endpointId, ended.workerId)
           },
         })
       : undefined
@@ -459,7 +460,11 @@ export async function startPlatform(
       },
       ...(wakeUps ? { wakeUps, pollIntervalMs: CROSS_REPLICA_POLL_MS } : {}),
     })
-    const presence = new WorkerPresence(clock)
+    const presence = new WorkerPresence(
+      clock,
+      WORKER_PRESENCE_WINDOW_MS,
+      config.workers.pingIntervalMs,
+    )
     const workerRepo = new KyselyWorkerRepo(store.db)
     const autoscaler = new WorkerAutoscaler({
       endpoints: endpointRepo,
@@ -512,10 +517,11 @@ export async function startPlatform(
           gpuCount: endpoint.gpu?.count ?? 0,
           vcpus: candidate.request.compute.kind === 'cpu' ? candidate.request.compute.vcpuCount : 0,
         }),
-      endPolls: (endpointId, workerId) => {
-        jobs.endPolls(endpointId, workerId)
-        // The worker's polls may be held by another replica.
+      startBackoffs: new KyselyStartBackoffRepo(store.db),
+      endPolls: (endpointId, workerId): Promise<void> => {
+        // The worker's polls may be held by another replica: those end too, unawaited.
         wakeUps?.notify(endPollsKey(endpointId, workerId))
+        return jobs.endPolls(endpointId, workerId)
       },
       platformMounts: (endpoint) =>
         endpoint.accountId === modelsAccount.id

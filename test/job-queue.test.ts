@@ -468,6 +468,29 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(page2.jobs.map((j) => j.id)).toEqual([ids[1], ids[0]])
   })
 
+  it('tells the autoscaler the running jobs of each worker, whatever it last reported', async () => {
+    for (let i = 0; i < 5; i++) await submit()
+    await submit({ policy: { lowPriority: true } })
+    await submit({ endpointId: 'otherendpoint1' })
+    await queue.take(EP, 'w1', { max: 2, leaseMs: LEASE })
+    const [done] = await queue.take(EP, 'w2', { max: 2, leaseMs: LEASE })
+    await queue.take('otherendpoint1', 'w3', { max: 1, leaseMs: LEASE })
+    await queue.complete(EP, done!.id, 'w2', { output: 1 })
+    const stats = await queue.scalingStats(EP)
+    expect(stats).toMatchObject({ queued: 1, inProgress: 3 })
+    expect(stats.heldByWorker).toEqual(
+      new Map([
+        ['w1', 2],
+        ['w2', 1],
+      ]),
+    )
+    // A released worker's jobs stay its own until the sweep puts them back in the queue.
+    await queue.releaseWorker(EP, 'w1')
+    clock.advance(1)
+    await queue.requeueExpiredLeases(clock.now())
+    expect((await queue.scalingStats(EP)).heldByWorker).toEqual(new Map([['w2', 1]]))
+  })
+
   describe('long polls', () => {
     const taker = { workerId: 'worker-1', leaseMs: LEASE, max: 1 }
 

@@ -269,6 +269,50 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     )
   })
 
+  it('runsync says on stderr what it waits for: the job, the ready workers, why workers fail', async () => {
+    const response = await platform.call('/v2/serverless', {
+      method: 'POST',
+      json: {
+        name: 'crashing',
+        image: 'worker:1',
+        // A worker whose handler cannot load: it exits before asking for a job.
+        args: `echo "Error: Cannot find module 'handler'" >&2; exit 1`,
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        workers: { min: 1, max: 1 },
+      },
+    })
+    expect(response.status).toBe(201)
+    const crashing = ((await response.json()) as { id: string }).id
+    for (let tries = 0; ; tries++) {
+      const health = (await (await platform.call(`/v2/${crashing}/health`)).json()) as Json
+      if (health.startBackoff) break
+      if (tries > 200) throw new Error(`no backoff: ${JSON.stringify(health)}`)
+      await sleep(100)
+    }
+
+    const waited = await jobs(['runsync', crashing, '--input', '{}', '--wait', '3000'])
+    expect(waited.code).toBe(1)
+    const job = /^(sync-\S+)\s+IN_QUEUE/m.exec(waited.stdout)
+    expect(job, waited.stdout).not.toBeNull()
+    expect(waited.stderr).toMatch(
+      new RegExp(
+        `^waiting for job ${job![1]} \\(IN_QUEUE\\): 0 ready worker\\(s\\); the last worker exited with code 1 before asking for a job \\(\\d+ failed in a row\\); (next worker starts in \\d+ s|a worker is being started)\n`,
+      ),
+    )
+    expect(waited.stderr).toContain(`job ${job![1]} is still IN_QUEUE after the wait`)
+    // stdout stays the job alone: --json parses.
+    const asJson = await jobs(['runsync', crashing, '--input', '{}', '--wait', '2500', '--json'])
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ status: 'IN_QUEUE' })
+    expect(asJson.stderr).toContain('before asking for a job')
+
+    const health = await jobs(['health', crashing])
+    expect(health.code, health.stderr).toBe(0)
+    expect(health.stdout).toMatch(
+      /\nfailing: \d+ worker\(s\) in a row, the last \w+ exited with code 1 before asking for a job at \S+; next start at \S+\n$/,
+    )
+    await platform.call(`/v2/serverless/${crashing}`, { method: 'DELETE' })
+  })
+
   it('prints the problem and exits non-zero on bad input or a failing call', async () => {
     const none = await jobs(['run', served])
     expect(none.code).toBe(1)

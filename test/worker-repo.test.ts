@@ -66,4 +66,22 @@ describe.each(testStores())('KyselyWorkerRepo on $name', ({ open }) => {
     expect(await repo.get(w.id)).toBeUndefined()
     expect(await repo.listAll()).toEqual([pending])
   })
+  it("keeps a failed worker's last lines, replaces them, and forgets them with the worker", async () => {
+    const w = worker({ phase: 'UNHEALTHY', reason: 'exited with code 1 before asking for a job' })
+    await repo.insert(w)
+    expect(await repo.keptLog(w.id)).toBeUndefined()
+    const lines = [
+      { seq: 7, ts: '2026-01-01T00:00:02.000Z', line: 'loading ü' },
+      { seq: 8, ts: '2026-01-01T00:00:02.001Z', line: "Error: Cannot find module 'x'" },
+    ]
+    await repo.keepLog(w.id, lines)
+    expect(await repo.keptLog(w.id)).toEqual(lines)
+    await repo.keepLog(w.id, lines.slice(1))
+    expect(await repo.keptLog(w.id)).toEqual(lines.slice(1))
+    await repo.dropKeptLog(w.id)
+    expect(await repo.keptLog(w.id)).toBeUndefined()
+    await repo.keepLog(w.id, lines)
+    await repo.delete(w.id)
+    expect(await repo.keptLog(w.id)).toBeUndefined()
+  })
 })

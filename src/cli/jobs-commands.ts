@@ -20,8 +20,21 @@ interface StreamJson {
   stream: Array<{ output: unknown }>
 }
 
+/** `/health` as the CLI reads it (docs/job-api.md, "Health"). */
+interface HealthJson {
+  jobs: Record<string, number>
+  workers: Record<string, number>
+  startBackoff?: {
+    failures: number
+    lastFailure: { workerId: string; reason: string; at: string }
+    nextStartAt: string
+  }
+}
+
 export interface JobsCommandDeps {
   print(text: string): void
+  /** A line on standard error: what a waiting command waits for. */
+  progress(text: string): void
   sleep(ms: number): Promise<void>
   /** All of standard input as text, for `--input-file -`; defaults to process.stdin. */
   readStdin?(): Promise<string>
@@ -33,6 +46,11 @@ const SERVER_WAIT_MIN_MS = 1_000
 const SERVER_WAIT_MAX_MS = 300_000
 /** One /status-sync call of `status --wait`: well under fetch's 300 s header timeout. */
 const STATUS_WAIT_STEP_MS = 90_000
+/** `runsync`'s default wait: the server's default `?wait=` (docs/job-api.md, "Waits"). */
+const RUNSYNC_DEFAULT_WAIT_MS = 90_000
+/** When `runsync` first says on stderr what it waits for (a job not over by then), and how often. */
+const RUNSYNC_FIRST_REPORT_MS = 2_000
+const RUNSYNC_REPORT_EVERY_MS = 5_000
 /** A pause after an empty /stream read (the server already waits up to 2 s for a chunk). */
 const STREAM_IDLE_PAUSE_MS = 100
 
@@ -151,6 +169,54 @@ async function waitForEnd(
   }
 }
 
+/** What a waiting `runsync` says: the job's status, the ready workers, and why workers fail. */
+function waitingLine(job: JobJson, health: HealthJson, nowMs: number): string {
+  const ready = health.workers.ready ?? 0
+  const parts = [`waiting for job ${job.id} (${job.status}): ${ready} ready worker(s)`]
+  const backoff = health.startBackoff
+  if (backoff) {
+    const dueInS = Math.max(0, Math.ceil((Date.parse(backoff.nextStartAt) - nowMs) / 1000))
+    parts.push(
+      `the last worker ${backoff.lastFailure.reason} (${backoff.failures} failed in a row)`,
+      dueInS > 0 ? `next worker starts in ${dueInS} s` : 'a worker is being started',
+    )
+  }
+  return parts.join('; ')
+}
+
+/**
+ * `runsync`: one /runsync call, then, while the job is not over and `waitMs` has not passed,
+ * /status-sync calls, saying on stderr before each what it waits for (from /health).
+ */
+async function runSync(
+  client: ApiClient,
+  endpointId: string,
+  body: Record<string, unknown>,
+  waitMs: number,
+  progress: (text: string) => void,
+): Promise<JobJson> {
+  const deadline = Date.now() + waitMs
+  const step = (remaining: number, most: number) =>
+    Math.max(SERVER_WAIT_MIN_MS, Math.min(most, remaining))
+  let job = await client.request<JobJson>(
+    'POST',
+    jobPath(endpointId, `/runsync?wait=${step(waitMs, RUNSYNC_FIRST_REPORT_MS)}`),
+    body,
+  )
+  for (;;) {
+    const remaining = deadline - Date.now()
+    if (TERMINAL.has(job.status) || remaining <= 0) return job
+    const health = await client.get<HealthJson>(jobPath(endpointId, '/health'))
+    progress(waitingLine(job, health, Date.now()))
+    job = await client.get<JobJson>(
+      jobPath(
+        endpointId,
+        `/status-sync/${encodeURIComponent(job.id)}?wait=${step(remaining, RUNSYNC_REPORT_EVERY_MS)}`,
+      ),
+    )
+  }
+}
+
 /**
  * `podyard jobs ...`: the job API of a serverless endpoint (docs/job-api.md, "CLI"). Thin: each
  * command is one job API call (or a loop of them), printed as a table or `--json`.
@@ -193,17 +259,18 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
   )
     .option(
       '--wait <ms>',
-      `how long the server waits (${SERVER_WAIT_MIN_MS} to ${SERVER_WAIT_MAX_MS}; default 90000)`,
+      `how long to wait for the job (${SERVER_WAIT_MIN_MS} to ${SERVER_WAIT_MAX_MS}; default ${RUNSYNC_DEFAULT_WAIT_MS})`,
       milliseconds,
     )
     .action(async (endpointId: string, flags: SubmitFlags & { wait?: number }) => {
       const body = await submissionBody(flags, readStdin)
-      const query = flags.wait !== undefined ? `?wait=${flags.wait}` : ''
-      const job = await clientFrom(flags).request<JobJson>(
-        'POST',
-        jobPath(endpointId, `/runsync${query}`),
-        body,
-      )
+      const wait = flags.wait ?? RUNSYNC_DEFAULT_WAIT_MS
+      if (wait < SERVER_WAIT_MIN_MS || wait > SERVER_WAIT_MAX_MS) {
+        throw new Error(
+          `--wait: ${wait} is out of range: ${SERVER_WAIT_MIN_MS} to ${SERVER_WAIT_MAX_MS} ms`,
+        )
+      }
+      const job = await runSync(clientFrom(flags), endpointId, body, wait, deps.progress)
       showJob(flags, job)
       requireCompleted(endpointId, job)
     })
@@ -313,15 +380,23 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
       .description('job and worker counts of an endpoint')
       .argument('<endpoint-id>'),
   ).action(async (endpointId: string, flags: ClientFlags) => {
-    const health = await clientFrom(flags).get<{
-      jobs: Record<string, number>
-      workers: Record<string, number>
-    }>(jobPath(endpointId, '/health'))
+    const health = await clientFrom(flags).get<HealthJson>(jobPath(endpointId, '/health'))
     if (flags.json) return deps.print(json(health))
     const counts = (record: Record<string, number>) =>
       Object.entries(record)
         .map(([name, n]) => `${name}=${n}`)
         .join(' ')
-    deps.print(`jobs:    ${counts(health.jobs)}\nworkers: ${counts(health.workers)}`)
+    const backoff = health.startBackoff
+    deps.print(
+      [
+        `jobs:    ${counts(health.jobs)}`,
+        `workers: ${counts(health.workers)}`,
+        ...(backoff
+          ? [
+              `failing: ${backoff.failures} worker(s) in a row, the last ${backoff.lastFailure.workerId} ${backoff.lastFailure.reason} at ${backoff.lastFailure.at}; next start at ${backoff.nextStartAt}`,
+            ]
+          : []),
+      ].join('\n'),
+    )
   })
 }

@@ -114,6 +114,11 @@ export const ConfigSchema = Type.Object(
           description:
             'the job API base URL given to managed workers, e.g. a load balancer in front of several replicas; empty means the URL this server listens on',
         }),
+        startBackoffMs: positiveInt(
+          'ms no worker of an endpoint starts after one failed; doubles per failure',
+          1000,
+        ),
+        startBackoffMaxMs: positiveInt('the longest crash-loop backoff of an endpoint, ms', 60000),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -283,6 +288,12 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   },
   { path: 'workers.jobLeaseMs', env: 'PODYARD_WORKERS_JOB_LEASE_MS', type: 'integer' },
   { path: 'workers.jobApiUrl', env: 'PODYARD_WORKERS_JOB_API_URL', type: 'string' },
+  { path: 'workers.startBackoffMs', env: 'PODYARD_WORKERS_START_BACKOFF_MS', type: 'integer' },
+  {
+    path: 'workers.startBackoffMaxMs',
+    env: 'PODYARD_WORKERS_START_BACKOFF_MAX_MS',
+    type: 'integer',
+  },
   { path: 'webhooks.retryDelayMs', env: 'PODYARD_WEBHOOK_RETRY_DELAY_MS', type: 'integer' },
   { path: 'webhooks.timeoutMs', env: 'PODYARD_WEBHOOK_TIMEOUT_MS', type: 'integer' },
   { path: 'webhooks.allowInternal', env: 'PODYARD_WEBHOOK_ALLOW_INTERNAL', type: 'list' },

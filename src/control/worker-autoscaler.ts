@@ -1,33 +1,28 @@
-import type { Logger } from 'pino'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
-import type { Fleet } from '../domain/catalog/fleet.js'
-import type { PlacementPolicy } from '../domain/catalog/placement.js'
 import { decideScaling, type ScalingWorker } from '../domain/serverless/autoscaler.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { JobQueue } from '../domain/serverless/ports.js'
 import {
+  mayStart,
+  type StartBackoff,
+  type StartBackoffRepo,
+} from '../domain/serverless/start-backoff.js'
+import {
   countWorker,
   emptyWorkerCounts,
+  MAX_LISTED_UNHEALTHY_WORKERS,
   STOPPED_WORKER_RETENTION_MS,
   type ManagedWorker,
-  type WorkerRepo,
   type WorkerRoster,
   type WorkerStatus,
 } from '../domain/serverless/worker.js'
-import { workerCandidates, type WorkerCandidate } from '../domain/serverless/worker-placement.js'
 import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
-import type {
-  LogLine,
-  LogQuery,
-  RuntimeDriver,
-  WorkloadMount,
-  WorkloadState,
-} from '../runtime/driver.js'
-import type { Clock } from '../shared/clock.js'
+import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
 import { POD_LABEL_KIND } from './pod-workload.js'
-import { workerDiskPath, workerWorkloadOf } from './worker-workload.js'
+import { WorkerFailures } from './worker-failures.js'
+import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
 
 export interface WorkerAutoscalerSettings {
   /** How often the loop reconciles. */
@@ -42,6 +37,10 @@ export interface WorkerAutoscalerSettings {
   stopGraceMs: number
   /** How long an UNHEALTHY worker stays in the workers list after its workload is removed. */
   unhealthyRetentionMs: number
+  /** After a worker fails, no worker of its endpoint starts for this long, doubled per failure. */
+  startBackoffMs: number
+  /** The longest such wait. */
+  startBackoffMaxMs: number
 }
 
 export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
@@ -51,52 +50,24 @@ export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
   startTimeoutMs: 120_000,
   stopGraceMs: 10_000,
   unhealthyRetentionMs: 60_000,
+  startBackoffMs: 1000,
+  startBackoffMaxMs: 60_000,
 }
 
-export interface WorkerAutoscalerDeps {
+export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   endpoints: { listAll(): Promise<Endpoint[]> }
-  workers: WorkerRepo
-  /** Runs `work` with the allocations in a transaction no other capacity taker overlaps. */
-  exclusiveCapacity<T>(work: (allocations: AllocationRepo) => Promise<T>): Promise<T>
   allocations: AllocationRepo
-  fleet: Fleet
-  place: PlacementPolicy
-  driverFor: (hostId: string) => RuntimeDriver
   drivers: RuntimeDriver[]
   queue: Pick<JobQueue, 'releaseWorker' | 'scalingStats'>
   presence: WorkerPresence
-  /** The endpoint's current worker key and its generation. */
-  workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
-  /** The job API's base URL as workers reach it. */
-  jobApiBaseUrl: () => string
-  /** A network volume of the account: its data center and host directory. */
-  networkVolume: (
-    accountId: string,
-    volumeId: string,
-  ) => Promise<{ dataCenterId: string; path: string } | undefined>
-  registryCredentials: (
-    accountId: string,
-    registryId: string,
-  ) => Promise<{ username: string; password: string } | undefined>
-  dataDir: string
-  clock: Clock
-  logger: Logger
+  /** Each endpoint's crash-loop backoff (docs/serverless-workers.md, "Crash loops"). */
+  startBackoffs: StartBackoffRepo
   settings?: Partial<WorkerAutoscalerSettings>
   /**
-   * The billing policy (docs/billing.md, "Enforcement"): whether the account is out of credits
-   * (its workers are stopped once free, none is started), and why a worker of this hourly price
-   * may not start now (over the spend limit), or null.
+   * Ends the worker's long polls (take, job-stop) at once, as it is being stopped; resolves
+   * when those this server holds have answered.
    */
-  billing?: {
-    outOfCredits(accountId: string): Promise<boolean>
-    refusal(accountId: string, addedUsdPerHour: number): Promise<string | null>
-  }
-  /** The hourly price of a worker on a candidate's compute, for the spend limit. */
-  hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
-  /** Ends the worker's long polls (take, job-stop) at once, as it is being stopped. */
-  endPolls?: (endpointId: string, workerId: string) => void
-  /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
-  platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+  endPolls?: (endpointId: string, workerId: string) => void | Promise<void>
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -120,13 +91,14 @@ interface Seen {
 
 /**
  * The worker autoscaler (docs/serverless-workers.md): one reconcile loop that runs every
- * endpoint's workers. Each tick it observes the workers (started, asking for jobs, crashed,
- * silent), asks the pure `decideScaling` what to change, places and launches new workers like
- * pods are placed, and stops the ones to go. It also answers the job service's questions about
- * workers (WorkerRoster).
+ * endpoint's workers. Each tick it observes the workers (started, asking for jobs, holding jobs,
+ * crashed, silent), asks the pure `decideScaling` what to change, places and launches new
+ * workers like pods are placed (worker-launch.ts), and stops the ones to go, never one that
+ * holds a job. It also answers the job service's questions about workers (WorkerRoster).
  */
 export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly settings: WorkerAutoscalerSettings
+  private readonly failures: WorkerFailures
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private stopped = false
@@ -139,6 +111,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   /** Workers being stopped: they take no job, whatever the last tick saw. */
   private readonly stopping = new Set<string>()
   private seen = new Map<string, Seen>()
+  /**
+   * The running jobs the store has leased to each worker, as of this tick: a worker holding one
+   * is RUNNING whatever its last heartbeat said (a late first ping names no job).
+   */
+  private held = new Map<string, number>()
   /** The reasons last logged per endpoint, so a steady state is not logged every tick. */
   private readonly lastLogged = new Map<string, string>()
   private following = false
@@ -146,7 +123,15 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private followPass: Promise<void> | undefined
 
   constructor(private readonly deps: WorkerAutoscalerDeps) {
-    this.settings = { ...DEFAULT_AUTOSCALER_SETTINGS, ...deps.settings }
+    const given = Object.entries(deps.settings ?? {}).filter(([, value]) => value !== undefined)
+    this.settings = { ...DEFAULT_AUTOSCALER_SETTINGS, ...Object.fromEntries(given) }
+    this.failures = new WorkerFailures({
+      backoffs: deps.startBackoffs,
+      workers: deps.workers,
+      clock: deps.clock,
+      logger: deps.logger,
+      limits: { initialMs: this.settings.startBackoffMs, maxMs: this.settings.startBackoffMaxMs },
+    })
   }
 
   start(): void {
@@ -171,8 +156,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /**
    * On a replica that does not lead (docs/production.md, "Several replicas"): keeps what the
-   * job service asks (takesJobs, counts, statusOf) current from the stored workers every
-   * interval, starting and stopping nothing.
+   * job service asks (takesJobs, counts, statusOf, startBackoff) current from the stored workers,
+   * jobs and backoffs every interval, starting and stopping nothing.
    */
   follow(): void {
     if (this.following) return
@@ -196,15 +181,21 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     await this.followPass
   }
 
-  /** The roster from the stored workers and the shared presence, without acting. */
+  /** The roster from the stored workers, jobs and backoffs and the shared presence, without acting. */
   async refreshRoster(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const next = new Map<string, Seen>()
-    for (const worker of await this.deps.workers.listAll()) {
-      const endpoint = endpoints.get(worker.endpointId)
-      if (endpoint && worker.phase !== 'STOPPED') next.set(worker.id, this.seenOf(worker, endpoint))
+    const live = (await this.deps.workers.listAll()).filter(
+      (w) => endpoints.has(w.endpointId) && w.phase !== 'STOPPED',
+    )
+    const held = new Map<string, number>()
+    for (const endpointId of new Set(live.map((w) => w.endpointId))) {
+      for (const [id, n] of (await this.deps.queue.scalingStats(endpointId)).heldByWorker) {
+        held.set(id, n)
+      }
     }
-    this.seen = next
+    this.held = held
+    await this.failures.refresh()
+    this.seen = new Map(live.map((w) => [w.id, this.seenOf(w, endpoints.get(w.endpointId)!)]))
   }
 
   private seenOf(worker: ManagedWorker, endpoint: Endpoint): Seen {
@@ -242,18 +233,28 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return counts
   }
 
+  startBackoff(endpointId: string): StartBackoff | null {
+    return this.failures.backoffOf(endpointId) ?? null
+  }
+
   /** The status the workers list shows. */
   statusOf(worker: ManagedWorker): WorkerStatus {
     return this.seen.get(worker.id)?.status ?? this.observedStatus(worker)
   }
 
-  readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
-    if (worker.hostId === null) return Promise.resolve([])
+  /** A failed worker's kept lines (its workload is gone), else what its driver has. */
+  async readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
+    if (worker.phase === 'UNHEALTHY') {
+      const kept = await this.failures.readKept(worker, query)
+      if (kept) return kept
+    }
+    if (worker.hostId === null) return []
     return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
   }
 
   followLogs(worker: ManagedWorker, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
-    if (worker.hostId === null) return (async function* () {})()
+    // A failed worker writes nothing more: its stream ends after the kept lines.
+    if (worker.hostId === null || worker.phase === 'UNHEALTHY') return (async function* () {})()
     return this.deps.driverFor(worker.hostId).followLogs(worker.id, afterSeq, signal)
   }
 
@@ -281,11 +282,15 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       this.deps.logger.warn({ workerId: workload.id }, 'removing a workload of no worker')
       for (const driver of this.deps.drivers) await driver.remove(workload.id)
     }
+    await this.failures.refresh()
 
     const next = new Map<string, Seen>()
+    // Filled endpoint by endpoint (reconcileEndpoint): a worker gone since holds nothing.
+    this.held = new Map()
     const byEndpoint = new Map<string, ManagedWorker[]>()
     for (const worker of rows) {
       if (!endpoints.has(worker.endpointId)) {
+        // Its jobs went with the endpoint: nothing it holds is lost.
         await this.remove(worker, 'its endpoint was deleted')
         continue
       }
@@ -307,6 +312,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     this.seen = next
   }
 
+  private holds(worker: ManagedWorker): boolean {
+    if ((this.held.get(worker.id) ?? 0) > 0) return true
+    const record = this.deps.presence.find(worker.endpointId, worker.id)
+    return record !== undefined && record.jobIds.size > 0
+  }
+
   private observedStatus(worker: ManagedWorker): WorkerStatus {
     switch (worker.phase) {
       case 'PENDING':
@@ -317,10 +328,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       case 'UNHEALTHY':
       case 'STOPPED':
         return 'UNHEALTHY'
-      case 'READY': {
-        const record = this.deps.presence.find(worker.endpointId, worker.id)
-        return record && record.jobIds.size > 0 ? 'RUNNING' : 'IDLE'
-      }
+      case 'READY':
+        return this.holds(worker) ? 'RUNNING' : 'IDLE'
     }
   }
 
@@ -330,17 +339,20 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     workers: ManagedWorker[],
     workloads: ReadonlyMap<string, WorkloadState>,
   ): Promise<ManagedWorker[]> {
+    // What the store says each worker holds, for observing and deciding below.
+    const stats = await this.deps.queue.scalingStats(endpoint.id)
+    for (const [id, n] of stats.heldByWorker) this.held.set(id, n)
     const nowMs = this.deps.clock.now().getTime()
-    const current: ManagedWorker[] = []
+    const observed: ManagedWorker[] = []
     for (const worker of workers) {
-      const observed = await this.observe(worker, workloads.get(worker.id), nowMs)
-      if (observed) current.push(observed)
+      const next = await this.observe(worker, workloads.get(worker.id), nowMs)
+      if (next) observed.push(next)
     }
+    const current = await this.retireUnhealthy(observed)
     if (await this.deps.billing?.outOfCredits(endpoint.accountId)) {
       return this.drainForCredits(endpoint, current)
     }
 
-    const stats = await this.deps.queue.scalingStats(endpoint.id)
     const keyGeneration = (await this.deps.workerKeyFor(endpoint.id)).generation
     const staleness = new Map(current.map((w) => [w.id, staleReason(w, endpoint, keyGeneration)]))
     const scaling: ScalingWorker[] = current.map((worker) => {
@@ -363,6 +375,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         recycle: this.deps.presence.find(endpoint.id, worker.id)?.recycle ?? false,
       }
     })
+    const backoff = this.failures.backoffOf(endpoint.id)
     const decision = decideScaling({
       workers: endpoint.workers,
       scaling: endpoint.scaling,
@@ -373,27 +386,56 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       },
       current: scaling,
       nowMs,
+      backoff: backoff && {
+        untilMs: Date.parse(backoff.nextStartAt),
+        why: `${backoff.failures} worker(s) failed in a row, the last ${backoff.lastFailure.workerId}: ${backoff.lastFailure.reason}; next start at ${backoff.nextStartAt}`,
+      },
     })
     this.logDecision(endpoint, decision)
 
-    const stopping = new Set(decision.stop.map((s) => s.workerId))
+    const stopped = new Set<string>()
     await Promise.all(
       decision.stop.map(async ({ workerId, reason }) => {
         const worker = current.find((w) => w.id === workerId)
-        if (worker) await this.remove(worker, reason)
+        if (worker && (await this.stopIfFree(worker, reason))) stopped.add(workerId)
       }),
     )
-    const kept = current.filter((w) => !stopping.has(w.id))
+    const kept = current.filter((w) => !stopped.has(w.id))
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
       kept.push(worker)
     }
+    // A throttled worker waits out the backoff too: launching it would be a start.
+    const launching = mayStart(backoff, nowMs)
     const out: ManagedWorker[] = []
     for (const worker of kept) {
-      out.push(worker.phase === 'PENDING' ? await this.launch(endpoint, worker) : worker)
+      out.push(
+        worker.phase === 'PENDING' && launching ? await this.launch(endpoint, worker) : worker,
+      )
     }
     return out
+  }
+
+  /**
+   * Past MAX_LISTED_UNHEALTHY_WORKERS, the endpoint's oldest UNHEALTHY workers stop being listed
+   * before their retention ends (STOPPED, as the meter needs).
+   */
+  private async retireUnhealthy(workers: ManagedWorker[]): Promise<ManagedWorker[]> {
+    const unhealthy = workers
+      .filter((w) => w.phase === 'UNHEALTHY')
+      .sort((a, b) => Date.parse(b.phaseChangedAt) - Date.parse(a.phaseChangedAt))
+    const retired = new Set(unhealthy.slice(MAX_LISTED_UNHEALTHY_WORKERS).map((w) => w.id))
+    for (const worker of workers) if (retired.has(worker.id)) await this.unlist(worker)
+    return workers.filter((w) => !retired.has(w.id))
+  }
+
+  /** An UNHEALTHY worker leaves the list: STOPPED since it became UNHEALTHY, its kept log gone. */
+  private async unlist(worker: ManagedWorker): Promise<void> {
+    // The meter charges it up to phaseChangedAt, when it became UNHEALTHY and was removed.
+    await this.deps.workers.update({ ...worker, phase: 'STOPPED' })
+    await this.failures.forgetLog(worker.id)
+    this.idleSince.delete(worker.id)
   }
 
   /** Out of credits: no new worker; the ones without a job stop, the others after their job. */
@@ -404,8 +446,13 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const kept: ManagedWorker[] = []
     for (const worker of current) {
       const status = this.observedStatus(worker)
-      if (status === 'RUNNING' || status === 'UNHEALTHY') kept.push(worker)
-      else await this.remove(worker, 'the account is out of credits (balance at or below zero)')
+      const free = status !== 'RUNNING' && status !== 'UNHEALTHY'
+      if (
+        !free ||
+        !(await this.stopIfFree(worker, 'the account is out of credits (balance at or below zero)'))
+      ) {
+        kept.push(worker)
+      }
     }
     if (kept.length < current.length)
       this.logDecision(endpoint, {
@@ -457,8 +504,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   }
 
   /**
-   * Moves the worker on by what its workload and its calls say; undefined when it is gone
-   * (an UNHEALTHY worker past its retention).
+   * Moves the worker on by what its workload, its calls and the jobs it holds say; undefined
+   * when it is gone (an UNHEALTHY worker past its retention).
    */
   private async observe(
     worker: ManagedWorker,
@@ -468,9 +515,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const sinceMs = nowMs - Date.parse(worker.phaseChangedAt)
     if (worker.phase === 'UNHEALTHY') {
       if (sinceMs < this.settings.unhealthyRetentionMs) return worker
-      // Gone since it became UNHEALTHY: the meter charges it up to then.
-      await this.deps.workers.update({ ...worker, phase: 'STOPPED' })
-      this.idleSince.delete(worker.id)
+      await this.unlist(worker)
       return undefined
     }
     if (worker.phase === 'PENDING') return worker
@@ -480,11 +525,16 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         : `exited with code ${workload.exitCode ?? 'none (killed)'} ${what}`
     const record = this.deps.presence.find(worker.endpointId, worker.id)
     if (worker.phase === 'STARTING') {
+      if (
+        (record && record.lastSeenAt >= Date.parse(worker.phaseChangedAt)) ||
+        this.holds(worker)
+      ) {
+        // It asked for a job: a healthy start, which ends the endpoint's crash-loop backoff.
+        await this.failures.startedHealthy(worker.endpointId)
+        return this.setPhase(worker, 'READY', null)
+      }
       if (workload === undefined || workload.phase === 'exited') {
         return this.unhealthy(worker, exited('before asking for a job'))
-      }
-      if (record && record.lastSeenAt >= Date.parse(worker.phaseChangedAt)) {
-        return this.setPhase(worker, 'READY', null)
       }
       if (sinceMs > this.settings.startTimeoutMs) {
         return this.unhealthy(
@@ -532,16 +582,53 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return next
   }
 
-  /** Its jobs go back to the queue (or fail after MAX_JOB_ATTEMPTS); its workload is removed. */
+  /**
+   * Its jobs go back to the queue (or fail after MAX_JOB_ATTEMPTS); its last lines are kept and
+   * the endpoint backs off (worker-failures.ts); its workload is removed.
+   */
   private async unhealthy(worker: ManagedWorker, reason: string): Promise<ManagedWorker> {
     const released = await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
     this.deps.logger.warn(
       { endpointId: worker.endpointId, workerId: worker.id, reason, releasedJobs: released },
       'worker unhealthy; replacing it',
     )
+    await this.failures.failed(
+      worker,
+      reason,
+      worker.hostId === null ? undefined : this.deps.driverFor(worker.hostId),
+    )
     await this.release(worker, 0)
     this.deps.presence.forget(worker.endpointId, worker.id)
-    return this.setPhase({ ...worker, hostId: worker.hostId }, 'UNHEALTHY', reason)
+    this.idleSince.delete(worker.id)
+    return this.setPhase(worker, 'UNHEALTHY', reason)
+  }
+
+  /**
+   * Stops a worker the scaler, a stale version or key, a recycle or the credits let go, only
+   * once it holds nothing: it takes no new job from now on, its long polls here are ended (a
+   * job one of them was taking is then in the store), and the store is asked again. True when
+   * it was stopped; false when it holds a job after all (it stays, and is stopped when free).
+   */
+  private async stopIfFree(worker: ManagedWorker, reason: string): Promise<boolean> {
+    this.stopping.add(worker.id)
+    try {
+      await this.deps.endPolls?.(worker.endpointId, worker.id)
+      const held = (await this.deps.queue.scalingStats(worker.endpointId)).heldByWorker.get(
+        worker.id,
+      )
+      if (held !== undefined) {
+        this.held.set(worker.id, held)
+        this.deps.logger.info(
+          { endpointId: worker.endpointId, workerId: worker.id, reason, heldJobs: held },
+          'not stopping a worker that holds a job; it is stopped once free',
+        )
+        return false
+      }
+      await this.remove(worker, reason)
+      return true
+    } finally {
+      this.stopping.delete(worker.id)
+    }
   }
 
   /** Stops and forgets a worker: workload, allocation, record. */
@@ -551,11 +638,16 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       'stopping worker',
     )
     await this.release(worker, this.settings.stopGraceMs)
-    // A job it still held (it was stopped while working) is not lost.
+    // A job it still held (its endpoint was deleted, or another replica handed it one as it
+    // was stopped) is not lost.
     await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
     // A launched worker is kept, STOPPED, until the meter has charged it up to now.
     if (worker.startedAt === null) await this.deps.workers.delete(worker.id)
-    else await this.setPhase(worker, 'STOPPED', reason)
+    else {
+      await this.setPhase(worker, 'STOPPED', reason)
+      // A failed worker of a deleted endpoint: its kept lines are no longer readable.
+      if (worker.phase === 'UNHEALTHY') await this.failures.forgetLog(worker.id)
+    }
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.idleSince.delete(worker.id)
   }
@@ -563,16 +655,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private async release(worker: ManagedWorker, graceMs: number): Promise<void> {
     if (worker.hostId !== null) {
       const driver = this.deps.driverFor(worker.hostId)
+      const wasStopping = this.stopping.has(worker.id)
       this.stopping.add(worker.id)
       const stopped = driver.stop(worker.id, { graceMs })
       // A worker loop that got SIGTERM (runpod-python) waits for its open long polls before it
       // exits: end them once it has the signal, so that it need not be killed after the grace.
-      const timer = setTimeout(() => this.deps.endPolls?.(worker.endpointId, worker.id), 200)
+      const timer = setTimeout(() => void this.deps.endPolls?.(worker.endpointId, worker.id), 200)
       try {
         await stopped
       } finally {
         clearTimeout(timer)
-        this.stopping.delete(worker.id)
+        if (!wasStopping) this.stopping.delete(worker.id)
       }
       await driver.remove(worker.id)
     }
@@ -595,112 +688,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /** Places a PENDING worker and starts its workload; it stays PENDING (THROTTLED) without room. */
   private async launch(endpoint: Endpoint, worker: ManagedWorker): Promise<ManagedWorker> {
-    const volumes: Array<{ id: string; dataCenterId: string; path: string }> = []
-    for (const id of endpoint.networkVolumes) {
-      const volume = await this.deps.networkVolume(endpoint.accountId, id)
-      if (volume) volumes.push({ id, ...volume })
-    }
-    const candidates = workerCandidates(
-      endpoint,
-      volumes.map((v) => v.dataCenterId),
-    )
-    // Checked before placement, at the price of the first candidate (the preferred compute):
-    // the check reads other tables, which must not wait inside the capacity transaction.
-    const first = candidates[0]
-    const refusal =
-      first && this.deps.billing && this.deps.hourlyPrice
-        ? await this.deps.billing.refusal(
-            endpoint.accountId,
-            this.deps.hourlyPrice(first, endpoint),
-          )
-        : null
-    if (refusal !== null) return this.throttled(endpoint, worker, refusal)
-    const now = this.deps.clock.now().toISOString()
-    const placed = await this.deps.exclusiveCapacity(async (allocations) => {
-      const snapshot = {
-        hosts: this.deps.fleet.hosts,
-        dataCenters: this.deps.fleet.dataCenters,
-        allocations: await allocations.list(),
-      }
-      const refusals: string[] = []
-      for (const candidate of candidates) {
-        const result = this.deps.place(snapshot, candidate.request)
-        if (!result.ok) {
-          refusals.push(result.detail)
-          continue
-        }
-        const { placement } = result
-        await allocations.insert({
-          id: newId.allocation(),
-          hostId: placement.hostId,
-          ownerKind: 'worker',
-          ownerId: worker.id,
-          gpuCount: placement.gpuIndices.length,
-          gpuIndices: placement.gpuIndices,
-          vcpus: placement.vcpus,
-          memoryGb: placement.memoryGb,
-          diskGb: placement.diskGb,
-          createdAt: now,
-        })
-        return { ok: true as const, candidate, placement }
-      }
-      return { ok: false as const, refusals }
-    })
-    if (!placed.ok) {
-      const reason =
-        candidates.length === 0
-          ? 'no data center satisfies both the endpoint and its network volumes'
-          : `no capacity: ${placed.refusals.slice(0, 3).join('; ')}${placed.refusals.length > 3 ? `; and ${placed.refusals.length - 3} more` : ''}`
-      return this.throttled(endpoint, worker, reason)
-    }
-    const { candidate, placement } = placed
-    const key = await this.deps.workerKeyFor(endpoint.id)
-    const startedAt = this.deps.clock.now().toISOString()
-    const launched: ManagedWorker = {
-      ...worker,
-      phase: 'STARTING',
-      reason: null,
-      hostId: placement.hostId,
-      dataCenterId: placement.dataCenterId,
-      gpuTypeId: candidate.gpuTypeId,
-      cpuFlavorId: candidate.cpuFlavorId,
-      gpuCount: placement.gpuIndices.length,
-      gpuIndices: placement.gpuIndices,
-      vcpus: placement.vcpus,
-      memoryGb: placement.memoryGb,
-      image: endpoint.image,
-      keyGeneration: key.generation,
-      startedAt,
-      phaseChangedAt: startedAt,
-    }
-    await this.deps.workers.update(launched)
-    try {
-      const volume = volumes.find((v) => v.dataCenterId === placement.dataCenterId)
-      const registryAuth = endpoint.registry
-        ? await this.deps.registryCredentials(endpoint.accountId, endpoint.registry)
-        : undefined
-      const spec = workerWorkloadOf(endpoint, launched, {
-        baseUrl: this.deps.jobApiBaseUrl(),
-        workerKey: key.workerKey,
-        pingIntervalMs: this.settings.pingIntervalMs,
-        diskPath: workerDiskPath(this.deps.dataDir, worker.id),
-        ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),
-        ...(registryAuth ? { registryAuth } : {}),
-        platformMounts: this.deps.platformMounts?.(endpoint) ?? [],
-      })
-      await this.deps.driverFor(placement.hostId).start(spec)
-      this.deps.logger.info(
-        {
-          endpointId: endpoint.id,
-          workerId: worker.id,
-          hostId: placement.hostId,
-          version: endpoint.version,
-        },
-        'worker started',
-      )
-      return launched
-    } catch (error) {
-      return this.unhealthy(launched, `could not start: ${(error as Error).message}`)
-    }
+    const outcome = await launchWorker(this.deps, this.settings.pingIntervalMs, endpoint, worker)
+    if (outcome.kind === 'throttled') return this.throttled(endpoint, worker, outcome.reason)
+    if (outcome.kind === 'failed') return this.unhealthy(outcome.worker, outcome.reason)
+    return outcome.worker
   }
 }

@@ -246,6 +246,22 @@ export interface WorkersTable {
   phase_changed_at: string
 }
 
+/** Migration 0016: an endpoint's crash-loop backoff (src/domain/serverless/start-backoff.ts). */
+export interface WorkerStartBackoffsTable {
+  endpoint_id: string
+  failures: number
+  last_worker_id: string
+  last_reason: string
+  last_failed_at: string
+  next_start_at: string
+}
+
+/** Migration 0016: the last lines of a failed worker's output, JSON `[{seq, ts, line}]`. */
+export interface WorkerKeptLogsTable {
+  worker_id: string
+  lines: string
+}
+
 /** Migration 0011: one hour's usage of one resource in one category, nano-USD. */
 export interface UsageRecordsTable {
   account_id: string
@@ -340,4 +356,6 @@ export interface Database {
   cluster_leases: ClusterLeasesTable
   job_rate_counts: JobRateCountsTable
   worker_presence: WorkerPresenceTable
+  worker_start_backoffs: WorkerStartBackoffsTable
+  worker_kept_logs: WorkerKeptLogsTable
 }

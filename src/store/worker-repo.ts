@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
+import type { PodLogLine } from '../domain/pods/ports.js'
 import type { ManagedWorker, WorkerPhase, WorkerRepo } from '../domain/serverless/worker.js'
 import type { Database, WorkersTable } from './database-schema.js'
 
@@ -96,5 +97,27 @@ export class KyselyWorkerRepo implements WorkerRepo {
       .orderBy('id')
       .execute()
     return rows.map(toWorker)
+  }
+
+  async keepLog(workerId: string, lines: PodLogLine[]): Promise<void> {
+    const text = JSON.stringify(lines.map(({ seq, ts, line }) => ({ seq, ts, line })))
+    await this.db
+      .insertInto('worker_kept_logs')
+      .values({ worker_id: workerId, lines: text })
+      .onConflict((oc) => oc.column('worker_id').doUpdateSet({ lines: text }))
+      .execute()
+  }
+
+  async keptLog(workerId: string): Promise<PodLogLine[] | undefined> {
+    const row = await this.db
+      .selectFrom('worker_kept_logs')
+      .select('lines')
+      .where('worker_id', '=', workerId)
+      .executeTakeFirst()
+    return row && (JSON.parse(row.lines) as PodLogLine[])
+  }
+
+  async dropKeptLog(workerId: string): Promise<void> {
+    await this.db.deleteFrom('worker_kept_logs').where('worker_id', '=', workerId).execute()
   }
 }

@@ -9,6 +9,28 @@ const WorkerStatusSchema = Type.Union(
   ['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY'].map((s) => Type.Literal(s)),
 )
 
+/** `startBackoff` of the workers list (ours; `/health` has the same). */
+const StartBackoffSchema = Type.Object(
+  {
+    failures: Type.Integer({
+      description: 'workers that failed in a row since the last healthy start',
+    }),
+    lastFailure: Type.Object({
+      workerId: Type.String(),
+      reason: Type.String({ description: 'e.g. exited with code 1 before asking for a job' }),
+      at: Type.String({ format: 'date-time' }),
+    }),
+    nextStartAt: Type.String({
+      format: 'date-time',
+      description: 'no worker of the endpoint starts before this',
+    }),
+  },
+  {
+    description:
+      "only while the endpoint's workers fail in a row: how many, the last failure, and when the next worker starts",
+  },
+)
+
 const WorkerListSchema = Type.Object({
   endpointVersion: Type.Integer(),
   summary: Type.Object({
@@ -36,6 +58,7 @@ const WorkerListSchema = Type.Object({
       }),
     }),
   ),
+  startBackoff: Type.Optional(StartBackoffSchema),
 })
 
 const EndpointParams = Type.Object({ id: Type.String({ minLength: 1 }) })

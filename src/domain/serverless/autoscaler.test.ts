@@ -163,4 +163,40 @@ describe('decideScaling', () => {
     expect(decision.stop.map((s) => s.workerId)).toEqual([throttled.id, idle.id])
     expect(decision.stop[0]!.reason).toBe('no longer wanted (target 0) and never placed')
   })
+
+  it('never stops a worker that holds a job, whatever else it is', () => {
+    const holding = [
+      worker('RUNNING', { stale: 'stale: version 1, endpoint is at 2' }),
+      worker('RUNNING', { stale: 'stale: its worker key was rotated' }),
+      worker('RUNNING', { recycle: true }),
+      worker('RUNNING'),
+    ]
+    for (const scaling of [
+      { type: 'QUEUE_DELAY' as const, queueDelay: 4 },
+      { type: 'REQUEST_COUNT' as const, requestCount: 100 },
+    ]) {
+      const decision = decideScaling(
+        input({ scaling, workers: { min: 0, max: 1, idleTimeout: 1 }, current: holding }),
+      )
+      expect(decision.stop).toEqual([])
+    }
+  })
+
+  it('starts nothing while the endpoint backs off, and what was due once it has passed', () => {
+    const backoff = { untilMs: NOW + 1, why: '2 worker(s) failed in a row' }
+    const failing = input({
+      workers: { min: 1, max: 3, idleTimeout: 5 },
+      current: [worker('UNHEALTHY')],
+      backoff,
+    })
+    expect(decideScaling(failing)).toEqual({
+      start: 0,
+      stop: [],
+      reasons: ['start none yet: 0 usable worker(s), target 1; 2 worker(s) failed in a row'],
+    })
+    expect(decideScaling({ ...failing, nowMs: NOW + 1 }).start).toBe(1)
+    // It stops what it would stop anyway.
+    const idle = worker('IDLE', { idleSinceMs: NOW - 60_000 })
+    expect(decideScaling(input({ current: [idle], backoff })).stop).toHaveLength(1)
+  })
 })

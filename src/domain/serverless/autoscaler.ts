@@ -45,6 +45,11 @@ export interface ScalingInput {
   queue: ScalingQueue
   current: readonly ScalingWorker[]
   nowMs: number
+  /**
+   * The endpoint's workers have been failing (start-backoff.ts): no worker is started before
+   * `untilMs`; `why` says so in the decision's reasons.
+   */
+  backoff?: { untilMs: number; why: string } | null
 }
 
 export interface ScalingDecision {
@@ -106,6 +111,12 @@ export function decideScaling(input: ScalingInput): ScalingDecision {
     reasons: [...decision.stop.map((s) => `stop ${s.workerId}: ${s.reason}`), ...extra],
   })
 
+  if (target > usable.length && input.backoff && nowMs < input.backoff.untilMs) {
+    return explain({ start: 0, stop }, [
+      ...(why === '' ? [] : [why]),
+      `start none yet: ${usable.length} usable worker(s), target ${target}; ${input.backoff.why}`,
+    ])
+  }
   if (target > usable.length) {
     const start = target - usable.length
     return explain({ start, stop }, [

@@ -23,6 +23,7 @@ import type {
   StreamRead,
   WorkerWriteResult,
 } from './ports.js'
+import { startBackoffView, type StartBackoffView } from './start-backoff.js'
 import type { WorkerCounts, WorkerPresence } from './worker-presence.js'
 import type { WorkerRoster } from './worker.js'
 
@@ -136,15 +137,28 @@ export class JobService {
   /** Aborted when the server closes: every long poll answers at once with what it has. */
   private readonly closing = new AbortController()
   /** The worker long polls (take, job-stop) in flight, so that they can be ended early. */
-  private readonly polls = new Set<{ key: string; controller: AbortController }>()
+  private readonly polls = new Set<{
+    key: string
+    controller: AbortController
+    /** Resolves once the poll has answered: whatever it took is stored and handed over. */
+    settled: Promise<void>
+  }>()
 
   /**
    * Ends the worker's long polls now (they answer 204): the platform stops the worker, and a
    * worker loop that is shutting down (runpod-python on SIGTERM) waits for its polls to end.
+   * Resolves once they have answered, so that a job one of them was taking is in the store by
+   * then (the autoscaler checks that a worker it stops holds nothing, docs/serverless-workers.md).
    */
-  endPolls(endpointId: string, workerId: string): void {
+  async endPolls(endpointId: string, workerId: string): Promise<void> {
     const key = `${endpointId}\u0000${workerId}`
-    for (const poll of this.polls) if (poll.key === key) poll.controller.abort()
+    const ending: Array<Promise<void>> = []
+    for (const poll of this.polls) {
+      if (poll.key !== key) continue
+      poll.controller.abort()
+      ending.push(poll.settled)
+    }
+    await Promise.all(ending)
   }
 
   /** The server is closing: every long poll answers now instead of holding the close up. */
@@ -158,7 +172,12 @@ export class JobService {
     hangUp: AbortSignal | undefined,
     work: (signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const poll = { key: `${endpointId}\u0000${workerId}`, controller: new AbortController() }
+    let settle!: () => void
+    const poll = {
+      key: `${endpointId}\u0000${workerId}`,
+      controller: new AbortController(),
+      settled: new Promise<void>((resolve) => (settle = resolve)),
+    }
     const end = () => poll.controller.abort()
     hangUp?.addEventListener('abort', end, { once: true })
     this.closing.signal.addEventListener('abort', end, { once: true })
@@ -168,6 +187,7 @@ export class JobService {
       return await work(poll.controller.signal)
     } finally {
       this.polls.delete(poll)
+      settle()
       hangUp?.removeEventListener('abort', end)
       this.closing.signal.removeEventListener('abort', end)
     }
@@ -327,10 +347,20 @@ export class JobService {
     return this.deps.queue.purgeQueued(endpointId)
   }
 
-  async health(endpointId: string): Promise<{ jobs: JobCounts; workers: WorkerCounts }> {
+  /**
+   * `/health`: `jobs` and `workers` as RunPod's clients read them, and ours beside them, only
+   * while the endpoint's workers fail in a row: `startBackoff`, why and when the next starts.
+   */
+  async health(endpointId: string): Promise<{
+    jobs: JobCounts
+    workers: WorkerCounts
+    startBackoff?: StartBackoffView
+  }> {
+    const backoff = this.deps.roster?.startBackoff(endpointId) ?? null
     return {
       jobs: await this.deps.queue.counts(endpointId),
       workers: this.workerCounts(endpointId),
+      ...(backoff ? { startBackoff: startBackoffView(backoff) } : {}),
     }
   }
 
@@ -493,7 +523,7 @@ export class JobService {
     ping: { jobIds: string[]; unhealthy?: { check: string; reason: string } },
   ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId, {
-      jobIds: ping.jobIds,
+      heartbeatJobIds: ping.jobIds,
       unhealthy: ping.unhealthy ?? null,
     })
     const renewed = await this.deps.queue.heartbeat(endpointId, workerId, ping.jobIds, this.leaseMs)

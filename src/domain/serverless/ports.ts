@@ -210,4 +210,9 @@ export interface ScalingStats {
   oldestQueuedAt: string | null
   /** Running jobs, any priority. */
   inProgress: number
+  /**
+   * The running jobs by the worker that holds their lease (worker id -> count): what the store
+   * knows a worker holds, whatever its last heartbeat said.
+   */
+  heldByWorker: ReadonlyMap<string, number>
 }

@@ -7,6 +7,9 @@ import type { Clock } from '../../shared/clock.js'
  */
 export const WORKER_PRESENCE_WINDOW_MS = 60_000
 
+/** runpod-python's default ping interval (`RUNPOD_PING_INTERVAL`), and podyard's. */
+export const DEFAULT_HEARTBEAT_LAG_MS = 10_000
+
 /** `/health` worker counts (wire-compat §4.1; `unhealthy` is ours). */
 export interface WorkerCounts {
   idle: number
@@ -18,8 +21,14 @@ export interface WorkerCounts {
 }
 
 export interface WorkerSighting {
-  /** The jobs the worker says it runs now (ping `job_id`), replacing what was known. */
+  /** The jobs the worker says it runs now (take `job_in_progress=0`), replacing what was known. */
   jobIds?: string[]
+  /**
+   * The jobs a heartbeat (ping `job_id`) names: they replace what was known, except the jobs
+   * handed to the worker within the last ping interval. runpod-python pings from another
+   * process, so a ping composed before a take can arrive after it; it could not name the job.
+   */
+  heartbeatJobIds?: string[]
   /** Jobs it has just taken. */
   taken?: string[]
   /** A job it has just finished. */
@@ -39,6 +48,11 @@ export interface WorkerRecord {
   recycle: boolean
   /** When a take with job_in_progress=1 last renewed the worker's leases (JobService.take). */
   leasesRenewedAt?: number
+  /**
+   * When each of `jobIds` was last seen held here (handed out, or reported on): local, like
+   * leasesRenewedAt.
+   */
+  takenAt?: Map<string, number>
 }
 
 /** What a sync publishes: the records seen here since the last one, and those forgotten. */
@@ -64,9 +78,14 @@ export class WorkerPresence {
   private readonly changed = new Set<string>()
   private readonly forgotten = new Map<string, { endpointId: string; workerId: string }>()
 
+  /**
+   * @param heartbeatLagMs how long after a take a heartbeat that does not name the job is taken
+   *   to have been composed before it: the ping interval of the workers (`RUNPOD_PING_INTERVAL`).
+   */
   constructor(
     private readonly clock: Clock,
     private readonly windowMs = WORKER_PRESENCE_WINDOW_MS,
+    private readonly heartbeatLagMs = DEFAULT_HEARTBEAT_LAG_MS,
   ) {}
 
   seen(endpointId: string, workerId: string, sighting: WorkerSighting = {}): WorkerRecord {
@@ -78,10 +97,28 @@ export class WorkerPresence {
       record = { endpointId, workerId, lastSeenAt: 0, jobIds: new Set(), recycle: false }
       this.workers.set(key, record)
     }
-    record.lastSeenAt = this.clock.now().getTime()
-    if (sighting.jobIds !== undefined) record.jobIds = new Set(sighting.jobIds)
-    for (const id of sighting.taken ?? []) record.jobIds.add(id)
-    if (sighting.finished !== undefined) record.jobIds.delete(sighting.finished)
+    const now = this.clock.now().getTime()
+    record.lastSeenAt = now
+    if (sighting.jobIds !== undefined) {
+      record.jobIds = new Set(sighting.jobIds)
+      delete record.takenAt
+    }
+    if (sighting.heartbeatJobIds !== undefined) {
+      const named = new Set(sighting.heartbeatJobIds)
+      for (const [id, at] of record.takenAt ?? []) {
+        if (now - at < this.heartbeatLagMs && record.jobIds.has(id)) named.add(id)
+        else record.takenAt!.delete(id)
+      }
+      record.jobIds = named
+    }
+    for (const id of sighting.taken ?? []) {
+      record.jobIds.add(id)
+      ;(record.takenAt ??= new Map()).set(id, now)
+    }
+    if (sighting.finished !== undefined) {
+      record.jobIds.delete(sighting.finished)
+      record.takenAt?.delete(sighting.finished)
+    }
     if (sighting.unhealthy === null) delete record.unhealthy
     else if (sighting.unhealthy !== undefined) record.unhealthy = sighting.unhealthy
     if (sighting.recycle) record.recycle = true
@@ -130,8 +167,20 @@ export class WorkerPresence {
     for (const record of records) {
       const key = presenceKey(record.endpointId, record.workerId)
       if (this.forgotten.has(key)) continue
-      const renewed = this.workers.get(key)?.leasesRenewedAt
-      next.set(key, renewed === undefined ? record : { ...record, leasesRenewedAt: renewed })
+      // What only this replica knows of the worker stays.
+      const local = this.workers.get(key)
+      next.set(
+        key,
+        local?.leasesRenewedAt === undefined && local?.takenAt === undefined
+          ? record
+          : {
+              ...record,
+              ...(local.leasesRenewedAt === undefined
+                ? {}
+                : { leasesRenewedAt: local.leasesRenewedAt }),
+              ...(local.takenAt === undefined ? {} : { takenAt: local.takenAt }),
+            },
+      )
     }
     for (const key of this.changed) {
       const local = this.workers.get(key)

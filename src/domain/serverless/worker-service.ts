@@ -2,11 +2,16 @@ import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import type { PodLogLine, PodLogQuery } from '../pods/ports.js'
 import type { EndpointService } from './endpoint-service.js'
+import { startBackoffView, type StartBackoff, type StartBackoffView } from './start-backoff.js'
 import type { ManagedWorker, WorkerRepo, WorkerStatus } from './worker.js'
 
-/** What runs the workers knows of them: their status now and their output. */
+/**
+ * What runs the workers knows of them: their status now, their output, and why the endpoint's
+ * workers fail to start.
+ */
 export interface WorkerObserver {
   statusOf(worker: ManagedWorker): WorkerStatus
+  startBackoff(endpointId: string): StartBackoff | null
   readLogs(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[]>
   followLogs(
     worker: ManagedWorker,
@@ -43,6 +48,11 @@ export interface WorkerList {
     total: number
   }
   workers: WorkerListItem[]
+  /**
+   * Ours, only while the endpoint's workers fail in a row: how many, the last failure and when
+   * the next worker starts (docs/serverless-workers.md, "Crash loops").
+   */
+  startBackoff?: StartBackoffView
 }
 
 export interface WorkerServiceDeps {
@@ -85,7 +95,13 @@ export class WorkerService {
         reason: worker.reason,
       } satisfies WorkerListItem
     })
-    return { endpointVersion: endpoint.version, summary, workers }
+    const backoff = this.deps.observer.startBackoff(endpoint.id)
+    return {
+      endpointVersion: endpoint.version,
+      summary,
+      workers,
+      ...(backoff ? { startBackoff: startBackoffView(backoff) } : {}),
+    }
   }
 
   /** The account's worker of the endpoint; anything else is 404. */

@@ -1,3 +1,5 @@
+import type { PodLogLine } from '../pods/ports.js'
+import type { StartBackoff } from './start-backoff.js'
 import type { WorkerCounts } from './worker-presence.js'
 
 /**
@@ -77,13 +79,31 @@ export interface WorkerRepo {
   listByEndpoint(endpointId: string): Promise<ManagedWorker[]>
   /** Every worker of every endpoint, oldest first. */
   listAll(): Promise<ManagedWorker[]>
+  /** Keeps the last lines of a failed worker's output, its workload being removed. */
+  keepLog(workerId: string, lines: PodLogLine[]): Promise<void>
+  /** The lines kept for the worker, or undefined when none were. */
+  keptLog(workerId: string): Promise<PodLogLine[] | undefined>
+  /** Forgets them (the worker is no longer listed); deleting the worker forgets them too. */
+  dropKeptLog(workerId: string): Promise<void>
 }
+
+/** How many lines of a failed worker's output are kept once its workload is removed. */
+export const KEPT_LOG_LINES = 100
+
+/**
+ * How many UNHEALTHY workers an endpoint lists at most: older ones are dropped before
+ * `unhealthyRetentionMs` (workers failing in a loop are few with the backoff; many failing at
+ * once are not).
+ */
+export const MAX_LISTED_UNHEALTHY_WORKERS = 10
 
 /**
  * What the job service asks of whoever runs workers: whether a worker may take new jobs (a
- * stale or recycling one drains), and the `/health` worker counts.
+ * stale or recycling one drains), the `/health` worker counts, and why workers fail to start.
  */
 export interface WorkerRoster {
   takesJobs(endpointId: string, workerId: string): boolean
   counts(endpointId: string): WorkerCounts
+  /** The endpoint's crash-loop backoff while its workers fail, or null. */
+  startBackoff(endpointId: string): StartBackoff | null
 }

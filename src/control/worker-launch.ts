@@ -1,0 +1,179 @@
+import type { Logger } from 'pino'
+import type { Fleet } from '../domain/catalog/fleet.js'
+import type { PlacementPolicy } from '../domain/catalog/placement.js'
+import type { AllocationRepo } from '../domain/catalog/ports.js'
+import type { Endpoint } from '../domain/serverless/endpoint.js'
+import type { ManagedWorker, WorkerRepo } from '../domain/serverless/worker.js'
+import { workerCandidates, type WorkerCandidate } from '../domain/serverless/worker-placement.js'
+import type { RuntimeDriver, WorkloadMount } from '../runtime/driver.js'
+import type { Clock } from '../shared/clock.js'
+import { newId } from '../shared/ids.js'
+import { workerDiskPath, workerWorkloadOf } from './worker-workload.js'
+
+/** What placing and starting a worker needs (part of WorkerAutoscalerDeps). */
+export interface WorkerLaunchDeps {
+  workers: WorkerRepo
+  /** Runs `work` with the allocations in a transaction no other capacity taker overlaps. */
+  exclusiveCapacity<T>(work: (allocations: AllocationRepo) => Promise<T>): Promise<T>
+  fleet: Fleet
+  place: PlacementPolicy
+  driverFor: (hostId: string) => RuntimeDriver
+  /** The endpoint's current worker key and its generation. */
+  workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
+  /** The job API's base URL as workers reach it. */
+  jobApiBaseUrl: () => string
+  /** A network volume of the account: its data center and host directory. */
+  networkVolume: (
+    accountId: string,
+    volumeId: string,
+  ) => Promise<{ dataCenterId: string; path: string } | undefined>
+  registryCredentials: (
+    accountId: string,
+    registryId: string,
+  ) => Promise<{ username: string; password: string } | undefined>
+  dataDir: string
+  clock: Clock
+  logger: Logger
+  /**
+   * The billing policy (docs/billing.md, "Enforcement"): whether the account is out of credits
+   * (its workers are stopped once free, none is started), and why a worker of this hourly price
+   * may not start now (over the spend limit), or null.
+   */
+  billing?: {
+    outOfCredits(accountId: string): Promise<boolean>
+    refusal(accountId: string, addedUsdPerHour: number): Promise<string | null>
+  }
+  /** The hourly price of a worker on a candidate's compute, for the spend limit. */
+  hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
+  /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
+  platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+}
+
+/** What became of a PENDING worker the autoscaler tried to launch. */
+export type LaunchOutcome =
+  /** Placed, stored STARTING and its workload started. */
+  | { kind: 'started'; worker: ManagedWorker }
+  /** Not placed (no room, over the spend limit): it stays PENDING with this reason. */
+  | { kind: 'throttled'; reason: string }
+  /** Placed and stored STARTING, but its workload could not start. */
+  | { kind: 'failed'; worker: ManagedWorker; reason: string }
+
+/**
+ * Places a PENDING worker like a pod (its candidates in order, under the capacity lock) and
+ * starts its workload (docs/serverless-workers.md, "What a worker gets").
+ */
+export async function launchWorker(
+  deps: WorkerLaunchDeps,
+  pingIntervalMs: number,
+  endpoint: Endpoint,
+  worker: ManagedWorker,
+): Promise<LaunchOutcome> {
+  const volumes: Array<{ id: string; dataCenterId: string; path: string }> = []
+  for (const id of endpoint.networkVolumes) {
+    const volume = await deps.networkVolume(endpoint.accountId, id)
+    if (volume) volumes.push({ id, ...volume })
+  }
+  const candidates = workerCandidates(
+    endpoint,
+    volumes.map((v) => v.dataCenterId),
+  )
+  // Checked before placement, at the price of the first candidate (the preferred compute):
+  // the check reads other tables, which must not wait inside the capacity transaction.
+  const first = candidates[0]
+  const refusal =
+    first && deps.billing && deps.hourlyPrice
+      ? await deps.billing.refusal(endpoint.accountId, deps.hourlyPrice(first, endpoint))
+      : null
+  if (refusal !== null) return { kind: 'throttled', reason: refusal }
+  const now = deps.clock.now().toISOString()
+  const placed = await deps.exclusiveCapacity(async (allocations) => {
+    const snapshot = {
+      hosts: deps.fleet.hosts,
+      dataCenters: deps.fleet.dataCenters,
+      allocations: await allocations.list(),
+    }
+    const refusals: string[] = []
+    for (const candidate of candidates) {
+      const result = deps.place(snapshot, candidate.request)
+      if (!result.ok) {
+        refusals.push(result.detail)
+        continue
+      }
+      const { placement } = result
+      await allocations.insert({
+        id: newId.allocation(),
+        hostId: placement.hostId,
+        ownerKind: 'worker',
+        ownerId: worker.id,
+        gpuCount: placement.gpuIndices.length,
+        gpuIndices: placement.gpuIndices,
+        vcpus: placement.vcpus,
+        memoryGb: placement.memoryGb,
+        diskGb: placement.diskGb,
+        createdAt: now,
+      })
+      return { ok: true as const, candidate, placement }
+    }
+    return { ok: false as const, refusals }
+  })
+  if (!placed.ok) {
+    const reason =
+      candidates.length === 0
+        ? 'no data center satisfies both the endpoint and its network volumes'
+        : `no capacity: ${placed.refusals.slice(0, 3).join('; ')}${placed.refusals.length > 3 ? `; and ${placed.refusals.length - 3} more` : ''}`
+    return { kind: 'throttled', reason }
+  }
+  const { candidate, placement } = placed
+  const key = await deps.workerKeyFor(endpoint.id)
+  const startedAt = deps.clock.now().toISOString()
+  const launched: ManagedWorker = {
+    ...worker,
+    phase: 'STARTING',
+    reason: null,
+    hostId: placement.hostId,
+    dataCenterId: placement.dataCenterId,
+    gpuTypeId: candidate.gpuTypeId,
+    cpuFlavorId: candidate.cpuFlavorId,
+    gpuCount: placement.gpuIndices.length,
+    gpuIndices: placement.gpuIndices,
+    vcpus: placement.vcpus,
+    memoryGb: placement.memoryGb,
+    image: endpoint.image,
+    keyGeneration: key.generation,
+    startedAt,
+    phaseChangedAt: startedAt,
+  }
+  await deps.workers.update(launched)
+  try {
+    const volume = volumes.find((v) => v.dataCenterId === placement.dataCenterId)
+    const registryAuth = endpoint.registry
+      ? await deps.registryCredentials(endpoint.accountId, endpoint.registry)
+      : undefined
+    const spec = workerWorkloadOf(endpoint, launched, {
+      baseUrl: deps.jobApiBaseUrl(),
+      workerKey: key.workerKey,
+      pingIntervalMs,
+      diskPath: workerDiskPath(deps.dataDir, worker.id),
+      ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),
+      ...(registryAuth ? { registryAuth } : {}),
+      platformMounts: deps.platformMounts?.(endpoint) ?? [],
+    })
+    await deps.driverFor(placement.hostId).start(spec)
+    deps.logger.info(
+      {
+        endpointId: endpoint.id,
+        workerId: worker.id,
+        hostId: placement.hostId,
+        version: endpoint.version,
+      },
+      'worker started',
+    )
+    return { kind: 'started', worker: launched }
+  } catch (error) {
+    return {
+      kind: 'failed',
+      worker: launched,
+      reason: `could not start: ${(error as Error).message}`,
+    }
+  }
+}

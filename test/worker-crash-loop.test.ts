@@ -1,0 +1,224 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Config } from '../src/config/schema.js'
+import { MAX_LISTED_UNHEALTHY_WORKERS } from '../src/domain/serverless/worker.js'
+import { repoRoot } from './support/cli.js'
+import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import { platformStores } from './support/platform-stores.js'
+
+/**
+ * Workers that crash in a loop (issue 15, trace B): the endpoint backs off, exponentially, and
+ * a healthy start ends it; the crashed worker's last lines, its exit reason and the next start
+ * are visible in the workers list, its logs and /health. Real worker processes
+ * (test/fixtures/crashing-worker.mjs) under the process driver, over real HTTP.
+ */
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+const FIXTURE = path.join(repoRoot, 'test', 'fixtures', 'crashing-worker.mjs')
+const EXIT_REASON = 'exited with code 1 before asking for a job'
+
+const WORKER_SETTINGS: Partial<Config['workers']> = {
+  intervalMs: 200,
+  pingIntervalMs: 1000,
+  heartbeatTimeoutMs: 5000,
+  startTimeoutMs: 30_000,
+  stopGraceMs: 2000,
+  unhealthyRetentionMs: 60_000,
+}
+
+describe.each(platformStores())('workers that crash in a loop, on $name', (store) => {
+  let platform: TestPlatform
+  let dir: string
+  let drop: () => Promise<void>
+
+  const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
+    const response = await platform.call(pathAndQuery, init)
+    const text = await response.text()
+    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as Json }
+  }
+  const health = async (id: string) => (await call(`/v2/${id}/health`)).body
+  const workersOf = async (id: string) => (await call(`/v2/serverless/${id}/workers`)).body
+  /** When each worker started, ms since epoch. */
+  const starts = () =>
+    existsSync(path.join(dir, 'started'))
+      ? readFileSync(path.join(dir, 'started'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => Number(line.split(' ')[0]))
+      : []
+
+  async function until<T>(
+    what: string,
+    probe: () => Promise<T>,
+    done: (value: T) => boolean,
+    timeoutMs = 30_000,
+  ): Promise<T> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = await probe()
+      if (done(value)) return value
+      if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+
+  async function createEndpoint(): Promise<string> {
+    const created = await call('/v2/serverless', {
+      method: 'POST',
+      json: {
+        name: 'crash-loop',
+        image: 'podyard/test-worker',
+        args: `${process.execPath} ${FIXTURE}`,
+        env: { TEST_DIR: dir },
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        workers: { min: 1, max: 1, idleTimeout: 5 },
+      },
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    return created.body.id as string
+  }
+
+  async function start(workers: Partial<Config['workers']>): Promise<void> {
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-crash-loop-'))
+    const opened = await store.open()
+    drop = opened.drop
+    platform = await startTestPlatform({ ...opened.overrides, sandbox: 'none', workers })
+  }
+
+  async function stop(): Promise<void> {
+    await platform?.close()
+    await drop?.()
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  describe('with the default backoff (1 s, doubling, at most 60 s)', () => {
+    beforeAll(() => start(WORKER_SETTINGS))
+    afterAll(stop)
+
+    it('backs off, shows why and keeps the last lines; a healthy start ends it', async () => {
+      const id = await createEndpoint()
+      // Every delay seen in /health, by the number of failures in a row.
+      const delays = new Map<number, number>()
+      const third = await until(
+        'three failures in a row',
+        async () => {
+          const backoff = (await health(id)).startBackoff
+          if (backoff) {
+            delays.set(
+              backoff.failures,
+              Date.parse(backoff.nextStartAt) - Date.parse(backoff.lastFailure.at),
+            )
+          }
+          return backoff
+        },
+        (backoff) => backoff?.failures === 3,
+      )
+      expect(delays).toEqual(
+        new Map([
+          [1, 1000],
+          [2, 2000],
+          [3, 4000],
+        ]),
+      )
+      expect(third).toEqual({
+        failures: 3,
+        lastFailure: { workerId: expect.any(String), reason: EXIT_REASON, at: expect.any(String) },
+        nextStartAt: expect.any(String),
+      })
+      // Restarts slow down: within 6 s of the first start, at most 1 + 1 s + 2 s + 4 s later.
+      const first = starts()[0]!
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, first + 6000 - Date.now())))
+      const inWindow = starts().filter((at) => at < first + 6000)
+      expect(inWindow.length).toBeGreaterThanOrEqual(2)
+      expect(inWindow.length).toBeLessThanOrEqual(4)
+
+      // The workers list: each crashed worker with its reason, and the backoff.
+      const list = await workersOf(id)
+      expect(list.summary.unhealthy).toBe(list.workers.length)
+      for (const worker of list.workers) {
+        expect(worker).toMatchObject({ status: 'UNHEALTHY', reason: EXIT_REASON })
+      }
+      expect(list.startBackoff).toMatchObject({
+        failures: expect.any(Number),
+        lastFailure: { reason: EXIT_REASON },
+      })
+      expect(list.startBackoff.failures).toBeGreaterThanOrEqual(3)
+      expect((await health(id)).workers).toMatchObject({ ready: 0 })
+
+      // Its last 100 lines are read after its workload is gone.
+      const crashed = third.lastFailure.workerId as string
+      const logs = await platform.call(
+        `/v2/serverless/${id}/workers/${crashed}/logs?follow=false&tail=5000`,
+      )
+      expect(logs.status).toBe(200)
+      const lines = (await logs.text())
+        .split('\n\n')
+        .filter((event) => event.includes('data: '))
+        .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)).line as string)
+      expect(lines).toHaveLength(100)
+      expect(lines[0]).toBe('loading line 52')
+      expect(lines.at(-1)).toBe("Error: Cannot find module 'handler-dependency'")
+      // Followed, the stream ends after them: the worker writes nothing more.
+      const followed = await platform.call(`/v2/serverless/${id}/workers/${crashed}/logs?tail=1`)
+      expect(await followed.text()).toContain('handler-dependency')
+
+      // A healthy start ends the backoff.
+      writeFileSync(path.join(dir, 'healthy'), '')
+      const healthy = await until(
+        'a healthy worker',
+        () => health(id),
+        (h) => h.workers.ready === 1,
+        30_000,
+      )
+      expect(healthy).not.toHaveProperty('startBackoff')
+      expect(await workersOf(id)).not.toHaveProperty('startBackoff')
+
+      // The next failure backs off from the start again: 1 s, not 8 s.
+      const job = (
+        await call(`/v2/${id}/run`, { method: 'POST', json: { input: { crashAlways: true } } })
+      ).body.id as string
+      const again = await until(
+        'a failure after the healthy start',
+        async () => (await health(id)).startBackoff,
+        (backoff) => backoff !== undefined,
+      )
+      await call(`/v2/${id}/cancel/${job}`, { method: 'POST' })
+      expect(again).toMatchObject({
+        failures: 1,
+        lastFailure: { reason: 'exited with code 3 while ready' },
+      })
+      expect(Date.parse(again.nextStartAt) - Date.parse(again.lastFailure.at)).toBe(1000)
+      await until(
+        'healthy again',
+        () => health(id),
+        (h) => h.workers.ready === 1 && h.startBackoff === undefined,
+      )
+      await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+    }, 90_000)
+  })
+
+  describe('with a backoff too short to matter', () => {
+    beforeAll(() => start({ ...WORKER_SETTINGS, startBackoffMs: 1, startBackoffMaxMs: 1 }))
+    afterAll(stop)
+
+    it(`lists at most ${MAX_LISTED_UNHEALTHY_WORKERS} UNHEALTHY workers of an endpoint`, async () => {
+      const id = await createEndpoint()
+      await until(
+        'more crashes than are listed',
+        async () => starts().length,
+        (n) => n > MAX_LISTED_UNHEALTHY_WORKERS + 3,
+        60_000,
+      )
+      const list = await workersOf(id)
+      expect(list.summary.unhealthy).toBe(MAX_LISTED_UNHEALTHY_WORKERS)
+      expect(list.workers.filter((w: Json) => w.status === 'UNHEALTHY')).toHaveLength(
+        MAX_LISTED_UNHEALTHY_WORKERS,
+      )
+      await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+    }, 90_000)
+  })
+})
