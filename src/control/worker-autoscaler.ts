@@ -97,6 +97,11 @@ export interface WorkerAutoscalerDeps {
   endPolls?: (endpointId: string, workerId: string) => void
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+  /**
+   * Why the account's workers may not run (workload-isolation.ts: no sandbox here), or null.
+   * They stay THROTTLED with the reason, never placed nor charged.
+   */
+  isolationRefusal?: (accountId: string) => Promise<string | null>
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -607,6 +612,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     // Checked before placement, at the price of the first candidate (the preferred compute):
     // the check reads other tables, which must not wait inside the capacity transaction.
     const first = candidates[0]
+    const unisolated = await this.deps.isolationRefusal?.(endpoint.accountId)
+    if (unisolated) return this.throttled(endpoint, worker, unisolated)
     const refusal =
       first && this.deps.billing && this.deps.hourlyPrice
         ? await this.deps.billing.refusal(
