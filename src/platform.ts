@@ -473,6 +473,8 @@ export async function startPlatform(
       db: store.db,
       dialect: store.dialect,
       clock,
+      // A job's s3Config holds the caller's storage secret: sealed like registry passwords.
+      secrets: box,
       onWebhookQueued: () => {
         dispatcher.nudge()
         // The dispatcher runs on the leader, which may be another replica.
