@@ -100,8 +100,8 @@ const EXIT_STATUS_FILE = 'exit-status'
 /** The sandbox's /etc/passwd and /etc/group, naming the workload's user. */
 const PASSWD_FILE = 'passwd'
 const GROUP_FILE = 'group'
-/** Tenant -> uid of the sandbox (a leading dot: never taken for a workload id). */
-const SANDBOX_USERS_FILE = '.sandbox-users.json'
+/** Tenant -> uid of the sandbox, beside the state directory (which holds workloads only). */
+const SANDBOX_USERS_FILE = 'sandbox-users.json'
 
 interface Ended {
   exitCode: number | null
@@ -190,7 +190,7 @@ export class ProcessDriver implements RuntimeDriver {
     this.bwrapPath = options.bwrapPath
     this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
     this.sandboxUsers = new SandboxUsers(
-      path.join(this.stateDir, SANDBOX_USERS_FILE),
+      path.join(path.dirname(this.stateDir), SANDBOX_USERS_FILE),
       this.sandboxUidBase,
     )
   }

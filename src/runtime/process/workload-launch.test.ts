@@ -224,6 +224,21 @@ describe('buildBubblewrapArgs', () => {
     ])
   })
 
+  it("makes a mount's missing ancestors reachable (0755) before binding it", () => {
+    const args = buildBubblewrapArgs(
+      spec({
+        mounts: [{ hostPath: '/data/network/nv1', containerPath: '/mnt/team/a', kind: 'network' }],
+      }),
+      sandbox,
+      'x',
+      identity,
+    )
+    const made = args.flatMap((a, i) => (a === '--dir' ? [args[i + 1]] : []))
+    expect(made).toEqual(['/etc', '/etc/ssl', '/mnt', '/mnt/team'])
+    expect(args.indexOf('/mnt/team')).toBeLessThan(args.indexOf('/data/network/nv1'))
+    expect(args[args.indexOf('/mnt') - 2]).toBe('0755')
+  })
+
   it('never ties the workload to its parent or moves it out of its process group', () => {
     const args = buildBubblewrapArgs(spec(), rootSandbox, 'x', identity)
     expect(args).not.toContain('--die-with-parent')

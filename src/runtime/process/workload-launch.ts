@@ -226,12 +226,18 @@ function hostnameOf(id: string): string {
   return id.slice(0, 63)
 }
 
-/** The directories bwrap must create (0755) before binding the nested /etc entries. */
-function parentDirsOf(entries: readonly HostDir[]): string[] {
-  const dirs = new Set<string>(['/etc'])
-  for (const entry of entries) {
-    for (let dir = path.posix.dirname(entry.path); dir !== '/etc'; dir = path.posix.dirname(dir)) {
-      dirs.add(dir)
+/**
+ * The directories bwrap must create on the sandbox's empty root before binding `paths`: every
+ * ancestor that is neither the root nor inside `shown` (bound from the host already). bwrap
+ * makes missing ancestors itself, but mode 0700 and root's: the workload's user could not
+ * reach what is mounted below them. Shortest first, as they must be made.
+ */
+function ancestorsToMake(paths: readonly string[], shown: readonly string[]): string[] {
+  const inShown = (dir: string) => shown.some((s) => dir === s || dir.startsWith(`${s}/`))
+  const dirs = new Set<string>()
+  for (const target of paths) {
+    for (let dir = path.posix.dirname(target); dir !== '/'; dir = path.posix.dirname(dir)) {
+      if (!inShown(dir)) dirs.add(dir)
     }
   }
   return [...dirs].sort((a, b) => a.length - b.length || (a < b ? -1 : 1))
@@ -261,7 +267,11 @@ export function buildBubblewrapArgs(
     else args.push('--symlink', entry.symlinkTo, entry.path)
   }
   for (const dir of sandbox.systemDirs) show(dir)
-  for (const dir of parentDirsOf(sandbox.etcEntries)) args.push('--perms', '0755', '--dir', dir)
+  const systemPaths = sandbox.systemDirs.map((d) => d.path)
+  const etcPaths = [...sandbox.etcEntries.map((e) => e.path), '/etc/passwd']
+  for (const dir of ancestorsToMake(etcPaths, systemPaths)) {
+    args.push('--perms', '0755', '--dir', dir)
+  }
   for (const entry of sandbox.etcEntries) show(entry)
   args.push('--ro-bind', identity.passwdFile, '/etc/passwd')
   args.push('--ro-bind', identity.groupFile, '/etc/group')
@@ -276,6 +286,10 @@ export function buildBubblewrapArgs(
   if (sandbox.setprivPath !== null) {
     args.push('--cap-drop', 'ALL')
     for (const capability of PRIVILEGE_DROP_CAPABILITIES) args.push('--cap-add', capability)
+  }
+  const mountPaths = spec.mounts.map((m) => m.containerPath)
+  for (const dir of ancestorsToMake(mountPaths, [...systemPaths, '/etc', '/tmp', '/var/tmp'])) {
+    args.push('--perms', '0755', '--dir', dir)
   }
   args.push('--bind', spec.containerDiskPath, SANDBOX_HOME)
   for (const mount of spec.mounts) {
