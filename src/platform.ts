@@ -257,6 +257,12 @@ function sandboxBanner(isolation: WorkloadIsolation, setting: Config['sandbox'])
       '                and can read the data directory and signal this server',
     ]
   }
+  if (setting === 'bubblewrap') {
+    return [
+      `  sandbox       NONE: ${isolation.detail}`,
+      '                no pod or worker of the process driver starts until it works',
+    ]
+  }
   return [
     `  sandbox       NONE: ${isolation.detail}`,
     `                only the admin account's pods and workers run (unsandboxed, as ${user});`,
