@@ -16,7 +16,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../shared/clock.js'
 import type { WorkloadSpec } from '../driver.js'
+import { probeBubblewrap } from './bubblewrap.js'
 import { ProcessDriver, type ProcessDriverOptions } from './process-driver.js'
+import { DEFAULT_SANDBOX_UID_BASE } from './sandbox-users.js'
 import { groupMembers } from './process-group.js'
 import { MAX_LOG_LINE_BYTES } from './log-lines.js'
 import { parseProcStat } from './proc-stat.js'
@@ -108,9 +110,9 @@ function envOf(text: string): Record<string, string> {
   )
 }
 
-const bubblewrapWorks =
-  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', 'true'], { stdio: 'ignore' })
-    .status === 0
+const bubblewrapWorks = (
+  await probeBubblewrap({ searchPath: process.env.PATH, probeUid: DEFAULT_SANDBOX_UID_BASE })
+).ok
 
 describe('ProcessDriver', () => {
   it('records the group leader with its start ticks, and uses the injected clock', async () => {
