@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { hostname, userInfo } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
@@ -26,6 +26,7 @@ import { BillingReportService } from './domain/billing/billing-reports.js'
 import { AccountService } from './domain/accounts/account-service.js'
 import { JobSweeper } from './control/job-sweeper.js'
 import { WorkerAutoscaler } from './control/worker-autoscaler.js'
+import { isolationRefusal, type IsolationPolicy } from './control/workload-isolation.js'
 import { WebhookDispatcher } from './control/webhook-dispatcher.js'
 import { PodLifecycle } from './control/pod-lifecycle.js'
 import { CatalogService } from './domain/catalog/catalog-service.js'
@@ -82,7 +83,7 @@ import { ConfigError } from './config/load-config.js'
 import type { ObjectStore } from './domain/models/ports.js'
 import { KyselyModelJobRepo } from './store/model-job-repo.js'
 import { discoverLocalHost } from './runtime/host-discovery.js'
-import type { RuntimeDriver } from './runtime/driver.js'
+import type { RuntimeDriver, WorkloadIsolation } from './runtime/driver.js'
 import { ProcessDriver } from './runtime/process/process-driver.js'
 import { DockerDriver, DockerEngineUnreachableError } from './runtime/docker/docker-driver.js'
 import { loadServerId } from './runtime/docker/server-id.js'
@@ -250,6 +251,38 @@ async function secretBoxFor(
   return { box, key }
 }
 
+function serverUser(): string {
+  try {
+    return userInfo().username
+  } catch {
+    return `uid ${process.getuid?.() ?? '?'}`
+  }
+}
+
+/** The banner's lines on how the process driver's workloads are isolated (docs/security.md). */
+function sandboxBanner(isolation: WorkloadIsolation, setting: Config['sandbox']): string[] {
+  if (isolation.level !== 'none') return [`  sandbox       ${isolation.detail}`]
+  const user = serverUser()
+  if (setting === 'none') {
+    return [
+      `  sandbox       NONE (sandbox: none): every account's pods and workers run as ${user},`,
+      '                and can read the data directory and signal this server',
+    ]
+  }
+  if (setting === 'bubblewrap') {
+    return [
+      `  sandbox       NONE: ${isolation.detail}`,
+      '                no pod or worker of the process driver starts until it works',
+    ]
+  }
+  return [
+    `  sandbox       NONE: ${isolation.detail}`,
+    `                only the admin account's pods and workers run (unsandboxed, as ${user});`,
+    "                other accounts' are refused: install bubblewrap, use the docker driver,",
+    '                or set sandbox: none to accept the risk (docs/security.md)',
+  ]
+}
+
 function fleetSummary(fleet: Fleet): string {
   const gpuTypes = new Set(fleet.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
   const gpus = fleet.hosts.reduce((n, h) => n + (h.gpu?.count ?? 0), 0)
@@ -304,9 +337,27 @@ export async function startPlatform(
         ...config.images,
       },
       sandbox: config.sandbox,
+      ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
       clock,
     })
     const hostDrivers = await runtimeDriversOf(config, fleet, driver)
+    // Decided now (a bwrap probe), so that the banner says whether workloads are sandboxed.
+    const isolation = await driver.isolation()
+    if (isolation.level === 'none') {
+      logger.warn(
+        { reason: isolation.detail, sandbox: config.sandbox },
+        config.sandbox === 'none'
+          ? "workloads run unsandboxed as the server's user (sandbox: none)"
+          : "workloads run unsandboxed: only the admin account's are started (docs/security.md)",
+      )
+    }
+    const isolationPolicy: IsolationPolicy = {
+      // The operator's own account, and the platform's public models, whose code is podyard's
+      // build or what the operator configured (docs/security.md).
+      trusted: async (accountId) =>
+        accountId === modelsAccount.id || (await accounts.findAccount(accountId))?.role === 'admin',
+      unisolatedForEveryone: config.sandbox === 'none',
+    }
     const templateRepo = new KyselyTemplateRepo(store.db)
     // The job API is served by this listener; its URL is known once it listens.
     let serverUrl = `http://${config.host}:${config.port}`
@@ -377,6 +428,8 @@ export async function startPlatform(
       volumePath: (volumeId) => volumeStorage.path(volumeId),
       registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
       publicKeys: async (accountId) => (await accounts.userSettings(accountId)).pubKey,
+      isolationRefusal: (accountId, hostDriver) =>
+        isolationRefusal(hostDriver, accountId, isolationPolicy),
       clock,
       logger,
     })
@@ -453,6 +506,8 @@ export async function startPlatform(
       db: store.db,
       dialect: store.dialect,
       clock,
+      // A job's s3Config holds the caller's storage secret: sealed like registry passwords.
+      secrets: box,
       onWebhookQueued: () => {
         dispatcher.nudge()
         // The dispatcher runs on the leader, which may be another replica.
@@ -523,6 +578,8 @@ export async function startPlatform(
         wakeUps?.notify(endPollsKey(endpointId, workerId))
         return jobs.endPolls(endpointId, workerId)
       },
+      // Workers run on the process driver (above).
+      isolationRefusal: (accountId) => isolationRefusal(driver, accountId, isolationPolicy),
       platformMounts: (endpoint) =>
         endpoint.accountId === modelsAccount.id
           ? [
@@ -730,6 +787,7 @@ export async function startPlatform(
         (fleet.hosts.some((h) => h.simulated)
           ? '\n                (simulated hosts are not real hardware)'
           : ''),
+      ...sandboxBanner(isolation, config.sandbox),
       ...(admin.generatedKey
         ? [
             '',

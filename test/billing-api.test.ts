@@ -187,7 +187,8 @@ describe('enforcement (billing.enforce)', () => {
     platform.call(path, { method, json: body, key: TEST_ADMIN_KEY })
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ billing: billing(true) }, { clock })
+    // A pod of an ordinary account must run even where bubblewrap does not (docs/security.md).
+    platform = await startTestPlatform({ billing: billing(true), sandbox: 'none' }, { clock })
     key = await otherAccountKey(platform, 'payer@example.com')
     accountId = (await json<{ id: string }>(await platform.call('/v2/account', { key }))).id
   })

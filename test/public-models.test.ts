@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nanoToUsd } from '../src/domain/billing/credits.js'
 import { maxPriceNano } from '../src/domain/models/model.js'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
+import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
@@ -233,7 +234,10 @@ describe('public model endpoints', () => {
     )
     imageJob = { id: done.body.id, url }
     // The worker ran podyard's build read-only mounted into it: inside bubblewrap when it works here.
-    const probe = await probeBubblewrap(process.env.PATH)
+    const probe = await probeBubblewrap({
+      searchPath: process.env.PATH,
+      probeUid: DEFAULT_SANDBOX_UID_BASE,
+    })
     const states = readdirSync(path.join(platform.dataDir, '.podyard', 'runtime', 'process')).map(
       (id) =>
         JSON.parse(

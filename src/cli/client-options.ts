@@ -2,21 +2,32 @@ import type { Command } from 'commander'
 import { ApiClient } from '../client/api-client.js'
 
 export interface ClientFlags {
-  url: string
+  /** Absent: $PODYARD_URL, else DEFAULT_SERVER_URL. */
+  url?: string
   apiKey?: string
   json?: boolean
 }
 
-/** `--url`, `--api-key` and `--json`, for commands that talk to a running server. */
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8080'
+
+/**
+ * `--url`, `--api-key` and `--json`, for commands that talk to a running server. The
+ * environment's values are read when the command runs (clientFrom), never given to commander
+ * as defaults: commander prints defaults in every `--help` and after every usage error, which
+ * would show the API key (or a URL with a password in it) to whoever reads the terminal.
+ */
 export function withClientOptions(command: Command): Command {
   return command
-    .option('--url <url>', 'server base URL', process.env.PODYARD_URL ?? 'http://127.0.0.1:8080')
-    .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)', process.env.PODYARD_API_KEY)
+    .option('--url <url>', `server base URL (default $PODYARD_URL, else ${DEFAULT_SERVER_URL})`)
+    .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)')
     .option('--json', 'print JSON')
 }
 
 export function clientFrom(flags: ClientFlags): ApiClient {
-  return new ApiClient(flags.url, flags.apiKey)
+  return new ApiClient(
+    flags.url ?? (process.env.PODYARD_URL || DEFAULT_SERVER_URL),
+    flags.apiKey ?? (process.env.PODYARD_API_KEY || undefined),
+  )
 }
 
 /** For repeatable options: `--port 80/http --port 22/tcp`. */

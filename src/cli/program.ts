@@ -363,7 +363,7 @@ export function buildProgram(deps: CliDeps): Command {
   const catalogOptions = withClientOptions
 
   catalogOptions(catalog.command('gpus').description('GPU types with prices and stock')).action(
-    async (flags: { url: string; apiKey?: string; json?: boolean }) => {
+    async (flags: { url?: string; apiKey?: string; json?: boolean }) => {
       const { gpus } = await clientFrom(flags).get<{ gpus: Array<Record<string, any>> }>(
         '/v2/catalog/gpus',
       )
@@ -386,7 +386,7 @@ export function buildProgram(deps: CliDeps): Command {
   )
 
   catalogOptions(catalog.command('cpus').description('CPU flavors with prices and stock')).action(
-    async (flags: { url: string; apiKey?: string; json?: boolean }) => {
+    async (flags: { url?: string; apiKey?: string; json?: boolean }) => {
       const { cpus } = await clientFrom(flags).get<{ cpus: Array<Record<string, any>> }>(
         '/v2/catalog/cpus',
       )
@@ -409,7 +409,7 @@ export function buildProgram(deps: CliDeps): Command {
   )
 
   catalogOptions(catalog.command('datacenters').description('data centers')).action(
-    async (flags: { url: string; apiKey?: string; json?: boolean }) => {
+    async (flags: { url?: string; apiKey?: string; json?: boolean }) => {
       const { dataCenters } = await clientFrom(flags).get<{
         dataCenters: Array<Record<string, any>>
       }>('/v2/catalog/datacenters')

@@ -228,7 +228,12 @@ export const ConfigSchema = Type.Object(
     }),
     sandbox: Type.Union([Type.Literal('auto'), Type.Literal('none'), Type.Literal('bubblewrap')], {
       default: 'auto',
-      description: 'process driver: run pods inside bubblewrap (auto: when it is installed)',
+      description:
+        "process driver: run pods and workers inside bubblewrap. auto: when it works here, else only the admin account's run, unsandboxed; none: every account's run unsandboxed (docs/security.md)",
+    }),
+    bwrapPath: Type.String({
+      default: '',
+      description: 'process driver: the bubblewrap executable; empty: bwrap on PATH',
     }),
     driver: Type.Union([Type.Literal('process'), Type.Literal('docker')], {
       default: 'process',
@@ -321,6 +326,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },
   { path: 'publicIp', env: 'PODYARD_PUBLIC_IP', type: 'string' },
   { path: 'sandbox', env: 'PODYARD_SANDBOX', type: 'string' },
+  { path: 'bwrapPath', env: 'PODYARD_BWRAP_PATH', type: 'string' },
   { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
   { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },

@@ -42,6 +42,11 @@ export interface PodLifecycleDeps {
   ) => Promise<{ username: string; password: string } | undefined>
   /** The account's SSH public keys (authorized_keys text), or null when none are set. */
   publicKeys: (accountId: string) => Promise<string | null>
+  /**
+   * Why the account's pod may not run on this driver (workload-isolation.ts), or null. The pod
+   * goes ERROR with the reason instead of running unsandboxed.
+   */
+  isolationRefusal?: (accountId: string, driver: RuntimeDriver) => Promise<string | null>
   clock: Clock
   logger: Logger
 }
@@ -195,6 +200,8 @@ export class PodLifecycle implements PodRuntimeReader {
     const host = this.deps.fleet.hosts.find((h) => h.id === pod.hostId)
     if (!host)
       return this.releaseAndSet(pod, 'ERROR', `host ${pod.hostId} is no longer in the fleet`)
+    const refusal = await this.deps.isolationRefusal?.(pod.accountId, this.driverOf(pod))
+    if (refusal) return this.releaseAndSet(pod, 'ERROR', refusal)
     const dirs = podDirectories(this.deps.dataDir, pod.id)
     try {
       await mkdir(dirs.containerDisk, { recursive: true })

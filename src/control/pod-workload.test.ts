@@ -76,6 +76,7 @@ describe('workloadOf', () => {
         { hostPath: '/data/pods/pod1/persistent', containerPath: '/workspace', kind: 'persistent' },
       ],
       labels: { 'podyard.kind': 'pod', 'podyard.generation': '4' },
+      tenant: 'account-acct',
       registryAuth: { username: 'u', password: 'p' },
     })
   })

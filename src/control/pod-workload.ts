@@ -15,6 +15,14 @@ export function globalNetworkOf(pod: Pod): { name: string; aliases: string[] } |
   return { name: `account-${pod.accountId}`, aliases: [`${pod.id}.${INTERNAL_DOMAIN}`] }
 }
 
+/**
+ * The workload tenant of an account's pods and workers: they share its volumes, and a sandbox
+ * gives them one user, never another account's.
+ */
+export function tenantOf(accountId: string): string {
+  return `account-${accountId}`
+}
+
 export interface PodDirectories {
   containerDisk: string
   persistent: string
@@ -108,6 +116,7 @@ export function workloadOf(
     vcpus: host.vcpus,
     memoryGb: host.memoryGb,
     labels: { [POD_LABEL_KIND]: 'pod', [POD_LABEL_GENERATION]: String(pod.generation) },
+    tenant: tenantOf(pod.accountId),
     ...(attachments.registryAuth ? { registryAuth: attachments.registryAuth } : {}),
     ...(network ? { network } : {}),
   }

@@ -47,6 +47,11 @@ export interface WorkerLaunchDeps {
   hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+  /**
+   * Why the account's workers may not run (workload-isolation.ts: no sandbox here), or null.
+   * They stay THROTTLED with the reason, never placed nor charged.
+   */
+  isolationRefusal?: (accountId: string) => Promise<string | null>
 }
 
 /** What became of a PENDING worker the autoscaler tried to launch. */
@@ -80,6 +85,8 @@ export async function launchWorker(
   // Checked before placement, at the price of the first candidate (the preferred compute):
   // the check reads other tables, which must not wait inside the capacity transaction.
   const first = candidates[0]
+  const unisolated = await deps.isolationRefusal?.(endpoint.accountId)
+  if (unisolated) return { kind: 'throttled', reason: unisolated }
   const refusal =
     first && deps.billing && deps.hourlyPrice
       ? await deps.billing.refusal(endpoint.accountId, deps.hourlyPrice(first, endpoint))

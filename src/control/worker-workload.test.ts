@@ -98,6 +98,7 @@ describe('workerWorkloadOf', () => {
       vcpus: 32,
       memoryGb: 124,
       labels: { 'podyard.kind': 'worker', 'podyard.endpoint': endpoint.id, 'podyard.version': '3' },
+      tenant: `account-${endpoint.accountId}`,
     })
   })
 

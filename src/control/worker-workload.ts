@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { ManagedWorker } from '../domain/serverless/worker.js'
 import type { WorkloadMount, WorkloadSpec } from '../runtime/driver.js'
-import { POD_LABEL_KIND } from './pod-workload.js'
+import { POD_LABEL_KIND, tenantOf } from './pod-workload.js'
 
 export const WORKER_LABEL_ENDPOINT = 'podyard.endpoint'
 export const WORKER_LABEL_VERSION = 'podyard.version'
@@ -97,6 +97,7 @@ export function workerWorkloadOf(
       [WORKER_LABEL_ENDPOINT]: endpoint.id,
       [WORKER_LABEL_VERSION]: String(worker.version),
     },
+    tenant: tenantOf(endpoint.accountId),
     ...(launch.registryAuth ? { registryAuth: launch.registryAuth } : {}),
   }
 }

@@ -47,6 +47,35 @@ export interface KyselyJobQueueOptions {
   onWebhookQueued?: () => void
   /** The long polls' wake-ups; PgWakeUps carries them to other replicas. Default in-process. */
   wakeUps?: WakeUps
+  /**
+   * Seals a job's `s3Config` (its access secret) before it is stored, and opens it when read:
+   * the platform's SecretBox, as for registry passwords. Without it (tests of the queue alone)
+   * s3Config is stored in the clear.
+   */
+  secrets?: SecretSealer
+}
+
+/** Authenticated encryption of short secrets (src/domain/registries/secret-box.ts). */
+export interface SecretSealer {
+  seal(plain: string): string
+  open(sealed: string): string
+}
+
+/**
+ * `s3_config` as stored: a JSON string holding the sealed JSON of the config (a JSON text, so
+ * that PostgreSQL's jsonb column takes it), or, without a sealer and in rows written before
+ * sealing, the config as a JSON object.
+ */
+function storedS3Config(config: Job['s3Config'], secrets: SecretSealer | undefined): string | null {
+  if (config === undefined) return null
+  const json = JSON.stringify(config)
+  return secrets ? JSON.stringify(secrets.seal(json)) : json
+}
+
+function readS3Config(stored: string, secrets: SecretSealer | undefined): Job['s3Config'] {
+  const value: unknown = JSON.parse(stored)
+  if (typeof value !== 'string') return value as Job['s3Config']
+  return secrets ? (JSON.parse(secrets.open(value)) as Job['s3Config']) : undefined
 }
 
 /** Stop notices nobody collected within this are dropped by `expire`. */
@@ -96,7 +125,11 @@ function parseJson(text: string | null): unknown {
   return text === null ? undefined : JSON.parse(text)
 }
 
-function toJob(row: JobRow): Job {
+/**
+ * The job of a row. A sealed s3Config is opened only with `secrets`: the workers' view (take)
+ * passes them; the other callers make views without it, and leave it sealed.
+ */
+function toJob(row: JobRow, secrets?: SecretSealer): Job {
   const job: Job = {
     id: row.id,
     endpointId: row.endpoint_id,
@@ -117,7 +150,8 @@ function toJob(row: JobRow): Job {
     version: Number(row.version),
   }
   if (row.webhook !== null) job.webhook = row.webhook
-  if (row.s3_config !== null) job.s3Config = JSON.parse(row.s3_config) as Job['s3Config']
+  const s3Config = row.s3_config === null ? undefined : readS3Config(row.s3_config, secrets)
+  if (s3Config !== undefined) job.s3Config = s3Config
   if (row.output !== null) job.output = parseJson(row.output)
   if (row.error !== null) job.error = row.error
   if (row.worker_id !== null) job.workerId = row.worker_id
@@ -146,7 +180,7 @@ function jsonOrNull(value: unknown): string | null {
 }
 
 /** A new job's values in the order of `INSERT_COLUMNS` (src/queue/job-statements.ts). */
-function insertValues(job: Job, into: unknown[]): void {
+function insertValues(job: Job, into: unknown[], secrets: SecretSealer | undefined): void {
   into.push(
     job.id,
     job.endpointId,
@@ -158,7 +192,7 @@ function insertValues(job: Job, into: unknown[]): void {
     job.policy.ttl,
     JSON.stringify(job.input ?? null),
     job.webhook ?? null,
-    job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
+    storedS3Config(job.s3Config, secrets),
     job.createdAt,
     job.expiresAt,
     job.workerId ?? null,
@@ -230,6 +264,7 @@ export class KyselyJobQueue implements JobQueue {
   private readonly pollIntervalMs: number
   private readonly wakeUps: WakeUps
   private readonly onWebhookQueued: (() => void) | undefined
+  private readonly secrets: SecretSealer | undefined
   /** Submissions and completions are group-committed (src/queue/write-batcher.ts). */
   private readonly submissions: WriteBatcher<Job, void>
   private readonly completions: WriteBatcher<Completion, CompletionOutcome>
@@ -251,12 +286,13 @@ export class KyselyJobQueue implements JobQueue {
     this.pollIntervalMs = options.pollIntervalMs ?? 200
     this.onWebhookQueued = options.onWebhookQueued
     this.wakeUps = options.wakeUps ?? new WakeUps()
+    this.secrets = options.secrets
     // SQLite has one connection; PostgreSQL's pool lets a few batches commit side by side.
     const maxInFlight = this.postgres ? 4 : 1
     this.statements = new JobStatements(this.dialect)
     const insert = async (jobs: Job[]) => {
       const values: unknown[] = []
-      for (const job of jobs) insertValues(job, values)
+      for (const job of jobs) insertValues(job, values, this.secrets)
       await runStatement(this.db, this.statements.insert(jobs.length), values)
     }
     this.submissions = new WriteBatcher({
@@ -483,7 +519,7 @@ export class KyselyJobQueue implements JobQueue {
     for (const row of taken) {
       this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
     }
-    return taken.map(toJob)
+    return taken.map((row) => toJob(row, this.secrets))
   }
 
   async heartbeat(

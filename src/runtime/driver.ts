@@ -62,8 +62,27 @@ export interface WorkloadSpec {
   registryAuth?: { username: string; password: string }
   /** Free-form labels the driver stores with the workload and returns from list(). */
   labels: Record<string, string>
+  /**
+   * Whom the workload belongs to, as an opaque name: workloads of one tenant may share files
+   * (their volumes), workloads of different tenants never share a user. A driver that runs
+   * workloads as host users (the process driver's sandbox started by root) gives each tenant
+   * its own; absent: the driver's default user. The control loops name the account here.
+   */
+  tenant?: string
   /** The private network to join; absent: the driver's default network. */
   network?: WorkloadNetwork
+}
+
+/** How a driver keeps the workloads it starts from the host and from each other. */
+export interface WorkloadIsolation {
+  /**
+   * `none`: a plain process of the server's user, which can read and signal what that user
+   * can; `sandbox`: its own namespaces, a minimal read-only view of the host and an
+   * unprivileged user (bubblewrap); `container`: a container of an engine (docs/security.md).
+   */
+  level: 'none' | 'sandbox' | 'container'
+  /** What it is and, for `none`, why: shown in the start banner and in refusals. */
+  detail: string
 }
 
 export type WorkloadPhase = 'running' | 'exited'
@@ -129,6 +148,8 @@ export interface RuntimeDriver {
   followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine>
   /** Stops it if running and forgets it, its logs and its container disk. */
   remove(id: string): Promise<void>
+  /** How the workloads this driver starts now are isolated. */
+  isolation(): Promise<WorkloadIsolation>
   /** Releases watchers and timers; running workloads keep running (they are re-adopted). */
   close(): Promise<void>
 }

@@ -83,7 +83,10 @@ export async function startTestPlatform(
 }
 
 /** A second account with a read-write key, to check that accounts never see each other. */
-export async function otherAccountKey(platform: Platform, email: string): Promise<string> {
+export async function otherAccountKey(
+  platform: Pick<Platform, 'store'>,
+  email: string,
+): Promise<string> {
   const accounts = new AccountService(
     new KyselyAccountRepo(platform.store.db),
     new KyselyApiKeyRepo(platform.store.db),

@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { DockerDriver } from '../../src/runtime/docker/docker-driver.js'
 import type { RuntimeDriver } from '../../src/runtime/driver.js'
+import { probeBubblewrap } from '../../src/runtime/process/bubblewrap.js'
 import { ProcessDriver } from '../../src/runtime/process/process-driver.js'
+import { DEFAULT_SANDBOX_UID_BASE } from '../../src/runtime/process/sandbox-users.js'
 
 export interface RuntimeDriverFactory {
   name: string
@@ -29,17 +31,13 @@ const processImages = {
 }
 
 /**
- * Whether bubblewrap runs here (installed, and namespaces allowed), checked the way the
- * process driver uses it. Without it the sandboxed variant is left out, not failed.
+ * Whether bubblewrap runs here (installed, namespaces allowed, setpriv for root), checked the
+ * way the process driver checks it. Without it the sandboxed variant is left out, not failed.
  */
-function bubblewrapWorks(): boolean {
-  const probe = spawnSync(
-    'bwrap',
-    ['--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--unshare-pid', 'true'],
-    { stdio: 'ignore', timeout: 5000 },
-  )
-  return probe.status === 0
-}
+const bubblewrap = await probeBubblewrap({
+  searchPath: process.env.PATH,
+  probeUid: DEFAULT_SANDBOX_UID_BASE,
+})
 
 /** Every driver the conformance suite runs against on this machine. */
 export function runtimeDrivers(): RuntimeDriverFactory[] {
@@ -55,7 +53,7 @@ export function runtimeDrivers(): RuntimeDriverFactory[] {
         }),
     },
   ]
-  if (bubblewrapWorks()) {
+  if (bubblewrap.ok) {
     drivers.push({
       name: 'process (bubblewrap)',
       create: (stateDir) =>
@@ -66,6 +64,8 @@ export function runtimeDrivers(): RuntimeDriverFactory[] {
           logPollMs: LOG_POLL_MS,
         }),
     })
+  } else {
+    console.log(`runtime conformance: process (bubblewrap) left out: ${bubblewrap.reason}`)
   }
   if (process.env.PODYARD_TEST_DOCKER === '1') {
     // Needs the conformance images (test/support/docker-test-images.sh). One server id per test

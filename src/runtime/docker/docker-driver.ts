@@ -6,6 +6,7 @@ import type {
   LogLine,
   LogQuery,
   RuntimeDriver,
+  WorkloadIsolation,
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
@@ -275,6 +276,10 @@ export class DockerDriver implements RuntimeDriver {
     for (const volume of volumes ?? []) {
       await ignoring([404, 409], () => this.docker.getVolume(volume.Name).remove())
     }
+  }
+
+  async isolation(): Promise<WorkloadIsolation> {
+    return { level: 'container', detail: 'Docker containers' }
   }
 
   async close(): Promise<void> {

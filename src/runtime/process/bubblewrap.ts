@@ -1,12 +1,25 @@
 import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
-import { access, lstat, mkdtemp, readlink, rm } from 'node:fs/promises'
+import {
+  access,
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readlink,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { WorkloadSpec } from '../driver.js'
 import {
   buildBubblewrapArgs,
+  DEFAULT_PATH,
+  SANDBOX_ETC_ENTRIES,
   SANDBOX_SYSTEM_DIRS,
+  sandboxIdentityFiles,
   type BubblewrapSandbox,
   type HostDir,
 } from './workload-launch.js'
@@ -31,6 +44,13 @@ export async function findExecutable(
   return undefined
 }
 
+/** Whether `target` is inside one of the directories a sandbox shows (or is /proc's). */
+function isVisibleInSandbox(target: string): boolean {
+  return [...SANDBOX_SYSTEM_DIRS, '/proc'].some(
+    (dir) => target === dir || target.startsWith(`${dir}/`),
+  )
+}
+
 /** The system directories that exist on this host, and which of them are symlinks. */
 export async function readSystemDirs(): Promise<HostDir[]> {
   const dirs: HostDir[] = []
@@ -46,27 +66,91 @@ export async function readSystemDirs(): Promise<HostDir[]> {
   return dirs
 }
 
+/**
+ * The curated /etc entries present here. A symlink into what the sandbox shows (`localtime`
+ * -> /usr/share/zoneinfo/..., `mtab` -> ../proc/self/mounts) is re-created as the same link;
+ * one that points elsewhere (`resolv.conf` -> /run/systemd/resolve/...) is bound as the file it
+ * resolves to, since its target is not in the sandbox.
+ */
+export async function readEtcEntries(): Promise<HostDir[]> {
+  const entries: HostDir[] = []
+  for (const name of SANDBOX_ETC_ENTRIES) {
+    const entry = path.posix.join('/etc', name)
+    try {
+      const info = await lstat(entry)
+      if (info.isSymbolicLink()) {
+        const target = await readlink(entry)
+        if (isVisibleInSandbox(path.posix.resolve(path.posix.dirname(entry), target))) {
+          entries.push({ path: entry, symlinkTo: target })
+        } else {
+          const resolved = await stat(entry)
+          if (resolved.isFile() || resolved.isDirectory())
+            entries.push({ path: entry, symlinkTo: null })
+        }
+      } else if (info.isFile() || info.isDirectory()) {
+        entries.push({ path: entry, symlinkTo: null })
+      }
+    } catch {
+      // absent on this host, or a dangling link
+    }
+  }
+  return entries
+}
+
 export type BubblewrapProbe =
   { ok: true; sandbox: BubblewrapSandbox } | { ok: false; reason: string }
+
+export interface BubblewrapProbeOptions {
+  /** PATH to find bwrap (unless `bwrapPath`) and setpriv in. */
+  searchPath: string | undefined
+  /** The bwrap executable; default: the one on `searchPath`. */
+  bwrapPath?: string
+  /** The uid (and gid) the probe's workload drops to when the server is root. */
+  probeUid: number
+}
 
 /**
  * Whether bubblewrap can run a workload here, tried with the very arguments a workload gets.
  * Installed is not enough: without root or setuid, bwrap needs unprivileged user namespaces,
- * which containers and hardened kernels often refuse.
+ * which containers and hardened kernels often refuse; as root, it needs `setpriv` (util-linux)
+ * to end as an unprivileged user.
  */
-export async function probeBubblewrap(searchPath: string | undefined): Promise<BubblewrapProbe> {
-  const bwrapPath = await findExecutable('bwrap', searchPath)
+export async function probeBubblewrap(options: BubblewrapProbeOptions): Promise<BubblewrapProbe> {
+  const bwrapPath = options.bwrapPath || (await findExecutable('bwrap', options.searchPath))
   if (bwrapPath === undefined) return { ok: false, reason: 'bwrap is not on PATH' }
+  const isRoot = process.getuid?.() === 0
+  let setprivPath: string | null = null
+  if (isRoot) {
+    const found = await findExecutable('setpriv', options.searchPath)
+    if (found === undefined || !isVisibleInSandbox(found)) {
+      return {
+        ok: false,
+        reason:
+          'setpriv (util-linux) is not on PATH under /usr, /bin or /sbin: a sandbox started by root needs it to drop to an unprivileged user',
+      }
+    }
+    setprivPath = found
+  }
   const sandbox: BubblewrapSandbox = {
     bwrapPath,
     systemDirs: await readSystemDirs(),
-    asRoot: process.getuid?.() === 0,
+    etcEntries: await readEtcEntries(),
+    setprivPath,
   }
-  const disk = await mkdtemp(path.join(tmpdir(), 'podyard-bwrap-probe-'))
+  const dir = await mkdtemp(path.join(tmpdir(), 'podyard-bwrap-probe-'))
+  const disk = path.join(dir, 'disk')
+  const uid = isRoot ? options.probeUid : (process.getuid?.() ?? 0)
+  const gid = isRoot ? options.probeUid : (process.getgid?.() ?? 0)
+  const identity = {
+    uid,
+    gid,
+    passwdFile: path.join(dir, 'passwd'),
+    groupFile: path.join(dir, 'group'),
+  }
   const spec: WorkloadSpec = {
     id: 'probe',
     image: '',
-    command: 'exit 0',
+    command: null,
     env: {},
     containerDiskPath: disk,
     diskGb: 0,
@@ -77,12 +161,19 @@ export async function probeBubblewrap(searchPath: string | undefined): Promise<B
     memoryGb: 0,
     labels: {},
   }
+  // Writing its disk proves the workload's user is the one its directories were given to.
+  const command = ': > /root/probe'
   try {
+    const files = sandboxIdentityFiles(uid, gid)
+    await writeFile(identity.passwdFile, files.passwd)
+    await writeFile(identity.groupFile, files.group)
+    await mkdir(disk)
+    if (isRoot) await chown(disk, uid, gid)
     await new Promise<void>((resolve, reject) => {
       execFile(
         bwrapPath,
-        buildBubblewrapArgs(spec, sandbox, 'exit 0'),
-        { timeout: PROBE_TIMEOUT_MS },
+        buildBubblewrapArgs(spec, sandbox, command, identity),
+        { timeout: PROBE_TIMEOUT_MS, env: { PATH: DEFAULT_PATH } },
         (error, _stdout, stderr) => {
           if (error) reject(new Error(`${error.message.split('\n')[0]} ${stderr}`.trim()))
           else resolve()
@@ -93,6 +184,6 @@ export async function probeBubblewrap(searchPath: string | undefined): Promise<B
   } catch (error) {
     return { ok: false, reason: `${bwrapPath} failed: ${(error as Error).message}` }
   } finally {
-    await rm(disk, { recursive: true, force: true })
+    await rm(dir, { recursive: true, force: true })
   }
 }

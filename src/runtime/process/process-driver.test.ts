@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -7,7 +16,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../shared/clock.js'
 import type { WorkloadSpec } from '../driver.js'
+import { probeBubblewrap } from './bubblewrap.js'
 import { ProcessDriver, type ProcessDriverOptions } from './process-driver.js'
+import { DEFAULT_SANDBOX_UID_BASE } from './sandbox-users.js'
 import { groupMembers } from './process-group.js'
 import { MAX_LOG_LINE_BYTES } from './log-lines.js'
 import { parseProcStat } from './proc-stat.js'
@@ -99,9 +110,9 @@ function envOf(text: string): Record<string, string> {
   )
 }
 
-const bubblewrapWorks =
-  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', 'true'], { stdio: 'ignore' })
-    .status === 0
+const bubblewrapWorks = (
+  await probeBubblewrap({ searchPath: process.env.PATH, probeUid: DEFAULT_SANDBOX_UID_BASE })
+).ok
 
 describe('ProcessDriver', () => {
   it('records the group leader with its start ticks, and uses the injected clock', async () => {
@@ -114,13 +125,43 @@ describe('ProcessDriver', () => {
     expect(saved.pgid).toBe(saved.pid)
     const leader = parseProcStat(readFileSync(`/proc/${String(saved.pid)}/stat`, 'utf8'))
     expect(saved.processStartTicks).toBe(leader?.starttime)
-    expect(saved).toMatchObject({ spec, sandbox: 'none', startedAt: state.startedAt })
+    const { env: _env, ...persisted } = spec
+    expect(saved).toMatchObject({ spec: persisted, sandbox: 'none', startedAt: state.startedAt })
     expect(saved.bootId).toBe(readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim())
     const lines = await waitFor('hi', async () => {
       const read = await d.readLogs(spec.id)
       return read.length > 0 ? read : undefined
     })
     expect(lines).toEqual([{ seq: 1, ts: '2030-05-01T12:00:00.000Z', line: 'hi' }])
+  })
+
+  it('never writes the environment (worker keys) or registry credentials to disk', async () => {
+    const d = driver()
+    const spec = makeSpec({
+      command: 'echo "key=$RUNPOD_AI_API_KEY" > seen.txt; exec sleep 300',
+      env: { RUNPOD_AI_API_KEY: 'wk_secret-worker-key-0123' },
+      registryAuth: { username: 'u', password: 'registry-password-0123' },
+    })
+    await d.start(spec)
+    expect(await fileText(path.join(spec.containerDiskPath, 'seen.txt'))).toBe(
+      'key=wk_secret-worker-key-0123\n',
+    )
+    await d.stop(spec.id, { graceMs: 0 })
+    const dir = path.join(root, 'state', spec.id)
+    for (const name of readdirSync(dir)) {
+      const text = readFileSync(path.join(dir, name), 'utf8')
+      expect(text, name).not.toContain('wk_secret-worker-key-0123')
+      expect(text, name).not.toContain('registry-password-0123')
+    }
+    // A state.json written by an older version, with the environment, is written again without.
+    const file = path.join(dir, 'state.json')
+    const saved = stateJson(spec.id)
+    writeFileSync(
+      file,
+      JSON.stringify({ ...saved, spec: { ...(saved.spec as object), env: spec.env } }),
+    )
+    expect((await driver().inspect(spec.id))?.phase).toBe('exited')
+    expect(readFileSync(file, 'utf8')).not.toContain('wk_secret-worker-key-0123')
   })
 
   it('leaves workloads running when the server process exits, for the next one to adopt', async () => {
@@ -362,5 +403,79 @@ describe('ProcessDriver', () => {
       })
       expect(stateJson(spec.id).sandbox).toBe('bubblewrap')
     })
+
+    it('shows none of the host: no secrets of /etc, no home, no server process', async () => {
+      const d = driver({ sandbox: 'bubblewrap' })
+      const planted = path.join(root, 'planted-secret.txt')
+      writeFileSync(planted, 'host-secret-0123\n', { mode: 0o644 })
+      process.env.PODYARD_DRIVER_TEST_SECRET = 'server-env-secret-0123'
+      try {
+        const spec = makeSpec({
+          command: [
+            `for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh ${planted} /proc/${process.pid}/environ /home /var/lib; do`,
+            '  if [ -e "$f" ]; then echo "SEEN $f"; else echo "ABSENT $f"; fi',
+            'done > seen.txt',
+            `kill -0 ${process.pid} 2>/dev/null && echo SIGNALLED >> seen.txt`,
+            'cat /proc/1/environ 2>/dev/null | tr "\\0" "\\n" >> seen.txt',
+            'hostname > hostname.txt',
+            'touch ready',
+            'exec sleep 300',
+          ].join('\n'),
+        })
+        await d.start(spec)
+        await fileText(path.join(spec.containerDiskPath, 'ready'))
+        const seen = readFileSync(path.join(spec.containerDiskPath, 'seen.txt'), 'utf8')
+        expect(seen).not.toMatch(/SEEN|SIGNALLED|server-env-secret/)
+        expect(readFileSync(path.join(spec.containerDiskPath, 'hostname.txt'), 'utf8')).toBe(
+          `${spec.id}\n`,
+        )
+      } finally {
+        delete process.env.PODYARD_DRIVER_TEST_SECRET
+      }
+    })
+
+    it.runIf(process.getuid?.() === 0)(
+      'started by root, runs each tenant as its own unprivileged user, owning its directories',
+      async () => {
+        const d = driver({ sandbox: 'bubblewrap' })
+        const volume = path.join(root, 'volumes', 'shared')
+        mkdirSync(path.join(volume, 'old'), { recursive: true })
+        writeFileSync(path.join(volume, 'old', 'from-root.txt'), 'x')
+        const probe = [
+          'id -u > uid.txt',
+          'grep CapEff /proc/self/status > caps.txt',
+          'echo ok > /workspace/old/from-root.txt',
+          'touch ready',
+          'exec sleep 300',
+        ].join('; ')
+        const mount = { hostPath: volume, containerPath: '/workspace', kind: 'network' } as const
+        const a1 = makeSpec({ command: probe, tenant: 'account-a', mounts: [mount] })
+        const b = makeSpec({ command: probe, tenant: 'account-b' })
+        const a2 = makeSpec({ command: probe, tenant: 'account-a' })
+        for (const spec of [a1, b, a2]) {
+          await d.start(spec)
+          await fileText(path.join(spec.containerDiskPath, 'ready'))
+        }
+        const uid = (spec: WorkloadSpec) =>
+          Number(readFileSync(path.join(spec.containerDiskPath, 'uid.txt'), 'utf8'))
+        expect(uid(a1)).toBeGreaterThanOrEqual(1_900_000_001)
+        expect(uid(a2)).toBe(uid(a1))
+        expect(uid(b)).not.toBe(uid(a1))
+        expect(stateJson(a1.id).user).toEqual({ uid: uid(a1), gid: uid(a1) })
+        expect(readFileSync(path.join(a1.containerDiskPath, 'caps.txt'), 'utf8')).toMatch(
+          /CapEff:\s+0+\n/,
+        )
+        // Its volume, with what root left in it, is its tenant's now; its disk is its alone.
+        expect(readFileSync(path.join(volume, 'old', 'from-root.txt'), 'utf8')).toBe('ok\n')
+        expect(statSync(path.join(volume, 'old')).uid).toBe(uid(a1))
+        expect(statSync(a1.containerDiskPath).mode & 0o777).toBe(0o700)
+        // A new driver (a restarted server) gives a tenant the uid it had.
+        const successor = driver({ sandbox: 'bubblewrap' })
+        const a3 = makeSpec({ command: probe, tenant: 'account-a' })
+        await successor.start(a3)
+        await fileText(path.join(a3.containerDiskPath, 'ready'))
+        expect(uid(a3)).toBe(uid(a1))
+      },
+    )
   })
 })

@@ -1,6 +1,17 @@
 import { spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import {
+  chmod,
+  chown,
+  lchown,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -10,6 +21,7 @@ import type {
   LogLine,
   LogQuery,
   RuntimeDriver,
+  WorkloadIsolation,
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
@@ -27,17 +39,21 @@ import {
   systemPageSize,
   type GroupIdentity,
 } from './process-group.js'
+import { DEFAULT_SANDBOX_UID_BASE, SandboxUsers } from './sandbox-users.js'
 import {
   buildLaunch,
   DEFAULT_IDLE_COMMAND,
   resolveCommand,
+  sandboxIdentityFiles,
   type BubblewrapSandbox,
   type Launch,
+  type SandboxIdentity,
 } from './workload-launch.js'
 import {
   isValidWorkloadId,
   parseExitStatus,
   parseWorkloadRecord,
+  persistedSpecOf,
   type WorkloadRecord,
 } from './workload-record.js'
 
@@ -53,6 +69,10 @@ export interface ProcessDriverOptions {
   clock?: Clock
   /** 'auto' (default): bubblewrap when a working bwrap is on PATH, else none. */
   sandbox?: SandboxMode
+  /** The bwrap executable; default: the one on PATH. */
+  bwrapPath?: string
+  /** First uid of sandboxed workloads when the server is root (sandbox-users.ts). */
+  sandboxUidBase?: number
   /** How often running workloads' output is copied into their logs (ms). */
   logPollMs?: number
 }
@@ -77,6 +97,11 @@ const STATE_FILE = 'state.json'
 const OUTPUT_FILE = 'output.log'
 const LOG_FILE = 'logs.jsonl'
 const EXIT_STATUS_FILE = 'exit-status'
+/** The sandbox's /etc/passwd and /etc/group, naming the workload's user. */
+const PASSWD_FILE = 'passwd'
+const GROUP_FILE = 'group'
+/** Tenant -> uid of the sandbox, beside the state directory (which holds workloads only). */
+const SANDBOX_USERS_FILE = 'sandbox-users.json'
 
 interface Ended {
   exitCode: number | null
@@ -104,6 +129,26 @@ function isMissing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT'
 }
 
+/**
+ * Gives a directory the workload may write to its sandbox user. Its contents change hands
+ * too when the directory itself is someone else's (files of a run before the sandbox, or of
+ * the server): lchown, so that a link planted in it never hands over what it points to.
+ */
+async function giveTree(dir: string, uid: number, gid: number): Promise<void> {
+  const info = await stat(dir)
+  if (info.uid === uid && info.gid === gid) return
+  const walk = async (at: string): Promise<void> => {
+    for (const entry of await readdir(at, { withFileTypes: true })) {
+      const child = path.join(at, entry.name)
+      if (entry.isDirectory()) await walk(child)
+      await lchown(child, uid, gid)
+    }
+  }
+  await walk(dir)
+  await chown(dir, uid, gid)
+  await chmod(dir, 0o700)
+}
+
 function isInside(child: string, parent: string): boolean {
   const relative = path.relative(parent, child)
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative))
@@ -129,6 +174,11 @@ export class ProcessDriver implements RuntimeDriver {
   /** Whether this driver runs the workloads of its state directory (see setActive). */
   private active = true
   private sandboxChoice: Promise<BubblewrapSandbox | null> | undefined
+  /** Why workloads run unsandboxed, once the choice says they do. */
+  private unsandboxedReason = ''
+  private readonly bwrapPath: string | undefined
+  private readonly sandboxUidBase: number
+  private readonly sandboxUsers: SandboxUsers
 
   constructor(options: ProcessDriverOptions) {
     this.stateDir = path.resolve(options.stateDir)
@@ -137,6 +187,12 @@ export class ProcessDriver implements RuntimeDriver {
     this.clock = options.clock ?? systemClock
     this.sandboxMode = options.sandbox ?? 'auto'
     this.logPollMs = options.logPollMs ?? DEFAULT_LOG_POLL_MS
+    this.bwrapPath = options.bwrapPath
+    this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
+    this.sandboxUsers = new SandboxUsers(
+      path.join(path.dirname(this.stateDir), SANDBOX_USERS_FILE),
+      this.sandboxUidBase,
+    )
   }
 
   /**
@@ -157,6 +213,23 @@ export class ProcessDriver implements RuntimeDriver {
   /** The sandbox new workloads get: decided once, on first use. */
   async activeSandbox(): Promise<'none' | 'bubblewrap'> {
     return (await this.chooseSandbox()) === null ? 'none' : 'bubblewrap'
+  }
+
+  async isolation(): Promise<WorkloadIsolation> {
+    let sandbox: BubblewrapSandbox | null
+    try {
+      sandbox = await this.chooseSandbox()
+    } catch (error) {
+      return { level: 'none', detail: (error as Error).message }
+    }
+    if (sandbox === null) return { level: 'none', detail: this.unsandboxedReason }
+    return {
+      level: 'sandbox',
+      detail:
+        sandbox.setprivPath === null
+          ? "bubblewrap, as the server's user in a user namespace"
+          : 'bubblewrap, each tenant as its own unprivileged user',
+    }
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -303,25 +376,25 @@ export class ProcessDriver implements RuntimeDriver {
     await mkdir(this.dir(spec.id), { recursive: true })
     const exitStatusFile = this.file(spec.id, EXIT_STATUS_FILE)
     await rm(exitStatusFile, { force: true })
+    const identity = sandbox && (await this.prepareSandbox(spec, sandbox))
 
     const { command } = resolveCommand(spec, this.images, this.idleCommand)
     const launch = buildLaunch(spec, {
       command,
       exitStatusFile,
-      sandbox,
+      sandbox: sandbox && identity ? { sandbox, identity } : null,
       hostPath: process.env.PATH,
     })
     const { pid, startTicks } = await this.spawnDetached(spec.id, launch)
-    // Registry credentials are for pulling images, which this driver does not do; they are
-    // never written to state.json.
-    const { registryAuth: _credentials, ...persistedSpec } = spec
+    // Its environment (worker keys) and registry credentials are never written to disk.
     const record: WorkloadRecord = {
-      spec: persistedSpec,
+      spec: persistedSpecOf(spec),
       pid,
       pgid: pid,
       processStartTicks: startTicks,
       bootId: currentBootId(),
       sandbox: sandbox === null ? 'none' : 'bubblewrap',
+      ...(identity ? { user: { uid: identity.uid, gid: identity.gid } } : {}),
       startedAt: this.clock.now().toISOString(),
     }
     const tracked = existing ?? this.track(record)
@@ -339,6 +412,41 @@ export class ProcessDriver implements RuntimeDriver {
     }
     this.startPumping(tracked)
     return this.stateOf(tracked)
+  }
+
+  /**
+   * Who the workload is in its sandbox, with its passwd and group files written. Started by
+   * root, it is its tenant's unprivileged user, and its writable directories are given to
+   * that user (they are the only host files it can write). Otherwise it keeps the server's uid.
+   */
+  private async prepareSandbox(
+    spec: WorkloadSpec,
+    sandbox: BubblewrapSandbox,
+  ): Promise<SandboxIdentity> {
+    const privileged = sandbox.setprivPath !== null
+    const uid = privileged ? await this.sandboxUsers.uidOf(spec.tenant) : process.getuid!()
+    const gid = privileged ? uid : process.getgid!()
+    const identity: SandboxIdentity = {
+      uid,
+      gid,
+      passwdFile: this.file(spec.id, PASSWD_FILE),
+      groupFile: this.file(spec.id, GROUP_FILE),
+    }
+    const files = sandboxIdentityFiles(uid, gid)
+    await writeFile(identity.passwdFile, files.passwd)
+    await writeFile(identity.groupFile, files.group)
+    if (privileged) {
+      // The container disk was just emptied: only the directory itself changes hands.
+      await chown(spec.containerDiskPath, uid, gid)
+      await chmod(spec.containerDiskPath, 0o700)
+      for (const mount of spec.mounts) {
+        // One at a time per directory: a workload started on it must not be able to swap
+        // a directory for a link while another start still walks it.
+        if (!mount.readOnly)
+          await this.exclusive(`give:${mount.hostPath}`, () => giveTree(mount.hostPath, uid, gid))
+      }
+    }
+    return identity
   }
 
   /** Empties a directory (creating it when missing) without removing the directory itself. */
@@ -403,12 +511,20 @@ export class ProcessDriver implements RuntimeDriver {
   private chooseSandbox(): Promise<BubblewrapSandbox | null> {
     if (this.sandboxChoice === undefined) {
       const choice = (async () => {
-        if (this.sandboxMode === 'none') return null
-        const probe = await probeBubblewrap(process.env.PATH)
+        if (this.sandboxMode === 'none') {
+          this.unsandboxedReason = 'sandbox: none'
+          return null
+        }
+        const probe = await probeBubblewrap({
+          searchPath: process.env.PATH,
+          probeUid: this.sandboxUidBase,
+          ...(this.bwrapPath ? { bwrapPath: this.bwrapPath } : {}),
+        })
         if (probe.ok) return probe.sandbox
         if (this.sandboxMode === 'bubblewrap') {
           throw new Error(`sandbox 'bubblewrap' is not usable: ${probe.reason}`)
         }
+        this.unsandboxedReason = `bubblewrap is not usable here: ${probe.reason}`
         return null
       })()
       this.sandboxChoice = choice
@@ -516,6 +632,9 @@ export class ProcessDriver implements RuntimeDriver {
     if (raced) return raced
     const tracked = this.track(record)
     this.workloads.set(id, tracked)
+    // Written by a version that kept the environment (worker keys) in it: write it again
+    // without.
+    if (/"(env|registryAuth)"\s*:/.test(text)) await this.save(tracked).catch(() => undefined)
     // Adopted: pump its output again; the first tick also collects the last lines of one
     // that ended while no driver was running.
     this.startPumping(tracked)

@@ -10,10 +10,12 @@ import {
   buildWorkloadEnv,
   DEFAULT_IDLE_COMMAND,
   DEFAULT_PATH,
-  DOCKER_DEFAULT_CAPABILITIES,
   mountEnvName,
+  PRIVILEGE_DROP_CAPABILITIES,
   resolveCommand,
+  sandboxIdentityFiles,
   type BubblewrapSandbox,
+  type SandboxIdentity,
 } from './workload-launch.js'
 
 function spec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
@@ -45,9 +47,22 @@ const sandbox: BubblewrapSandbox = {
   systemDirs: [
     { path: '/usr', symlinkTo: null },
     { path: '/bin', symlinkTo: 'usr/bin' },
-    { path: '/etc', symlinkTo: null },
   ],
-  asRoot: false,
+  etcEntries: [
+    { path: '/etc/hosts', symlinkTo: null },
+    { path: '/etc/ssl/certs', symlinkTo: null },
+    { path: '/etc/localtime', symlinkTo: '/usr/share/zoneinfo/Etc/UTC' },
+  ],
+  setprivPath: null,
+}
+
+const rootSandbox: BubblewrapSandbox = { ...sandbox, setprivPath: '/usr/bin/setpriv' }
+
+const identity: SandboxIdentity = {
+  uid: 1900000007,
+  gid: 1900000007,
+  passwdFile: '/state/pod1/passwd',
+  groupFile: '/state/pod1/group',
 }
 
 describe('resolveCommand', () => {
@@ -146,17 +161,25 @@ describe('buildWorkloadEnv', () => {
 })
 
 describe('buildBubblewrapArgs', () => {
-  it('binds the system read-only, the disk at /root and the mounts read-write', () => {
-    const args = buildBubblewrapArgs(spec({ gpuIndices: [] }), sandbox, 'python train.py')
+  it('shows a minimal read-only host, the disk at /root and the mounts read-write', () => {
+    const args = buildBubblewrapArgs(spec({ gpuIndices: [] }), sandbox, 'python train.py', identity)
     // prettier-ignore
     expect(args).toEqual([
       '--ro-bind', '/usr', '/usr',
       '--symlink', 'usr/bin', '/bin',
-      '--ro-bind', '/etc', '/etc',
+      '--perms', '0755', '--dir', '/etc',
+      '--perms', '0755', '--dir', '/etc/ssl',
+      '--ro-bind', '/etc/hosts', '/etc/hosts',
+      '--ro-bind', '/etc/ssl/certs', '/etc/ssl/certs',
+      '--symlink', '/usr/share/zoneinfo/Etc/UTC', '/etc/localtime',
+      '--ro-bind', '/state/pod1/passwd', '/etc/passwd',
+      '--ro-bind', '/state/pod1/group', '/etc/group',
       '--proc', '/proc',
       '--dev', '/dev',
-      '--tmpfs', '/tmp',
-      '--unshare-pid',
+      '--perms', '1777', '--tmpfs', '/tmp',
+      '--perms', '1777', '--tmpfs', '/var/tmp',
+      '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+      '--hostname', 'pod1',
       '--bind', '/data/disks/pod1', '/root',
       '--bind', '/data/volumes/pod1', '/workspace',
       '--bind', '/data/network/nv1', '/runpod-volume',
@@ -179,34 +202,86 @@ describe('buildBubblewrapArgs', () => {
       }),
       sandbox,
       'x',
+      identity,
     )
     const at = args.indexOf('/srv/podyard/dist')
     expect(args.slice(at - 1, at + 2)).toEqual(['--ro-bind', '/srv/podyard/dist', '/opt/podyard'])
   })
 
+  it('never shows the host root, its /etc whole, /home or the data directory', () => {
+    const args = buildBubblewrapArgs(spec(), rootSandbox, 'x', identity)
+    const bound = args.flatMap((a, i) =>
+      a === '--ro-bind' || a === '--bind' || a === '--dev-bind-try' ? [args[i + 1]] : [],
+    )
+    expect(bound).not.toContain('/')
+    expect(bound).not.toContain('/etc')
+    expect(bound).not.toContain('/home')
+    expect(bound).not.toContain('/etc/passwd')
+    expect(bound.filter((p) => p!.startsWith('/data/'))).toEqual([
+      '/data/disks/pod1',
+      '/data/volumes/pod1',
+      '/data/network/nv1',
+    ])
+  })
+
+  it("makes a mount's missing ancestors reachable (0755) before binding it", () => {
+    const args = buildBubblewrapArgs(
+      spec({
+        mounts: [{ hostPath: '/data/network/nv1', containerPath: '/mnt/team/a', kind: 'network' }],
+      }),
+      sandbox,
+      'x',
+      identity,
+    )
+    const made = args.flatMap((a, i) => (a === '--dir' ? [args[i + 1]] : []))
+    expect(made).toEqual(['/etc', '/etc/ssl', '/mnt', '/mnt/team'])
+    expect(args.indexOf('/mnt/team')).toBeLessThan(args.indexOf('/data/network/nv1'))
+    expect(args[args.indexOf('/mnt') - 2]).toBe('0755')
+  })
+
   it('never ties the workload to its parent or moves it out of its process group', () => {
-    const args = buildBubblewrapArgs(spec(), { ...sandbox, asRoot: true }, 'x')
+    const args = buildBubblewrapArgs(spec(), rootSandbox, 'x', identity)
     expect(args).not.toContain('--die-with-parent')
     expect(args).not.toContain('--new-session')
     expect(args).not.toContain('--unshare-net')
   })
 
-  it("gives a root workload Docker's default capabilities only", () => {
-    const args = buildBubblewrapArgs(spec(), { ...sandbox, asRoot: true }, 'x')
+  it('started by root, ends as the identity with no capability left', () => {
+    const args = buildBubblewrapArgs(spec(), rootSandbox, 'x', identity)
     const dropAt = args.indexOf('--cap-drop')
     expect(args.slice(dropAt, dropAt + 2)).toEqual(['--cap-drop', 'ALL'])
     const added = args.flatMap((a, i) => (a === '--cap-add' ? [args[i + 1]] : []))
-    expect(added).toEqual([...DOCKER_DEFAULT_CAPABILITIES])
-    expect(added).not.toContain('CAP_SYS_ADMIN')
-    expect(buildBubblewrapArgs(spec(), sandbox, 'x')).not.toContain('--cap-drop')
+    expect(added).toEqual([...PRIVILEGE_DROP_CAPABILITIES])
+    const command = args.slice(args.indexOf('--') + 1)
+    // prettier-ignore
+    expect(command).toEqual([
+      '/usr/bin/setpriv',
+      '--reuid=1900000007', '--regid=1900000007', '--clear-groups',
+      '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs',
+      '--', '/bin/sh', '-c', 'x',
+    ])
+    const unprivileged = buildBubblewrapArgs(spec(), sandbox, 'x', identity)
+    expect(unprivileged).not.toContain('--cap-drop')
+    expect(unprivileged).not.toContain('/usr/bin/setpriv')
   })
 
   it('passes the devices of its GPUs through, when they exist', () => {
-    const args = buildBubblewrapArgs(spec({ gpuIndices: [3] }), sandbox, 'x')
+    const args = buildBubblewrapArgs(spec({ gpuIndices: [3] }), sandbox, 'x', identity)
     const devices = args.flatMap((a, i) => (a === '--dev-bind-try' ? [args[i + 1]] : []))
     expect(devices).toContain('/dev/nvidia3')
     expect(devices).toContain('/dev/nvidiactl')
     expect(devices).not.toContain('/dev/nvidia1')
+  })
+})
+
+describe('sandboxIdentityFiles', () => {
+  it("names the workload's user and group, and no user of the host", () => {
+    const files = sandboxIdentityFiles(1900000007, 1900000008)
+    expect(files.passwd.split('\n')).toContain(
+      'workload:x:1900000007:1900000008:podyard workload:/root:/bin/sh',
+    )
+    expect(files.group.split('\n')).toContain('workload:x:1900000008:')
+    expect(files.passwd.split('\n').filter((l) => l !== '')).toHaveLength(3)
   })
 })
 
@@ -234,7 +309,7 @@ describe('buildLaunch', () => {
     const launch = buildLaunch(spec(), {
       command: 'x',
       exitStatusFile: '/s/exit-status',
-      sandbox,
+      sandbox: { sandbox, identity },
       hostPath: '/usr/bin',
     })
     expect(launch.args.slice(2, 5)).toEqual([

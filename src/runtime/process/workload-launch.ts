@@ -1,3 +1,4 @@
+import path from 'node:path'
 import type { WorkloadSpec } from '../driver.js'
 
 /**
@@ -24,29 +25,79 @@ export const SANDBOX_HOME = '/root'
 /** PATH of a sandboxed workload, and of any workload when the server has none. */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
-/** Host directories the sandbox shows read-only, when they exist. */
-export const SANDBOX_SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc'] as const
+/**
+ * Host directories the sandbox shows read-only, when they exist: what programs need to run.
+ * Deliberately not /etc (a curated part of it, below), /home, /root, /opt, /srv, /var, /run,
+ * /mnt, /media: they hold other users' files, secrets and the server's data directory.
+ */
+export const SANDBOX_SYSTEM_DIRS = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+] as const
 
 /**
- * Docker's default capability set. A sandbox started by root keeps every capability unless
- * told otherwise, and CAP_SYS_ADMIN alone would let the workload undo its mounts; a root
- * workload gets what it would get in a Docker container instead.
+ * The parts of the host's /etc the sandbox shows read-only, when they exist: name resolution,
+ * the dynamic linker, time zone, TLS roots, shell start-up files, the alternatives that
+ * /usr/bin's links go through. Never shadow, gshadow, sudoers, ssh host keys, ssl/private,
+ * machine-id, environment or anything of the host's services. passwd and group are not the
+ * host's: the driver writes ones that name the workload's user (sandboxIdentityFiles).
  */
-export const DOCKER_DEFAULT_CAPABILITIES = [
-  'CAP_AUDIT_WRITE',
-  'CAP_CHOWN',
-  'CAP_DAC_OVERRIDE',
-  'CAP_FOWNER',
-  'CAP_FSETID',
-  'CAP_KILL',
-  'CAP_MKNOD',
-  'CAP_NET_BIND_SERVICE',
-  'CAP_NET_RAW',
-  'CAP_SETFCAP',
+export const SANDBOX_ETC_ENTRIES = [
+  'hosts',
+  'hostname',
+  'resolv.conf',
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'networks',
+  'protocols',
+  'services',
+  'rpc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'os-release',
+  'lsb-release',
+  'debian_version',
+  'alpine-release',
+  'mime.types',
+  'mtab',
+  'alternatives',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki/tls/certs',
+  'pki/ca-trust/extracted',
+  'crypto-policies/back-ends',
+  'fonts',
+  'terminfo',
+  'profile',
+  'bash.bashrc',
+  'inputrc',
+  'shells',
+  'locale.alias',
+] as const
+
+/**
+ * The capabilities bwrap keeps when root starts it: only what it needs to enter the container
+ * disk (its user's, mode 0700) and what `setpriv` needs to become that user (setuid, setgid,
+ * setgroups) and to empty the bounding set. Once it is that user the kernel clears them all:
+ * the workload has none, and no_new_privs plus nosuid mounts keep it from regaining any
+ * through a setuid program.
+ */
+export const PRIVILEGE_DROP_CAPABILITIES = [
+  'CAP_DAC_READ_SEARCH',
+  'CAP_SETUID',
   'CAP_SETGID',
   'CAP_SETPCAP',
-  'CAP_SETUID',
-  'CAP_SYS_CHROOT',
 ] as const
 
 /** NVIDIA device nodes every GPU process needs besides its /dev/nvidia<index>. */
@@ -82,7 +133,7 @@ export function mountEnvName(containerPath: string): string {
   return `PODYARD_MOUNT_${trimmed.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`
 }
 
-/** A host directory as the sandbox should show it: bound, or re-created as the same symlink. */
+/** A host path as the sandbox should show it: bound, or re-created as the same symlink. */
 export interface HostDir {
   path: string
   /** The link's target when the host path is a symlink (`/bin` -> `usr/bin` on merged /usr). */
@@ -92,8 +143,40 @@ export interface HostDir {
 export interface BubblewrapSandbox {
   bwrapPath: string
   systemDirs: readonly HostDir[]
-  /** The server runs as root: drop to Docker's default capabilities (bwrap keeps all). */
-  asRoot: boolean
+  /** The curated entries of /etc present on this host (SANDBOX_ETC_ENTRIES), as absolute paths. */
+  etcEntries: readonly HostDir[]
+  /**
+   * Set when the server runs as root: bwrap runs privileged (no user namespace needed) and the
+   * workload drops to its own unprivileged user through this `setpriv`. Null otherwise: bwrap
+   * makes a user namespace and the workload keeps the server's uid.
+   */
+  setprivPath: string | null
+}
+
+/**
+ * Who a sandboxed workload runs as. With root, an unprivileged uid of its tenant (never one
+ * that owns anything of the host); without, the server's own uid inside a user namespace.
+ */
+export interface SandboxIdentity {
+  uid: number
+  gid: number
+  /** Host files shown as the sandbox's /etc/passwd and /etc/group (they name this user). */
+  passwdFile: string
+  groupFile: string
+}
+
+/** The user name a sandboxed workload has (in the passwd file the driver writes). */
+export const SANDBOX_USER_NAME = 'workload'
+
+/** The passwd and group texts of a sandbox: root, nobody and the workload's own user. */
+export function sandboxIdentityFiles(uid: number, gid: number): { passwd: string; group: string } {
+  const passwd = [
+    'root:x:0:0:root:/root:/bin/sh',
+    'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
+    `${SANDBOX_USER_NAME}:x:${uid}:${gid}:podyard workload:${SANDBOX_HOME}:/bin/sh`,
+  ]
+  const group = ['root:x:0:', 'nogroup:x:65534:', `${SANDBOX_USER_NAME}:x:${gid}:`]
+  return { passwd: `${passwd.join('\n')}\n`, group: `${group.join('\n')}\n` }
 }
 
 export interface WorkloadEnvOptions {
@@ -138,38 +221,94 @@ export function buildWorkloadEnv(
   return env
 }
 
+/** A host name for the sandbox's UTS namespace: the workload id, as a pod's on RunPod. */
+function hostnameOf(id: string): string {
+  return id.slice(0, 63)
+}
+
 /**
- * bubblewrap arguments that run `command` with the system directories read-only, the
- * container disk read-write at /root (the working directory), each mount read-write at its
- * container path, private /proc, /dev and /tmp, and its own PID namespace. The network is the
- * host's. Deliberately absent: --die-with-parent (the workload must outlive the server) and
- * --new-session (the workload must stay in the process group the driver signals).
+ * The directories bwrap must create on the sandbox's empty root before binding `paths`: every
+ * ancestor that is neither the root nor inside `shown` (bound from the host already). bwrap
+ * makes missing ancestors itself, but mode 0700 and root's: the workload's user could not
+ * reach what is mounted below them. Shortest first, as they must be made.
+ */
+function ancestorsToMake(paths: readonly string[], shown: readonly string[]): string[] {
+  const inShown = (dir: string) => shown.some((s) => dir === s || dir.startsWith(`${s}/`))
+  const dirs = new Set<string>()
+  for (const target of paths) {
+    for (let dir = path.posix.dirname(target); dir !== '/'; dir = path.posix.dirname(dir)) {
+      if (!inShown(dir)) dirs.add(dir)
+    }
+  }
+  return [...dirs].sort((a, b) => a.length - b.length || (a < b ? -1 : 1))
+}
+
+/**
+ * bubblewrap arguments that run `command` on an empty root with only: the system directories
+ * and a curated /etc read-only, passwd and group naming the workload's user, the container
+ * disk read-write at /root (the working directory), each mount at its container path, a fresh
+ * /proc in its own PID namespace (the server and other workloads do not exist for it), a fresh
+ * /dev, empty /tmp and /var/tmp, its own IPC and UTS namespaces (the host name is its id).
+ * Started by root, it ends as the identity's unprivileged user with no capabilities. The
+ * network is the host's. Deliberately absent: --die-with-parent (the workload must outlive the
+ * server) and --new-session (the workload must stay in the process group the driver signals;
+ * it is started in a session of its own without a terminal, so there is no terminal to
+ * inject input into).
  */
 export function buildBubblewrapArgs(
   spec: WorkloadSpec,
   sandbox: BubblewrapSandbox,
   command: string,
+  identity: SandboxIdentity,
 ): string[] {
   const args: string[] = []
-  for (const dir of sandbox.systemDirs) {
-    if (dir.symlinkTo === null) args.push('--ro-bind', dir.path, dir.path)
-    else args.push('--symlink', dir.symlinkTo, dir.path)
+  const show = (entry: HostDir) => {
+    if (entry.symlinkTo === null) args.push('--ro-bind', entry.path, entry.path)
+    else args.push('--symlink', entry.symlinkTo, entry.path)
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp')
+  for (const dir of sandbox.systemDirs) show(dir)
+  const systemPaths = sandbox.systemDirs.map((d) => d.path)
+  const etcPaths = [...sandbox.etcEntries.map((e) => e.path), '/etc/passwd']
+  for (const dir of ancestorsToMake(etcPaths, systemPaths)) {
+    args.push('--perms', '0755', '--dir', dir)
+  }
+  for (const entry of sandbox.etcEntries) show(entry)
+  args.push('--ro-bind', identity.passwdFile, '/etc/passwd')
+  args.push('--ro-bind', identity.groupFile, '/etc/group')
+  args.push('--proc', '/proc', '--dev', '/dev')
+  args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp')
   if (spec.gpuIndices.length > 0) {
     const devices = [...NVIDIA_CONTROL_DEVICES, ...spec.gpuIndices.map((i) => `/dev/nvidia${i}`)]
     for (const device of devices) args.push('--dev-bind-try', device, device)
   }
-  args.push('--unshare-pid')
-  if (sandbox.asRoot) {
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try')
+  args.push('--hostname', hostnameOf(spec.id))
+  if (sandbox.setprivPath !== null) {
     args.push('--cap-drop', 'ALL')
-    for (const capability of DOCKER_DEFAULT_CAPABILITIES) args.push('--cap-add', capability)
+    for (const capability of PRIVILEGE_DROP_CAPABILITIES) args.push('--cap-add', capability)
+  }
+  const mountPaths = spec.mounts.map((m) => m.containerPath)
+  for (const dir of ancestorsToMake(mountPaths, [...systemPaths, '/etc', '/tmp', '/var/tmp'])) {
+    args.push('--perms', '0755', '--dir', dir)
   }
   args.push('--bind', spec.containerDiskPath, SANDBOX_HOME)
   for (const mount of spec.mounts) {
     args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.hostPath, mount.containerPath)
   }
-  args.push('--chdir', SANDBOX_HOME, '--', '/bin/sh', '-c', command)
+  args.push('--chdir', SANDBOX_HOME, '--')
+  if (sandbox.setprivPath !== null) {
+    args.push(
+      sandbox.setprivPath,
+      `--reuid=${identity.uid}`,
+      `--regid=${identity.gid}`,
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--no-new-privs',
+      '--',
+    )
+  }
+  args.push('/bin/sh', '-c', command)
   return args
 }
 
@@ -183,14 +322,19 @@ export interface Launch {
 export interface LaunchOptions {
   command: string
   exitStatusFile: string
-  sandbox: BubblewrapSandbox | null
+  /** The sandbox and who the workload is in it; null: unsandboxed. */
+  sandbox: { sandbox: BubblewrapSandbox; identity: SandboxIdentity } | null
   hostPath: string | undefined
 }
 
 /** The exact process to spawn for a spec: the exit-status wrapper around sh or bwrap. */
 export function buildLaunch(spec: WorkloadSpec, options: LaunchOptions): Launch {
-  const workload = options.sandbox
-    ? [options.sandbox.bwrapPath, ...buildBubblewrapArgs(spec, options.sandbox, options.command)]
+  const sandboxed = options.sandbox
+  const workload = sandboxed
+    ? [
+        sandboxed.sandbox.bwrapPath,
+        ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity),
+      ]
     : ['/bin/sh', '-c', options.command]
   return {
     file: '/bin/sh',

@@ -11,7 +11,6 @@ const record: WorkloadRecord = {
     id: 'pod1',
     image: 'img',
     command: null,
-    env: {},
     containerDiskPath: '/d',
     diskGb: 1,
     mounts: [],
@@ -36,6 +35,17 @@ describe('parseWorkloadRecord', () => {
     expect(parseWorkloadRecord(JSON.stringify(stopped))).toEqual(stopped)
     const unknownTicks = { ...record, processStartTicks: null }
     expect(parseWorkloadRecord(JSON.stringify(unknownTicks))).toEqual(unknownTicks)
+    const sandboxed = {
+      ...record,
+      sandbox: 'bubblewrap',
+      user: { uid: 1900000001, gid: 1900000001 },
+    }
+    expect(parseWorkloadRecord(JSON.stringify(sandboxed))).toEqual(sandboxed)
+  })
+
+  it('drops the environment a state.json of an older version still holds', () => {
+    const older = { ...record, spec: { ...record.spec, env: { RUNPOD_AI_API_KEY: 'secret' } } }
+    expect(parseWorkloadRecord(JSON.stringify(older))).toEqual(record)
   })
 
   it('refuses broken or foreign files', () => {

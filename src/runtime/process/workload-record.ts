@@ -1,8 +1,21 @@
 import type { WorkloadSpec } from '../driver.js'
 
+/**
+ * The spec as state.json keeps it: without its environment (worker keys and a pod's own
+ * secrets are there) and registry credentials. Nothing read back from the file needs them: a
+ * running workload has its environment, and a workload is only ever started again from a new
+ * spec.
+ */
+export type PersistedSpec = Omit<WorkloadSpec, 'env' | 'registryAuth'>
+
+export function persistedSpecOf(spec: WorkloadSpec): PersistedSpec {
+  const { env: _env, registryAuth: _credentials, ...persisted } = spec
+  return persisted
+}
+
 /** How a workload was started; persisted as `<stateDir>/<id>/state.json`. */
 export interface WorkloadRecord {
-  spec: WorkloadSpec
+  spec: PersistedSpec
   /** The group leader: the exit-status wrapper shell. */
   pid: number
   pgid: number
@@ -11,6 +24,8 @@ export interface WorkloadRecord {
   /** /proc/sys/kernel/random/boot_id at start; start ticks only mean something within a boot. */
   bootId: string
   sandbox: 'none' | 'bubblewrap'
+  /** Who a sandboxed workload runs as (its tenant's uid when the server is root). */
+  user?: { uid: number; gid: number }
   startedAt: string
   /** When the driver learnt that it ended (or the exit-status file's time). */
   stoppedAt?: string
@@ -54,13 +69,21 @@ export function parseWorkloadRecord(text: string): WorkloadRecord | undefined {
   ) {
     return undefined
   }
+  const user = value.user
+  const validUser =
+    isObject(user) && Number.isInteger(user.uid) && Number.isInteger(user.gid)
+      ? { user: { uid: user.uid as number, gid: user.gid as number } }
+      : {}
+  // A state.json written before env was left out still has it: it is not read back.
+  const { env: _env, ...persisted } = spec
   return {
-    spec: spec as unknown as WorkloadSpec,
+    spec: persisted as unknown as PersistedSpec,
     pid: value.pid as number,
     pgid: value.pgid as number,
     processStartTicks: ticks as number | null,
     bootId: typeof value.bootId === 'string' ? value.bootId : '',
     sandbox: value.sandbox === 'bubblewrap' ? 'bubblewrap' : 'none',
+    ...validUser,
     startedAt: value.startedAt,
     ...(value.stoppedAt === undefined ? {} : { stoppedAt: value.stoppedAt as string }),
   }
