@@ -128,7 +128,7 @@ interface RunningJob {
   /** Stopped by the platform or by shutdown: nothing more of it is delivered. */
   abandoned: boolean
   /** The job's deliveries, in order (progress updates and chunks, then the result). */
-  posts: Promise<void>
+  posts: Promise<unknown>
   task?: Promise<void>
   /** How many takes handed this job to this worker (more than 1: its lease ran out meanwhile). */
   takes: number
@@ -139,7 +139,7 @@ interface RunningJob {
   /** The next stream chunk's index within the run. */
   chunks: number
   /** A progress update not sent yet (or waiting to be sent again): a newer one replaces it. */
-  waitingProgress?: { value: unknown; sending: boolean; delivered: Promise<void> }
+  waitingProgress?: { value: unknown; sending: boolean; delivered: Promise<unknown> }
 }
 
 class Worker implements WorkerHandle {
@@ -384,27 +384,28 @@ class Worker implements WorkerHandle {
    * Chains a delivery after the job's earlier ones; resolves once the platform has answered for
    * it (or it was given up: docs/worker-sdk.md, "Delivery"), never rejects.
    */
-  private post(entry: RunningJob, what: string, send: () => Promise<Answer>): Promise<void> {
-    const next = entry.posts.then(async () => {
-      await deliver(
+  private post(entry: RunningJob, what: string, send: () => Promise<Answer>): Promise<unknown> {
+    const next = entry.posts.then(() =>
+      deliver(
         { jobId: entry.id, what, send, signal: entry.controller.signal },
         this.reachability,
         this.log,
-      )
-    })
+      ),
+    )
     entry.posts = next
     return next
   }
 
   /** Queues a progress update; one still waiting takes the new value instead. */
-  private progress(entry: RunningJob, value: unknown): Promise<void> {
-    if (entry.abandoned) return Promise.resolve()
+  private async progress(entry: RunningJob, value: unknown): Promise<void> {
+    if (entry.abandoned) return
     const waiting = entry.waitingProgress
     if (waiting !== undefined && !waiting.sending) {
       waiting.value = value
-      return waiting.delivered
+      await waiting.delivered
+      return
     }
-    const update = { value, sending: false, delivered: Promise.resolve() }
+    const update = { value, sending: false, delivered: Promise.resolve() as Promise<unknown> }
     entry.waitingProgress = update
     update.delivered = this.post(entry, 'progress update', async () => {
       update.sending = true
@@ -420,7 +421,7 @@ class Worker implements WorkerHandle {
     }).finally(() => {
       if (entry.waitingProgress === update) entry.waitingProgress = undefined
     })
-    return update.delivered
+    await update.delivered
   }
 
   private async run(job: WorkerJob, entry: RunningJob): Promise<void> {
