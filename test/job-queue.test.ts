@@ -405,6 +405,47 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.appendStream(EP, job.id, 'w1', ['late'])).applied).toBe(false)
   })
 
+  it('appends a numbered chunk once: a repeat in the same attempt is a duplicate', async () => {
+    const job = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['a'], 0)).toEqual({ applied: true })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['a'], 0)).toEqual({
+      applied: false,
+      reason: 'duplicate',
+    })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['b'], 1)).toEqual({ applied: true })
+    // A chunk the worker gave up on leaves a gap: the next index is still taken.
+    expect(await queue.appendStream(EP, job.id, 'w1', ['d'], 3)).toEqual({ applied: true })
+    expect((await queue.appendStream(EP, job.id, 'w1', ['b'], 1)).applied).toBe(false)
+    expect((await queue.appendStream(EP, job.id, 'w1', ['d'], 3)).applied).toBe(false)
+    // Unnumbered chunks (runpod-python's) are appended every time, as before.
+    await queue.appendStream(EP, job.id, 'w1', ['x'])
+    await queue.appendStream(EP, job.id, 'w1', ['x'])
+    expect(await queue.appendStream(EP, job.id, 'w2', ['a'], 9)).toEqual({
+      applied: false,
+      reason: 'not-owner',
+    })
+    expect((await queue.readStream(EP, job.id))?.chunks.map((c) => c.output)).toEqual([
+      'a',
+      'b',
+      'd',
+      'x',
+      'x',
+    ])
+    // A new attempt (the lease ran out, the job was taken again) counts from 0 again.
+    clock.advance(LEASE + 1)
+    expect((await queue.requeueExpiredLeases(clock.now())).requeued).toEqual([job.id])
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['again'], 0)).toEqual({ applied: true })
+    expect((await queue.appendStream(EP, job.id, 'w1', ['again'], 0)).applied).toBe(false)
+    expect((await queue.readStream(EP, job.id))?.chunks.map((c) => c.output)).toEqual(['again'])
+    await queue.complete(EP, job.id, 'w1', { output: [] })
+    expect(await queue.appendStream(EP, job.id, 'w1', ['late'], 1)).toEqual({
+      applied: false,
+      reason: 'not-in-progress',
+    })
+  })
+
   it('delivers each chunk to exactly one of concurrent cursor-less readers', async () => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })

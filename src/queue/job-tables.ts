@@ -30,6 +30,10 @@ export interface JobsTable {
   stream_seq: Generated<number>
   /** The seq of the last stream chunk handed to a cursor-less /stream reader. */
   stream_delivered: Generated<number>
+  /** The attempt whose `chunk_index`es `stream_next_index` counts (migration 0017). */
+  stream_attempt: Generated<number>
+  /** The `chunk_index` after the last chunk appended in `stream_attempt`; below it, a repeat. */
+  stream_next_index: Generated<number>
   created_at: string
   started_at: string | null
   completed_at: string | null

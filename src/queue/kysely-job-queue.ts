@@ -551,11 +551,14 @@ export class KyselyJobQueue implements JobQueue {
     endpointId: string,
     jobId: string,
     workerId: string,
+    numberedChunk = false,
   ): Promise<IgnoredReason> {
     const row = await this.row(this.db, endpointId, jobId)
     if (row === undefined) return 'not-found'
     if (row.status !== 'IN_PROGRESS') return 'not-in-progress'
-    return row.worker_id === workerId ? 'not-in-progress' : 'not-owner'
+    if (row.worker_id !== workerId) return 'not-owner'
+    // Held by this worker: a numbered chunk seen before (or the job changed hands meanwhile).
+    return numberedChunk ? 'duplicate' : 'not-in-progress'
   }
 
   async progress(
@@ -585,21 +588,37 @@ export class KyselyJobQueue implements JobQueue {
     jobId: string,
     workerId: string,
     outputs: unknown[],
+    firstIndex?: number,
   ): Promise<WorkerWriteResult> {
     if (outputs.length === 0) return { applied: true }
     const applied = await this.db.transaction().execute(async (tx) => {
-      const row = await tx
+      let update = tx
         .updateTable('jobs')
         .set({
           stream_seq: sql`stream_seq + ${outputs.length}`,
           version: sql`version + 1`,
+          // Numbered chunks: the attempt they count in and the next index expected.
+          ...(firstIndex === undefined
+            ? {}
+            : {
+                stream_attempt: sql`attempts`,
+                stream_next_index: firstIndex + outputs.length,
+              }),
         })
         .where('id', '=', jobId)
         .where('endpoint_id', '=', endpointId)
         .where('worker_id', '=', workerId)
         .where('status', '=', 'IN_PROGRESS')
-        .returning('stream_seq')
-        .executeTakeFirst()
+      if (firstIndex !== undefined) {
+        // Not a repeat: the attempt's first numbered chunk, or at or past the next index expected.
+        update = update.where((eb) =>
+          eb.or([
+            eb('stream_attempt', '<>', eb.ref('attempts')),
+            eb('stream_next_index', '<=', firstIndex),
+          ]),
+        )
+      }
+      const row = await update.returning('stream_seq').executeTakeFirst()
       if (row === undefined) return false
       const first = Number(row.stream_seq) - outputs.length + 1
       for (const batch of chunks(
@@ -615,7 +634,10 @@ export class KyselyJobQueue implements JobQueue {
       return true
     })
     if (!applied) {
-      return { applied: false, reason: await this.ignoredReason(endpointId, jobId, workerId) }
+      return {
+        applied: false,
+        reason: await this.ignoredReason(endpointId, jobId, workerId, firstIndex !== undefined),
+      }
     }
     this.changed(endpointId, jobId)
     return { applied: true }

@@ -17,10 +17,7 @@ export const TEST_ADMIN_KEY = 'pyd_test-admin-key-0123456789'
 export interface TestPlatform extends Platform {
   dataDir: string
   /** fetch against the platform with `Authorization: Bearer <key>` when a key is given. */
-  call(
-    pathAndQuery: string,
-    init?: RequestInit & { key?: string | null; json?: unknown },
-  ): Promise<Response>
+  call(pathAndQuery: string, init?: CallInit): Promise<Response>
 }
 
 /** Config overrides of a test; `workers` names only the settings it changes. */
@@ -56,30 +53,44 @@ export async function startTestPlatform(
     ...platform,
     dataDir,
     close: async () => {
-      // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
-      // No request may start one after the listing below: the server stops first, then the loop.
-      await platform.app.close()
-      await platform.autoscaler.stop()
-      await platform.lifecycle.stop()
-      for (const driver of platform.drivers) {
-        for (const workload of await driver.list()) await driver.remove(workload.id)
-      }
-      await platform.close()
+      await stopPlatform(platform)
       rmSync(dataDir, { recursive: true, force: true })
     },
-    call: (pathAndQuery, init = {}) => {
-      const { key = TEST_ADMIN_KEY, json, headers, ...rest } = init
-      return fetch(`${platform.url}${pathAndQuery}`, {
-        ...rest,
-        headers: {
-          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-          ...(json === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(headers as Record<string, string> | undefined),
-        },
-        ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-      })
-    },
+    call: (pathAndQuery, init = {}) => callPlatform(platform.url, pathAndQuery, init),
   }
+}
+
+export type CallInit = RequestInit & { key?: string | null; json?: unknown }
+
+/** fetch against a platform's `baseUrl` with `Authorization: Bearer <key>` (the admin key by default). */
+export function callPlatform(
+  baseUrl: string,
+  pathAndQuery: string,
+  init: CallInit = {},
+): Promise<Response> {
+  const { key = TEST_ADMIN_KEY, json, headers, ...rest } = init
+  return fetch(`${baseUrl}${pathAndQuery}`, {
+    ...rest,
+    headers: {
+      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+      ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(headers as Record<string, string> | undefined),
+    },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+  })
+}
+
+/** Stops a platform and removes the workloads it started, keeping its store and data dir. */
+export async function stopPlatform(platform: Platform): Promise<void> {
+  // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
+  // No request may start one after the listing below: the server stops first, then the loop.
+  await platform.app.close()
+  await platform.autoscaler.stop()
+  await platform.lifecycle.stop()
+  for (const driver of platform.drivers) {
+    for (const workload of await driver.list()) await driver.remove(workload.id)
+  }
+  await platform.close()
 }
 
 /** A second account with a read-write key, to check that accounts never see each other. */

@@ -30,6 +30,8 @@ export interface WorkerRoutesDeps {
  * channel keeps the take URL's query, so one setting serves both.
  */
 export const WORKER_WAIT = { min: 0, max: 60_000, default: 20_000 }
+/** The job-stream query parameter numbering a run's chunks (podyard only; docs/job-api.md). */
+export const CHUNK_INDEX = 'chunk_index'
 /** Largest batch one job-take-batch hands out (worker-vllm asks for up to its concurrency, 30). */
 export const MAX_BATCH_SIZE = 100
 
@@ -205,11 +207,18 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         errors: ['body.output: required'],
       })
     }
+    // podyard's worker SDK numbers a run's chunks, so that one sent again is appended once.
+    const chunkIndex = intQuery(request, CHUNK_INDEX, {
+      min: 0,
+      max: Number.MAX_SAFE_INTEGER,
+      default: -1,
+    })
     const result = await jobs.appendStream(
       endpointId,
       request.params.workerId,
       request.params.jobId,
       body.output,
+      chunkIndex < 0 ? undefined : chunkIndex,
     )
     return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
   })

@@ -474,14 +474,22 @@ export class JobService {
     return result
   }
 
+  /** One stream chunk; `chunkIndex` (podyard's worker SDK) makes a repeat append nothing. */
   async appendStream(
     endpointId: string,
     workerId: string,
     jobId: string,
     output: unknown,
+    chunkIndex?: number,
   ): Promise<WorkerWriteResult> {
     this.deps.presence.seen(endpointId, workerId, { taken: [jobId] })
-    const result = await this.deps.queue.appendStream(endpointId, jobId, workerId, [output])
+    const result = await this.deps.queue.appendStream(
+      endpointId,
+      jobId,
+      workerId,
+      [output],
+      chunkIndex,
+    )
     if (result.applied) await this.renew(endpointId, workerId, jobId)
     return result
   }

@@ -8,6 +8,8 @@ export type IgnoredReason =
   | 'not-in-progress'
   /** Another worker holds the job now (this worker's lease expired and it was re-taken). */
   | 'not-owner'
+  /** A stream chunk with a `chunk_index` already appended in this attempt (its answer was lost). */
+  | 'duplicate'
 
 export type WorkerWriteResult = { applied: true } | { applied: false; reason: IgnoredReason }
 
@@ -86,12 +88,18 @@ export interface JobQueue {
     workerId: string,
     output: unknown,
   ): Promise<WorkerWriteResult>
-  /** Appends stream chunks, numbered after the job's last one. */
+  /**
+   * Appends stream chunks, numbered after the job's last one. With `firstIndex` (the worker's
+   * index of the first chunk within its run), chunks whose first index is below the index after
+   * the last numbered chunk of the job's current attempt are a repeat: nothing is appended
+   * (`duplicate`).
+   */
   appendStream(
     endpointId: string,
     jobId: string,
     workerId: string,
     chunks: unknown[],
+    firstIndex?: number,
   ): Promise<WorkerWriteResult>
   /**
    * Stream chunks not yet read. With `afterSeq`, the chunks after it (nothing is marked: a

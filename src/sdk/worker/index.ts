@@ -6,6 +6,7 @@ export {
   ABORT_SETTLE_MS,
   DEFAULT_GRACE_PERIOD_MS,
   serve,
+  STOP_CONFIRM_MS,
   type Handler,
   type JobContext,
   type ServeOptions,

@@ -7,6 +7,8 @@ import {
   streamExceptionError,
   type DoneBody,
 } from './job-result.js'
+import { backoffDelayMs } from './backoff.js'
+import { deliver, Reachability, sleep, type Answer } from './delivery.js'
 import { resolveConnection, type WorkerConnectionOptions } from './worker-config.js'
 import { HttpClient } from './worker-http.js'
 import { TakeRefused, WorkerProtocol, type WorkerJob } from './worker-protocol.js'
@@ -23,8 +25,9 @@ export interface JobContext {
    */
   readonly signal: AbortSignal
   /**
-   * Posts a progress update (`/status` shows it as the output of the IN_PROGRESS job). Never
-   * rejects: a failed post is logged. Updates and the result are posted in order.
+   * Posts a progress update (`/status` shows it as the output of the IN_PROGRESS job). Resolves
+   * once the platform has answered for it, or a newer update has replaced it while it waited;
+   * never rejects. Updates and the result are delivered in order, retried like the result.
    */
   progress(value: unknown): Promise<void>
 }
@@ -71,9 +74,10 @@ export interface WorkerHandle {
   /** Resolves once the worker has stopped (by `stop()`, or after its job with `refreshWorker`). */
   readonly done: Promise<void>
   /**
-   * Graceful shutdown: stops taking jobs, lets the jobs in flight finish and report within the
-   * grace period, aborts the rest (their results are not posted: the platform re-queues them
-   * when their lease runs out), then resolves. Idempotent.
+   * Graceful shutdown: stops taking jobs, lets the jobs in flight finish and deliver their
+   * results within the grace period (undelivered ones are still retried meanwhile), aborts the
+   * rest (what they have not delivered is dropped: the platform re-queues them when their lease
+   * runs out), then resolves. Idempotent.
    */
   stop(options?: StopOptions): Promise<void>
 }
@@ -81,10 +85,12 @@ export interface WorkerHandle {
 export const DEFAULT_GRACE_PERIOD_MS = 30_000
 /** After the grace period, how long aborted handlers get to settle before `stop()` resolves. */
 export const ABORT_SETTLE_MS = 1_000
-/** Attempts of a job-done or job-stream post (runpod-python makes 3). */
-const POST_ATTEMPTS = 3
-const POST_RETRY_DELAYS_MS = [250, 1_000]
-const MAX_BACKOFF_MS = 5_000
+/**
+ * How long a stop notice waits for a take in flight to hand its job back to this worker before
+ * the job is stopped: a notice sent when the job's lease ran out is stale once the job is this
+ * worker's again (docs/worker-sdk.md, "Cancellation").
+ */
+export const STOP_CONFIRM_MS = 1_000
 
 function sdkVersion(): string {
   try {
@@ -112,19 +118,6 @@ function writeLog(level: string, message: string, fields?: Record<string, unknow
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
-
 function abortError(message: string): Error {
   return new DOMException(message, 'AbortError')
 }
@@ -132,11 +125,21 @@ function abortError(message: string): Error {
 interface RunningJob {
   id: string
   controller: AbortController
-  /** Stopped by the platform or by shutdown: its result is not posted. */
+  /** Stopped by the platform or by shutdown: nothing more of it is delivered. */
   abandoned: boolean
-  /** The job's posts, in order (progress updates, then the result). */
-  posts: Promise<void>
+  /** The job's deliveries, in order (progress updates and chunks, then the result). */
+  posts: Promise<unknown>
   task?: Promise<void>
+  /** How many takes handed this job to this worker (more than 1: its lease ran out meanwhile). */
+  takes: number
+  /** Called when a take hands the job to this worker again. */
+  onTakenAgain?: () => void
+  /** The handler has returned: only its result's delivery is left. */
+  resultReady: boolean
+  /** The next stream chunk's index within the run. */
+  chunks: number
+  /** A progress update not sent yet (or waiting to be sent again): a newer one replaces it. */
+  waitingProgress?: { value: unknown; sending: boolean; delivered: Promise<unknown> }
 }
 
 class Worker implements WorkerHandle {
@@ -148,7 +151,9 @@ class Worker implements WorkerHandle {
   private readonly log: WorkerLogger
   private readonly concurrency: number
   private readonly version = sdkVersion()
+  /** The jobs this worker holds: running, or with a result waiting for delivery. */
   private readonly running = new Map<string, RunningJob>()
+  private readonly reachability = new Reachability()
   /** Aborted when the worker starts stopping: ends the take loop and its sleeps. */
   private readonly stopping = new AbortController()
   /** Aborted once every job is over: ends the stop channel and the heartbeat. */
@@ -198,13 +203,10 @@ class Worker implements WorkerHandle {
     this.slotFreed?.()
     await this.settle(gracePeriodMs)
     if (this.running.size > 0) {
-      this.log.warn('the grace period is over: aborting the jobs still running', {
+      this.log.warn('the grace period is over: aborting the jobs not delivered yet', {
         jobs: [...this.running.keys()],
       })
-      for (const job of this.running.values()) {
-        job.abandoned = true
-        job.controller.abort(abortError('the worker is stopping'))
-      }
+      for (const job of this.running.values()) this.abandon(job, 'the worker is stopping')
       await this.settle(ABORT_SETTLE_MS)
     }
     this.finished.abort()
@@ -246,14 +248,12 @@ class Worker implements WorkerHandle {
       try {
         const jobs = await this.protocol.take(free, this.running.size > 0, controller.signal)
         failures = 0
+        this.reachability.answered()
         for (const job of jobs) this.start(job)
       } catch (error) {
         if (this.stopping.signal.aborted) break
         failures += 1
-        const delay =
-          error instanceof TakeRefused
-            ? error.retryAfterMs
-            : Math.min(MAX_BACKOFF_MS, 250 * 2 ** (failures - 1))
+        const delay = error instanceof TakeRefused ? error.retryAfterMs : backoffDelayMs(failures)
         this.log.warn('job-take failed', { error: describe(error), retryInMs: delay })
         await sleep(delay, this.stopping.signal)
       } finally {
@@ -268,19 +268,15 @@ class Worker implements WorkerHandle {
       try {
         const ids = await this.protocol.stops(this.finished.signal)
         failures = 0
+        this.reachability.answered()
         for (const id of ids) {
           const job = this.running.get(id)
-          if (job === undefined) continue
-          this.log.info('the platform stopped a job', { jobId: id })
-          job.abandoned = true
-          job.controller.abort(
-            abortError(`the platform stopped job ${id} (cancelled, timed out or expired)`),
-          )
+          if (job !== undefined && !job.abandoned) void this.onStopNotice(job)
         }
       } catch (error) {
         if (this.finished.signal.aborted) break
         failures += 1
-        const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** (failures - 1))
+        const delay = backoffDelayMs(failures)
         this.log.warn('job-stop failed', { error: describe(error), retryInMs: delay })
         await sleep(delay, this.finished.signal)
       }
@@ -293,6 +289,7 @@ class Worker implements WorkerHandle {
       try {
         await this.protocol.ping([...this.running.keys()], 2 * intervalMs)
         failing = false
+        this.reachability.answered()
       } catch (error) {
         if (!failing) this.log.warn('ping failed', { error: describe(error) })
         failing = true
@@ -301,18 +298,75 @@ class Worker implements WorkerHandle {
     }
   }
 
+  /**
+   * A stop notice names a job of this worker. It is stale when the job has come back to this
+   * worker since it was sent: its lease ran out (the platform was unreachable for longer than
+   * the lease, or restarted), the notice went out, and a take handed the job back. So a job
+   * handed back, or handed back in the next STOP_CONFIRM_MS while a take is in flight, is only
+   * stopped when the platform confirms that the worker no longer holds it.
+   */
+  private async onStopNotice(job: RunningJob): Promise<void> {
+    const takes = job.takes
+    if (this.takeController !== undefined) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, STOP_CONFIRM_MS)
+        job.onTakenAgain = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      job.onTakenAgain = undefined
+    }
+    if (job.abandoned || this.running.get(job.id) !== job) return
+    if (job.takes !== takes || (job.takes > 1 && (await this.stillHolds(job.id)))) {
+      this.log.info('a stop notice came for a job handed back to this worker since: ignored', {
+        jobId: job.id,
+      })
+      return
+    }
+    this.log.info('the platform stopped a job', { jobId: job.id })
+    this.abandon(job, `the platform stopped job ${job.id} (cancelled, timed out or expired)`)
+  }
+
+  /** Whether the platform says this worker holds the job (a heartbeat that names it renews it). */
+  private async stillHolds(jobId: string): Promise<boolean> {
+    try {
+      const renewed = await this.protocol.ping(
+        [...this.running.keys()],
+        this.protocol.pingIntervalMs * 2,
+      )
+      return renewed?.includes(jobId) ?? false
+    } catch {
+      return false
+    }
+  }
+
+  private abandon(job: RunningJob, reason: string): void {
+    job.abandoned = true
+    job.controller.abort(abortError(reason))
+  }
+
   private start(job: WorkerJob): void {
-    const previous = this.running.get(job.id)
-    if (previous !== undefined) {
-      // Handed out again (its lease was lost): the old run must not report.
-      previous.abandoned = true
-      previous.controller.abort(abortError(`job ${job.id} was handed out again`))
+    const held = this.running.get(job.id)
+    if (held !== undefined && !held.abandoned) {
+      // Its lease ran out and the platform re-queued it, then handed it back to this worker: the
+      // run (or its result waiting for delivery) reports to the new attempt.
+      held.takes += 1
+      held.onTakenAgain?.()
+      this.log.info('a take handed again a job this worker holds: keeping its run', {
+        jobId: job.id,
+        run: held.resultReady ? 'result waiting for delivery' : 'running',
+      })
+      return
     }
     const entry: RunningJob = {
       id: job.id,
       controller: new AbortController(),
       abandoned: false,
       posts: Promise.resolve(),
+      takes: 1,
+      resultReady: false,
+      chunks: 0,
     }
     this.running.set(job.id, entry)
     entry.task = this.run(job, entry)
@@ -326,23 +380,48 @@ class Worker implements WorkerHandle {
       })
   }
 
-  /** Chains a post after the job's earlier ones; resolves once it is done, never rejects. */
-  private post(entry: RunningJob, what: string, send: () => Promise<void>): Promise<void> {
-    const next = entry.posts.then(async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await send()
-        } catch (error) {
-          if (attempt >= POST_ATTEMPTS) {
-            this.log.error(`${what} failed`, { jobId: entry.id, error: describe(error) })
-            return
-          }
-          await new Promise((resolve) => setTimeout(resolve, POST_RETRY_DELAYS_MS[attempt - 1]))
-        }
-      }
-    })
+  /**
+   * Chains a delivery after the job's earlier ones; resolves once the platform has answered for
+   * it (or it was given up: docs/worker-sdk.md, "Delivery"), never rejects.
+   */
+  private post(entry: RunningJob, what: string, send: () => Promise<Answer>): Promise<unknown> {
+    const next = entry.posts.then(() =>
+      deliver(
+        { jobId: entry.id, what, send, signal: entry.controller.signal },
+        this.reachability,
+        this.log,
+      ),
+    )
     entry.posts = next
     return next
+  }
+
+  /** Queues a progress update; one still waiting takes the new value instead. */
+  private async progress(entry: RunningJob, value: unknown): Promise<void> {
+    if (entry.abandoned) return
+    const waiting = entry.waitingProgress
+    if (waiting !== undefined && !waiting.sending) {
+      waiting.value = value
+      await waiting.delivered
+      return
+    }
+    const update = { value, sending: false, delivered: Promise.resolve() as Promise<unknown> }
+    entry.waitingProgress = update
+    update.delivered = this.post(entry, 'progress update', async () => {
+      update.sending = true
+      try {
+        return await this.protocol.done(
+          entry.id,
+          { status: 'IN_PROGRESS', output: update.value },
+          false,
+        )
+      } finally {
+        update.sending = false
+      }
+    }).finally(() => {
+      if (entry.waitingProgress === update) entry.waitingProgress = undefined
+    })
+    await update.delivered
   }
 
   private async run(job: WorkerJob, entry: RunningJob): Promise<void> {
@@ -350,12 +429,7 @@ class Worker implements WorkerHandle {
       id: job.id,
       workerId: this.workerId,
       signal: entry.controller.signal,
-      progress: (value) => {
-        if (entry.abandoned) return Promise.resolve()
-        return this.post(entry, 'progress update', () =>
-          this.protocol.done(job.id, { status: 'IN_PROGRESS', output: value }, false),
-        )
-      },
+      progress: (value) => this.progress(entry, value),
     }
     let body: DoneBody
     let isStream = false
@@ -378,6 +452,7 @@ class Worker implements WorkerHandle {
       }
     }
     if (entry.abandoned) return
+    entry.resultReady = true
     if (this.options.refreshWorker) body.stopPod = true
     await this.post(entry, 'job-done', () =>
       this.protocol.finish(job.id, body, isStream, this.concurrency === 1),
@@ -396,7 +471,8 @@ class Worker implements WorkerHandle {
         if (error !== undefined) return { error }
         if (this.options.returnAggregateOutput) aggregate.push(chunk)
         if (this.protocol.canStream) {
-          await this.post(entry, 'job-stream', () => this.protocol.stream(entry.id, chunk))
+          const index = entry.chunks++
+          await this.post(entry, 'job-stream', () => this.protocol.stream(entry.id, chunk, index))
         } else if (!this.warnedNoStreamUrl) {
           this.warnedNoStreamUrl = true
           this.log.warn('a handler yielded but no job-stream URL is configured: chunks are dropped')

@@ -11,8 +11,18 @@ export interface HttpRequestOptions {
   headers?: Record<string, string>
   body?: string
   signal?: AbortSignal
-  /** The whole exchange, headers to last byte; none by default. */
+  /**
+   * The whole exchange, headers to last byte; none by default. Checked every
+   * TIMEOUT_CHECK_INTERVAL_MS by one timer for all requests, rather than a timer per request.
+   */
   timeoutMs?: number
+}
+
+export const TIMEOUT_CHECK_INTERVAL_MS = 250
+
+interface TimedRequest {
+  deadline: number
+  expire(): void
 }
 
 /**
@@ -23,6 +33,8 @@ export interface HttpRequestOptions {
 export class HttpClient {
   private readonly httpAgent = new http.Agent({ keepAlive: true })
   private readonly httpsAgent = new https.Agent({ keepAlive: true })
+  private readonly timed = new Set<TimedRequest>()
+  private watchdog: NodeJS.Timeout | undefined
 
   request(method: string, url: string, options: HttpRequestOptions = {}): Promise<HttpResponse> {
     return new Promise<HttpResponse>((resolve, reject) => {
@@ -40,14 +52,21 @@ export class HttpClient {
         agent: secure ? this.httpsAgent : this.httpAgent,
         ...(options.signal ? { signal: options.signal } : {}),
       })
-      let timer: NodeJS.Timeout | undefined
+      let timed: TimedRequest | undefined
       if (options.timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          request.destroy(new Error(`${method} ${url} timed out after ${options.timeoutMs} ms`))
-        }, options.timeoutMs)
+        const timeoutMs = options.timeoutMs
+        timed = {
+          deadline: Date.now() + timeoutMs,
+          expire: () =>
+            request.destroy(new Error(`${method} ${url} timed out after ${timeoutMs} ms`)),
+        }
+        this.watch(timed)
+      }
+      const settled = () => {
+        if (timed !== undefined) this.timed.delete(timed)
       }
       const fail = (error: Error) => {
-        clearTimeout(timer)
+        settled()
         reject(error)
       }
       request.on('error', fail)
@@ -60,7 +79,7 @@ export class HttpClient {
           if (!response.complete) fail(new Error(`${method} ${url}: the response was cut off`))
         })
         response.on('end', () => {
-          clearTimeout(timer)
+          settled()
           resolve({
             status: response.statusCode ?? 0,
             headers: response.headers,
@@ -72,7 +91,24 @@ export class HttpClient {
     })
   }
 
+  private watch(request: TimedRequest): void {
+    this.timed.add(request)
+    if (this.watchdog !== undefined) return
+    this.watchdog = setInterval(() => {
+      const now = Date.now()
+      for (const timed of this.timed) {
+        if (timed.deadline <= now) {
+          this.timed.delete(timed)
+          timed.expire()
+        }
+      }
+    }, TIMEOUT_CHECK_INTERVAL_MS)
+    this.watchdog.unref()
+  }
+
   close(): void {
+    clearInterval(this.watchdog)
+    this.watchdog = undefined
     this.httpAgent.destroy()
     this.httpsAgent.destroy()
   }

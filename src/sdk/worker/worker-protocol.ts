@@ -1,3 +1,5 @@
+import { retryAfterMs } from './backoff.js'
+import { answerOf, readAnswer, refused, type Answer } from './delivery.js'
 import type { DoneBody } from './job-result.js'
 import type { WorkerConnection } from './worker-config.js'
 import { withQuery } from './worker-config.js'
@@ -45,12 +47,21 @@ interface PendingDone {
   jobId: string
   body: DoneBody
   isStream: boolean
-  resolve(): void
+  resolve(answer: Answer): void
   reject(error: unknown): void
 }
 
 /** runpod-python sleeps 5 s when a take is answered 429. */
 export const RATE_LIMITED_BACKOFF_MS = 5_000
+/**
+ * A take or job-stop with no answer after this long is given up and made again (runpod-python's
+ * fetch timeout; podyard's long polls last at most 60 s).
+ */
+export const LONG_POLL_TIMEOUT_MS = 90_000
+/** A report (result, chunk, progress update) with no answer after this long is sent again. */
+export const REPORT_TIMEOUT_MS = 60_000
+/** The podyard-only query parameter numbering a run's stream chunks (docs/job-api.md). */
+export const CHUNK_INDEX_PARAM = 'chunk_index'
 
 function failure(what: string, response: HttpResponse): Error {
   return new Error(`${what} answered ${response.status}: ${response.body.slice(0, 500)}`)
@@ -93,6 +104,10 @@ export class WorkerProtocol {
     return this.connection.streamUrl !== undefined
   }
 
+  get pingIntervalMs(): number {
+    return this.connection.pingIntervalMs
+  }
+
   get stopChannelAvailable(): boolean {
     return this.connection.takeUrl.includes('/job-take/')
   }
@@ -108,15 +123,15 @@ export class WorkerProtocol {
           })
     const response = await this.http.request('GET', url, {
       headers: this.auth,
+      timeoutMs: LONG_POLL_TIMEOUT_MS,
       ...(signal ? { signal } : {}),
     })
     // 400 is what a FlashBoot worker gets when there is nothing for it (runpod-python: none).
     if (response.status === 204 || response.status === 400) return []
     if (response.status === 429) {
-      const retryAfter = Number(response.headers['retry-after'])
       throw new TakeRefused(
         'job-take answered 429',
-        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : RATE_LIMITED_BACKOFF_MS,
+        retryAfterMs(response.headers['retry-after']) || RATE_LIMITED_BACKOFF_MS,
       )
     }
     if (response.status !== 200) throw failure('job-take', response)
@@ -125,24 +140,29 @@ export class WorkerProtocol {
     return Array.isArray(parsed) ? parsed.map(asJob) : [asJob(parsed)]
   }
 
-  /** A result or a progress update (`{status: 'IN_PROGRESS', output}`) of a job. */
-  async done(jobId: string, body: unknown, isStream: boolean): Promise<void> {
+  /**
+   * A result or a progress update (`{status: 'IN_PROGRESS', output}`) of a job: the platform's
+   * answer, or a rejection (a `RefusedError` for an error status).
+   */
+  async done(jobId: string, body: unknown, isStream: boolean): Promise<Answer> {
     const url = withQuery(this.connection.doneUrl.replaceAll('$ID', jobId), { isStream })
     const response = await this.post(url, jobId, body)
-    if (response.status !== 200) throw failure('job-done', response)
+    if (response.status !== 200) throw refused('job-done', response)
+    return readAnswer(response.body)
   }
 
   /**
    * A job's result, sent together with the other results that are ready in the same turn of the
    * event loop (or while the previous batch was being posted) as one job-done-batch post: with
    * many jobs in flight, one request per result was most of the server's work. A single result,
-   * or a server without the route (404: RunPod, older podyard), gets a plain job-done post.
-   * Rejects when the post failed, like `done`. `alone`: no other result can be ready (a worker
-   * of concurrency 1), so it is posted at once.
+   * or a server without the route (404: RunPod, older podyard), gets a plain job-done post, and
+   * so does each result of a batch too large for the server (413). Resolves with the platform's
+   * answer for this job; rejects as `done` does (the whole batch failed). `alone`: no other
+   * result can be ready (a worker of concurrency 1), so it is posted at once.
    */
-  finish(jobId: string, body: DoneBody, isStream: boolean, alone = false): Promise<void> {
+  finish(jobId: string, body: DoneBody, isStream: boolean, alone = false): Promise<Answer> {
     if (this.batchUrl === undefined || alone) return this.done(jobId, body, isStream)
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Answer>((resolve, reject) => {
       this.pendingDone.push({ jobId, body, isStream, resolve, reject })
       this.scheduleDone()
     })
@@ -170,11 +190,12 @@ export class WorkerProtocol {
           batch.map((entry) => ({ ...entry.body, id: entry.jobId })),
         )
         if (response.status === 200) {
-          for (const entry of batch) entry.resolve()
+          const answers = batchAnswers(response.body)
+          for (const entry of batch) entry.resolve(answerOf(answers.get(entry.jobId)))
           return
         }
-        if (response.status !== 404) throw failure('job-done-batch', response)
-        this.batchUrl = undefined
+        if (response.status === 404) this.batchUrl = undefined
+        else if (response.status !== 413) throw refused('job-done-batch', response)
       } catch (error) {
         for (const entry of batch) entry.reject(error)
         return
@@ -187,13 +208,20 @@ export class WorkerProtocol {
     )
   }
 
-  /** One stream chunk; runpod-python labels these `isStream=false` (sic). */
-  async stream(jobId: string, output: unknown): Promise<void> {
+  /**
+   * One stream chunk; runpod-python labels these `isStream=false` (sic). `index` numbers the
+   * run's chunks from 0, so that podyard appends a chunk sent again (its answer lost) only once.
+   */
+  async stream(jobId: string, output: unknown, index: number): Promise<Answer> {
     const template = this.connection.streamUrl
     if (template === undefined) throw new Error('no job-stream URL is configured')
-    const url = withQuery(template.replaceAll('$ID', jobId), { isStream: false })
+    const url = withQuery(template.replaceAll('$ID', jobId), {
+      isStream: false,
+      [CHUNK_INDEX_PARAM]: index,
+    })
     const response = await this.post(url, jobId, { output })
-    if (response.status !== 200) throw failure('job-stream', response)
+    if (response.status !== 200) throw refused('job-stream', response)
+    return readAnswer(response.body)
   }
 
   /** The ids of running jobs the platform wants stopped, after the server's long poll. */
@@ -201,6 +229,7 @@ export class WorkerProtocol {
     const url = this.connection.takeUrl.replace('/job-take/', '/job-stop/')
     const response = await this.http.request('GET', url, {
       headers: this.auth,
+      timeoutMs: LONG_POLL_TIMEOUT_MS,
       ...(signal ? { signal } : {}),
     })
     if (response.status === 204) return []
@@ -212,20 +241,26 @@ export class WorkerProtocol {
       : []
   }
 
-  /** The heartbeat: names the jobs in flight, which renews their leases. */
-  async ping(jobIds: string[], timeoutMs: number): Promise<void> {
+  /**
+   * The heartbeat: names the jobs in flight, which renews their leases. Resolves with the ids
+   * the platform renewed (podyard's `renewed`: the jobs this worker holds), undefined when the
+   * answer does not say (RunPod) or there is no ping URL.
+   */
+  async ping(jobIds: string[], timeoutMs: number): Promise<string[] | undefined> {
     const template = this.connection.pingUrl
-    if (template === undefined) return
+    if (template === undefined) return undefined
     const url = withQuery(template, {
       ...(jobIds.length > 0 ? { job_id: jobIds.join(',') } : {}),
       runpod_version: this.version,
     })
     const response = await this.http.request('GET', url, { headers: this.auth, timeoutMs })
     if (response.status !== 200) throw failure('ping', response)
+    return renewedIds(response.body)
   }
 
   private post(url: string, jobId: string | undefined, body: unknown): Promise<HttpResponse> {
     return this.http.request('POST', url, {
+      timeoutMs: REPORT_TIMEOUT_MS,
       headers: {
         ...this.auth,
         'content-type': 'application/x-www-form-urlencoded',
@@ -234,5 +269,33 @@ export class WorkerProtocol {
       },
       body: JSON.stringify(body),
     })
+  }
+}
+
+/** A job-done-batch answer's `results`, by job id. */
+function batchAnswers(body: string): Map<string, unknown> {
+  const answers = new Map<string, unknown>()
+  try {
+    const { results } = JSON.parse(body) as { results?: unknown }
+    if (Array.isArray(results)) {
+      for (const result of results) {
+        const id = (result as { id?: unknown } | null)?.id
+        if (typeof id === 'string') answers.set(id, result)
+      }
+    }
+  } catch {
+    // Not podyard's answer: every result counts as applied, as a plain 200 does.
+  }
+  return answers
+}
+
+function renewedIds(body: string): string[] | undefined {
+  try {
+    const { renewed } = JSON.parse(body) as { renewed?: unknown }
+    return Array.isArray(renewed)
+      ? renewed.filter((id): id is string => typeof id === 'string')
+      : undefined
+  } catch {
+    return undefined
   }
 }
