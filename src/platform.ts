@@ -629,7 +629,7 @@ export async function startPlatform(
     await releaseStartup()
     const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
     const webhooks = new WebhookService({ endpoints, queue, deliveries })
-    const sweeper = new JobSweeper({ queue, clock, logger })
+    const sweeper = new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs })
     const meter = new BillingMeter({
       usage: usageRepo,
       pods: podStore.pods,

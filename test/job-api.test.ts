@@ -565,10 +565,17 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
 })
 
 describe('job sweeper', () => {
-  it('requeues expired leases and expires jobs every interval until stopped', async () => {
+  it('renews running leases once on start, then requeues expired leases and expires jobs every interval until stopped', async () => {
     const calls: string[] = []
+    const renewals: number[] = []
+    const now = Date.parse('2026-03-01T00:00:00.000Z')
     const sweeper = new JobSweeper({
       queue: {
+        renewRunningLeases: async (until) => {
+          calls.push('renew')
+          renewals.push(until.getTime())
+          return 1
+        },
         requeueExpiredLeases: async () => {
           calls.push('leases')
           return { requeued: ['j1'], timedOut: [] }
@@ -578,16 +585,17 @@ describe('job sweeper', () => {
           return { timedOut: [], deleted: [] }
         },
       },
-      clock: { now: () => new Date() },
+      clock: { now: () => new Date(now) },
       logger: { info: () => {}, error: () => {} },
       intervalMs: 20,
+      leaseMs: 15_000,
     })
     sweeper.start()
-    await sleep(110)
+    await vi.waitFor(() => expect(calls.length).toBeGreaterThanOrEqual(5), { interval: 10 })
     await sweeper.stop()
     const count = calls.length
-    expect(count).toBeGreaterThanOrEqual(4)
-    expect(calls.slice(0, 2)).toEqual(['leases', 'expire'])
+    expect(calls.slice(0, 5)).toEqual(['renew', 'leases', 'expire', 'leases', 'expire'])
+    expect(renewals).toEqual([now + 15_000])
     await sleep(60)
     expect(calls.length).toBe(count)
   })

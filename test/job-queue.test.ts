@@ -208,6 +208,23 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     ])
   })
 
+  it('renews every running lease that ends sooner to a given instant, and no other', async () => {
+    const ran = await submit()
+    const later = await submit()
+    const queued = await submit()
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    clock.advance(LEASE * 2)
+    await queue.take(EP, 'w2', { max: 1, leaseMs: LEASE * 10 })
+    const until = new Date(clock.now().getTime() + LEASE)
+    expect(await queue.renewRunningLeases(until)).toBe(1)
+    expect(await queue.get(EP, ran.id)).toMatchObject({ leaseExpiresAt: until.toISOString() })
+    expect((await queue.get(EP, later.id))?.leaseExpiresAt).toBe(
+      new Date(clock.now().getTime() + LEASE * 10).toISOString(),
+    )
+    expect(await queue.get(EP, queued.id)).toMatchObject({ status: 'IN_QUEUE' })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+  })
+
   it('keeps the lease while the worker heart-beats', async () => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })

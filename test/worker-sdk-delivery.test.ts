@@ -172,6 +172,50 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     await eventually('slot freed', () => worker.activeJobs === 0)
   })
 
+  it('delivers a result finished during an outage longer than the job lease (the restarted server renews leases first)', async () => {
+    const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
+    cleanups.push(() => short.close())
+    // The worker reaches the platform through a proxy that keeps refusing (503) for a while
+    // after the platform is back: the first sweeps run before the worker can report.
+    const proxy = await startAnswerProxy(() => short.url)
+    cleanups.push(() => proxy.close())
+    const id = await createEndpoint(short)
+    let runs = 0
+    const release = gate()
+    start(
+      id,
+      async (job) => {
+        runs += 1
+        await release.opened
+        return { done: job.input }
+      },
+      { pingIntervalMs: 1_000 },
+      proxy.url,
+    )
+    const jobId = await submit(id, { n: 2 }, short)
+    await eventually(
+      'job taken',
+      async () => (await status(id, jobId, short)).status === 'IN_PROGRESS',
+    )
+    await short.stop()
+    release.open()
+    // Away for longer than the lease: the lease in the store has run out.
+    await sleep(7_000)
+    proxy.rule = () => ({ status: 503, body: 'still starting' })
+    await short.start()
+    await sleep(3_000)
+    proxy.rule = () => 'forward'
+    const job = await finished(id, jobId, short)
+    expect(job).toMatchObject({ status: 'COMPLETED', output: { done: { n: 2 } } })
+    expect(runs).toBe(1)
+    const [row] = await short
+      .current!.store.db.selectFrom('jobs')
+      .select('attempts')
+      .where('id', '=', jobId)
+      .execute()
+    expect(Number(row!.attempts)).toBe(1)
+  })
+
   it('retries a failed job-done-batch: results finished together during an outage', async () => {
     const id = await createEndpoint()
     const started = new Set<string>()

@@ -16,18 +16,32 @@ export class JobSweeper {
   private running: Promise<void> | undefined
   private stopped = true
 
+  /** Set by start(): the first sweep renews the running jobs' leases first. */
+  private justStarted = false
+
   constructor(
     private readonly deps: {
-      queue: Pick<JobQueue, 'requeueExpiredLeases' | 'expire'>
+      queue: Pick<JobQueue, 'requeueExpiredLeases' | 'expire' | 'renewRunningLeases'>
       clock: Clock
       logger: Pick<Logger, 'info' | 'error'>
       intervalMs?: number
+      /** The job lease (`workers.jobLeaseMs`). */
+      leaseMs: number
     },
   ) {}
 
+  /**
+   * Starts sweeping, on the replica that leads. The platform may have been away (stopped,
+   * crashed, or no replica leading) for longer than a lease, while its workers kept running
+   * their jobs: their heartbeats found nobody to renew them. So the first sweep renews every
+   * running job's lease to a full lease from now before it looks for expired ones: workers get a
+   * whole lease to report back, instead of losing finished work to a sweep in the first second
+   * (docs/serverless-queue.md, "Guarantees").
+   */
   start(): void {
     if (!this.stopped) return
     this.stopped = false
+    this.justStarted = true
     this.schedule()
   }
 
@@ -41,6 +55,18 @@ export class JobSweeper {
   /** One sweep; exposed for tests. */
   async sweep(): Promise<void> {
     const now = this.deps.clock.now()
+    if (this.justStarted) {
+      this.justStarted = false
+      const renewed = await this.deps.queue.renewRunningLeases(
+        new Date(now.getTime() + this.deps.leaseMs),
+      )
+      if (renewed > 0) {
+        this.deps.logger.info(
+          { renewed, leaseMs: this.deps.leaseMs },
+          'renewed the running jobs’ leases: their workers have a full lease to report back',
+        )
+      }
+    }
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
     const moved = leases.requeued.length + leases.timedOut.length + expired.timedOut.length

@@ -974,6 +974,16 @@ export class KyselyJobQueue implements JobQueue {
     }
   }
 
+  async renewRunningLeases(until: Date): Promise<number> {
+    const result = await this.db
+      .updateTable('jobs')
+      .set({ lease_expires_at: iso(until.getTime()) })
+      .where(RUNNING)
+      .where('lease_expires_at', '<', iso(until.getTime()))
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows)
+  }
+
   async expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }> {
     const at = iso(now.getTime())
     const wake = new Set<string>()

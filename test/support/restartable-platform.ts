@@ -2,11 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino, type Logger } from 'pino'
-import { loadConfig } from '../../src/config/load-config.js'
-import type { Config } from '../../src/config/schema.js'
 import { startPlatform, type Platform } from '../../src/platform.js'
 import type { Clock } from '../../src/shared/clock.js'
-import { callPlatform, stopPlatform, TEST_ADMIN_KEY, type CallInit } from './platform.js'
+import {
+  callPlatform,
+  stopPlatform,
+  testConfig,
+  type CallInit,
+  type TestConfig,
+} from './platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './stores.js'
 
 /**
@@ -35,7 +39,7 @@ export function restartableStores(): StoreKind[] {
 
 export async function startRestartablePlatform(
   store: StoreKind,
-  overrides: Partial<Config> = {},
+  overrides: TestConfig = {},
   options: { clock?: Clock; logger?: Logger } = {},
 ): Promise<RestartablePlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-restart-'))
@@ -46,14 +50,11 @@ export async function startRestartablePlatform(
   let current: Platform | undefined
   const start = async () => {
     if (current !== undefined) return
-    const config = {
-      ...loadConfig({ cwd: dataDir, env: {}, flags: {} }),
+    const config = testConfig(dataDir, {
       port,
-      adminKey: TEST_ADMIN_KEY,
-      logLevel: 'silent' as const,
       ...(database ? { storeUrl: database.url } : {}),
       ...overrides,
-    }
+    })
     current = await startPlatform(config, {
       logger: options.logger ?? pino({ level: 'silent' }),
       ...(options.clock ? { clock: options.clock } : {}),

@@ -141,6 +141,11 @@ export interface JobQueue {
    */
   requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }>
   /**
+   * Renews the lease of every running job whose lease ends before `until` to `until` (the
+   * platform starts leading after an absence: docs/serverless-queue.md). Returns how many.
+   */
+  renewRunningLeases(until: Date): Promise<number>
+  /**
    * Execution deadline passed -> TIMED_OUT; ttl passed -> deleted in any state; retention after
    * finishing passed -> deleted. Workers of running jobs affected get stop notices.
    */
