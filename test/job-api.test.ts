@@ -470,6 +470,7 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
       expect(await json(await worker.ping([jobId, 'unknown-job']))).toEqual({
         status: 'ok',
         renewed: [jobId],
+        leaseMs: 60_000,
       })
       await json(await worker.done(jobId, { output: { percent: 100 }, stopPod: true }))
       expect(await json(await jobCall(id, `/status/${jobId}`))).toMatchObject({
@@ -487,7 +488,7 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
       await json(await jobCall(id, `/cancel/${jobId}`, { method: 'POST' }))
       expect(await json(await worker.stop({ wait: 2000 }))).toEqual({ jobsToStop: [jobId] })
       // runpod-python dropped that notice (its task had not started) and still names the job.
-      expect(await json(await worker.ping([jobId]))).toEqual({ status: 'ok', renewed: [] })
+      expect(await json(await worker.ping([jobId]))).toMatchObject({ status: 'ok', renewed: [] })
       expect(await json(await worker.stop({ wait: 2000 }))).toEqual({ jobsToStop: [jobId] })
       // Once it no longer names the job, it is not told again.
       await json(await worker.ping([]))

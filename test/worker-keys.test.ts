@@ -77,7 +77,7 @@ describe('per-endpoint worker keys', () => {
       await json(
         await worker(a, `Bearer ${workerKey}`, `ping/w1?job_id=${run.id}&runpod_version=1.12.0`),
       ),
-    ).toEqual({ status: 'ok', renewed: [run.id] })
+    ).toEqual({ status: 'ok', renewed: [run.id], leaseMs: 60_000 })
     await json(
       await worker(a, workerKey, `job-stream/w1/${run.id}?gpu=any&isStream=false`, {
         method: 'POST',

@@ -253,6 +253,8 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
       jobIds,
       ...(unhealthy ? { unhealthy } : {}),
     })
-    return { status: 'ok', renewed }
+    // `leaseMs` (podyard's): how long a lease lasts unrenewed; podyard/worker gives up a run it
+    // could not renew for that long (docs/worker-sdk.md, "Fencing"). runpod-python ignores it.
+    return { status: 'ok', renewed, leaseMs: jobs.leaseMs }
   })
 }

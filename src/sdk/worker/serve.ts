@@ -11,7 +11,7 @@ import { backoffDelayMs } from './backoff.js'
 import { deliver, Reachability, sleep, type Answer } from './delivery.js'
 import { resolveConnection, type WorkerConnectionOptions } from './worker-config.js'
 import { HttpClient } from './worker-http.js'
-import { TakeRefused, WorkerProtocol, type WorkerJob } from './worker-protocol.js'
+import { TakeRefused, WorkerProtocol, type PingAnswer, type WorkerJob } from './worker-protocol.js'
 
 /** What a handler gets besides its job. */
 export interface JobContext {
@@ -91,6 +91,11 @@ export const ABORT_SETTLE_MS = 1_000
  * worker's again (docs/worker-sdk.md, "Cancellation").
  */
 export const STOP_CONFIRM_MS = 1_000
+/**
+ * A run is given up this long before its lease would end unrenewed, so that it has stopped
+ * before the platform can hand the job to another worker (docs/worker-sdk.md, "Fencing").
+ */
+export const FENCE_MARGIN_MS = 1_000
 
 function sdkVersion(): string {
   try {
@@ -138,6 +143,11 @@ interface RunningJob {
   resultReady: boolean
   /** The next stream chunk's index within the run. */
   chunks: number
+  /**
+   * When the request that last renewed the job's lease was sent (this worker's clock): the take
+   * that handed it out, or a heartbeat whose answer named it.
+   */
+  renewedAt: number
   /** A progress update not sent yet (or waiting to be sent again): a newer one replaces it. */
   waitingProgress?: { value: unknown; sending: boolean; delivered: Promise<unknown> }
 }
@@ -163,6 +173,8 @@ class Worker implements WorkerHandle {
   private stopped: Promise<void> | undefined
   private warnedNoStreamUrl = false
   private readonly loops: Promise<void>[] = []
+  /** How long a lease lasts, as the platform's heartbeat answers say (podyard's do). */
+  private leaseMs: number | undefined
 
   constructor(
     private readonly handler: Handler<never>,
@@ -246,10 +258,11 @@ class Worker implements WorkerHandle {
       const controller = new AbortController()
       this.takeController = controller
       try {
+        const sentAt = Date.now()
         const jobs = await this.protocol.take(free, this.running.size > 0, controller.signal)
         failures = 0
         this.reachability.answered()
-        for (const job of jobs) this.start(job)
+        for (const job of jobs) this.start(job, sentAt)
       } catch (error) {
         if (this.stopping.signal.aborted) break
         failures += 1
@@ -285,17 +298,60 @@ class Worker implements WorkerHandle {
 
   private async heartbeatLoop(intervalMs: number): Promise<void> {
     let failing = false
+    let pingDue = 0
     while (!this.finished.signal.aborted) {
-      try {
-        await this.protocol.ping([...this.running.keys()], 2 * intervalMs)
-        failing = false
-        this.reachability.answered()
-      } catch (error) {
-        if (!failing) this.log.warn('ping failed', { error: describe(error) })
-        failing = true
+      if (Date.now() >= pingDue) {
+        pingDue = Date.now() + intervalMs
+        try {
+          await this.heartbeat(2 * intervalMs)
+          failing = false
+          this.reachability.answered()
+        } catch (error) {
+          if (!failing) this.log.warn('ping failed', { error: describe(error) })
+          failing = true
+        }
       }
-      await sleep(intervalMs, this.finished.signal)
+      const fenceDue = this.fence()
+      await sleep(Math.max(0, Math.min(pingDue, fenceDue) - Date.now()), this.finished.signal)
     }
+  }
+
+  /** One heartbeat naming every job this worker holds; notes the leases it renewed. */
+  private async heartbeat(timeoutMs: number): Promise<PingAnswer | undefined> {
+    const sentAt = Date.now()
+    const answer = await this.protocol.ping([...this.running.keys()], timeoutMs)
+    if (answer?.leaseMs !== undefined) this.leaseMs = answer.leaseMs
+    for (const id of answer?.renewed ?? []) {
+      const job = this.running.get(id)
+      if (job !== undefined) job.renewedAt = Math.max(job.renewedAt, sentAt)
+    }
+    return answer
+  }
+
+  /**
+   * Gives up the runs whose leases this worker could not renew for a whole lease: the platform
+   * may have handed those jobs to another worker, and a job must never run twice at once. A
+   * result already waiting for delivery is kept (the platform ignores it if the job moved on).
+   * Returns when to look again (ms since the epoch).
+   */
+  private fence(): number {
+    const leaseMs = this.leaseMs
+    if (leaseMs === undefined) return Number.POSITIVE_INFINITY
+    let next = Number.POSITIVE_INFINITY
+    for (const job of this.running.values()) {
+      if (job.abandoned || job.resultReady) continue
+      const giveUpAt = job.renewedAt + leaseMs - FENCE_MARGIN_MS
+      if (Date.now() < giveUpAt) {
+        next = Math.min(next, giveUpAt)
+        continue
+      }
+      this.log.warn('giving up a job whose lease could not be renewed: it may run elsewhere', {
+        jobId: job.id,
+        leaseMs,
+      })
+      this.abandon(job, `job ${job.id}'s lease ran out: the platform could not be reached`)
+    }
+    return next
   }
 
   /**
@@ -331,11 +387,8 @@ class Worker implements WorkerHandle {
   /** Whether the platform says this worker holds the job (a heartbeat that names it renews it). */
   private async stillHolds(jobId: string): Promise<boolean> {
     try {
-      const renewed = await this.protocol.ping(
-        [...this.running.keys()],
-        this.protocol.pingIntervalMs * 2,
-      )
-      return renewed?.includes(jobId) ?? false
+      const answer = await this.heartbeat(this.protocol.pingIntervalMs * 2)
+      return answer?.renewed?.includes(jobId) ?? false
     } catch {
       return false
     }
@@ -346,12 +399,13 @@ class Worker implements WorkerHandle {
     job.controller.abort(abortError(reason))
   }
 
-  private start(job: WorkerJob): void {
+  private start(job: WorkerJob, takenAt: number): void {
     const held = this.running.get(job.id)
     if (held !== undefined && !held.abandoned) {
       // Its lease ran out and the platform re-queued it, then handed it back to this worker: the
       // run (or its result waiting for delivery) reports to the new attempt.
       held.takes += 1
+      held.renewedAt = Math.max(held.renewedAt, takenAt)
       held.onTakenAgain?.()
       this.log.info('a take handed again a job this worker holds: keeping its run', {
         jobId: job.id,
@@ -367,6 +421,7 @@ class Worker implements WorkerHandle {
       takes: 1,
       resultReady: false,
       chunks: 0,
+      renewedAt: takenAt,
     }
     this.running.set(job.id, entry)
     entry.task = this.run(job, entry)

@@ -246,7 +246,7 @@ export class WorkerProtocol {
    * the platform renewed (podyard's `renewed`: the jobs this worker holds), undefined when the
    * answer does not say (RunPod) or there is no ping URL.
    */
-  async ping(jobIds: string[], timeoutMs: number): Promise<string[] | undefined> {
+  async ping(jobIds: string[], timeoutMs: number): Promise<PingAnswer | undefined> {
     const template = this.connection.pingUrl
     if (template === undefined) return undefined
     const url = withQuery(template, {
@@ -255,7 +255,7 @@ export class WorkerProtocol {
     })
     const response = await this.http.request('GET', url, { headers: this.auth, timeoutMs })
     if (response.status !== 200) throw failure('ping', response)
-    return renewedIds(response.body)
+    return pingAnswer(response.body)
   }
 
   private post(url: string, jobId: string | undefined, body: unknown): Promise<HttpResponse> {
@@ -289,13 +289,27 @@ function batchAnswers(body: string): Map<string, unknown> {
   return answers
 }
 
-function renewedIds(body: string): string[] | undefined {
+/**
+ * What a heartbeat's answer says (podyard's; RunPod's answer carries neither): the jobs whose
+ * leases it renewed, and how long a lease lasts.
+ */
+export interface PingAnswer {
+  renewed?: string[]
+  leaseMs?: number
+}
+
+function pingAnswer(body: string): PingAnswer {
   try {
-    const { renewed } = JSON.parse(body) as { renewed?: unknown }
-    return Array.isArray(renewed)
-      ? renewed.filter((id): id is string => typeof id === 'string')
-      : undefined
+    const { renewed, leaseMs } = JSON.parse(body) as { renewed?: unknown; leaseMs?: unknown }
+    return {
+      ...(Array.isArray(renewed)
+        ? { renewed: renewed.filter((id): id is string => typeof id === 'string') }
+        : {}),
+      ...(typeof leaseMs === 'number' && Number.isFinite(leaseMs) && leaseMs > 0
+        ? { leaseMs }
+        : {}),
+    }
   } catch {
-    return undefined
+    return {}
   }
 }
