@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { repoRoot } from './support/cli.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
@@ -454,6 +454,26 @@ describe('managed serverless workers', () => {
         'utf8',
       ),
     ) as { pgid: number }
+    // What the store says of the job when the platform stops the silent worker: it must still be
+    // that worker's (a live worker may still be running it), released only once it is gone.
+    const driver = platform.drivers[0]!
+    const stop = driver.stop.bind(driver)
+    let atStop: { status: string; worker_id: string | null; lease_expires_at: string | null }
+    let stoppedAt = 0
+    driver.stop = async (workloadId, options) => {
+      if (workloadId === frozen) {
+        stoppedAt = Date.now()
+        atStop = await platform.store.db
+          .selectFrom('jobs')
+          .select(['status', 'worker_id', 'lease_expires_at'])
+          .where('id', '=', jobId)
+          .executeTakeFirstOrThrow()
+      }
+      return stop(workloadId, options)
+    }
+    onTestFinished(() => {
+      driver.stop = stop
+    })
     process.kill(-state.pgid, 'SIGSTOP')
     const after = await until(
       'the silent worker unhealthy',
@@ -464,6 +484,8 @@ describe('managed serverless workers', () => {
     expect(after.workers.find((w: Json) => w.id === frozen).reason).toBe(
       'missed its heartbeats for more than 5 s',
     )
+    expect(atStop!).toMatchObject({ status: 'IN_PROGRESS', worker_id: frozen })
+    expect(Date.parse(atStop!.lease_expires_at!)).toBeGreaterThan(stoppedAt)
     // The job went back to the queue and a new worker takes it (it sleeps a minute: cancel it).
     const requeued = await until(
       'the job on another worker',

@@ -587,17 +587,19 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    * the endpoint backs off (worker-failures.ts); its workload is removed.
    */
   private async unhealthy(worker: ManagedWorker, reason: string): Promise<ManagedWorker> {
-    const released = await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
-    this.deps.logger.warn(
-      { endpointId: worker.endpointId, workerId: worker.id, reason, releasedJobs: released },
-      'worker unhealthy; replacing it',
-    )
     await this.failures.failed(
       worker,
       reason,
       worker.hostId === null ? undefined : this.deps.driverFor(worker.hostId),
     )
+    // Gone first, then its jobs go back to the queue: a worker that only went silent may still
+    // be running them, and a job must never run on two workers at once.
     await this.release(worker, 0)
+    const released = await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
+    this.deps.logger.warn(
+      { endpointId: worker.endpointId, workerId: worker.id, reason, releasedJobs: released },
+      'worker unhealthy; replaced it',
+    )
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.idleSince.delete(worker.id)
     return this.setPhase(worker, 'UNHEALTHY', reason)
