@@ -14,6 +14,7 @@ import {
   RESERVED_FIRST_SEGMENTS,
   stringQuery,
 } from '../jobs/http-support.js'
+import { installJobApiErrors } from '../jobs/job-api-errors.js'
 import { JobLimiter, limitExceeded } from '../jobs/job-limiter.js'
 import {
   RUN_BODY_LIMIT,
@@ -47,6 +48,7 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
   const { models, clock } = deps
   await app.register(async (jobs) => {
     acceptAnyBodyAsText(jobs)
+    installJobApiErrors(jobs)
     jobs.addHook('onRequest', async (request) => {
       request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
     })
