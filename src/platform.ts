@@ -350,11 +350,15 @@ export async function startPlatform(
       clock,
       usersOf: async (accountId, registryId) => [
         ...(await podsUsing(podStore.pods, accountId, usesRegistry(registryId))),
-        ...(await templateRepo.listByAccount(accountId))
-          .filter((t) => t.registry === registryId)
-          .map((t) => `template ${t.id} (${t.name})`),
         ...(await endpoints.usersOf(accountId, { registry: registryId })),
       ],
+      detach: async (accountId, registryId) => {
+        const using = (await templateRepo.listByAccount(accountId)).filter(
+          (t) => t.registry === registryId,
+        )
+        for (const template of using) await templateRepo.update({ ...template, registry: null })
+        return using.map((t) => `template ${t.id} (${t.name})`)
+      },
     })
     const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
     const templates = new TemplateService({

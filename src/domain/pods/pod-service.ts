@@ -218,7 +218,13 @@ export class PodService {
   ): Promise<Template | undefined> {
     if (templateId === undefined) return undefined
     const template = await this.deps.references.template(accountId, templateId)
-    if (!template) throw new AppError('RULE_CONFLICT', `template "${templateId}" not found`)
+    if (!template) throw new AppError('NOT_FOUND', `template "${templateId}" not found`)
+    if (template.serverless) {
+      const problem = `body.templateId: template ${template.id} is a serverless template; a pod needs a pod template (serverless: false)`
+      throw new AppError('VALIDATION_FAILED', `the request failed validation: ${problem}`, {
+        errors: [problem],
+      })
+    }
     return template
   }
 
@@ -357,7 +363,8 @@ export class PodService {
       dataCenterIds,
       dataCenterId: null,
       hostId: null,
-      templateId: template?.id ?? null,
+      // A template is a one-time source of settings: the pod keeps no link to it (v2 contract).
+      templateId: null,
       locked: false,
       globalNetworking,
       globalIp: null,

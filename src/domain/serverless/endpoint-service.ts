@@ -305,7 +305,13 @@ export class EndpointService {
     let base: ContainerBlock
     if (input.templateId !== undefined) {
       const template = await this.deps.references.template(accountId, input.templateId)
-      if (!template) throw conflict(`template "${input.templateId}" not found`)
+      if (!template) throw new AppError('NOT_FOUND', `template "${input.templateId}" not found`)
+      if (!template.serverless) {
+        const problem = `body.templateId: template ${template.id} is a pod template (serverless: false); an endpoint needs a serverless template`
+        throw new AppError('VALIDATION_FAILED', `the request failed validation: ${problem}`, {
+          errors: [problem],
+        })
+      }
       base = {
         templateId: template.id,
         image: template.image,
@@ -341,7 +347,10 @@ export class EndpointService {
       ...base,
       ...(input.args !== undefined ? { args: input.args } : {}),
       ...(input.disk !== undefined ? { disk: input.disk } : {}),
-      ...(input.env !== undefined ? { env: input.env } : {}),
+      // A template's env is merged per key, the body's variables winning (v2 contract).
+      ...(input.env !== undefined
+        ? { env: input.templateId !== undefined ? { ...base.env, ...input.env } : input.env }
+        : {}),
       ...(input.ports !== undefined ? { ports: input.ports } : {}),
       ...(input.registry !== undefined ? { registry: input.registry } : {}),
     }
