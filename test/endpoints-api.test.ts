@@ -74,7 +74,7 @@ describe('REST serverless endpoints', () => {
         allowedCudaVersions: [],
         minCudaVersion: null,
       },
-      workers: { min: 0, max: 3, idleTimeout: 5 },
+      workers: { min: 0, max: 3, idleTimeout: 10 },
       scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
       dataCenterIds: [],
       networkVolumes: [],
@@ -94,7 +94,7 @@ describe('REST serverless endpoints', () => {
     )
     expect(updated).toMatchObject({
       name: 'sdxl-2',
-      workers: { min: 0, max: 5, idleTimeout: 5 },
+      workers: { min: 0, max: 5, idleTimeout: 10 },
       version: 1,
     })
     await ok(await call('DELETE', `/v2/serverless/${created.id}`), 204)
@@ -106,7 +106,7 @@ describe('REST serverless endpoints', () => {
       name: 'cpu',
       gpu: undefined,
       cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-      workers: { min: 1, max: 1, idleTimeout: 3600 },
+      workers: { min: 1, max: 1 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
       timeout: 5000,
       flashboot: 'PRIORITY_FLASHBOOT',
@@ -118,7 +118,7 @@ describe('REST serverless endpoints', () => {
     })
     expect(endpoint).toMatchObject({
       cpu: [{ id: 'cpu3c', vcpuCount: 2, memory: 4 }],
-      workers: { min: 1, max: 1, idleTimeout: 3600 },
+      workers: { min: 1, max: 1 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
       timeout: 5000,
       flashboot: 'PRIORITY_FLASHBOOT',
@@ -261,7 +261,7 @@ describe('REST serverless endpoints', () => {
     expect((await create({ workers: { min: 5 } })).workers).toEqual({
       min: 5,
       max: 5,
-      idleTimeout: 5,
+      idleTimeout: 10,
     })
   })
 
@@ -343,7 +343,8 @@ describe('REST serverless endpoints', () => {
       templateId: template.id,
       image: 'v:1',
       env: {},
-      workers: { min: 1, max: 2, idleTimeout: 60 },
+      // REQUEST_COUNT scaling: the idle timeout does not apply and is left out.
+      workers: { min: 1, max: 2 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 3 },
       timeout: 600000,
       flashboot: 'FLASHBOOT',

@@ -235,7 +235,7 @@ describe('GraphQL endpoints', () => {
       name: 'replaced',
       gpuIds: 'ADA_24',
       workersMax: 3,
-      idleTimeout: 5,
+      idleTimeout: 10,
       executionTimeoutMs: 300000,
     })
   })

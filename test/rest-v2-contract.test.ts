@@ -160,4 +160,91 @@ describe('REST v2 contract points', () => {
       expect(refused.detail).toContain(`endpoint ${String(endpoint.id)}`)
     })
   })
+
+  describe('endpoint workers and GPU selection', () => {
+    const createEndpoint = async (body: Json) =>
+      call('POST', '/v2/serverless', { name: 'ep', image: 'worker:1', ...body })
+
+    it('workers.idleTimeout defaults to 10 s and is refused with REQUEST_COUNT scaling', async () => {
+      const queued = await json(await createEndpoint({ gpu: { pools: ['ADA_24'] } }), 201)
+      expect(queued.workers).toEqual({ min: 0, max: 3, idleTimeout: 10 })
+      const refused = await problem(
+        await createEndpoint({
+          gpu: { pools: ['ADA_24'] },
+          workers: { idleTimeout: 30 },
+          scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
+        }),
+        400,
+      )
+      expect(refused.detail).toContain('workers.idleTimeout')
+      // Without it, REQUEST_COUNT is fine, and the idle timeout is left out of the answer.
+      const counted = await json(
+        await createEndpoint({
+          gpu: { pools: ['ADA_24'] },
+          scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
+        }),
+        201,
+      )
+      expect(counted.workers).toEqual({ min: 0, max: 3 })
+      // PATCH: the scaling the endpoint ends with decides.
+      await problem(
+        await call('PATCH', `/v2/serverless/${String(counted.id)}`, {
+          workers: { idleTimeout: 30 },
+        }),
+        400,
+      )
+      await problem(
+        await call('PATCH', `/v2/serverless/${String(queued.id)}`, {
+          workers: { idleTimeout: 30 },
+          scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
+        }),
+        400,
+      )
+      const back = await json(
+        await call('PATCH', `/v2/serverless/${String(counted.id)}`, {
+          scaling: { type: 'QUEUE_DELAY', queueDelay: 2 },
+          workers: { idleTimeout: 30 },
+        }),
+      )
+      expect(back.workers).toEqual({ min: 0, max: 3, idleTimeout: 30 })
+    })
+
+    it('PATCH with gpu.pools and without excludedTypes clears the exclusions', async () => {
+      const endpoint = await json(
+        await createEndpoint({
+          gpu: { pools: ['AMPERE_24'], excludedTypes: ['NVIDIA RTX A5000'] },
+        }),
+        201,
+      )
+      expect((endpoint.gpu as Json).excludedTypes).toEqual(['NVIDIA RTX A5000'])
+      const countOnly = await json(
+        await call('PATCH', `/v2/serverless/${String(endpoint.id)}`, { gpu: { count: 2 } }),
+      )
+      expect((countOnly.gpu as Json).excludedTypes).toEqual(['NVIDIA RTX A5000'])
+      const repooled = await json(
+        await call('PATCH', `/v2/serverless/${String(endpoint.id)}`, {
+          gpu: { pools: ['AMPERE_24', 'ADA_24'] },
+        }),
+      )
+      expect(repooled.gpu).toMatchObject({ pools: ['AMPERE_24', 'ADA_24'], excludedTypes: [] })
+    })
+
+    it('an excluded type that is not a GPU type of one of the pools is 400', async () => {
+      const refused = await problem(
+        await createEndpoint({
+          gpu: { pools: ['ADA_24'], excludedTypes: ['NVIDIA RTX A5000'] },
+        }),
+        400,
+      )
+      expect(refused.detail).toContain('"NVIDIA RTX A5000" is not a GPU type of the pools ADA_24')
+      // Surrounding whitespace is trimmed.
+      const trimmed = await json(
+        await createEndpoint({
+          gpu: { pools: ['AMPERE_24'], excludedTypes: [' NVIDIA RTX A5000'] },
+        }),
+        201,
+      )
+      expect((trimmed.gpu as Json).excludedTypes).toEqual(['NVIDIA RTX A5000'])
+    })
+  })
 })

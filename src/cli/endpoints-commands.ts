@@ -16,7 +16,7 @@ interface EndpointJson {
   templateId: string | null
   gpu?: { pools: string[]; count: number }
   cpu?: { id: string; vcpuCount: number }[]
-  workers: { min: number; max: number; idleTimeout: number }
+  workers: { min: number; max: number; idleTimeout?: number }
   version: number
   requestUrls: { run: string }
 }

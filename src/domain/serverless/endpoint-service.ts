@@ -12,6 +12,7 @@ import {
   DEFAULT_SCALER_VALUE,
   DEFAULT_WORKERS_MAX,
   ENDPOINT_CPU_FLAVORS,
+  idleTimeoutProblem,
   nextVersion,
 } from './endpoint-rules.js'
 import type { EndpointRepo } from './endpoint-ports.js'
@@ -65,6 +66,15 @@ export interface CreateEndpointInput {
 
 export type UpdateEndpointInput = Partial<CreateEndpointInput>
 
+/** How strictly a caller's input is read. */
+export interface EndpointWriteOptions {
+  /**
+   * RunPod's v2 REST contract: `workers.idleTimeout` with REQUEST_COUNT scaling is refused
+   * (`idleTimeoutProblem`); GraphQL clients send both, so GraphQL does not ask for this.
+   */
+  refuseIdleTimeoutWithRequestCount?: boolean
+}
+
 /** Other resources an endpoint may name; each lookup sees only what the account may use. */
 export interface EndpointReferences {
   /** A template the account may read (own, public, built-in). */
@@ -103,7 +113,11 @@ export class EndpointService {
     return { ...endpoint, requestUrls: requestUrlsOf(this.deps.jobApiBaseUrl(), endpoint.id) }
   }
 
-  async create(accountId: string, input: CreateEndpointInput): Promise<EndpointView> {
+  async create(
+    accountId: string,
+    input: CreateEndpointInput,
+    options: EndpointWriteOptions = {},
+  ): Promise<EndpointView> {
     const now = this.deps.clock.now().toISOString()
     if (input.gpu && input.cpu) throw conflict('give either gpu or cpu, not both')
     if (!input.gpu && !input.cpu) {
@@ -117,6 +131,7 @@ export class EndpointService {
       createdAt: now,
       updatedAt: now,
     } satisfies Endpoint
+    this.checkIdleTimeout(fields, input, options)
     await this.checkPlacement(accountId, fields)
     await this.deps.repo.insert(fields)
     return this.view(fields)
@@ -218,7 +233,12 @@ export class EndpointService {
     return cached.view
   }
 
-  async update(accountId: string, id: string, patch: UpdateEndpointInput): Promise<EndpointView> {
+  async update(
+    accountId: string,
+    id: string,
+    patch: UpdateEndpointInput,
+    options: EndpointWriteOptions = {},
+  ): Promise<EndpointView> {
     const current = await this.own(accountId, id)
     if (patch.gpu && patch.cpu) throw conflict('give either gpu or cpu, not both')
     if (patch.gpu && current.cpu) {
@@ -241,6 +261,7 @@ export class EndpointService {
       flashboot: patch.flashboot ?? current.flashboot,
       updatedAt: this.deps.clock.now().toISOString(),
     }
+    this.checkIdleTimeout(next, patch, options)
     await this.checkPlacement(accountId, next)
     const updated: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(updated)
@@ -282,6 +303,16 @@ export class EndpointService {
           (uses.networkVolume !== undefined && e.networkVolumes.includes(uses.networkVolume)),
       )
       .map(named)
+  }
+
+  private checkIdleTimeout(
+    endpoint: Pick<Endpoint, 'scaling'>,
+    input: UpdateEndpointInput,
+    options: EndpointWriteOptions,
+  ): void {
+    if (!options.refuseIdleTimeoutWithRequestCount) return
+    const problem = idleTimeoutProblem(endpoint.scaling, input.workers?.idleTimeout !== undefined)
+    if (problem) throw conflict(problem)
   }
 
   private checkType(type: EndpointType | undefined): 'QUEUE' {
@@ -376,10 +407,20 @@ export class EndpointService {
   private gpuOf(input: GpuInput, current: EndpointGpu | undefined): EndpointGpu {
     const pools = input.pools ?? current?.pools ?? []
     if (pools.length === 0) throw conflict('gpu.pools must name at least one GPU pool')
-    const excludedTypes = input.excludedTypes ?? current?.excludedTypes ?? []
+    // Pools and exclusions are one selection: new pools without exclusions clear them (v2).
+    const excludedTypes = (
+      input.excludedTypes ?? (input.pools !== undefined ? [] : (current?.excludedTypes ?? []))
+    ).map((id) => id.trim())
     for (const id of excludedTypes) {
-      if (!findGpuType(id)) {
+      const type = findGpuType(id)
+      if (!type) {
         throw conflict(`gpu.excludedTypes: unknown GPU type "${id}": see GET /v2/catalog/gpus`)
+      }
+      // An exclusion outside the pools would filter nothing: most likely a typo of the caller.
+      if (type.pool === null || !pools.includes(type.pool)) {
+        throw conflict(
+          `gpu.excludedTypes: "${id}" is not a GPU type of the pools ${pools.join(', ')} (it is in ${type.pool ?? 'no pool'})`,
+        )
       }
     }
     const left = GPU_TYPES.filter(
