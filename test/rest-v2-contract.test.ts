@@ -247,4 +247,125 @@ describe('REST v2 contract points', () => {
       expect((trimmed.gpu as Json).excludedTypes).toEqual(['NVIDIA RTX A5000'])
     })
   })
+
+  describe('pod create flags and placement requirements', () => {
+    const KEY =
+      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHn0bGZ0b3J0ZXN0aW5nb25seTAwMDAwMDAwMDAwMDA v2@test'
+    const createPod = (body: Json) =>
+      call('POST', '/v2/pods', { name: 'flags', image: 'busybox', ...body })
+    const logs = async (id: string) =>
+      (await platform.call(`/v2/pods/${id}/logs?follow=false&source=container`)).text()
+    const podsToDelete: string[] = []
+    afterAll(async () => {
+      for (const id of podsToDelete) await call('DELETE', `/v2/pods/${id}`)
+    })
+    const created = async (body: Json) => {
+      const pod = await json(await createPod(body), 201)
+      podsToDelete.push(String(pod.id))
+      return pod
+    }
+
+    it('startSsh puts the account keys in PUBLIC_KEY; without it the pod gets none', async () => {
+      await json(await call('PUT', '/v2/account/ssh-keys', { keys: [KEY] }))
+      const args = 'echo "key=[$PUBLIC_KEY]"; sleep 300'
+      const withSsh = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 }, args, startSsh: true })
+      const without = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 }, args })
+      const own = await created({
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        args,
+        startSsh: true,
+        env: { PUBLIC_KEY: 'ssh-rsa AAAAB3 mine' },
+      })
+      // A create-time flag: never returned.
+      expect(withSsh).not.toHaveProperty('startSsh')
+      expect(withSsh).not.toHaveProperty('startJupyter')
+      await expect
+        .poll(() => logs(String(withSsh.id)), { timeout: 15_000, interval: 200 })
+        .toContain(`key=[${KEY}]`)
+      await expect
+        .poll(() => logs(String(without.id)), { timeout: 15_000, interval: 200 })
+        .toContain('key=[]')
+      await expect
+        .poll(() => logs(String(own.id)), { timeout: 15_000, interval: 200 })
+        .toContain('key=[ssh-rsa AAAAB3 mine]')
+      await json(await call('PUT', '/v2/account/ssh-keys', { keys: [] }))
+    }, 40_000)
+
+    it('startJupyter puts a generated JUPYTER_PASSWORD in env unless env has one', async () => {
+      const generated = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 }, startJupyter: true })
+      expect((generated.env as Json).JUPYTER_PASSWORD).toMatch(/^[A-Za-z0-9]{20}$/)
+      const kept = await created({
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        startJupyter: true,
+        env: { JUPYTER_PASSWORD: 'mine' },
+      })
+      expect(kept.env).toEqual({ JUPYTER_PASSWORD: 'mine' })
+      const none = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 } })
+      expect(none.env).toEqual({})
+    })
+
+    it('gpu CUDA versions and per-GPU minimums are placement requirements', async () => {
+      const a6000 = (gpu: Json) => createPod({ gpu: { id: 'NVIDIA RTX A6000', ...gpu } })
+      const both = await problem(
+        await a6000({ allowedCudaVersions: ['12.4'], minCudaVersion: '12.1' }),
+        400,
+      )
+      expect(both.detail).toBe('give gpu.allowedCudaVersions or gpu.minCudaVersion, not both')
+      // An explicit [] states no constraint, so it may go with a floor.
+      const floor = await json(
+        await a6000({ allowedCudaVersions: [], minCudaVersion: '12.1' }),
+        201,
+      )
+      podsToDelete.push(String(floor.id))
+      expect((await problem(await a6000({ allowedCudaVersions: ['12.8'] }), 409)).detail).toContain(
+        'CUDA 12.8',
+      )
+      expect((await problem(await a6000({ minCudaVersion: '12.9' }), 409)).detail).toContain(
+        'CUDA 12.9 or newer',
+      )
+      // The demo A6000 host gives each GPU 16 vCPUs and 62 GB.
+      await problem(await a6000({ minVcpuCountPerGpu: 17 }), 409)
+      await problem(await a6000({ minRamPerGpu: 63 }), 409)
+      const fits = await json(
+        await a6000({ allowedCudaVersions: ['12.4'], minVcpuCountPerGpu: 16, minRamPerGpu: 62 }),
+        201,
+      )
+      podsToDelete.push(String(fits.id))
+      expect(fits.gpu).toEqual({ id: 'NVIDIA RTX A6000', count: 1 })
+      await problem(await a6000({ minCudaVersion: '12' }), 422)
+    })
+
+    it('the pod view has an ssh block when 22/tcp is exposed', async () => {
+      const plain = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 } })
+      expect(plain).not.toHaveProperty('ssh')
+      const pod = await created({
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        ports: ['22/tcp'],
+        args: 'sleep 300',
+      })
+      expect(pod.ssh).toEqual({ proxy: null, direct: null })
+      let running: Json = {}
+      await expect
+        .poll(
+          async () => {
+            running = await json(await call('GET', `/v2/pods/${String(pod.id)}`))
+            return running.status
+          },
+          { timeout: 40_000, interval: 200 },
+        )
+        .toBe('RUNNING')
+      const port = (
+        running.runtime as { ports: Array<{ private: number; public: number; ip: string }> }
+      ).ports[0]!
+      expect(running.ssh).toEqual({
+        proxy: null,
+        direct: {
+          host: port.ip,
+          port: port.public,
+          username: 'root',
+          command: `ssh root@${port.ip} -p ${port.public}`,
+        },
+      })
+    }, 50_000)
+  })
 })

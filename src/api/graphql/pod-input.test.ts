@@ -49,6 +49,7 @@ describe('GraphQL pod inputs -> create requests', () => {
         registry: 'reg',
         dataCenterIds: ['US-KS-2'],
         templateId: 't',
+        startSsh: true,
         gpu: { id: 'G', count: 2 },
         mounts: { persistent: { size: 30, path: '/data' } },
         globalNetworking: true,
@@ -76,6 +77,7 @@ describe('GraphQL pod inputs -> create requests', () => {
     expect(request.pod).toEqual({
       name: 'img',
       image: 'img',
+      startSsh: true,
       gpu: { id: 'G', count: 1 },
       mounts: { persistent: { size: 10, path: '/workspace' } },
     })
@@ -128,6 +130,7 @@ describe('GraphQL pod inputs -> create requests', () => {
     ).toEqual({
       name: 'i',
       image: 'i',
+      startSsh: true,
       cpu: { id: 'cpu3g', vcpuCount: 4 },
       mounts: { network: [{ volumeId: 'v', path: '/workspace' }] },
     })

@@ -36,6 +36,8 @@ export type CommonPodInput = Nullable<{
   dataCenterId: string
   stopAfter: string
   terminateAfter: string
+  startSsh: boolean
+  startJupyter: boolean
 }>
 
 export type GpuPodInput = CommonPodInput &
@@ -148,6 +150,10 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     ...(input.containerRegistryAuthId ? { registry: input.containerRegistryAuthId } : {}),
     ...(input.dataCenterId ? { dataCenterIds: [input.dataCenterId] } : {}),
     ...(input.templateId ? { templateId: input.templateId } : {}),
+    // RunPod's GraphQL clients ask for SSH unless told otherwise (runpod-python's start_ssh
+    // defaults to True); the account's keys then go in as PUBLIC_KEY.
+    startSsh: input.startSsh ?? true,
+    ...(present(input.startJupyter) ? { startJupyter: input.startJupyter } : {}),
   }
 }
 

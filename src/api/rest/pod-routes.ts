@@ -27,7 +27,30 @@ const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const writeErrors = { ...errors, 400: ProblemSchema, 409: ProblemSchema, 422: ProblemSchema }
 
+/** The user RunPod's images log in as over SSH. */
+export const SSH_USER = 'root'
+
+/**
+ * RunPod's v2 `ssh` block, for a pod that exposes 22/tcp: a direct connection to its published
+ * port once it runs (the key it accepts is the account's, when created with startSsh); no proxy.
+ */
+export function sshOf(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema>['ssh'] {
+  if (!pod.ports.includes('22/tcp')) return undefined
+  const port = runtime?.ports.find((p) => p.private === 22 && p.type === 'tcp')
+  const direct =
+    port?.public && port.ip
+      ? {
+          host: port.ip,
+          port: port.public,
+          username: SSH_USER,
+          command: `ssh ${SSH_USER}@${port.ip} -p ${port.public}`,
+        }
+      : null
+  return { proxy: null, direct }
+}
+
 export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema> {
+  const ssh = sshOf(pod, runtime)
   return {
     id: pod.id,
     name: pod.name,
@@ -53,6 +76,7 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     cloud: pod.cloud,
     dataCenterId: pod.dataCenterId,
     template: pod.templateId,
+    ...(ssh ? { ssh } : {}),
     cost: costOf(pod),
     locked: pod.locked,
     globalNetworking: pod.globalIp

@@ -44,7 +44,7 @@ export interface CreatePodInput {
   ports?: string[]
   env?: Record<string, string>
   registry?: string | null
-  gpu?: { id: string; count?: number }
+  gpu?: GpuRequest
   cpu?: { id: string; vcpuCount: number }
   mounts?: PodMounts
   cloud?: Cloud
@@ -52,6 +52,24 @@ export interface CreatePodInput {
   globalNetworking?: boolean
   templateId?: string
   requirements?: PodRequirements
+  /** The account's SSH keys as PUBLIC_KEY at each start (default: the template's, else false). */
+  startSsh?: boolean
+  /** A generated JUPYTER_PASSWORD unless env has one (default: the template's, else false). */
+  startJupyter?: boolean
+}
+
+/** The GPU part of a create (RunPod v2 CreateGpuConfig): the type, and what its host must offer. */
+export interface GpuRequest {
+  id: string
+  count?: number
+  /** Only hosts with exactly one of these CUDA versions. */
+  allowedCudaVersions?: string[]
+  /** Only hosts with at least this CUDA version. */
+  minCudaVersion?: string
+  /** GB of host memory per GPU that must come with the GPUs. */
+  minRamPerGpu?: number
+  /** vCPUs per GPU that must come with the GPUs. */
+  minVcpuCountPerGpu?: number
 }
 
 export interface UpdatePodInput {
@@ -90,6 +108,8 @@ export interface PodServiceDeps {
 }
 
 const ALLOCATION_KIND = 'pod'
+/** Length of a generated JUPYTER_PASSWORD (letters and digits: about 119 bits). */
+export const JUPYTER_PASSWORD_LENGTH = 20
 /** How long a TERMINATED pod stays readable by id (docs/pods.md). */
 export const TERMINATED_RETENTION_MS = 24 * 3600 * 1000
 
@@ -127,7 +147,10 @@ export class PodService {
           `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
         )
       }
-      const allowedCudaVersions = template?.allowedCudaVersions ?? []
+      // Either CUDA field of the body replaces the template's constraint entirely (v2).
+      const ownCuda =
+        input.gpu.allowedCudaVersions !== undefined || input.gpu.minCudaVersion !== undefined
+      const allowedCudaVersions = ownCuda ? [] : (template?.allowedCudaVersions ?? [])
       return {
         kind: 'gpu',
         gpuTypeId: input.gpu.id,
@@ -315,7 +338,32 @@ export class PodService {
     throw new AppError('NO_CAPACITY', 'the account has used every address of its private network')
   }
 
+  /** What the host must offer: GraphQL's requirements and the REST gpu block's. */
+  private requirementsOf(input: CreatePodInput): PodRequirements | undefined {
+    const gpu = input.gpu
+    const given: PodRequirements = { ...input.requirements }
+    if (gpu) {
+      if (gpu.allowedCudaVersions?.length && gpu.minCudaVersion !== undefined) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          'give gpu.allowedCudaVersions or gpu.minCudaVersion, not both',
+        )
+      }
+      const count = gpu.count ?? 1
+      if (gpu.allowedCudaVersions?.length) given.cudaVersions = gpu.allowedCudaVersions
+      if (gpu.minCudaVersion !== undefined) given.minCudaVersion = gpu.minCudaVersion
+      if (gpu.minVcpuCountPerGpu !== undefined) {
+        given.minVcpus = Math.max(given.minVcpus ?? 0, gpu.minVcpuCountPerGpu * count)
+      }
+      if (gpu.minRamPerGpu !== undefined) {
+        given.minMemoryGb = Math.max(given.minMemoryGb ?? 0, gpu.minRamPerGpu * count)
+      }
+    }
+    return Object.keys(given).length > 0 ? given : undefined
+  }
+
   async create(accountId: string, input: CreatePodInput): Promise<Pod> {
+    const requirements = this.requirementsOf(input)
     const template = await this.templateOf(accountId, input.templateId)
     const image = input.image ?? template?.image
     if (image === undefined) {
@@ -346,6 +394,11 @@ export class PodService {
     const now = this.now
     const cloud = input.cloud ?? DEFAULT_CLOUD
     const id = newId.pod()
+    const env = { ...template?.env, ...input.env }
+    // startJupyter: RunPod's images start Jupyter with this password; the owner reads it in env.
+    if ((input.startJupyter ?? template?.startJupyter ?? false) && !env.JUPYTER_PASSWORD) {
+      env.JUPYTER_PASSWORD = newId.secret(JUPYTER_PASSWORD_LENGTH)
+    }
     const draft: Pod = {
       id,
       accountId,
@@ -354,11 +407,12 @@ export class PodService {
       args: input.args ?? template?.args ?? '',
       disk: input.disk ?? template?.disk ?? DEFAULT_CONTAINER_DISK_GB,
       ports: input.ports ?? template?.ports ?? [],
-      env: { ...template?.env, ...input.env },
+      env,
       registry,
       compute,
       mounts,
-      ...(input.requirements ? { requirements: input.requirements } : {}),
+      ...(requirements ? { requirements } : {}),
+      startSsh: input.startSsh ?? template?.startSsh ?? false,
       cloud,
       dataCenterIds,
       dataCenterId: null,

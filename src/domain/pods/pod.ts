@@ -72,6 +72,12 @@ export interface Pod {
   compute: PodCompute
   mounts: PodMounts
   requirements?: PodRequirements
+  /**
+   * Created with startSsh: the account's SSH keys go in as PUBLIC_KEY at every start. Never
+   * shown (a create-time flag in RunPod's v2 contract); absent on pods made before the flag,
+   * which all got the keys.
+   */
+  startSsh?: boolean
   cloud: Cloud
   /** The data centers the creator allowed, in order of preference (empty: any). */
   dataCenterIds: string[]
