@@ -532,6 +532,8 @@ export async function startPlatform(
               },
             ]
           : [],
+      // A worker's system log shares the pods' event table (worker ids are pod-shaped).
+      events: podStore.events,
     })
     const jobs = new JobService({
       endpoints,
@@ -568,7 +570,13 @@ export async function startPlatform(
     }
     await models.syncEndpoints()
     await releaseStartup()
-    const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
+    const workers = new WorkerService({
+      endpoints,
+      repo: workerRepo,
+      observer: autoscaler,
+      clock,
+      events: podStore.events,
+    })
     const webhooks = new WebhookService({ endpoints, queue, deliveries })
     const sweeper = new JobSweeper({ queue, clock, logger })
     const meter = new BillingMeter({

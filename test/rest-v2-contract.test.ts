@@ -368,4 +368,100 @@ describe('REST v2 contract points', () => {
       })
     }, 50_000)
   })
+
+  describe('logs: source is container, system or both, and both is the default', () => {
+    const events = (text: string) =>
+      text
+        .split('\n\n')
+        .filter((block) => block.startsWith('id: '))
+        .map((block) => {
+          const [idLine, dataLine] = block.split('\n')
+          return {
+            id: idLine!.slice('id: '.length),
+            data: JSON.parse(dataLine!.slice('data: '.length)) as { source: string; line: string },
+          }
+        })
+
+    it('pod logs', async () => {
+      const pod = await json(
+        await call('POST', '/v2/pods', {
+          name: 'logs',
+          image: 'busybox',
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: 'echo hello-logs; sleep 300',
+        }),
+        201,
+      )
+      const path = `/v2/pods/${String(pod.id)}/logs?follow=false`
+      let both: ReturnType<typeof events> = []
+      await expect
+        .poll(
+          async () => {
+            both = events(await (await platform.call(path)).text())
+            return both.some((e) => e.data.line === 'hello-logs')
+          },
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBe(true)
+      expect(new Set(both.map((e) => e.data.source))).toEqual(new Set(['container', 'system']))
+      expect(both.find((e) => e.data.source === 'system')!.data.line).toMatch(/^created; placed/)
+      // Each id says where the stream is in both sources.
+      for (const e of both) expect(e.id).toMatch(/^[^/]+\/\d+\.\d+$/)
+      // Resuming after the last event sends nothing already sent.
+      const resumed = await platform.call(path, {
+        headers: { 'last-event-id': both[both.length - 1]!.id },
+      })
+      expect(events(await resumed.text())).toEqual([])
+      const container = events(await (await platform.call(`${path}&source=container`)).text())
+      expect(container.map((e) => e.data.source)).toEqual(['container'])
+      expect(container[0]!.id).toMatch(/^[^/]+\/\d+$/)
+      const system = events(await (await platform.call(`${path}&source=system`)).text())
+      expect(new Set(system.map((e) => e.data.source))).toEqual(new Set(['system']))
+      await call('DELETE', `/v2/pods/${String(pod.id)}`)
+    }, 30_000)
+
+    it('worker logs have a system source too', async () => {
+      const endpoint = await json(
+        await call('POST', '/v2/serverless', {
+          name: 'worker-logs',
+          image: 'podyard/idle',
+          args: 'echo worker-output; sleep 300',
+          cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+          workers: { min: 1, max: 1 },
+        }),
+        201,
+      )
+      const id = String(endpoint.id)
+      let workerId = ''
+      await expect
+        .poll(
+          async () => {
+            const list = await json<{ workers: Array<{ id: string }> }>(
+              await call('GET', `/v2/serverless/${id}/workers`),
+            )
+            workerId = list.workers[0]?.id ?? ''
+            return workerId
+          },
+          { timeout: 20_000, interval: 200 },
+        )
+        .not.toBe('')
+      const path = `/v2/serverless/${id}/workers/${workerId}/logs?follow=false`
+      let both: ReturnType<typeof events> = []
+      await expect
+        .poll(
+          async () => {
+            both = events(await (await platform.call(path)).text())
+            return both.some((e) => e.data.line === 'worker-output')
+          },
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBe(true)
+      const system = both.filter((e) => e.data.source === 'system').map((e) => e.data.line)
+      expect(system[0]).toBe('wanted for endpoint version 1')
+      expect(system[1]).toMatch(/^placed on host \S+ in \S+; starting version 1$/)
+      const onlySystem = events(await (await platform.call(`${path}&source=system`)).text())
+      expect(onlySystem.map((e) => e.data.line)).toEqual(system)
+      await call('DELETE', `/v2/serverless/${id}`)
+    }, 50_000)
+  })
 })

@@ -97,6 +97,8 @@ export interface WorkerAutoscalerDeps {
   endPolls?: (endpointId: string, workerId: string) => void
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+  /** What happened to a worker, for people: its `system` log (docs/serverless-workers.md). */
+  events?: { append(workerId: string, ts: string, line: string): Promise<void> }
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -387,6 +389,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
+      await this.event(worker, `wanted for endpoint version ${worker.version}`)
       kept.push(worker)
     }
     const out: ManagedWorker[] = []
@@ -529,7 +532,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       phaseChangedAt: this.deps.clock.now().toISOString(),
     }
     await this.deps.workers.update(next)
+    await this.event(next, reason ? `${phase}: ${reason}` : phase)
     return next
+  }
+
+  /** A line of the worker's system log; a failure to write one never stops the loop. */
+  private async event(worker: ManagedWorker, line: string): Promise<void> {
+    try {
+      await this.deps.events?.append(worker.id, this.deps.clock.now().toISOString(), line)
+    } catch (error) {
+      this.deps.logger.warn({ err: error, workerId: worker.id }, 'could not record a worker event')
+    }
   }
 
   /** Its jobs go back to the queue (or fail after MAX_JOB_ATTEMPTS); its workload is removed. */
@@ -674,6 +687,10 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       phaseChangedAt: startedAt,
     }
     await this.deps.workers.update(launched)
+    await this.event(
+      launched,
+      `placed on host ${placement.hostId} in ${placement.dataCenterId}; starting version ${endpoint.version}`,
+    )
     try {
       const volume = volumes.find((v) => v.dataCenterId === placement.dataCenterId)
       const registryAuth = endpoint.registry

@@ -11,7 +11,7 @@ import type { PodService } from '../../domain/pods/pod-service.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields } from './container-schemas.js'
-import { sendLogStream } from './log-stream.js'
+import { logSourcesOf, sendLogStream } from './log-stream.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CreatePodBody,
@@ -214,7 +214,7 @@ export async function podRoutes(
         tags: ['Pods'],
         operationId: 'podLogs',
         description:
-          'Server-sent events: `id: <ts>/<seq>`, `data: {"ts","source","line"}`; resume with Last-Event-ID.',
+          'Server-sent events: `id: <ts>/<seq>` (both sources: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID. Without `source`, container and system lines interleaved by time.',
         params: IdParams,
         querystring: PodLogsQuery,
         response: { ...errors, 422: ProblemSchema },
@@ -222,12 +222,16 @@ export async function podRoutes(
     },
     async (request, reply: FastifyReply) => {
       const pod = await pods.get(principalOf(request).accountId, request.params.id)
-      const source = request.query.source ?? 'container'
-      await sendLogStream(request, reply, request.query, {
-        source,
-        read: (query) => pods.readLogs(pod, source, query),
-        follow: (afterSeq, signal) => pods.followLogs(pod, source, afterSeq, signal),
-      })
+      await sendLogStream(
+        request,
+        reply,
+        request.query,
+        logSourcesOf(request.query.source).map((source) => ({
+          source,
+          read: (query) => pods.readLogs(pod, source, query),
+          follow: (afterSeq, signal) => pods.followLogs(pod, source, afterSeq, signal),
+        })),
+      )
     },
   )
 }

@@ -201,7 +201,9 @@ export const PodListQuery = Type.Object({
 
 export const PodLogsQuery = Type.Object({
   source: Type.Optional(
-    Type.Union([Type.Literal('container'), Type.Literal('system')], { default: 'container' }),
+    Type.Union([Type.Literal('container'), Type.Literal('system')], {
+      description: 'one source; leave it out for both',
+    }),
   ),
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000, default: 100 })),
   since: Type.Optional(Type.String({ format: 'date-time' })),

@@ -26,6 +26,7 @@ import {
   patchMounts,
   RESTARTING_FIELDS,
 } from './pod-rules.js'
+import { followEvents } from './event-follow.js'
 import type {
   CapacityUnit,
   LogSource,
@@ -680,13 +681,6 @@ export class PodService {
       yield* this.deps.runtime.followContainerLogs(pod, afterSeq, signal)
       return
     }
-    let last = afterSeq
-    while (!signal.aborted) {
-      for (const line of await this.deps.store.events.list(pod.id, { afterSeq: last })) {
-        last = line.seq
-        yield line
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500))
-    }
+    yield* followEvents(this.deps.store.events, pod.id, afterSeq, signal)
   }
 }
