@@ -464,4 +464,104 @@ describe('REST v2 contract points', () => {
       await call('DELETE', `/v2/serverless/${id}`)
     }, 50_000)
   })
+
+  describe('catalog', () => {
+    it('cudaVersions also narrows the returned cudaVersions array', async () => {
+      const all = await json<{ cudaVersions: Array<{ version: string }> }>(
+        await call('GET', '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY'),
+      )
+      expect(all.cudaVersions.map((v) => v.version)).toEqual(['12.8', '12.6'])
+      const narrowed = await json<{ cudaVersions: Array<{ version: string }> }>(
+        await call(
+          'GET',
+          '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&cudaVersions=12.6',
+        ),
+      )
+      expect(narrowed.cudaVersions.map((v) => v.version)).toEqual(['12.6'])
+      const floor = await json<{ cudaVersions: Array<{ version: string }> }>(
+        await call(
+          'GET',
+          '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&minCudaVersion=12.7',
+        ),
+      )
+      expect(floor.cudaVersions.map((v) => v.version)).toEqual(['12.8'])
+    })
+
+    it('data centers carry a country code, and countryCodes filters them', async () => {
+      const { dataCenters } = await json<{
+        dataCenters: Array<{ id: string; countryCode: string }>
+      }>(await call('GET', '/v2/catalog/datacenters'))
+      expect(Object.fromEntries(dataCenters.map((dc) => [dc.id, dc.countryCode]))).toEqual({
+        'US-KS-2': 'US',
+        'EU-RO-1': 'RO',
+        'CA-MTL-1': 'CA',
+        'EUR-IS-1': 'IS',
+      })
+      const filtered = await json<{ dataCenters: Array<{ id: string }> }>(
+        await call('GET', '/v2/catalog/datacenters?countryCodes=RO,IS'),
+      )
+      expect(filtered.dataCenters.map((dc) => dc.id)).toEqual(['EU-RO-1', 'EUR-IS-1'])
+      await problem(await call('GET', '/v2/catalog/datacenters?countryCodes=ro'), 422)
+    })
+
+    it('countryCodes scopes GPU availability and data centers to those countries', async () => {
+      type Gpu = { id: string; availability: string; dataCenters?: Array<{ id: string }> }
+      const inCanada = await json<{ gpus: Gpu[] }>(
+        await call('GET', '/v2/catalog/gpus?include=AVAILABILITY&countryCodes=CA'),
+      )
+      // The 4090 is in US-KS-2 and CA-MTL-1: only the Canadian one counts.
+      const rtx4090 = inCanada.gpus.find((g) => g.id === 'NVIDIA GeForce RTX 4090')!
+      expect(rtx4090.dataCenters!.map((dc) => dc.id)).toEqual(['CA-MTL-1'])
+      // A type with no data center in Canada drops out of the list.
+      expect(inCanada.gpus.some((g) => g.id === 'NVIDIA H200')).toBe(false)
+      // One type asked for by id is still answered, with no stock and no data centers.
+      const h200 = await json<Gpu>(
+        await call('GET', '/v2/catalog/gpus/NVIDIA%20H200?include=AVAILABILITY&countryCodes=CA'),
+      )
+      expect(h200.availability).toBe('NONE')
+      expect(h200).not.toHaveProperty('dataCenters')
+      await problem(await call('GET', '/v2/catalog/gpus?countryCodes=CAN'), 422)
+    })
+  })
+
+  describe('routes of the contract this platform cannot serve', () => {
+    it('/v2/registries/delegations is not taken for a registry id, and answers 501', async () => {
+      for (const [method, path] of [
+        ['GET', '/v2/registries/delegations'],
+        ['POST', '/v2/registries/delegations'],
+        ['DELETE', '/v2/registries/delegations/abc'],
+      ] as const) {
+        const body = await problem(
+          await call(method, path, method === 'POST' ? { name: 'x' } : undefined),
+          501,
+        )
+        expect(body.detail).toContain('not offered by this platform')
+      }
+    })
+
+    it('/v2/serverless/{id}/builds answers 501 for an endpoint of the account, 404 otherwise', async () => {
+      const endpoint = await json(
+        await call('POST', '/v2/serverless', {
+          name: 'builds',
+          image: 'worker:1',
+          gpu: { pools: ['ADA_24'] },
+        }),
+        201,
+      )
+      const id = String(endpoint.id)
+      for (const [method, path] of [
+        ['GET', `/v2/serverless/${id}/builds`],
+        ['POST', `/v2/serverless/${id}/builds`],
+        ['GET', `/v2/serverless/${id}/builds/b1`],
+      ] as const) {
+        const body = await problem(
+          await call(method, path, method === 'POST' ? {} : undefined),
+          501,
+        )
+        expect(body).toMatchObject({ title: 'Not Implemented', status: 501 })
+        expect(body.detail).toContain('not offered by this platform')
+      }
+      await problem(await call('GET', `/v2/serverless/${id}/builds`, undefined, otherKey), 404)
+    })
+  })
 })

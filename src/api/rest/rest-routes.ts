@@ -21,6 +21,7 @@ import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
 import { workerListRoutes } from './worker-list-routes.js'
+import { notOfferedRoutes } from './not-offered-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
 import { templateRoutes } from './template-routes.js'
@@ -59,6 +60,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(webhookRoutes, { webhooks: deps.webhooks })
   await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
   await app.register(workerListRoutes, { workers: deps.workers })
+  await app.register(notOfferedRoutes, { endpoints: deps.endpoints })
   if (deps.billingReports) await app.register(billingRoutes, { reports: deps.billingReports })
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
 }
