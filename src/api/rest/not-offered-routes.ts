@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
 import { AppError } from '../../shared/app-error.js'
@@ -41,7 +41,7 @@ export async function notOfferedRoutes(
   delegations('deleteDelegation', 'DELETE', '/registries/delegations/:id')
 
   const builds = async (request: FastifyRequest) => {
-    const { id } = request.params as Static<typeof EndpointParams>
+    const { id } = request.params as { id: string }
     // Another account's endpoint, or an unknown one, is 404 as on every endpoint route.
     await endpoints.get(principalOf(request).accountId, id)
     throw new AppError('NOT_OFFERED', BUILDS_NOT_OFFERED)
@@ -57,6 +57,9 @@ export async function notOfferedRoutes(
       schema: {
         tags: ['Serverless'],
         operationId,
+        params: url.endsWith(':buildId')
+          ? Type.Object({ id: Type.String({ minLength: 1 }), buildId: Type.String() })
+          : EndpointParams,
         summary: 'Not offered by this platform (501)',
         response: responses,
       },
