@@ -229,8 +229,8 @@ describe('GraphQL templates', () => {
       volumeMountPath: '/workspace',
       ports: '8888/http,22/tcp',
       portsConfig: [
-        { port: 8888, name: null },
-        { port: 22, name: null },
+        { port: '8888', name: null },
+        { port: '22', name: null },
       ],
       env: [{ key: 'A', value: '1' }],
       containerRegistryAuthId: null,

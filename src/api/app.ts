@@ -143,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock: deps.clock,
     rateLimiter,
     ...(deps.billing ? { spend: deps.billing.spend } : {}),
+    ...(deps.models ? { models: deps.models.service } : {}),
   })
   await app.register(restRoutes, {
     prefix: '/v2',

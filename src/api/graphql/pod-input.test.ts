@@ -4,6 +4,7 @@ import { isAppError } from '../../shared/app-error.js'
 import { cpuDeployRequest, gpuDeployRequest, parsePorts } from './pod-input.js'
 
 const ram = (id: string) => findCpuFlavor(id)?.ramGbPerVcpu
+const cpu3c2 = () => ({ flavorId: 'cpu3c', vcpuCount: 2 })
 
 function problemsOf(run: () => unknown): string[] | undefined {
   try {
@@ -126,7 +127,11 @@ describe('GraphQL pod inputs -> create requests', () => {
 
   it('maps instance ids to a flavor and vCPU count, checking the RAM part', () => {
     expect(
-      cpuDeployRequest({ instanceId: 'cpu3g-4-16', imageName: 'i', networkVolumeId: 'v' }, ram).pod,
+      cpuDeployRequest(
+        { instanceId: 'cpu3g-4-16', imageName: 'i', networkVolumeId: 'v' },
+        ram,
+        cpu3c2,
+      ).pod,
     ).toEqual({
       name: 'i',
       image: 'i',
@@ -135,11 +140,17 @@ describe('GraphQL pod inputs -> create requests', () => {
       mounts: { network: [{ volumeId: 'v', path: '/workspace' }] },
     })
     expect(
-      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c-1-2', imageName: 'i' }, ram)),
+      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c-1-2', imageName: 'i' }, ram, cpu3c2)),
     ).toEqual(['input.instanceId: cpu3c-1-2: the vCPU count must be a power of two >= 2'])
     expect(
-      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c', imageName: 'i' }, ram)),
+      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c', imageName: 'i' }, ram, cpu3c2)),
     ).toEqual(['input.instanceId: "cpu3c" is not <flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4'])
+  })
+
+  it('takes the default instance when there is no instanceId (runpod-python CPU pods)', () => {
+    expect(
+      cpuDeployRequest({ imageName: 'i', templateId: 'runpod-ubuntu' }, ram, cpu3c2).pod.cpu,
+    ).toEqual({ id: 'cpu3c', vcpuCount: 2 })
   })
 
   it('parses comma-separated ports', () => {
