@@ -23,6 +23,7 @@ import {
   SYNC_WAIT,
 } from '../jobs/job-routes.js'
 import { ProblemSchema } from '../rest/problem-schema.js'
+import { modelOpenAIRoutes } from './model-openai-routes.js'
 
 export interface ModelRoutesDeps {
   accounts: AccountService
@@ -158,6 +159,16 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
         },
       )
     }
+    // Text models also answer OpenAI's API, as an endpoint's /openai/v1/* does.
+    await jobs.register(modelOpenAIRoutes, {
+      models,
+      clock,
+      modelIds: models
+        .list()
+        .filter((m) => m.kind === 'text')
+        .map((m) => m.id),
+      limited,
+    })
   })
 
   // The signature is the credential: no API key, so that the URL works in a browser or <img>.
