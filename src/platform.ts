@@ -93,6 +93,8 @@ import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
 import { KyselyEndpointRepo } from './store/endpoint-repo.js'
+import { KyselyReleaseRepo } from './store/release-repo.js'
+import { ReleaseService } from './domain/serverless/release-service.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
 import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
 import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
@@ -312,6 +314,7 @@ export async function startPlatform(
     // Endpoints name templates, registries and volumes, which ask endpoints who uses them: the
     // references are looked up through closures, so the order of construction does not matter.
     const endpointRepo = new KyselyEndpointRepo(store.db)
+    const releaseRepo = new KyselyReleaseRepo(store.db)
     const endpoints: EndpointService = new EndpointService({
       repo: endpointRepo,
       catalog,
@@ -322,6 +325,7 @@ export async function startPlatform(
       },
       clock,
       jobApiBaseUrl: () => serverUrl,
+      releases: releaseRepo,
       deleteJobsOf: (endpointId) => {
         // Its worker key must stop verifying at once, not when the verification cache expires.
         workerKeys.forget()
@@ -675,6 +679,12 @@ export async function startPlatform(
       jobs,
       workerKeys,
       workers,
+      releases: new ReleaseService({
+        endpoints,
+        releases: releaseRepo,
+        workers: workerRepo,
+        userOf: async (accountId) => (await accounts.primaryUser(accountId))?.id ?? null,
+      }),
       webhooks,
       jobLimits: config.jobLimits,
       runningWorkers: (endpointId) => {

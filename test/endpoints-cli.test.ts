@@ -80,6 +80,12 @@ describe('podyard endpoints', () => {
     expect(got.code, got.stderr).toBe(0)
     expect(got.stdout).toContain('sdxl')
 
+    const releases = await endpoints('releases', created.id)
+    expect(releases.code, releases.stderr).toBe(0)
+    expect(releases.stdout).toMatch(/^Version 1: 0 of 0 worker\(s\) on it\.\n/)
+    expect(releases.stdout).toMatch(/VERSION\s+CREATED\s+WORKERS\s+CHANGED/)
+    expect(releases.stdout).toMatch(/\n1\s+\S+\s+0\s+image, args, disk, env, ports/)
+
     const deleted = await endpoints('delete', created.id)
     expect(deleted.code, deleted.stderr).toBe(0)
     expect(deleted.stdout).toBe(`Deleted endpoint ${created.id}.\n`)

@@ -133,9 +133,9 @@ describe('GraphQL shapes of real clients', () => {
       })
       expect(JSON.parse(image.metadata)).toMatchObject({ source: 'image', unit: 'megapixel' })
       expect(
-        data.allAiApiPublicConfigs.map((c: Json) => c.aiApiId).sort((a: string, b: string) =>
-          a.localeCompare(b),
-        ),
+        data.allAiApiPublicConfigs
+          .map((c: Json) => c.aiApiId)
+          .sort((a: string, b: string) => a.localeCompare(b)),
       ).toEqual(['podyard-reference-image', 'podyard-reference-text'])
     })
 

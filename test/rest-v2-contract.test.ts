@@ -564,4 +564,44 @@ describe('REST v2 contract points', () => {
       await problem(await call('GET', `/v2/serverless/${id}/builds`, undefined, otherKey), 404)
     })
   })
+
+  describe('releases: /v2/serverless/{id}/releases', () => {
+    it("lists the endpoint's versions with what changed, newest first, and the rollout", async () => {
+      const endpoint = await json(
+        await call('POST', '/v2/serverless', {
+          name: 'releases',
+          image: 'worker:1',
+          gpu: { pools: ['ADA_24'] },
+        }),
+        201,
+      )
+      const id = String(endpoint.id)
+      await json(await call('PATCH', `/v2/serverless/${id}`, { env: { MODE: 'two' } }))
+      // A change of nothing workers run is no release.
+      await json(await call('PATCH', `/v2/serverless/${id}`, { name: 'renamed' }))
+      await json(await call('PATCH', `/v2/serverless/${id}`, { image: 'worker:3' }))
+      const list = await json<Json & { releases: Json[] }>(
+        await call('GET', `/v2/serverless/${id}/releases`),
+      )
+      expect(list.endpointVersion).toBe(3)
+      expect(list.rollout).toEqual({
+        inProgress: false,
+        workersOnLatest: 0,
+        workersTotal: 0,
+        percentOnLatest: 0,
+      })
+      expect(list.releases.map((r) => r.version)).toEqual([3, 2, 1])
+      expect(list.releases[0]).toMatchObject({
+        id: expect.stringMatching(/^rel_/),
+        source: 'MANUAL',
+        buildId: null,
+        createdByUserId: expect.stringMatching(/^user_/),
+        workerCount: 0,
+        diff: [{ field: 'image', old: 'worker:1', new: 'worker:3' }],
+      })
+      expect(list.releases[1]!.diff).toEqual([{ field: 'env', old: {}, new: { MODE: 'two' } }])
+      expect(list.releases[2]!.diff).toContainEqual({ field: 'image', old: null, new: 'worker:1' })
+      await problem(await call('GET', `/v2/serverless/${id}/releases`, undefined, otherKey), 404)
+    })
+  })
 })

@@ -9,6 +9,7 @@ import type { PodService } from '../domain/pods/pod-service.js'
 import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { JobService } from '../domain/serverless/job-service.js'
 import type { WorkerService } from '../domain/serverless/worker-service.js'
+import type { ReleaseService } from '../domain/serverless/release-service.js'
 import type { LimitedOperation, OperationLimit } from '../domain/serverless/operation-limits.js'
 import type { WebhookService } from '../domain/serverless/webhook-service.js'
 import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
@@ -64,6 +65,7 @@ export interface AppDeps {
   cluster?: { replicaId: string; isLeader(): boolean; listening?: () => boolean }
   workerKeys: WorkerKeyService
   workers: WorkerService
+  releases: ReleaseService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
@@ -157,6 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     endpoints: deps.endpoints,
     workerKeys: deps.workerKeys,
     workers: deps.workers,
+    releases: deps.releases,
     webhooks: deps.webhooks,
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),

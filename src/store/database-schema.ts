@@ -314,6 +314,16 @@ export interface WorkerPresenceTable {
   recycle: number
 }
 
+/** Migration 0016: one row per endpoint version (docs/serverless-endpoints.md, Releases). */
+export interface EndpointReleasesTable {
+  id: string
+  endpoint_id: string
+  version: number
+  created_at: string
+  /** JSON array of {field, old, new}. */
+  diff: string
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -333,6 +343,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
   endpoints: EndpointsTable
+  endpoint_releases: EndpointReleasesTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

@@ -24,6 +24,8 @@ import { workerListRoutes } from './worker-list-routes.js'
 import { notOfferedRoutes } from './not-offered-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
+import { releaseRoutes } from './release-routes.js'
+import type { ReleaseService } from '../../domain/serverless/release-service.js'
 import { templateRoutes } from './template-routes.js'
 import { volumeRoutes } from './volume-routes.js'
 import { webhookRoutes } from './webhook-routes.js'
@@ -40,6 +42,7 @@ export interface RestDeps {
   webhooks: WebhookService
   workerKeys: WorkerKeyService
   workers: WorkerService
+  releases: ReleaseService
   rateLimiter: RateLimiter
   /** Public models (`GET /v2/catalog/models`), when the platform serves them. */
   models?: ModelService
@@ -61,6 +64,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
   await app.register(workerListRoutes, { workers: deps.workers })
   await app.register(notOfferedRoutes, { endpoints: deps.endpoints })
+  await app.register(releaseRoutes, { releases: deps.releases })
   if (deps.billingReports) await app.register(billingRoutes, { reports: deps.billingReports })
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
 }

@@ -16,6 +16,7 @@ import {
   nextVersion,
 } from './endpoint-rules.js'
 import type { EndpointRepo } from './endpoint-ports.js'
+import { releaseDiff, type ReleaseRepo } from './release.js'
 import {
   requestUrlsOf,
   type Endpoint,
@@ -92,6 +93,8 @@ export interface EndpointServiceDeps {
   jobApiBaseUrl: () => string
   /** Deletes every job of an endpoint (the queue's `deleteEndpointJobs`). */
   deleteJobsOf: (endpointId: string) => Promise<number>
+  /** Each version is recorded as a release (`/serverless/{id}/releases`); none without it. */
+  releases?: Pick<ReleaseRepo, 'insert'>
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)
@@ -134,6 +137,7 @@ export class EndpointService {
     this.checkIdleTimeout(fields, input, options)
     await this.checkPlacement(accountId, fields)
     await this.deps.repo.insert(fields)
+    await this.recordRelease(undefined, fields)
     return this.view(fields)
   }
 
@@ -165,6 +169,7 @@ export class EndpointService {
     const replaced: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(replaced)
     this.recent.delete(id)
+    await this.recordRelease(current, replaced)
     return this.view(replaced)
   }
 
@@ -266,6 +271,7 @@ export class EndpointService {
     const updated: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(updated)
     this.recent.delete(id)
+    await this.recordRelease(current, updated)
     return this.view(updated)
   }
 
@@ -303,6 +309,18 @@ export class EndpointService {
           (uses.networkVolume !== undefined && e.networkVolumes.includes(uses.networkVolume)),
       )
       .map(named)
+  }
+
+  /** A new version is a release: what changed, and when. */
+  private async recordRelease(before: Endpoint | undefined, after: Endpoint): Promise<void> {
+    if (!this.deps.releases || (before && before.version === after.version)) return
+    await this.deps.releases.insert({
+      id: newId.release(),
+      endpointId: after.id,
+      version: after.version,
+      createdAt: after.updatedAt,
+      diff: releaseDiff(before, after),
+    })
   }
 
   private checkIdleTimeout(

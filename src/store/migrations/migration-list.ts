@@ -13,6 +13,7 @@ import * as postgres0012 from './postgres/0012-model-jobs.js'
 import * as postgres0013 from './postgres/0013-replicas.js'
 import * as postgres0014 from './postgres/0014-job-sweep-indexes.js'
 import * as postgres0015 from './postgres/0015-stop-notice-attempts.js'
+import * as postgres0016 from './postgres/0016-endpoint-releases.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -28,6 +29,7 @@ import * as sqlite0012 from './sqlite/0012-model-jobs.js'
 import * as sqlite0013 from './sqlite/0013-replicas.js'
 import * as sqlite0014 from './sqlite/0014-job-sweep-indexes.js'
 import * as sqlite0015 from './sqlite/0015-stop-notice-attempts.js'
+import * as sqlite0016 from './sqlite/0016-endpoint-releases.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -86,6 +88,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0015-stop-notice-attempts',
       sqlite: sqlite0015.statements,
       postgres: postgres0015.statements,
+    },
+    {
+      name: '0016-endpoint-releases',
+      sqlite: sqlite0016.statements,
+      postgres: postgres0016.statements,
     },
   ]
 
