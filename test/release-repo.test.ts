@@ -72,9 +72,8 @@ describe.each(testStores())('KyselyReleaseRepo on $name', ({ open }) => {
   it('migration 0016 gives an endpoint made before it one release of its version', async () => {
     await endpoints.insert(endpoint('e2', 3, '2026-03-05T10:00:00.000Z'))
     // What the migration runs on the endpoints it finds (its last statement).
-    const backfill = migrationList
-      .find((m) => m.name === '0016-endpoint-releases')!
-      [store.dialect].at(-1)!
+    const migration = migrationList.find((m) => m.name === '0016-endpoint-releases')!
+    const backfill = migration[store.dialect].at(-1)!
     await sql.raw(backfill).execute(store.db)
     expect(await releases.listByEndpoint('e2')).toEqual([
       {
