@@ -95,6 +95,8 @@ import { KyselyAllocationRepo } from './store/allocation-repo.js'
 import { KyselyEndpointRepo } from './store/endpoint-repo.js'
 import { KyselyReleaseRepo } from './store/release-repo.js'
 import { ReleaseService } from './domain/serverless/release-service.js'
+import { ClusterService } from './domain/clusters/cluster-service.js'
+import { KyselyClusterRepo } from './store/cluster-repo.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
 import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
 import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
@@ -685,6 +687,7 @@ export async function startPlatform(
         workers: workerRepo,
         userOf: async (accountId) => (await accounts.primaryUser(accountId))?.id ?? null,
       }),
+      clusters: new ClusterService({ repo: new KyselyClusterRepo(store.db), pods, clock }),
       webhooks,
       jobLimits: config.jobLimits,
       runningWorkers: (endpointId) => {

@@ -10,6 +10,7 @@ import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { JobService } from '../domain/serverless/job-service.js'
 import type { WorkerService } from '../domain/serverless/worker-service.js'
 import type { ReleaseService } from '../domain/serverless/release-service.js'
+import type { ClusterService } from '../domain/clusters/cluster-service.js'
 import type { LimitedOperation, OperationLimit } from '../domain/serverless/operation-limits.js'
 import type { WebhookService } from '../domain/serverless/webhook-service.js'
 import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
@@ -66,6 +67,7 @@ export interface AppDeps {
   workerKeys: WorkerKeyService
   workers: WorkerService
   releases: ReleaseService
+  clusters: ClusterService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
@@ -160,6 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     workerKeys: deps.workerKeys,
     workers: deps.workers,
     releases: deps.releases,
+    clusters: deps.clusters,
     webhooks: deps.webhooks,
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),

@@ -31,6 +31,7 @@ export const newId = {
   networkVolume: () => randomString(10, lowerAlnum),
   allocation: () => `alloc_${randomString(14, lowerAlnum)}`,
   release: () => `rel_${randomString(14, lowerAlnum)}`,
+  cluster: () => randomString(14, lowerAlnum),
   creditEntry: () => `cred_${randomString(14, lowerAlnum)}`,
   secret: (length: number) => randomString(length, base62),
 }

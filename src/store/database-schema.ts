@@ -324,6 +324,17 @@ export interface EndpointReleasesTable {
   diff: string
 }
 
+/** Migration 0017: instant clusters, kept (deleted_at) after deletion for billing. */
+export interface ClustersTable {
+  id: string
+  account_id: string
+  name: string
+  created_at: string
+  deleted_at: string | null
+  /** JSON of the whole Cluster. */
+  doc: string
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -344,6 +355,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable
   endpoints: EndpointsTable
   endpoint_releases: EndpointReleasesTable
+  clusters: ClustersTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

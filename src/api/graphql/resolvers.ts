@@ -141,7 +141,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   const myself = async (accountId: string) => {
     const user = await accounts.primaryUser(accountId)
     if (!user) throw new AppError('NOT_FOUND', 'account not found')
-    const listed = () => pods.list(accountId)
+    const listed = () => pods.list(accountId, { includeClusterPods: true })
     return {
       id: accountId,
       email: user.email,

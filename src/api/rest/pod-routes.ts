@@ -76,6 +76,7 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     cloud: pod.cloud,
     dataCenterId: pod.dataCenterId,
     template: pod.templateId,
+    ...(pod.cluster ? { cluster: pod.cluster } : {}),
     ...(ssh ? { ssh } : {}),
     cost: costOf(pod),
     locked: pod.locked,
@@ -127,6 +128,7 @@ export async function podRoutes(
       const list = await pods.list(principalOf(request).accountId, {
         ...(statuses ? { statuses } : {}),
         ...(request.query.name !== undefined ? { name: request.query.name } : {}),
+        includeClusterPods: request.query.includeClusterPods ?? false,
       })
       return { pods: await Promise.all(list.map(view)) }
     },
@@ -197,8 +199,9 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'deletePod',
+        description: 'A pod of an instant cluster is 409: delete the cluster.',
         params: IdParams,
-        response: { 204: Type.Null(), ...errors },
+        response: { 204: Type.Null(), 409: ProblemSchema, ...errors },
       },
     },
     async (request, reply) => {

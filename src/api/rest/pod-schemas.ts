@@ -144,6 +144,19 @@ export const PodSchema = Type.Object({
   cloud: Cloud,
   dataCenterId: Type.Union([Type.String(), Type.Null()]),
   template: Type.Union([Type.String(), Type.Null()]),
+  cluster: Type.Optional(
+    Type.Object(
+      {
+        id: Type.String(),
+        rank: Type.Integer({ description: 'NODE_RANK; 0 is the primary node' }),
+        role: Type.Optional(Type.String({ description: 'SLURM and RAY clusters only' })),
+        ip: Type.Optional(
+          Type.String({ description: "the node's address on the cluster network" }),
+        ),
+      },
+      { description: 'present on the pods of an instant cluster' },
+    ),
+  ),
   ssh: Type.Optional(
     Type.Object(
       {
@@ -197,6 +210,9 @@ export const PodListQuery = Type.Object({
     Type.String({ description: 'statuses, comma-separated; TERMINATED pods only when named' }),
   ),
   name: Type.Optional(Type.String({ description: 'exact pod name' })),
+  includeClusterPods: Type.Optional(
+    Type.Boolean({ default: false, description: 'also the pods of instant clusters' }),
+  ),
 })
 
 export const PodLogsQuery = Type.Object({

@@ -25,6 +25,8 @@ import { notOfferedRoutes } from './not-offered-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
 import { releaseRoutes } from './release-routes.js'
+import { clusterRoutes } from './cluster-routes.js'
+import type { ClusterService } from '../../domain/clusters/cluster-service.js'
 import type { ReleaseService } from '../../domain/serverless/release-service.js'
 import { templateRoutes } from './template-routes.js'
 import { volumeRoutes } from './volume-routes.js'
@@ -43,6 +45,7 @@ export interface RestDeps {
   workerKeys: WorkerKeyService
   workers: WorkerService
   releases: ReleaseService
+  clusters: ClusterService
   rateLimiter: RateLimiter
   /** Public models (`GET /v2/catalog/models`), when the platform serves them. */
   models?: ModelService
@@ -65,6 +68,12 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(workerListRoutes, { workers: deps.workers })
   await app.register(notOfferedRoutes, { endpoints: deps.endpoints })
   await app.register(releaseRoutes, { releases: deps.releases })
-  if (deps.billingReports) await app.register(billingRoutes, { reports: deps.billingReports })
+  await app.register(clusterRoutes, { clusters: deps.clusters, pods: deps.pods })
+  if (deps.billingReports) {
+    await app.register(billingRoutes, {
+      reports: deps.billingReports,
+      clusterOfPods: (accountId) => deps.clusters.clusterOfPods(accountId),
+    })
+  }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
 }

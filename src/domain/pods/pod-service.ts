@@ -4,7 +4,7 @@ import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
 import type { Cloud } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
-import type { PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
+import type { Placement, PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Template } from '../templates/template.js'
 import type {
@@ -286,6 +286,21 @@ export class PodService {
     }
   }
 
+  private allocationOf(pod: Pod, placement: Placement): Allocation {
+    return {
+      id: newId.allocation(),
+      hostId: placement.hostId,
+      ownerKind: ALLOCATION_KIND,
+      ownerId: pod.id,
+      gpuCount: placement.gpuIndices.length,
+      gpuIndices: placement.gpuIndices,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
+      diskGb: placement.diskGb,
+      createdAt: this.now,
+    }
+  }
+
   /** Places the pod and records its allocation, inside the exclusive unit. */
   private async reserve(unit: CapacityUnit, pod: Pod, request: PlacementRequest): Promise<Pod> {
     const fleet = this.deps.catalog.fleet
@@ -299,18 +314,7 @@ export class PodService {
     )
     if (!result.ok) throw new AppError('NO_CAPACITY', result.detail)
     const { placement } = result
-    const allocation: Allocation = {
-      id: newId.allocation(),
-      hostId: placement.hostId,
-      ownerKind: ALLOCATION_KIND,
-      ownerId: pod.id,
-      gpuCount: placement.gpuIndices.length,
-      gpuIndices: placement.gpuIndices,
-      vcpus: placement.vcpus,
-      memoryGb: placement.memoryGb,
-      diskGb: placement.diskGb,
-      createdAt: this.now,
-    }
+    const allocation = this.allocationOf(pod, placement)
     await unit.allocations.remove(ALLOCATION_KIND, pod.id)
     await unit.allocations.insert(allocation)
     return {
@@ -364,6 +368,34 @@ export class PodService {
   }
 
   async create(accountId: string, input: CreatePodInput): Promise<Pod> {
+    const draft = await this.draft(accountId, input)
+    await this.deps.spendGuard?.assertWithinSpendLimit(
+      accountId,
+      draft.hourlyPrice,
+      `create pod "${draft.name}"`,
+    )
+    const pod = await this.deps.store.exclusive(async (unit) => {
+      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
+      if (draft.globalNetworking) {
+        placed.globalIp = await this.nextGlobalIp(unit, accountId, draft.id)
+      }
+      await unit.pods.insert(placed)
+      return placed
+    })
+    await this.deps.store.events.append(
+      pod.id,
+      pod.createdAt,
+      `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
+    )
+    this.deps.nudge()
+    return pod
+  }
+
+  /**
+   * The pod a create would make, checked and with its template applied, neither placed nor
+   * stored.
+   */
+  async draft(accountId: string, input: CreatePodInput): Promise<Pod> {
     const requirements = this.requirementsOf(input)
     const template = await this.templateOf(accountId, input.templateId)
     const image = input.image ?? template?.image
@@ -436,24 +468,87 @@ export class PodService {
       terminatedAt: null,
       version: 1,
     }
+    return draft
+  }
+
+  /**
+   * Creates the pods together in one data center, or none of them (an instant cluster): each
+   * data center the first draft allows (any, in the fleet's order, when it names none) is tried
+   * with every pod placed against what the earlier ones took; the first that holds them all
+   * wins. `complete` finishes each pod once placed (its address known), before it is stored.
+   * 409 naming each data center's shortfall when none can hold them all.
+   */
+  async createTogether(
+    accountId: string,
+    drafts: Pod[],
+    complete: (pod: Pod, index: number, earlier: Pod[]) => Pod,
+  ): Promise<Pod[]> {
+    const first = drafts[0]
+    if (!first) return []
     await this.deps.spendGuard?.assertWithinSpendLimit(
       accountId,
-      draft.hourlyPrice,
-      `create pod "${draft.name}"`,
+      drafts.reduce((sum, pod) => sum + pod.hourlyPrice, 0),
+      `create ${drafts.length} pods together`,
     )
-    const pod = await this.deps.store.exclusive(async (unit) => {
-      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
-      if (globalNetworking) placed.globalIp = await this.nextGlobalIp(unit, accountId, id)
-      await unit.pods.insert(placed)
-      return placed
+    const fleet = this.deps.catalog.fleet
+    const candidates =
+      first.dataCenterIds.length > 0 ? first.dataCenterIds : fleet.dataCenters.map((dc) => dc.id)
+    const pods = await this.deps.store.exclusive(async (unit) => {
+      const taken = await unit.allocations.list()
+      const shortfalls: string[] = []
+      for (const dataCenterId of candidates) {
+        const tentative: Allocation[] = []
+        let shortfall: string | undefined
+        for (const draft of drafts) {
+          const result = this.deps.place(
+            {
+              hosts: fleet.hosts,
+              dataCenters: fleet.dataCenters,
+              allocations: [...taken, ...tentative],
+            },
+            { ...this.placementRequest(draft), dataCenterIds: [dataCenterId] },
+          )
+          if (!result.ok) {
+            shortfall = result.detail
+            break
+          }
+          tentative.push(this.allocationOf(draft, result.placement))
+        }
+        if (shortfall !== undefined) {
+          shortfalls.push(`${dataCenterId}: ${shortfall}`)
+          continue
+        }
+        const stored: Pod[] = []
+        for (const [index, draft] of drafts.entries()) {
+          const allocation = tentative[index]!
+          await unit.allocations.insert(allocation)
+          let pod: Pod = {
+            ...draft,
+            hostId: allocation.hostId,
+            dataCenterId,
+            gpuIndices: allocation.gpuIndices,
+          }
+          if (pod.globalNetworking) pod.globalIp = await this.nextGlobalIp(unit, accountId, pod.id)
+          pod = complete(pod, index, stored)
+          await unit.pods.insert(pod)
+          stored.push(pod)
+        }
+        return stored
+      }
+      throw new AppError(
+        'NO_CAPACITY',
+        `no data center can hold all ${drafts.length} pods together: ${shortfalls.join('; ')}`,
+      )
     })
-    await this.deps.store.events.append(
-      pod.id,
-      now,
-      `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
-    )
+    for (const pod of pods) {
+      await this.deps.store.events.append(
+        pod.id,
+        pod.createdAt,
+        `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
+      )
+    }
     this.deps.nudge()
-    return pod
+    return pods
   }
 
   /** A pod of the account; another account's pod, or a purged one, is 404. */
@@ -463,17 +558,33 @@ export class PodService {
     return pod
   }
 
-  /** Lists the account's pods; TERMINATED ones only when the status filter asks for them. */
-  list(accountId: string, filter: { statuses?: PodStatus[]; name?: string } = {}): Promise<Pod[]> {
+  /**
+   * Lists the account's pods; TERMINATED ones only when the status filter asks for them, the
+   * nodes of instant clusters only when `includeClusterPods` does (RunPod's v2 default).
+   */
+  async list(
+    accountId: string,
+    filter: { statuses?: PodStatus[]; name?: string; includeClusterPods?: boolean } = {},
+  ): Promise<Pod[]> {
     const statuses =
       filter.statuses && filter.statuses.length > 0
         ? filter.statuses
         : (['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR'] as PodStatus[])
-    return this.deps.store.pods.list({
+    const pods = await this.deps.store.pods.list({
       accountId,
       statuses,
       ...(filter.name ? { name: filter.name } : {}),
     })
+    return filter.includeClusterPods ? pods : pods.filter((pod) => !pod.cluster)
+  }
+
+  /** A cluster's pods go only with their cluster (RunPod's v2 contract: 409 otherwise). */
+  private checkNotClusterNode(pod: Pod): void {
+    if (!pod.cluster) return
+    throw new AppError(
+      'INVALID_STATE',
+      `pod ${pod.id} is node ${pod.cluster.rank} of cluster ${pod.cluster.id}: delete the cluster (DELETE /v2/clusters/${pod.cluster.id}) to terminate its pods`,
+    )
   }
 
   runtimeOf(pod: Pod): Promise<PodRuntime | null> {
@@ -542,6 +653,7 @@ export class PodService {
           await unit.allocations.remove(ALLOCATION_KIND, current.id)
           return { ...this.withStatus(current, 'EXITED', 'stopped by request'), gpuIndices: [] }
         case 'terminate':
+          this.checkNotClusterNode(current)
           return this.terminated(current, unit)
       }
     })
@@ -574,10 +686,17 @@ export class PodService {
     return stopped
   }
 
-  async terminate(accountId: string, id: string): Promise<void> {
-    const pod = await this.mutate(accountId, id, async (current, unit) =>
-      current.status === 'TERMINATED' ? undefined : this.terminated(current, unit),
-    )
+  /** `asClusterNode`: the pod's cluster is being deleted, which takes its pods with it. */
+  async terminate(
+    accountId: string,
+    id: string,
+    options: { asClusterNode?: boolean } = {},
+  ): Promise<void> {
+    const pod = await this.mutate(accountId, id, async (current, unit) => {
+      if (current.status === 'TERMINATED') return undefined
+      if (!options.asClusterNode) this.checkNotClusterNode(current)
+      return this.terminated(current, unit)
+    })
     await this.deps.store.events.append(pod.id, this.now, 'terminated')
   }
 

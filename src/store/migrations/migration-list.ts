@@ -14,6 +14,7 @@ import * as postgres0013 from './postgres/0013-replicas.js'
 import * as postgres0014 from './postgres/0014-job-sweep-indexes.js'
 import * as postgres0015 from './postgres/0015-stop-notice-attempts.js'
 import * as postgres0016 from './postgres/0016-endpoint-releases.js'
+import * as postgres0017 from './postgres/0017-clusters.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -30,6 +31,7 @@ import * as sqlite0013 from './sqlite/0013-replicas.js'
 import * as sqlite0014 from './sqlite/0014-job-sweep-indexes.js'
 import * as sqlite0015 from './sqlite/0015-stop-notice-attempts.js'
 import * as sqlite0016 from './sqlite/0016-endpoint-releases.js'
+import * as sqlite0017 from './sqlite/0017-clusters.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -94,6 +96,7 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0016.statements,
       postgres: postgres0016.statements,
     },
+    { name: '0017-clusters', sqlite: sqlite0017.statements, postgres: postgres0017.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {
