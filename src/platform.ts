@@ -94,6 +94,10 @@ import { systemClock, type Clock } from './shared/clock.js'
 import { KyselyAccountRepo } from './store/account-repo.js'
 import { KyselyAllocationRepo } from './store/allocation-repo.js'
 import { KyselyEndpointRepo } from './store/endpoint-repo.js'
+import { KyselyReleaseRepo } from './store/release-repo.js'
+import { ReleaseService } from './domain/serverless/release-service.js'
+import { ClusterService } from './domain/clusters/cluster-service.js'
+import { KyselyClusterRepo } from './store/cluster-repo.js'
 import { KyselyApiKeyRepo } from './store/api-key-repo.js'
 import { EncryptionKeyMismatchError, verifyEncryptionKey } from './store/encryption-check.js'
 import { KyselyNetworkVolumeRepo } from './store/network-volume-repo.js'
@@ -364,6 +368,7 @@ export async function startPlatform(
     // Endpoints name templates, registries and volumes, which ask endpoints who uses them: the
     // references are looked up through closures, so the order of construction does not matter.
     const endpointRepo = new KyselyEndpointRepo(store.db)
+    const releaseRepo = new KyselyReleaseRepo(store.db)
     const endpoints: EndpointService = new EndpointService({
       repo: endpointRepo,
       catalog,
@@ -374,6 +379,7 @@ export async function startPlatform(
       },
       clock,
       jobApiBaseUrl: () => serverUrl,
+      releases: releaseRepo,
       deleteJobsOf: (endpointId) => {
         // Its worker key must stop verifying at once, not when the verification cache expires.
         workerKeys.forget()
@@ -402,11 +408,15 @@ export async function startPlatform(
       clock,
       usersOf: async (accountId, registryId) => [
         ...(await podsUsing(podStore.pods, accountId, usesRegistry(registryId))),
-        ...(await templateRepo.listByAccount(accountId))
-          .filter((t) => t.registry === registryId)
-          .map((t) => `template ${t.id} (${t.name})`),
         ...(await endpoints.usersOf(accountId, { registry: registryId })),
       ],
+      detach: async (accountId, registryId) => {
+        const using = (await templateRepo.listByAccount(accountId)).filter(
+          (t) => t.registry === registryId,
+        )
+        for (const template of using) await templateRepo.update({ ...template, registry: null })
+        return using.map((t) => `template ${t.id} (${t.name})`)
+      },
     })
     const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
     const templates = new TemplateService({
@@ -591,6 +601,8 @@ export async function startPlatform(
               },
             ]
           : [],
+      // A worker's system log shares the pods' event table (worker ids are pod-shaped).
+      events: podStore.events,
     })
     const jobs = new JobService({
       endpoints,
@@ -627,7 +639,13 @@ export async function startPlatform(
     }
     await models.syncEndpoints()
     await releaseStartup()
-    const workers = new WorkerService({ endpoints, repo: workerRepo, observer: autoscaler, clock })
+    const workers = new WorkerService({
+      endpoints,
+      repo: workerRepo,
+      observer: autoscaler,
+      clock,
+      events: podStore.events,
+    })
     const webhooks = new WebhookService({ endpoints, queue, deliveries })
     const sweeper = new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs })
     const meter = new BillingMeter({
@@ -726,6 +744,13 @@ export async function startPlatform(
       jobs,
       workerKeys,
       workers,
+      releases: new ReleaseService({
+        endpoints,
+        releases: releaseRepo,
+        workers: workerRepo,
+        userOf: async (accountId) => (await accounts.primaryUser(accountId))?.id ?? null,
+      }),
+      clusters: new ClusterService({ repo: new KyselyClusterRepo(store.db), pods, clock }),
       webhooks,
       jobLimits: config.jobLimits,
       runningWorkers: (endpointId) => {

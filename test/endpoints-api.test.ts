@@ -74,7 +74,7 @@ describe('REST serverless endpoints', () => {
         allowedCudaVersions: [],
         minCudaVersion: null,
       },
-      workers: { min: 0, max: 3, idleTimeout: 5 },
+      workers: { min: 0, max: 3, idleTimeout: 10 },
       scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
       dataCenterIds: [],
       networkVolumes: [],
@@ -94,7 +94,7 @@ describe('REST serverless endpoints', () => {
     )
     expect(updated).toMatchObject({
       name: 'sdxl-2',
-      workers: { min: 0, max: 5, idleTimeout: 5 },
+      workers: { min: 0, max: 5, idleTimeout: 10 },
       version: 1,
     })
     await ok(await call('DELETE', `/v2/serverless/${created.id}`), 204)
@@ -106,7 +106,7 @@ describe('REST serverless endpoints', () => {
       name: 'cpu',
       gpu: undefined,
       cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-      workers: { min: 1, max: 1, idleTimeout: 3600 },
+      workers: { min: 1, max: 1 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
       timeout: 5000,
       flashboot: 'PRIORITY_FLASHBOOT',
@@ -118,7 +118,7 @@ describe('REST serverless endpoints', () => {
     })
     expect(endpoint).toMatchObject({
       cpu: [{ id: 'cpu3c', vcpuCount: 2, memory: 4 }],
-      workers: { min: 1, max: 1, idleTimeout: 3600 },
+      workers: { min: 1, max: 1 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
       timeout: 5000,
       flashboot: 'PRIORITY_FLASHBOOT',
@@ -201,7 +201,6 @@ describe('REST serverless endpoints', () => {
       [{ type: 'LOAD_BALANCER' }, 'load-balancing endpoints are not supported'],
       [{ image: undefined }, 'give either templateId or image'],
       [{ templateId: 'runpod-ubuntu' }, 'give either templateId or image, not both'],
-      [{ image: undefined, templateId: 'nope' }, 'template "nope" not found'],
       [{ gpu: undefined }, 'give gpu (with gpu.pools) or cpu: an endpoint needs compute'],
       [{ cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }, 'give either gpu or cpu, not both'],
       [{ gpu: {} }, 'gpu.pools must name at least one GPU pool'],
@@ -262,7 +261,7 @@ describe('REST serverless endpoints', () => {
     expect((await create({ workers: { min: 5 } })).workers).toEqual({
       min: 5,
       max: 5,
-      idleTimeout: 5,
+      idleTimeout: 10,
     })
   })
 
@@ -282,14 +281,18 @@ describe('REST serverless endpoints', () => {
       templateId: template.id,
       image: 'tpl:1',
       args: 'run',
-      env: { B: '2' },
+      env: { A: '1', B: '2' },
     })
-    const builtin = await create({ image: undefined, templateId: 'runpod-ubuntu' })
-    expect(builtin).toMatchObject({
-      templateId: 'runpod-ubuntu',
-      image: 'runpod/base:0.6.2-ubuntu22.04',
-    })
-    // Another account's private template is not readable; its public one is.
+    // The built-in templates are pod templates: an endpoint needs a serverless one.
+    await problem(
+      await call('POST', '/v2/serverless', {
+        ...base,
+        image: undefined,
+        templateId: 'runpod-ubuntu',
+      }),
+      422,
+    )
+    // Another account's private template is not readable (404, like an unknown one).
     const body = await problem(
       await call(
         'POST',
@@ -297,14 +300,22 @@ describe('REST serverless endpoints', () => {
         { ...base, image: undefined, templateId: template.id },
         strangerKey,
       ),
-      400,
+      404,
     )
     expect(body.detail).toBe(`template "${template.id}" not found`)
+    expect(
+      (
+        await problem(
+          await call('POST', '/v2/serverless', { ...base, image: undefined, templateId: 'nope' }),
+          404,
+        )
+      ).detail,
+    ).toBe('template "nope" not found')
   })
 
   it('bumps the version only when what workers run changes', async () => {
     const template = await ok<{ id: string }>(
-      await call('POST', '/v2/templates', { name: 'versioned', image: 'v:1' }),
+      await call('POST', '/v2/templates', { name: 'versioned', image: 'v:1', serverless: true }),
       201,
     )
     const endpoint = await create({ name: 'versions' })
@@ -332,7 +343,8 @@ describe('REST serverless endpoints', () => {
       templateId: template.id,
       image: 'v:1',
       env: {},
-      workers: { min: 1, max: 2, idleTimeout: 60 },
+      // REQUEST_COUNT scaling: the idle timeout does not apply and is left out.
+      workers: { min: 1, max: 2 },
       scaling: { type: 'REQUEST_COUNT', requestCount: 3 },
       timeout: 600000,
       flashboot: 'FLASHBOOT',
@@ -442,7 +454,12 @@ describe('REST serverless endpoints', () => {
       await call('POST', '/v2/registries', { name: 'in-use', username: 'u', password: 'p' }),
     )
     const template = await ok<{ id: string }>(
-      await call('POST', '/v2/templates', { name: 'in-use', image: 'x', public: true }),
+      await call('POST', '/v2/templates', {
+        name: 'in-use',
+        image: 'x',
+        public: true,
+        serverless: true,
+      }),
       201,
     )
     const volume = await ok<{ id: string }>(
@@ -494,7 +511,7 @@ describe('REST serverless endpoints', () => {
       (
         await problem(
           await call('PATCH', `/v2/serverless/${endpoint.id}`, { templateId: template.id }),
-          400,
+          404,
         )
       ).detail,
     ).toBe(`template "${template.id}" not found`)

@@ -49,12 +49,18 @@ describe('podyard endpoints', () => {
       scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
       env: { A: '1' },
     })
+    // An endpoint is made from a serverless template.
+    const template = await platform.call('/v2/templates', {
+      method: 'POST',
+      json: { name: 'tiny-worker', image: 'runpod/base:0.6.2-ubuntu22.04', serverless: true },
+    })
+    const templateId = ((await template.json()) as { id: string }).id
     const cpu = await endpoints(
       'create',
       '--name',
       'tiny',
       '--template',
-      'runpod-ubuntu',
+      templateId,
       '--cpu',
       'cpu3c:2',
     )
@@ -68,11 +74,17 @@ describe('podyard endpoints', () => {
     expect(list.stdout).toMatch(/ID\s+NAME\s+IMAGE\s+TEMPLATE\s+COMPUTE\s+WORKERS\s+VERSION/)
     expect(list.stdout).toContain('1x ADA_24|AMPERE_24')
     expect(list.stdout).toContain('cpu3c-2')
-    expect(list.stdout).toContain('runpod-ubuntu')
+    expect(list.stdout).toContain(templateId)
 
     const got = await endpoints('get', created.id)
     expect(got.code, got.stderr).toBe(0)
     expect(got.stdout).toContain('sdxl')
+
+    const releases = await endpoints('releases', created.id)
+    expect(releases.code, releases.stderr).toBe(0)
+    expect(releases.stdout).toMatch(/^Version 1: 0 of 0 worker\(s\) on it\.\n/)
+    expect(releases.stdout).toMatch(/VERSION\s+CREATED\s+WORKERS\s+CHANGED/)
+    expect(releases.stdout).toMatch(/\n1\s+\S+\s+0\s+image, args, disk, env, ports/)
 
     const deleted = await endpoints('delete', created.id)
     expect(deleted.code, deleted.stderr).toBe(0)

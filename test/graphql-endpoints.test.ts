@@ -235,7 +235,7 @@ describe('GraphQL endpoints', () => {
       name: 'replaced',
       gpuIds: 'ADA_24',
       workersMax: 3,
-      idleTimeout: 5,
+      idleTimeout: 10,
       executionTimeoutMs: 300000,
     })
   })
@@ -312,7 +312,7 @@ describe('GraphQL endpoints', () => {
     const template = await fails(
       { query: pythonCreate({ name: 'bad', templateId: 'nosuchtemplate' }) },
       'saveEndpoint',
-      'RULE_CONFLICT',
+      'NOT_FOUND',
     )
     expect(template).toContain('template "nosuchtemplate" not found')
     const scaler = await fails(

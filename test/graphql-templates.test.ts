@@ -229,8 +229,8 @@ describe('GraphQL templates', () => {
       volumeMountPath: '/workspace',
       ports: '8888/http,22/tcp',
       portsConfig: [
-        { port: 8888, name: null },
-        { port: 22, name: null },
+        { port: '8888', name: null },
+        { port: '22', name: null },
       ],
       env: [{ key: 'A', value: '1' }],
       containerRegistryAuthId: null,
@@ -371,15 +371,21 @@ describe('GraphQL templates', () => {
   it('deletes by name; a template in use is refused with the domain`s message', async () => {
     const template = (
       await ok({
-        query: pythonCreate({ name: 'in-use', imageName: 'ubuntu', dockerArgs: 'sleep 600' }),
+        query: pythonCreate({
+          name: 'in-use',
+          imageName: 'ubuntu',
+          dockerArgs: 'sleep 600',
+          isServerless: true,
+        }),
       })
     ).saveTemplate
-    const created = await platform.call('/v2/pods', {
+    // Pods keep no link to their template; an endpoint does.
+    const created = await platform.call('/v2/serverless', {
       method: 'POST',
-      json: { name: 'user', templateId: template.id, cpu: { id: 'cpu3c', vcpuCount: 2 } },
+      json: { name: 'user', templateId: template.id, gpu: { pools: ['ADA_24'] } },
     })
     expect(created.status, await created.clone().text()).toBe(201)
-    const pod = (await created.json()) as { id: string }
+    const endpoint = (await created.json()) as { id: string }
     try {
       const refused = await fails(
         { query: 'mutation deleteTemplate { deleteTemplate(templateName: "in-use") }' },
@@ -387,12 +393,12 @@ describe('GraphQL templates', () => {
       )
       expect(refused).toMatchObject({
         message: expect.stringMatching(
-          new RegExp(`^template ${template.id} is in use by .*${pod.id}`),
+          new RegExp(`^template ${template.id} is in use by endpoint ${endpoint.id}`),
         ),
         extensions: { code: 'RULE_CONFLICT' },
       })
     } finally {
-      await platform.call(`/v2/pods/${pod.id}`, { method: 'DELETE' })
+      await platform.call(`/v2/serverless/${endpoint.id}`, { method: 'DELETE' })
     }
     const done = await ok({
       query: 'mutation deleteTemplate($name: String) { deleteTemplate(templateName: $name) }',

@@ -56,7 +56,7 @@ describe('podyard models', { timeout: 120_000 }, () => {
     expect(lines[0]).toMatch(/^ID\s+KIND\s+PRICE\s+REFERENCE\s+INPUT \(\* required\)\s+NAME$/)
     const row = (id: string) => lines.find((line) => line.startsWith(`${id} `))
     expect(row(IMAGE)).toMatch(
-      /^podyard-reference-image\s+image\s+\$0\.0024\/megapixel\s+yes \(not AI\)\s+prompt\*, width, height, seed\s+podyard reference image renderer$/,
+      /^podyard-reference-image\s+image\s+\$0\.0024\/megapixel\s+yes \(not AI\)\s+prompt\*, width, height, size, seed\s+podyard reference image renderer$/,
     )
     expect(row(TEXT)).toMatch(
       /^podyard-reference-text\s+text\s+\$0\.0002\/1k-tokens\s+yes \(not AI\)\s+prompt, messages, max_tokens\s+/,

@@ -547,7 +547,9 @@ describe('REST pods', () => {
         ),
       )
       .toBe(true)
-    const response = await platform.call(`/v2/pods/${pod.id}/logs?follow=false&tail=3`)
+    const response = await platform.call(
+      `/v2/pods/${pod.id}/logs?follow=false&tail=3&source=container`,
+    )
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/)
     const text = await response.text()
     const events = text
@@ -564,7 +566,7 @@ describe('REST pods', () => {
     expect(events[0]!.id).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z\/\d+$/)
     expect(events[0]!.data.source).toBe('container')
 
-    const resumed = await platform.call(`/v2/pods/${pod.id}/logs?follow=false`, {
+    const resumed = await platform.call(`/v2/pods/${pod.id}/logs?follow=false&source=container`, {
       headers: { 'last-event-id': events[1]!.id },
     })
     expect(await resumed.text()).toMatch(/^id: .*\ndata: .*"line":"oops"/)

@@ -9,6 +9,8 @@ import type { PodService } from '../domain/pods/pod-service.js'
 import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { JobService } from '../domain/serverless/job-service.js'
 import type { WorkerService } from '../domain/serverless/worker-service.js'
+import type { ReleaseService } from '../domain/serverless/release-service.js'
+import type { ClusterService } from '../domain/clusters/cluster-service.js'
 import type { LimitedOperation, OperationLimit } from '../domain/serverless/operation-limits.js'
 import type { WebhookService } from '../domain/serverless/webhook-service.js'
 import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
@@ -21,6 +23,7 @@ import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
 import { installClusterMetrics, installMetrics } from './http/metrics.js'
+import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
@@ -63,6 +66,8 @@ export interface AppDeps {
   cluster?: { replicaId: string; isLeader(): boolean; listening?: () => boolean }
   workerKeys: WorkerKeyService
   workers: WorkerService
+  releases: ReleaseService
+  clusters: ClusterService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
@@ -100,6 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
+  installJsonBodyParser(app)
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
@@ -141,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock: deps.clock,
     rateLimiter,
     ...(deps.billing ? { spend: deps.billing.spend } : {}),
+    ...(deps.models ? { models: deps.models.service } : {}),
   })
   await app.register(restRoutes, {
     prefix: '/v2',
@@ -154,6 +161,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     endpoints: deps.endpoints,
     workerKeys: deps.workerKeys,
     workers: deps.workers,
+    releases: deps.releases,
+    clusters: deps.clusters,
     webhooks: deps.webhooks,
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),

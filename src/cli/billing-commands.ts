@@ -134,6 +134,23 @@ const REPORTS: Record<string, ReportShape> = {
     ],
     unique: ['uniqueNetworkVolumeCount', 'volume(s)'],
   },
+  clusters: {
+    report: 'clusters',
+    description: 'instant cluster usage (its pods) per bucket and cluster',
+    filter: {
+      flag: '--cluster <id>',
+      help: 'only this cluster',
+      query: 'clusterId',
+      idField: 'clusterId',
+      header: 'CLUSTER',
+    },
+    amounts: [
+      ['gpuAmount', 'GPU'],
+      ['diskAmount', 'DISK'],
+      ['networkingAmount', 'NETWORKING'],
+    ],
+    unique: ['uniqueClusterCount', 'cluster(s)'],
+  },
 }
 
 const amountOf = (record: Record<string, unknown>, field: string) => Number(record[field] ?? 0)

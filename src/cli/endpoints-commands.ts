@@ -16,7 +16,7 @@ interface EndpointJson {
   templateId: string | null
   gpu?: { pools: string[]; count: number }
   cpu?: { id: string; vcpuCount: number }[]
-  workers: { min: number; max: number; idleTimeout: number }
+  workers: { min: number; max: number; idleTimeout?: number }
   version: number
   requestUrls: { run: string }
 }
@@ -39,6 +39,35 @@ function endpointTable(endpoints: EndpointJson[]): string {
       e.version,
     ]),
   )
+}
+
+interface ReleaseListJson {
+  endpointVersion: number
+  rollout: { inProgress: boolean; workersOnLatest: number; workersTotal: number }
+  releases: Array<{
+    version: number
+    createdAt: string
+    workerCount: number
+    diff: Array<{ field: string }>
+  }>
+}
+
+/** The releases, newest first, under a line saying how far the workers have rolled. */
+export function releaseTable(list: ReleaseListJson): string {
+  const { rollout } = list
+  const head =
+    `Version ${list.endpointVersion}: ${rollout.workersOnLatest} of ${rollout.workersTotal} ` +
+    `worker(s) on it${rollout.inProgress ? ', rollout in progress' : ''}.`
+  const table = formatTable(
+    ['VERSION', 'CREATED', 'WORKERS', 'CHANGED'],
+    list.releases.map((r) => [
+      r.version,
+      r.createdAt,
+      r.workerCount,
+      r.diff.map((d) => d.field).join(', ') || null,
+    ]),
+  )
+  return `${head}\n${table}`
 }
 
 /** `cpu3c:4` -> `{id: 'cpu3c', vcpuCount: 4}`; a value without `:` is an error naming the flag. */
@@ -169,6 +198,18 @@ export function addEndpointsCommands(program: Command, deps: { print(text: strin
           : `Created endpoint ${endpoint.id} (${endpoint.name}); run jobs at ${endpoint.requestUrls.run}`,
       )
     })
+
+  withClientOptions(
+    endpoints
+      .command('releases')
+      .description("the endpoint's versions, newest first, and its workers' rollout")
+      .argument('<endpoint-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    const list = await clientFrom(flags).get<ReleaseListJson>(
+      `/v2/serverless/${encodeURIComponent(id)}/releases`,
+    )
+    deps.print(flags.json ? json(list) : releaseTable(list))
+  })
 
   withClientOptions(
     endpoints.command('delete').description('delete an endpoint').argument('<endpoint-id>'),

@@ -220,7 +220,11 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
   withClient(pods.command('logs').description('a pod’s output').argument('<pod-id>'))
     .option('-f, --follow', 'keep printing new lines')
     .option('--tail <n>', 'lines of history', (v) => Number(v), 100)
-    .option('--source <source>', 'container or system (lifecycle events)', 'container')
+    .option(
+      '--source <source>',
+      'container, system (lifecycle events) or both (interleaved by time)',
+      'container',
+    )
     .action(
       async (
         id: string,
@@ -228,15 +232,26 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
       ) => {
         const query = new URLSearchParams({
           tail: String(flags.tail),
-          source: flags.source,
+          // The API's default is both sources.
+          ...(flags.source === 'both' ? {} : { source: flags.source }),
           follow: flags.follow ? 'true' : 'false',
         })
         const response = await clientOf(flags).open(
           `/v2/pods/${encodeURIComponent(id)}/logs?${query}`,
         )
         for await (const event of readEvents(response)) {
-          const { ts, line } = JSON.parse(event.data) as { ts: string; line: string }
-          deps.print(flags.json ? event.data : flags.source === 'system' ? `${ts}  ${line}` : line)
+          const { ts, line, source } = JSON.parse(event.data) as {
+            ts: string
+            line: string
+            source: string
+          }
+          const text =
+            flags.source === 'both'
+              ? `${ts}  ${source.padEnd(9)}  ${line}`
+              : flags.source === 'system'
+                ? `${ts}  ${line}`
+                : line
+          deps.print(flags.json ? event.data : text)
         }
       },
     )

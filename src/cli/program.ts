@@ -3,6 +3,7 @@ import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { addBillingCommands } from './billing-commands.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
+import { addClustersCommands } from './clusters-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
 import { addModelsCommands } from './models-commands.js'
 import { addPodsCommands } from './pods-commands.js'
@@ -430,6 +431,7 @@ export function buildProgram(deps: CliDeps): Command {
   )
 
   addPodsCommands(program, deps)
+  addClustersCommands(program, deps)
   addTemplatesCommands(program, deps)
   addVolumesCommands(program, deps)
   addRegistriesCommands(program, deps)

@@ -92,7 +92,8 @@ export class ApiClient {
 }
 
 /** The per-resource reports under `/v2/billing/`; `''` is the account's totals. */
-export type BillingReport = '' | 'pods' | 'serverless' | 'endpoints' | 'network-volumes'
+export type BillingReport =
+  '' | 'pods' | 'serverless' | 'endpoints' | 'network-volumes' | 'clusters'
 
 /** A billing report: `records` of USD amounts per bucket (and resource), and `metadata`. */
 export interface BillingReportJson {

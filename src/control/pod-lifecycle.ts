@@ -236,7 +236,8 @@ export class PodLifecycle implements PodRuntimeReader {
       ? await this.deps.registryCredentials(pod.accountId, pod.registry)
       : undefined
     if (pod.registry && !registryAuth) throw new Error(`registry ${pod.registry} no longer exists`)
-    const publicKey = await this.deps.publicKeys(pod.accountId)
+    // Only pods created with startSsh get the keys (absent: a pod from before the flag, which did).
+    const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
     return {
       ...(volumeId ? { networkVolumePath: this.deps.volumePath(volumeId) } : {}),
       ...(registryAuth ? { registryAuth } : {}),

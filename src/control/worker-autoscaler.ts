@@ -404,6 +404,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
+      await this.event(worker, `wanted for endpoint version ${worker.version}`)
       kept.push(worker)
     }
     // A throttled worker waits out the backoff too: launching it would be a start.
@@ -579,7 +580,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       phaseChangedAt: this.deps.clock.now().toISOString(),
     }
     await this.deps.workers.update(next)
+    await this.event(next, reason ? `${phase}: ${reason}` : phase)
     return next
+  }
+
+  /** A line of the worker's system log; a failure to write one never stops the loop. */
+  private async event(worker: ManagedWorker, line: string): Promise<void> {
+    try {
+      await this.deps.events?.append(worker.id, this.deps.clock.now().toISOString(), line)
+    } catch (error) {
+      this.deps.logger.warn({ err: error, workerId: worker.id }, 'could not record a worker event')
+    }
   }
 
   /**

@@ -52,6 +52,8 @@ export interface WorkerLaunchDeps {
    * They stay THROTTLED with the reason, never placed nor charged.
    */
   isolationRefusal?: (accountId: string) => Promise<string | null>
+  /** What happened to a worker, for people: its `system` log (docs/serverless-workers.md). */
+  events?: { append(workerId: string, ts: string, line: string): Promise<void> }
 }
 
 /** What became of a PENDING worker the autoscaler tried to launch. */
@@ -151,6 +153,15 @@ export async function launchWorker(
     phaseChangedAt: startedAt,
   }
   await deps.workers.update(launched)
+  await deps.events
+    ?.append(
+      launched.id,
+      startedAt,
+      `placed on host ${placement.hostId} in ${placement.dataCenterId}; starting version ${endpoint.version}`,
+    )
+    .catch((error: unknown) =>
+      deps.logger.warn({ err: error, workerId: launched.id }, 'could not record a worker event'),
+    )
   try {
     const volume = volumes.find((v) => v.dataCenterId === placement.dataCenterId)
     const registryAuth = endpoint.registry

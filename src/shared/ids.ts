@@ -30,6 +30,8 @@ export const newId = {
   template: () => randomString(10, lowerAlnum),
   networkVolume: () => randomString(10, lowerAlnum),
   allocation: () => `alloc_${randomString(14, lowerAlnum)}`,
+  release: () => `rel_${randomString(14, lowerAlnum)}`,
+  cluster: () => randomString(14, lowerAlnum),
   creditEntry: () => `cred_${randomString(14, lowerAlnum)}`,
   secret: (length: number) => randomString(length, base62),
 }

@@ -334,6 +334,27 @@ export interface WorkerPresenceTable {
   recycle: number
 }
 
+/** Migration 0016: one row per endpoint version (docs/serverless-endpoints.md, Releases). */
+export interface EndpointReleasesTable {
+  id: string
+  endpoint_id: string
+  version: number
+  created_at: string
+  /** JSON array of {field, old, new}. */
+  diff: string
+}
+
+/** Migration 0017: instant clusters, kept (deleted_at) after deletion for billing. */
+export interface ClustersTable {
+  id: string
+  account_id: string
+  name: string
+  created_at: string
+  deleted_at: string | null
+  /** JSON of the whole Cluster. */
+  doc: string
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -353,6 +374,8 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
   endpoints: EndpointsTable
+  endpoint_releases: EndpointReleasesTable
+  clusters: ClustersTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

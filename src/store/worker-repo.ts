@@ -67,6 +67,8 @@ export class KyselyWorkerRepo implements WorkerRepo {
 
   async delete(id: string): Promise<void> {
     await this.db.deleteFrom('workers').where('id', '=', id).execute()
+    // Its system log (pod_events, keyed by the worker id) goes with it.
+    await this.db.deleteFrom('pod_events').where('pod_id', '=', id).execute()
   }
 
   async get(id: string): Promise<ManagedWorker | undefined> {

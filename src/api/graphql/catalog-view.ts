@@ -13,7 +13,7 @@ import type {
   GpuTypeView,
 } from '../../domain/catalog/catalog-service.js'
 import type { Cloud, Host } from '../../domain/catalog/fleet.js'
-import { GPU_POOLS } from '../../domain/catalog/gpu-types.js'
+import { compareCudaVersions, GPU_POOLS } from '../../domain/catalog/gpu-types.js'
 
 /** GraphQL's stockStatus spelling of the catalog's availability. */
 export function stockStatusOf(availability: Availability): 'High' | 'Medium' | 'Low' | 'None' {
@@ -88,6 +88,30 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     }
   }
   const shares = eligible.map((h) => gpuShare(h, count))
+  // Per CUDA version of the type's hosts (in the clouds and data center asked for, the minimums
+  // met): whether a host with exactly that version can place the GPUs now.
+  const versionHosts = cloudsOf(input.secureCloud).flatMap((cloud) =>
+    eligibleGpuHosts(hosts, {
+      typeId: type.id,
+      count,
+      cloud,
+      dataCenterId: input.dataCenterId ?? undefined,
+    }).filter((h) => meetsShare(h, count)),
+  )
+  const versions = [
+    ...new Set(versionHosts.flatMap((h) => (h.gpu?.cudaVersion ? [h.gpu.cudaVersion] : []))),
+  ].sort((a, b) => compareCudaVersions(b, a))
+  const gpuTypeCudaVersions = versions.map((cudaVersion) => ({
+    cudaVersion,
+    availability:
+      gpuAvailability(
+        versionHosts.filter((h) => h.gpu?.cudaVersion === cudaVersion),
+        allocations,
+        { typeId: type.id, count },
+      ) === 'NONE'
+        ? 'UNAVAILABLE'
+        : 'AVAILABLE',
+  }))
   return {
     gpuName: type.name,
     gpuTypeId: type.id,
@@ -97,6 +121,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     availableGpuCounts: [...counts].sort((a, b) => a - b),
     minMemory: shares.length > 0 ? Math.min(...shares.map((s) => s.memoryGb)) : null,
     minVcpu: shares.length > 0 ? Math.min(...shares.map((s) => s.vcpus)) : null,
+    gpuTypeCudaVersions,
   }
 }
 

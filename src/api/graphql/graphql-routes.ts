@@ -87,11 +87,25 @@ export async function graphqlRoutes(
 
   await app.register(async (api) => {
     api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+      const [query, operationName] = queryOf(request)
+      // Nothing to run: say so, key or not (mercurius would fail on it with an internal error).
+      if (
+        request.url.split('?')[0] === '/graphql' &&
+        (typeof query !== 'string' || query.trim() === '')
+      ) {
+        return sendGraphqlError(
+          reply,
+          new AppError(
+            'MALFORMED_REQUEST',
+            'no GraphQL query: send {"query": "<GraphQL document>"} (POST) or ?query= (GET)',
+          ),
+        )
+      }
       // Without any key, only the public catalog queries run (public-operations.ts); the
       // resolvers of every other field also refuse a request without a principal.
       if (
         presentedKey(request, 'bearer-or-query') === undefined &&
-        isPublicRequest(...queryOf(request))
+        isPublicRequest(query, operationName)
       ) {
         return
       }

@@ -4,6 +4,7 @@ import { isAppError } from '../../shared/app-error.js'
 import { cpuDeployRequest, gpuDeployRequest, parsePorts } from './pod-input.js'
 
 const ram = (id: string) => findCpuFlavor(id)?.ramGbPerVcpu
+const cpu3c2 = () => ({ flavorId: 'cpu3c', vcpuCount: 2 })
 
 function problemsOf(run: () => unknown): string[] | undefined {
   try {
@@ -49,6 +50,7 @@ describe('GraphQL pod inputs -> create requests', () => {
         registry: 'reg',
         dataCenterIds: ['US-KS-2'],
         templateId: 't',
+        startSsh: true,
         gpu: { id: 'G', count: 2 },
         mounts: { persistent: { size: 30, path: '/data' } },
         globalNetworking: true,
@@ -76,6 +78,7 @@ describe('GraphQL pod inputs -> create requests', () => {
     expect(request.pod).toEqual({
       name: 'img',
       image: 'img',
+      startSsh: true,
       gpu: { id: 'G', count: 1 },
       mounts: { persistent: { size: 10, path: '/workspace' } },
     })
@@ -124,19 +127,30 @@ describe('GraphQL pod inputs -> create requests', () => {
 
   it('maps instance ids to a flavor and vCPU count, checking the RAM part', () => {
     expect(
-      cpuDeployRequest({ instanceId: 'cpu3g-4-16', imageName: 'i', networkVolumeId: 'v' }, ram).pod,
+      cpuDeployRequest(
+        { instanceId: 'cpu3g-4-16', imageName: 'i', networkVolumeId: 'v' },
+        ram,
+        cpu3c2,
+      ).pod,
     ).toEqual({
       name: 'i',
       image: 'i',
+      startSsh: true,
       cpu: { id: 'cpu3g', vcpuCount: 4 },
       mounts: { network: [{ volumeId: 'v', path: '/workspace' }] },
     })
     expect(
-      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c-1-2', imageName: 'i' }, ram)),
+      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c-1-2', imageName: 'i' }, ram, cpu3c2)),
     ).toEqual(['input.instanceId: cpu3c-1-2: the vCPU count must be a power of two >= 2'])
     expect(
-      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c', imageName: 'i' }, ram)),
+      problemsOf(() => cpuDeployRequest({ instanceId: 'cpu3c', imageName: 'i' }, ram, cpu3c2)),
     ).toEqual(['input.instanceId: "cpu3c" is not <flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4'])
+  })
+
+  it('takes the default instance when there is no instanceId (runpod-python CPU pods)', () => {
+    expect(
+      cpuDeployRequest({ imageName: 'i', templateId: 'runpod-ubuntu' }, ram, cpu3c2).pod.cpu,
+    ).toEqual({ id: 'cpu3c', vcpuCount: 2 })
   })
 
   it('parses comma-separated ports', () => {

@@ -36,6 +36,8 @@ export type CommonPodInput = Nullable<{
   dataCenterId: string
   stopAfter: string
   terminateAfter: string
+  startSsh: boolean
+  startJupyter: boolean
 }>
 
 export type GpuPodInput = CommonPodInput &
@@ -50,7 +52,7 @@ export type GpuPodInput = CommonPodInput &
     globalNetwork: boolean
   }>
 
-export type CpuPodInput = CommonPodInput & { instanceId: string }
+export type CpuPodInput = CommonPodInput & { instanceId?: string | null }
 
 /**
  * What placement must also satisfy beyond CreatePodInput: the GraphQL inputs the domain's
@@ -148,6 +150,10 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     ...(input.containerRegistryAuthId ? { registry: input.containerRegistryAuthId } : {}),
     ...(input.dataCenterId ? { dataCenterIds: [input.dataCenterId] } : {}),
     ...(input.templateId ? { templateId: input.templateId } : {}),
+    // RunPod's GraphQL clients ask for SSH unless told otherwise (runpod-python's start_ssh
+    // defaults to True); the account's keys then go in as PUBLIC_KEY.
+    startSsh: input.startSsh ?? true,
+    ...(present(input.startJupyter) ? { startJupyter: input.startJupyter } : {}),
   }
 }
 
@@ -236,15 +242,19 @@ export function parseInstanceId(
   return { flavorId: flavorId!, vcpuCount }
 }
 
-/** deployCpuPod's input -> a create request; the flavor lookup comes from the catalog. */
+/**
+ * deployCpuPod's input -> a create request; the flavor lookup comes from the catalog.
+ * runpod-python's default CPU pod sends no instanceId: `defaultInstance` is then used.
+ */
 export function cpuDeployRequest(
   input: CpuPodInput,
   ramGbPerVcpu: (flavorId: string) => number | undefined,
+  defaultInstance: () => { flavorId: string; vcpuCount: number },
 ): DeployRequest {
   const problems = new Problems()
   const pod = commonFields(input, problems)
   problems.throwIfAny()
-  const cpu = parseInstanceId(input.instanceId, ramGbPerVcpu)
+  const cpu = input.instanceId ? parseInstanceId(input.instanceId, ramGbPerVcpu) : defaultInstance()
   // CPU pods cannot have a persistent mount; a network volume is their only volume.
   const mounts = mountsOf(input, false)
   return {

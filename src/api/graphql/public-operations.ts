@@ -11,7 +11,13 @@ import {
  * Root fields anyone may query without an API key: RunPod's docs scripts list GPU and CPU
  * types with no key at all (wire-compat §6.1), and the catalog holds no account's data.
  */
-export const PUBLIC_ROOT_FIELDS: ReadonlySet<string> = new Set(['gpuTypes', 'cpuTypes'])
+export const PUBLIC_ROOT_FIELDS: ReadonlySet<string> = new Set([
+  'gpuTypes',
+  'cpuTypes',
+  // RunPod serves these to anyone too: its public endpoints and its hub (empty here).
+  'allAiApiPublicConfigs',
+  'listings',
+])
 
 /** Introspection and `__typename` say nothing about any account either. */
 const isMetaField = (name: string) => name.startsWith('__')

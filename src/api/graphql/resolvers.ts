@@ -1,9 +1,11 @@
+import { GraphQLError, GraphQLScalarType, Kind } from 'graphql'
 import type { IResolvers, MercuriusContext } from 'mercurius'
 import { decideAccess } from '../../domain/accounts/access.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
 import type { CatalogService } from '../../domain/catalog/catalog-service.js'
-import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
+import { findCpuFlavor, MIN_VCPU_COUNT } from '../../domain/catalog/cpu-flavors.js'
+import type { ModelService } from '../../domain/models/model-service.js'
 import type { Pod } from '../../domain/pods/pod.js'
 import { costOf } from '../../domain/pods/pod-rules.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
@@ -25,6 +27,7 @@ import {
   type GpuPodInput,
 } from './pod-input.js'
 import { podView } from './pod-view.js'
+import { publicConfigView } from './public-config-view.js'
 import { PUBLIC_ROOT_FIELDS } from './public-operations.js'
 import { templateSave, type SaveTemplateInput } from './template-input.js'
 import { templateView } from './template-view.js'
@@ -43,7 +46,35 @@ export interface GraphqlServices {
   clock: Clock
   /** Current spend including serverless workers (docs/billing.md); pods only without it. */
   spend?: { currentSpendPerHour(accountId: string): Promise<number> }
+  /** The public models, listed by `allAiApiPublicConfigs` (none without it). */
+  models?: ModelService
 }
+
+/** deployCpuPod's flavor when runpod-python sends no instanceId: cpu3c, as its docs' example. */
+export const DEFAULT_CPU_FLAVOR = 'cpu3c'
+
+/** A port given as an integer or a string of digits (runpodctl sends strings); answered as text. */
+const portNumber = (value: unknown): string => {
+  const text = typeof value === 'number' ? String(value) : value
+  const port = typeof text === 'string' && /^\d{1,5}$/.test(text) ? Number(text) : NaN
+  if (!(port >= 1 && port <= 65535)) {
+    throw new GraphQLError(
+      `a port must be a number from 1 to 65535, or a string of one; got ${JSON.stringify(value)}`,
+    )
+  }
+  return String(port)
+}
+
+const PortNumber = new GraphQLScalarType({
+  name: 'PortNumber',
+  description: 'A port number, as an integer or a string (runpodctl sends and reads strings).',
+  serialize: portNumber,
+  parseValue: portNumber,
+  parseLiteral: (ast) => {
+    if (ast.kind === Kind.INT || ast.kind === Kind.STRING) return portNumber(ast.value)
+    throw new GraphQLError('a port must be an integer or a string')
+  },
+})
 
 type Resolver = (root: unknown, args: never, context: MercuriusContext) => unknown
 
@@ -110,7 +141,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   const myself = async (accountId: string) => {
     const user = await accounts.primaryUser(accountId)
     if (!user) throw new AppError('NOT_FOUND', 'account not found')
-    const listed = () => pods.list(accountId)
+    const listed = () => pods.list(accountId, { includeClusterPods: true })
     return {
       id: accountId,
       email: user.email,
@@ -207,7 +238,18 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     ) => view(await deployPod(pods, catalog, principal.accountId, gpuDeployRequest(need(input)))),
 
     deployCpuPod: async (_root, { input }: { input?: CpuPodInput | null }, { principal }) => {
-      const request = cpuDeployRequest(need(input), (id) => findCpuFlavor(id)?.ramGbPerVcpu)
+      // Without instanceId: cpu3c when the fleet offers it (else the first flavor it offers),
+      // with the fewest vCPUs a CPU pod may have.
+      const flavors = await catalog.listCpuTypes()
+      const flavor = flavors.find((f) => f.id === DEFAULT_CPU_FLAVOR) ?? flavors[0]
+      const request = cpuDeployRequest(
+        need(input),
+        (id) => findCpuFlavor(id)?.ramGbPerVcpu,
+        () => {
+          if (!flavor) throw new AppError('NO_CAPACITY', 'no host of this fleet offers CPU pods')
+          return { flavorId: flavor.id, vcpuCount: MIN_VCPU_COUNT }
+        },
+      )
       return view(await deployPod(pods, catalog, principal.accountId, request))
     },
 
@@ -344,6 +386,11 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
 
     serverlessGpuPools: async () => serverlessGpuPoolsView(await catalog.listGpuTypes()),
 
+    allAiApiPublicConfigs: async () =>
+      services.models ? (await services.models.publicConfigs()).map(publicConfigView) : [],
+
+    listings: () => [],
+
     podTemplate: async (_root, { id }: { id?: string | null }, { principal }) =>
       templateView(await templates.get(principal.accountId, need(id))),
 
@@ -365,6 +412,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   }
 
   return {
+    PortNumber,
     Query: Object.fromEntries(
       Object.entries(queries).map(([name, resolve]) => [
         name,

@@ -37,7 +37,7 @@ export type SaveTemplateInput = Nullable<{
   readme: string
   advancedStart: boolean
   category: string
-  portsConfig: Array<{ port?: number | null; name?: string | null } | null>
+  portsConfig: Array<{ port?: number | string | null; name?: string | null } | null>
 }>
 
 export type TemplateSave =

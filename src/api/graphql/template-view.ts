@@ -16,7 +16,8 @@ export function templateView(template: Template) {
     volumeMountPath: template.mounts.persistent?.path ?? null,
     ports: template.ports.join(','),
     // Port names are not kept (docs/graphql.md): each port with its number and no name.
-    portsConfig: template.ports.map((port) => ({ port: Number.parseInt(port, 10), name: null })),
+    // runpodctl reads the port as a string.
+    portsConfig: template.ports.map((port) => ({ port: port.split('/')[0]!, name: null })),
     env: Object.entries(template.env).map(([key, value]) => ({ key, value })),
     containerRegistryAuthId: template.registry,
     isServerless: template.serverless,

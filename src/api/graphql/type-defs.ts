@@ -20,11 +20,76 @@ export const typeDefs = /* GraphQL */ `
     "CPU flavors some host offers (deployCpuPod instance ids are <id>-<vcpus>-<ramGb>). Needs no API key."
     cpuTypes: [CpuType!]!
     "Templates: isRunpod true = the built-in ones, false = the account's own and public ones, absent = all."
-    podTemplates(input: PodTemplateFilter): [PodTemplate!]!
+    podTemplates(input: PodTemplateInput): [PodTemplate!]!
     "One template the caller may read: its own, another account's public one, or a built-in one."
     podTemplate(id: String): PodTemplate
     "Serverless GPU pools with the fleet's GPU types of each; pools the fleet has no type of are left out."
     serverlessGpuPools: [ServerlessGpuPool!]!
+    "The public endpoints (this platform's public models) any account may call at /v2/<aiApiId>/runsync. Needs no API key."
+    allAiApiPublicConfigs: [AiApiPublicConfig!]!
+    "RunPod Hub listings: this platform has no hub, so always empty. Needs no API key."
+    listings(input: ListingsInput): [Listing!]!
+  }
+
+  "A public endpoint: one of the platform's public models (docs/public-endpoints.md)."
+  type AiApiPublicConfig {
+    "cfg_<model id>"
+    id: String!
+    "The model id: the endpoint id of /v2/<aiApiId>/..."
+    aiApiId: String!
+    modelName: String!
+    displayName: String!
+    description: String
+    "JSON text: {cost, unit, owner, source, tag, priceString}."
+    metadata: String
+    "Whether the model's endpoint runs (false: it answers 503)."
+    isLive: Boolean!
+    createdAt: String!
+    updatedAt: String!
+  }
+
+  "Accepted and not used: there are no listings."
+  input ListingsInput {
+    searchTerm: String
+    category: String
+    repoOwner: String
+    type: String
+    orderBy: String
+    limit: Int
+    offset: Int
+  }
+
+  type Listing {
+    id: String!
+    repoId: String
+    title: String
+    description: String
+    repoName: String
+    repoOwner: String
+    createdAt: String
+    updatedAt: String
+    views: Int
+    stars: Int
+    deploys: Int
+    language: String
+    category: String
+    tags: [String!]
+    type: String
+    listedRelease: ListingRelease
+  }
+
+  type ListingRelease {
+    id: String!
+    name: String
+    tagName: String
+    createdAt: String
+    config: String
+    build: ListingBuild
+  }
+
+  type ListingBuild {
+    id: String!
+    imageName: String
   }
 
   type Mutation {
@@ -357,6 +422,14 @@ export const typeDefs = /* GraphQL */ `
     "Least memory (GB) and vCPUs that come with gpuCount GPUs on a host of the type."
     minMemory: Int
     minVcpu: Int
+    "Each CUDA version of the type's hosts, newest first: AVAILABLE when a host with it can place gpuCount GPUs now."
+    gpuTypeCudaVersions: [GpuTypeCudaVersion!]!
+  }
+
+  type GpuTypeCudaVersion {
+    cudaVersion: String!
+    "AVAILABLE or UNAVAILABLE"
+    availability: String!
   }
 
   type DataCenter {
@@ -417,8 +490,12 @@ export const typeDefs = /* GraphQL */ `
     advancedStart: Boolean!
   }
 
+  "A port number, as an integer or a string (runpodctl sends and reads strings)."
+  scalar PortNumber
+
   type PortConfig {
-    port: Int!
+    "The port number, as a string, as runpodctl reads it."
+    port: String!
     name: String
   }
 
@@ -452,7 +529,8 @@ export const typeDefs = /* GraphQL */ `
     id: String
   }
 
-  input PodTemplateFilter {
+  "runpodctl declares podTemplates(input: PodTemplateInput)."
+  input PodTemplateInput {
     isRunpod: Boolean
   }
 
@@ -533,8 +611,8 @@ export const typeDefs = /* GraphQL */ `
   input DeployCpuPodInput {
     name: String
     imageName: String
-    "<flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4"
-    instanceId: String!
+    "<flavor>-<vcpuCount>-<ramGb>, e.g. cpu3c-2-4; absent: cpu3c with 2 vCPUs (docs/graphql.md)"
+    instanceId: String
     cloudType: CloudTypeEnum
     containerDiskInGb: Int
     volumeMountPath: String
@@ -609,7 +687,7 @@ export const typeDefs = /* GraphQL */ `
   }
 
   input PortConfigInput {
-    port: Int
+    port: PortNumber
     name: String
   }
 

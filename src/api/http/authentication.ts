@@ -46,13 +46,27 @@ export async function authenticate(
   source: KeySource,
 ): Promise<Principal> {
   const key = presentedKey(request, source)
-  if (key === null) throw new AppError('UNAUTHENTICATED', authFailureDetail.malformed)
+  // `?api_key=` is no header: a bad one is a wrong key, never "the header is malformed".
+  const fromQuery =
+    source === 'bearer-or-query' &&
+    (request.headers.authorization === undefined || request.headers.authorization === '')
+  if (key === null) {
+    throw new AppError(
+      'UNAUTHENTICATED',
+      fromQuery
+        ? 'the api_key parameter is empty: send ?api_key=<key>'
+        : authFailureDetail.malformed,
+    )
+  }
   // Worker keys are checked by the worker routes alone; anywhere else they are no API key.
   if (key !== undefined && isWorkerKey(key)) {
     throw new AppError('UNAUTHENTICATED', WORKER_KEY_ELSEWHERE_DETAIL)
   }
   const result = await accounts.authenticate(key)
-  if (!result.ok) throw new AppError('UNAUTHENTICATED', authFailureDetail[result.reason])
+  if (!result.ok) {
+    const reason = fromQuery && result.reason === 'malformed' ? 'unknown' : result.reason
+    throw new AppError('UNAUTHENTICATED', authFailureDetail[reason])
+  }
   return result.principal
 }
 

@@ -18,5 +18,6 @@ export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> 
   PAYMENT_REQUIRED: { status: 402, title: 'Payment Required' },
   SPEND_LIMIT_EXCEEDED: { status: 402, title: 'Payment Required' },
   NOT_READY: { status: 503, title: 'Service Unavailable' },
+  NOT_OFFERED: { status: 501, title: 'Not Implemented' },
   INTERNAL: { status: 500, title: 'Internal Server Error' },
 }

@@ -14,6 +14,7 @@ import {
   perJobRouteLogging,
   refuseReservedSegments,
 } from './http-support.js'
+import { installJobApiErrors } from './job-api-errors.js'
 import { JobLimiter, limitExceeded } from './job-limiter.js'
 import { jobBody, requestLine } from './job-view.js'
 import { openaiRoutes } from './openai-routes.js'
@@ -86,11 +87,11 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
   }
 
   // Fastify's 413 names no limit; a client should learn which one it crossed.
-  app.setErrorHandler(async (error: FastifyError, request) => {
-    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error
+  installJobApiErrors(app, (error: FastifyError, request) => {
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return error
     const limit = request.routeOptions.bodyLimit ?? RUNSYNC_BODY_LIMIT
     const path = (request.routeOptions.url ?? '').replace(/^.*\/:endpointId/, '')
-    throw new AppError(
+    return new AppError(
       'PAYLOAD_TOO_LARGE',
       `the request body is larger than the ${megabytes(limit)} limit of ${path || 'this route'}`,
     )

@@ -14,6 +14,7 @@ import {
   RESERVED_FIRST_SEGMENTS,
   stringQuery,
 } from '../jobs/http-support.js'
+import { installJobApiErrors } from '../jobs/job-api-errors.js'
 import { JobLimiter, limitExceeded } from '../jobs/job-limiter.js'
 import {
   RUN_BODY_LIMIT,
@@ -22,6 +23,7 @@ import {
   SYNC_WAIT,
 } from '../jobs/job-routes.js'
 import { ProblemSchema } from '../rest/problem-schema.js'
+import { modelOpenAIRoutes } from './model-openai-routes.js'
 
 export interface ModelRoutesDeps {
   accounts: AccountService
@@ -47,6 +49,7 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
   const { models, clock } = deps
   await app.register(async (jobs) => {
     acceptAnyBodyAsText(jobs)
+    installJobApiErrors(jobs)
     jobs.addHook('onRequest', async (request) => {
       request.principal = await authenticate(deps.accounts, request, 'bearer-or-raw')
     })
@@ -156,6 +159,16 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
         },
       )
     }
+    // Text models also answer OpenAI's API, as an endpoint's /openai/v1/* does.
+    await jobs.register(modelOpenAIRoutes, {
+      models,
+      clock,
+      modelIds: models
+        .list()
+        .filter((m) => m.kind === 'text')
+        .map((m) => m.id),
+      limited,
+    })
   })
 
   // The signature is the credential: no API key, so that the URL works in a browser or <img>.

@@ -64,7 +64,8 @@ interface ResourceReport {
   path: string
   operationId: string
   summary: string
-  kind: UsageResourceKind
+  /** `cluster`: the usage of the pods of instant clusters, by cluster. */
+  kind: UsageResourceKind | 'cluster'
   idField: string
   queryId: string
   amounts: string[]
@@ -112,6 +113,16 @@ const RESOURCE_REPORTS: ResourceReport[] = [
     amounts: ['totalAmount', 'standardAmount', 'highPerformanceAmount'],
     unique: 'uniqueNetworkVolumeCount',
   },
+  {
+    path: '/billing/clusters',
+    operationId: 'clusterBilling',
+    summary: 'Instant cluster usage (its pods) per bucket and cluster',
+    kind: 'cluster',
+    idField: 'clusterId',
+    queryId: 'clusterId',
+    amounts: ['totalAmount', 'gpuAmount', 'diskAmount', 'networkingAmount'],
+    unique: 'uniqueClusterCount',
+  },
 ]
 
 const Metadata = (extra: Record<string, TSchema>, totals: string[]) =>
@@ -136,7 +147,14 @@ const Metadata = (extra: Record<string, TSchema>, totals: string[]) =>
  */
 export async function billingRoutes(
   app: FastifyInstance,
-  { reports }: { reports: BillingReportService },
+  {
+    reports,
+    clusterOfPods,
+  }: {
+    reports: BillingReportService
+    /** The account's cluster pods and their clusters, deleted clusters included. */
+    clusterOfPods: (accountId: string) => Promise<ReadonlyMap<string, string>>
+  },
 ): Promise<void> {
   app.get<{ Querystring: ReportQuery }>(
     '/billing',
@@ -191,11 +209,12 @@ export async function billingRoutes(
         },
       },
       async (request) => {
+        const { accountId } = principalOf(request)
         const resourceId = request.query[report.queryId]
-        return reports.byResource(principalOf(request).accountId, report.kind, {
-          ...request.query,
-          ...(resourceId !== undefined ? { resourceId } : {}),
-        })
+        const query = { ...request.query, ...(resourceId !== undefined ? { resourceId } : {}) }
+        return report.kind === 'cluster'
+          ? reports.byCluster(accountId, query, await clusterOfPods(accountId))
+          : reports.byResource(accountId, report.kind, query)
       },
     )
   }

@@ -22,6 +22,19 @@ const errorResponses = {
   429: ProblemSchema,
 }
 
+/** `countryCodes=RO,US`: each an ISO 3166-1 alpha-2 code in capitals, else 422. */
+function countryCodes(raw: string | undefined): string[] | undefined {
+  const codes = commaValues(raw)
+  const bad = (codes ?? []).filter((code) => !/^[A-Z]{2}$/.test(code))
+  if (bad.length > 0) {
+    const errors = bad.map(
+      (code) => `querystring.countryCodes: "${code}" is not a country code like RO or US`,
+    )
+    throw new AppError('VALIDATION_FAILED', errors.join('; '), { errors })
+  }
+  return codes
+}
+
 function gpuQuery(query: Static<typeof GpuQuery>) {
   const include = enumValues('include', query.include, ['AVAILABILITY'] as const)
   enumValues('product', query.product, ['POD', 'CLUSTER', 'SERVERLESS'] as const)
@@ -42,6 +55,7 @@ function gpuQuery(query: Static<typeof GpuQuery>) {
     cloud: query.cloud,
     cudaVersions,
     minCudaVersion: query.minCudaVersion,
+    countryCodes: countryCodes(query.countryCodes),
     detail: include?.includes('AVAILABILITY') ?? false,
   }
 }
@@ -66,6 +80,7 @@ function dataCenterQuery(query: Static<typeof DataCenterQuery>) {
     regions: commaValues(query.regions),
     networkVolumeTypes: commaValues(query.networkVolumeTypes),
     compliance: commaValues(query.compliance),
+    countryCodes: countryCodes(query.countryCodes),
     gpuDetail: include?.includes('GPU_AVAILABILITY') ?? false,
     cpuDetail: include?.includes('CPU_AVAILABILITY') ?? false,
   }

@@ -46,6 +46,9 @@ export const DataCenter = Type.Object({
   id: Type.String(),
   name: Type.String(),
   region: Type.String(),
+  countryCode: Type.Optional(
+    Type.String({ description: 'ISO 3166-1 alpha-2 (ours; filter with countryCodes)' }),
+  ),
   globalNetwork: Type.Boolean(),
   networkVolumeTypes: Type.Array(Type.String()),
   compliance: Type.Array(Type.String()),
@@ -67,6 +70,9 @@ export const GpuQuery = Type.Object({
   minCudaVersion: Type.Optional(
     Type.String({ description: 'only hosts with at least this CUDA version' }),
   ),
+  countryCodes: commaList(
+    'only data centers in these countries (ISO 3166-1 alpha-2, e.g. RO,US) count for availability, dataCenters and cudaVersions; a type with none there is left out of the list',
+  ),
 })
 
 export const CpuQuery = Type.Object({
@@ -80,6 +86,7 @@ export const DataCenterQuery = Type.Object({
   regions: commaList('region names, e.g. EUROPE'),
   networkVolumeTypes: commaList('STANDARD, HIGH_PERFORMANCE'),
   compliance: commaList('compliance names, e.g. GDPR'),
+  countryCodes: commaList('ISO 3166-1 alpha-2 country codes, e.g. RO,US'),
   globalNetwork: Type.Optional(Type.Boolean()),
 })
 

@@ -93,7 +93,9 @@ export async function endpointRoutes(
     },
     async (request, reply) => {
       checkEndpointFields(request.body)
-      const endpoint = await endpoints.create(principalOf(request).accountId, request.body)
+      const endpoint = await endpoints.create(principalOf(request).accountId, request.body, {
+        refuseIdleTimeoutWithRequestCount: true,
+      })
       return reply.code(201).send(endpointView(endpoint))
     },
   )
@@ -126,7 +128,9 @@ export async function endpointRoutes(
     async (request) => {
       checkEndpointFields(request.body)
       return endpointView(
-        await endpoints.update(principalOf(request).accountId, request.params.id, request.body),
+        await endpoints.update(principalOf(request).accountId, request.params.id, request.body, {
+          refuseIdleTimeoutWithRequestCount: true,
+        }),
       )
     },
   )

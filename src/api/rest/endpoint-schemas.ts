@@ -62,7 +62,8 @@ const WorkersBody = Type.Object(
       Type.Integer({
         minimum: MIN_IDLE_TIMEOUT_S,
         maximum: MAX_IDLE_TIMEOUT_S,
-        description: 'seconds (default 5)',
+        description:
+          'seconds (default 10); not with REQUEST_COUNT scaling (400), which leaves it out of responses',
       }),
     ),
   },
@@ -151,7 +152,13 @@ export const EndpointSchema = Type.Object({
       Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() }),
     ),
   ),
-  workers: Type.Object({ min: Type.Integer(), max: Type.Integer(), idleTimeout: Type.Integer() }),
+  workers: Type.Object({
+    min: Type.Integer(),
+    max: Type.Integer(),
+    idleTimeout: Type.Optional(
+      Type.Integer({ description: 'left out with REQUEST_COUNT scaling, where it does not apply' }),
+    ),
+  }),
   scaling: Type.Union([
     Type.Object({ type: Type.Literal('QUEUE_DELAY'), queueDelay: Type.Number() }),
     Type.Object({ type: Type.Literal('REQUEST_COUNT'), requestCount: Type.Integer() }),
@@ -168,6 +175,13 @@ export type EndpointJson = Static<typeof EndpointSchema>
 
 /** The wire form: `gpu` or `cpu`, never both and never null; no owner. */
 export function endpointView(endpoint: EndpointView): EndpointJson {
-  const { accountId: _owner, gpu, cpu, ...rest } = endpoint
-  return { ...rest, ...(gpu ? { gpu } : {}), ...(cpu ? { cpu } : {}) }
+  const { accountId: _owner, gpu, cpu, workers, ...rest } = endpoint
+  // RunPod's v2 contract omits the idle timeout where it does not apply.
+  const { idleTimeout, ...counts } = workers
+  return {
+    ...rest,
+    workers: endpoint.scaling.type === 'REQUEST_COUNT' ? counts : { ...counts, idleTimeout },
+    ...(gpu ? { gpu } : {}),
+    ...(cpu ? { cpu } : {}),
+  }
 }

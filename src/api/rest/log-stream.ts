@@ -1,43 +1,106 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { PodLogLine, PodLogQuery } from '../../domain/pods/ports.js'
+import type { LogSource, PodLogLine, PodLogQuery } from '../../domain/pods/ports.js'
 
 const KEEPALIVE_MS = 15_000
 
-function sseEvent(line: PodLogLine, source: string): string {
-  return `id: ${line.ts}/${line.seq}\ndata: ${JSON.stringify({ ts: line.ts, source, line: line.line })}\n\n`
-}
-
-/** `Last-Event-ID: <ts>/<seq>` (or a bare seq) -> seq. */
-function lastSeqOf(request: FastifyRequest): number | undefined {
-  const header = request.headers['last-event-id']
-  if (typeof header !== 'string' || header === '') return undefined
-  const seq = Number(header.split('/').pop())
-  return Number.isInteger(seq) && seq >= 0 ? seq : undefined
-}
-
 export interface LogStreamSource {
   /** `source` of each event (`container`, `system`). */
-  source: string
+  source: LogSource
   read(query: PodLogQuery): Promise<PodLogLine[]>
   follow(afterSeq: number, signal: AbortSignal): AsyncIterable<PodLogLine>
+}
+
+/** `?source=`: one source, or both (RunPod's default when it is left out). */
+export function logSourcesOf(source: LogSource | undefined): LogSource[] {
+  return source ? [source] : ['container', 'system']
+}
+
+/**
+ * Where a stream is: per source, the seq of the last line sent. The event id says it: with one
+ * source `<ts>/<seq>`, with both `<ts>/<containerSeq>.<systemSeq>`, so that a client resuming
+ * with Last-Event-ID misses nothing of either.
+ */
+type Cursor = number[]
+
+function eventId(ts: string, cursor: Cursor): string {
+  return `${ts}/${cursor.join('.')}`
+}
+
+function sseEvent(line: PodLogLine, source: string, cursor: Cursor): string {
+  return `id: ${eventId(line.ts, cursor)}\ndata: ${JSON.stringify({ ts: line.ts, source, line: line.line })}\n\n`
+}
+
+/**
+ * `Last-Event-ID` -> the cursor it names: `<ts>/<seq>` for one source, `<ts>/<a>.<b>` for two. An
+ * id of the other form (a client that switched sources) resumes every source from its time.
+ */
+function resumeOf(request: FastifyRequest, sources: number): { cursor?: Cursor; since?: string } {
+  const header = request.headers['last-event-id']
+  if (typeof header !== 'string' || header === '') return {}
+  const slash = header.lastIndexOf('/')
+  const seqs = header
+    .slice(slash + 1)
+    .split('.')
+    .map(Number)
+  if (seqs.length === sources && seqs.every((n) => Number.isInteger(n) && n >= 0)) {
+    return { cursor: seqs }
+  }
+  const ts = slash > 0 ? header.slice(0, slash) : ''
+  return Number.isNaN(Date.parse(ts)) ? {} : { since: new Date(ts).toISOString() }
+}
+
+/** Lines of several sources in time order (ties keep the sources' order), each with its source. */
+function interleave(lists: PodLogLine[][]): Array<{ index: number; line: PodLogLine }> {
+  return lists
+    .flatMap((lines, index) => lines.map((line) => ({ index, line })))
+    .sort((a, b) => (a.line.ts < b.line.ts ? -1 : a.line.ts > b.line.ts ? 1 : a.index - b.index))
+}
+
+/** Every source's new lines as they come, tagged with the source's index. */
+async function* merged(
+  sources: LogStreamSource[],
+  cursor: Cursor,
+  signal: AbortSignal,
+): AsyncIterable<{ index: number; line: PodLogLine }> {
+  const iterators = sources.map((s, i) => s.follow(cursor[i]!, signal)[Symbol.asyncIterator]())
+  const next = (index: number) => iterators[index]!.next().then((result) => ({ index, result }))
+  const pending = new Map(iterators.map((_, index) => [index, next(index)]))
+  while (pending.size > 0) {
+    const { index, result } = await Promise.race(pending.values())
+    if (result.done) {
+      pending.delete(index)
+      continue
+    }
+    pending.set(index, next(index))
+    yield { index, line: result.value }
+  }
 }
 
 /**
  * Answers a log request as server-sent events (wire-compat §3.2): `id: <ts>/<seq>` and
  * `data: {"ts","source","line"}`; the last `tail` lines (or those after Last-Event-ID), then,
- * unless `follow=false`, new lines as they come with a keep-alive comment every 15 s.
+ * unless `follow=false`, new lines as they come with a keep-alive comment every 15 s. With two
+ * sources their lines are interleaved by time, and `tail` counts them together.
  */
 export async function sendLogStream(
   request: FastifyRequest,
   reply: FastifyReply,
   query: { tail?: number | undefined; since?: string | undefined; follow?: boolean | undefined },
-  logs: LogStreamSource,
+  sources: LogStreamSource[],
 ): Promise<void> {
-  const lastSeq = lastSeqOf(request)
-  const history = await logs.read({
-    ...(lastSeq !== undefined ? { afterSeq: lastSeq } : { tail: query.tail ?? 100 }),
-    ...(query.since ? { since: new Date(query.since).toISOString() } : {}),
-  })
+  const resume = resumeOf(request, sources.length)
+  const tail = query.tail ?? 100
+  const since = resume.since ?? (query.since ? new Date(query.since).toISOString() : undefined)
+  const lists = await Promise.all(
+    sources.map((s, i) =>
+      s.read({
+        ...(resume.cursor ? { afterSeq: resume.cursor[i]! } : { tail }),
+        ...(since ? { since } : {}),
+      }),
+    ),
+  )
+  let history = interleave(lists)
+  if (!resume.cursor) history = history.slice(Math.max(0, history.length - tail))
 
   const abort = new AbortController()
   request.raw.on('close', () => abort.abort())
@@ -55,17 +118,26 @@ export async function sendLogStream(
       }),
     ),
   })
-  let last = lastSeq ?? 0
-  for (const line of history) {
-    out.write(sseEvent(line, logs.source))
-    last = line.seq
+  // A source whose lines were all cut by `tail` resumes after the last one it has.
+  const cursor: Cursor = sources.map(
+    (_, i) => resume.cursor?.[i] ?? lists[i]!.reduce((max, line) => Math.max(max, line.seq), 0),
+  )
+  // What each event id says the client has: before the first line of a source it is sent, the
+  // lines `tail` left out count as had, so a resumed stream does not send them.
+  const sent: Cursor = sources.map((_, i) => {
+    if (resume.cursor) return resume.cursor[i]!
+    const first = history.find((h) => h.index === i)
+    return first ? first.line.seq - 1 : cursor[i]!
+  })
+  const send = (index: number, line: PodLogLine) => {
+    sent[index] = line.seq
+    out.write(sseEvent(line, sources[index]!.source, sent))
   }
+  for (const { index, line } of history) send(index, line)
   if (query.follow === false) return void out.end()
   const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
   try {
-    for await (const line of logs.follow(last, abort.signal)) {
-      out.write(sseEvent(line, logs.source))
-    }
+    for await (const { index, line } of merged(sources, cursor, abort.signal)) send(index, line)
   } catch (error) {
     if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
   } finally {

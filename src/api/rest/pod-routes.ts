@@ -11,7 +11,7 @@ import type { PodService } from '../../domain/pods/pod-service.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields } from './container-schemas.js'
-import { sendLogStream } from './log-stream.js'
+import { logSourcesOf, sendLogStream } from './log-stream.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CreatePodBody,
@@ -27,7 +27,30 @@ const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const writeErrors = { ...errors, 400: ProblemSchema, 409: ProblemSchema, 422: ProblemSchema }
 
+/** The user RunPod's images log in as over SSH. */
+export const SSH_USER = 'root'
+
+/**
+ * RunPod's v2 `ssh` block, for a pod that exposes 22/tcp: a direct connection to its published
+ * port once it runs (the key it accepts is the account's, when created with startSsh); no proxy.
+ */
+export function sshOf(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema>['ssh'] {
+  if (!pod.ports.includes('22/tcp')) return undefined
+  const port = runtime?.ports.find((p) => p.private === 22 && p.type === 'tcp')
+  const direct =
+    port?.public && port.ip
+      ? {
+          host: port.ip,
+          port: port.public,
+          username: SSH_USER,
+          command: `ssh ${SSH_USER}@${port.ip} -p ${port.public}`,
+        }
+      : null
+  return { proxy: null, direct }
+}
+
 export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema> {
+  const ssh = sshOf(pod, runtime)
   return {
     id: pod.id,
     name: pod.name,
@@ -53,6 +76,8 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     cloud: pod.cloud,
     dataCenterId: pod.dataCenterId,
     template: pod.templateId,
+    ...(pod.cluster ? { cluster: pod.cluster } : {}),
+    ...(ssh ? { ssh } : {}),
     cost: costOf(pod),
     locked: pod.locked,
     globalNetworking: pod.globalIp
@@ -103,6 +128,7 @@ export async function podRoutes(
       const list = await pods.list(principalOf(request).accountId, {
         ...(statuses ? { statuses } : {}),
         ...(request.query.name !== undefined ? { name: request.query.name } : {}),
+        includeClusterPods: request.query.includeClusterPods ?? false,
       })
       return { pods: await Promise.all(list.map(view)) }
     },
@@ -173,8 +199,9 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'deletePod',
+        description: 'A pod of an instant cluster is 409: delete the cluster.',
         params: IdParams,
-        response: { 204: Type.Null(), ...errors },
+        response: { 204: Type.Null(), 409: ProblemSchema, ...errors },
       },
     },
     async (request, reply) => {
@@ -190,7 +217,7 @@ export async function podRoutes(
         tags: ['Pods'],
         operationId: 'podLogs',
         description:
-          'Server-sent events: `id: <ts>/<seq>`, `data: {"ts","source","line"}`; resume with Last-Event-ID.',
+          'Server-sent events: `id: <ts>/<seq>` (both sources: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID. Without `source`, container and system lines interleaved by time.',
         params: IdParams,
         querystring: PodLogsQuery,
         response: { ...errors, 422: ProblemSchema },
@@ -198,12 +225,16 @@ export async function podRoutes(
     },
     async (request, reply: FastifyReply) => {
       const pod = await pods.get(principalOf(request).accountId, request.params.id)
-      const source = request.query.source ?? 'container'
-      await sendLogStream(request, reply, request.query, {
-        source,
-        read: (query) => pods.readLogs(pod, source, query),
-        follow: (afterSeq, signal) => pods.followLogs(pod, source, afterSeq, signal),
-      })
+      await sendLogStream(
+        request,
+        reply,
+        request.query,
+        logSourcesOf(request.query.source).map((source) => ({
+          source,
+          read: (query) => pods.readLogs(pod, source, query),
+          follow: (afterSeq, signal) => pods.followLogs(pod, source, afterSeq, signal),
+        })),
+      )
     },
   )
 }

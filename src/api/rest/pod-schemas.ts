@@ -2,6 +2,16 @@ import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import { containerFields, MountPath, PersistentMount, strict } from './container-schemas.js'
 
+/** RunPod's v2 pod create takes CUDA versions as major.minor (`12.8`). */
+const CUDA_VERSION_PATTERN = '^\\d+\\.\\d+$'
+
+const SshEndpoint = Type.Object({
+  host: Type.String(),
+  port: Type.Integer(),
+  username: Type.String(),
+  command: Type.String({ description: 'the ssh invocation, ready to run' }),
+})
+
 const Cloud = Type.Union([Type.Literal('SECURE'), Type.Literal('COMMUNITY')])
 const Status = Type.Union(
   ['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR', 'TERMINATED'].map((s) =>
@@ -33,6 +43,24 @@ export const CreatePodBody = Type.Object(
         {
           id: Type.String({ minLength: 1 }),
           count: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+          allowedCudaVersions: Type.Optional(
+            Type.Array(Type.String({ pattern: CUDA_VERSION_PATTERN }), {
+              description:
+                'only hosts with exactly one of these CUDA versions (major.minor); a non-empty set excludes minCudaVersion',
+            }),
+          ),
+          minCudaVersion: Type.Optional(
+            Type.String({
+              pattern: CUDA_VERSION_PATTERN,
+              description: 'only hosts with at least this CUDA version (major.minor)',
+            }),
+          ),
+          minRamPerGpu: Type.Optional(
+            Type.Integer({ minimum: 1, description: 'GB of host memory per GPU, at least' }),
+          ),
+          minVcpuCountPerGpu: Type.Optional(
+            Type.Integer({ minimum: 1, description: 'vCPUs per GPU, at least' }),
+          ),
         },
         strict,
       ),
@@ -51,6 +79,18 @@ export const CreatePodBody = Type.Object(
     dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     globalNetworking: Type.Optional(Type.Boolean()),
     templateId: Type.Optional(Type.String({ minLength: 1 })),
+    startSsh: Type.Optional(
+      Type.Boolean({
+        description:
+          "create-time flag: the account's SSH keys go in as PUBLIC_KEY at each start (unless env sets one); never returned",
+      }),
+    ),
+    startJupyter: Type.Optional(
+      Type.Boolean({
+        description:
+          'create-time flag: a generated JUPYTER_PASSWORD goes into env (unless env sets one); never returned',
+      }),
+    ),
   },
   strict,
 )
@@ -104,6 +144,32 @@ export const PodSchema = Type.Object({
   cloud: Cloud,
   dataCenterId: Type.Union([Type.String(), Type.Null()]),
   template: Type.Union([Type.String(), Type.Null()]),
+  cluster: Type.Optional(
+    Type.Object(
+      {
+        id: Type.String(),
+        rank: Type.Integer({ description: 'NODE_RANK; 0 is the primary node' }),
+        role: Type.Optional(Type.String({ description: 'SLURM and RAY clusters only' })),
+        ip: Type.Optional(
+          Type.String({ description: "the node's address on the cluster network" }),
+        ),
+      },
+      { description: 'present on the pods of an instant cluster' },
+    ),
+  ),
+  ssh: Type.Optional(
+    Type.Object(
+      {
+        proxy: Type.Union([SshEndpoint, Type.Null()], {
+          description: 'always null: podyard runs no SSH proxy',
+        }),
+        direct: Type.Union([SshEndpoint, Type.Null()], {
+          description: "to the pod's 22/tcp port; null unless the pod is RUNNING",
+        }),
+      },
+      { description: 'present when the pod exposes 22/tcp' },
+    ),
+  ),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
   locked: Type.Boolean(),
   globalNetworking: Type.Object({
@@ -144,11 +210,16 @@ export const PodListQuery = Type.Object({
     Type.String({ description: 'statuses, comma-separated; TERMINATED pods only when named' }),
   ),
   name: Type.Optional(Type.String({ description: 'exact pod name' })),
+  includeClusterPods: Type.Optional(
+    Type.Boolean({ default: false, description: 'also the pods of instant clusters' }),
+  ),
 })
 
 export const PodLogsQuery = Type.Object({
   source: Type.Optional(
-    Type.Union([Type.Literal('container'), Type.Literal('system')], { default: 'container' }),
+    Type.Union([Type.Literal('container'), Type.Literal('system')], {
+      description: 'one source; leave it out for both',
+    }),
   ),
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000, default: 100 })),
   since: Type.Optional(Type.String({ format: 'date-time' })),

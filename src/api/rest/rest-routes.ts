@@ -21,8 +21,13 @@ import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
 import { workerListRoutes } from './worker-list-routes.js'
+import { notOfferedRoutes } from './not-offered-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
+import { releaseRoutes } from './release-routes.js'
+import { clusterRoutes } from './cluster-routes.js'
+import type { ClusterService } from '../../domain/clusters/cluster-service.js'
+import type { ReleaseService } from '../../domain/serverless/release-service.js'
 import { templateRoutes } from './template-routes.js'
 import { volumeRoutes } from './volume-routes.js'
 import { webhookRoutes } from './webhook-routes.js'
@@ -39,6 +44,8 @@ export interface RestDeps {
   webhooks: WebhookService
   workerKeys: WorkerKeyService
   workers: WorkerService
+  releases: ReleaseService
+  clusters: ClusterService
   rateLimiter: RateLimiter
   /** Public models (`GET /v2/catalog/models`), when the platform serves them. */
   models?: ModelService
@@ -59,6 +66,14 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(webhookRoutes, { webhooks: deps.webhooks })
   await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
   await app.register(workerListRoutes, { workers: deps.workers })
-  if (deps.billingReports) await app.register(billingRoutes, { reports: deps.billingReports })
+  await app.register(notOfferedRoutes, { endpoints: deps.endpoints })
+  await app.register(releaseRoutes, { releases: deps.releases })
+  await app.register(clusterRoutes, { clusters: deps.clusters, pods: deps.pods })
+  if (deps.billingReports) {
+    await app.register(billingRoutes, {
+      reports: deps.billingReports,
+      clusterOfPods: (accountId) => deps.clusters.clusterOfPods(accountId),
+    })
+  }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
 }

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { WorkerService } from '../../domain/serverless/worker-service.js'
 import { principalOf } from '../http/authentication.js'
-import { sendLogStream } from './log-stream.js'
+import { logSourcesOf, sendLogStream } from './log-stream.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const WorkerStatusSchema = Type.Union(
@@ -67,6 +67,11 @@ const WorkerParams = Type.Object({
   workerId: Type.String({ minLength: 1 }),
 })
 const WorkerLogsQuery = Type.Object({
+  source: Type.Optional(
+    Type.Union([Type.Literal('container'), Type.Literal('system')], {
+      description: 'one source; leave it out for both',
+    }),
+  ),
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000, default: 100 })),
   since: Type.Optional(Type.String({ format: 'date-time' })),
   follow: Type.Optional(
@@ -102,7 +107,7 @@ export async function workerListRoutes(
         tags,
         operationId: 'endpointWorkerLogs',
         description:
-          'Server-sent events of the worker output: `id: <ts>/<seq>`, `data: {"ts","source","line"}`; resume with Last-Event-ID.',
+          'Server-sent events: `container` (the worker output) and `system` (what the platform did with it), both when `source` is left out; `id: <ts>/<seq>` (both: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID.',
         params: WorkerParams,
         querystring: WorkerLogsQuery,
         response: { ...errors, 422: ProblemSchema },
@@ -114,11 +119,16 @@ export async function workerListRoutes(
         request.params.id,
         request.params.workerId,
       )
-      await sendLogStream(request, reply, request.query, {
-        source: 'container',
-        read: (query) => workers.readLogs(worker, query),
-        follow: (afterSeq, signal) => workers.followLogs(worker, afterSeq, signal),
-      })
+      await sendLogStream(
+        request,
+        reply,
+        request.query,
+        logSourcesOf(request.query.source).map((source) => ({
+          source,
+          read: (query) => workers.readLogs(worker, source, query),
+          follow: (afterSeq, signal) => workers.followLogs(worker, source, afterSeq, signal),
+        })),
+      )
     },
   )
 }

@@ -128,11 +128,26 @@ export function reportWindow(query: ReportQuery, nowMs: number): ReportWindow {
 
 type Amounts = Record<string, number>
 
+interface ResourceLayout {
+  idField: string
+  amounts: Record<string, UsageCategory[]>
+  extra: Amounts
+  unique: string
+}
+
+/**
+ * `/billing/clusters`: the usage of a cluster's pods, grouped by cluster (wire-compat §3.3
+ * ClusterBillingAmounts). Networking between nodes is not charged, so it is always 0.
+ */
+const CLUSTER_AMOUNTS: ResourceLayout = {
+  idField: 'clusterId',
+  amounts: { gpuAmount: ['podGpu'], diskAmount: ['podDisk'], networkingAmount: [] },
+  extra: {},
+  unique: 'uniqueClusterCount',
+}
+
 /** Which categories make which amount of a per-resource record. */
-const RESOURCE_AMOUNTS: Record<
-  UsageResourceKind,
-  { idField: string; amounts: Record<string, UsageCategory[]>; extra: Amounts; unique: string }
-> = {
+const RESOURCE_AMOUNTS: Record<UsageResourceKind, ResourceLayout> = {
   pod: {
     idField: 'podId',
     amounts: { gpuAmount: ['podGpu'], cpuAmount: ['podCpu'], diskAmount: ['podDisk'] },
@@ -266,8 +281,36 @@ export class BillingReportService {
     query: ReportQuery & { resourceId?: string },
   ): Promise<BillingReport> {
     const window = reportWindow(query, this.deps.clock.now().getTime())
-    const layout = RESOURCE_AMOUNTS[kind]
     const all = await this.load(accountId, window, [kind], query.resourceId)
+    return this.report(all, window, query, RESOURCE_AMOUNTS[kind])
+  }
+
+  /**
+   * `/billing/clusters`: the usage of pods that belong (or belonged) to a cluster, one record
+   * per bucket and cluster. `clusterOf` maps the account's cluster pods to their cluster.
+   */
+  async byCluster(
+    accountId: string,
+    query: ReportQuery & { resourceId?: string },
+    clusterOf: ReadonlyMap<string, string>,
+  ): Promise<BillingReport> {
+    const window = reportWindow(query, this.deps.clock.now().getTime())
+    const podUsage = await this.load(accountId, window, ['pod'], undefined)
+    const all = podUsage.flatMap((record) => {
+      const clusterId = clusterOf.get(record.resourceId)
+      if (clusterId === undefined) return []
+      if (query.resourceId !== undefined && clusterId !== query.resourceId) return []
+      return [{ ...record, resourceId: clusterId }]
+    })
+    return this.report(all, window, query, CLUSTER_AMOUNTS)
+  }
+
+  private report(
+    all: UsageRecord[],
+    window: ReportWindow,
+    query: ReportQuery & { resourceId?: string },
+    layout: ResourceLayout,
+  ): BillingReport {
     const records: Array<Record<string, unknown>> = []
     for (const [start, inBucket] of groupByBucket(all, window)) {
       const ids = [...new Set(inBucket.map((r) => r.resourceId))].sort()

@@ -209,6 +209,7 @@ describe('CatalogService on the demo fleet', () => {
       id: 'EU-RO-1',
       name: 'EU Romania 1',
       region: 'EUROPE',
+      countryCode: 'RO',
       globalNetwork: true,
       networkVolumeTypes: ['STANDARD'],
       compliance: ['GDPR', 'ISO_IEC_27001', 'SOC_2_TYPE_2'],

@@ -61,6 +61,7 @@ export interface DataCenterView {
   id: string
   name: string
   region: string
+  countryCode?: string
   globalNetwork: boolean
   networkVolumeTypes: string[]
   compliance: string[]
@@ -74,6 +75,11 @@ export interface GpuQuery {
   cloud?: Cloud | undefined
   cudaVersions?: string[] | undefined
   minCudaVersion?: string | undefined
+  /**
+   * Only data centers in these countries count: for availability, `dataCenters` and
+   * `cudaVersions`; a list leaves out the types with none there.
+   */
+  countryCodes?: string[] | undefined
   /** Adds `dataCenters` and `cudaVersions`. */
   detail?: boolean | undefined
 }
@@ -93,6 +99,8 @@ export interface DataCenterQuery {
   networkVolumeTypes?: string[] | undefined
   /** Holding all of these certifications. */
   compliance?: string[] | undefined
+  /** In any of these countries. */
+  countryCodes?: string[] | undefined
   gpuDetail?: boolean | undefined
   cpuDetail?: boolean | undefined
 }
@@ -129,7 +137,9 @@ export class CatalogService {
 
   async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
     const allocations = await this.allocations.list()
-    return this.fleetGpuTypes().map((type) => this.gpuTypeView(type, q, allocations))
+    return this.fleetGpuTypes()
+      .filter((type) => this.gpuHosts(type.id, undefined, q.countryCodes).length > 0)
+      .map((type) => this.gpuTypeView(type, q, allocations))
   }
 
   async getGpuType(id: string, q: GpuQuery = {}): Promise<GpuTypeView | undefined> {
@@ -175,10 +185,22 @@ export class CatalogService {
     return this.dataCenterView(dc, q, allocations)
   }
 
-  private gpuHosts(typeId: string, cloud?: Cloud): Host[] {
-    return this.fleetDefinition.hosts.filter(
+  private gpuHosts(typeId: string, cloud?: Cloud, countryCodes?: string[]): Host[] {
+    const inCountries = this.hostsIn(countryCodes)
+    return inCountries.filter(
       (h) => h.gpu?.typeId === typeId && (cloud === undefined || h.cloud === cloud),
     )
+  }
+
+  /** The hosts of data centers in these countries; every host when none are given. */
+  private hostsIn(countryCodes: string[] | undefined): Host[] {
+    if (!countryCodes?.length) return this.fleetDefinition.hosts
+    const dataCenters = new Set(
+      this.fleetDefinition.dataCenters
+        .filter((dc) => dc.countryCode !== undefined && countryCodes.includes(dc.countryCode))
+        .map((dc) => dc.id),
+    )
+    return this.fleetDefinition.hosts.filter((h) => dataCenters.has(h.dataCenterId))
   }
 
   /** In the order of the GPU type table, so lists are stable across restarts. */
@@ -190,7 +212,8 @@ export class CatalogService {
   }
 
   private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
-    const hosts = this.fleetDefinition.hosts
+    // Stock counts only the hosts in the countries asked for (all of them when none are).
+    const hosts = this.hostsIn(q.countryCodes)
     const stock: GpuStockQuery = {
       typeId: type.id,
       count: q.count ?? DEFAULT_GPU_COUNT,
@@ -221,7 +244,9 @@ export class CatalogService {
     }
     if (!q.detail) return view
 
-    const typeHosts = this.gpuHosts(type.id, q.cloud)
+    const typeHosts = this.gpuHosts(type.id, q.cloud, q.countryCodes)
+    // A type with no host in the countries asked for: availability NONE, and no detail.
+    if (q.countryCodes?.length && typeHosts.length === 0) return view
     view.dataCenters = this.fleetDefinition.dataCenters
       .filter((dc) => typeHosts.some((h) => h.dataCenterId === dc.id))
       .map((dc) => ({
@@ -234,7 +259,13 @@ export class CatalogService {
     const versions = [
       ...new Set(typeHosts.flatMap((h) => (h.gpu?.cudaVersion ? [h.gpu.cudaVersion] : []))),
     ]
+    // The versions asked for narrow the list too (RunPod's v2 catalog).
     view.cudaVersions = versions
+      .filter((version) => !q.cudaVersions?.length || q.cudaVersions.includes(version))
+      .filter(
+        (version) =>
+          q.minCudaVersion === undefined || compareCudaVersions(version, q.minCudaVersion) >= 0,
+      )
       .sort((a, b) => compareCudaVersions(b, a))
       .map((version) => ({
         version,
@@ -311,6 +342,7 @@ export class CatalogService {
       id: dc.id,
       name: dc.name,
       region: dc.region,
+      ...(dc.countryCode ? { countryCode: dc.countryCode } : {}),
       globalNetwork: dc.globalNetwork,
       networkVolumeTypes: [...dc.networkVolumeTypes],
       compliance: [...dc.compliance],
@@ -355,5 +387,8 @@ function matchesDataCenterQuery(dc: DataCenter, q: DataCenterQuery): boolean {
     return false
   }
   if (q.compliance?.length && !q.compliance.every((c) => dc.compliance.includes(c))) return false
+  if (q.countryCodes?.length && !(dc.countryCode && q.countryCodes.includes(dc.countryCode))) {
+    return false
+  }
   return true
 }

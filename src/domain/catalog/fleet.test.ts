@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  countryCodeOf,
   DEFAULT_CUDA_VERSION,
   DEFAULT_HOST_DISK_GB,
   FleetError,
@@ -55,6 +56,8 @@ describe('parseFleet', () => {
         id: 'EU-RO-1',
         name: 'DC EU-RO-1',
         region: 'EUROPE',
+        // The country part of RunPod's id form, unless declared.
+        countryCode: 'RO',
         globalNetwork: false,
         networkVolumeTypes: ['STANDARD'],
         compliance: [],
@@ -82,6 +85,15 @@ describe('parseFleet', () => {
     expect(fleet.prices.gpus['NVIDIA GeForce RTX 4090']).toEqual(
       DEFAULT_GPU_PRICES['NVIDIA GeForce RTX 4090'],
     )
+  })
+
+  it("reads a data center's country from its id, unless declared", () => {
+    expect(countryCodeOf('US-KS-2')).toBe('US')
+    expect(countryCodeOf('EU-RO-1')).toBe('RO')
+    expect(countryCodeOf('EUR-IS-1')).toBe('IS')
+    expect(countryCodeOf('OC-AU-1')).toBe('AU')
+    expect(countryCodeOf('AP-JP-1')).toBe('JP')
+    expect(countryCodeOf('LOCAL-1')).toBeUndefined()
   })
 
   it('gives NVIDIA GPUs a default CUDA version and AMD GPUs none', () => {

@@ -58,6 +58,8 @@ export interface DataCenter {
   id: string
   name: string
   region: Region
+  /** ISO 3166-1 alpha-2, e.g. RO for EU-RO-1; absent when neither declared nor in the id. */
+  countryCode?: string
   globalNetwork: boolean
   networkVolumeTypes: NetworkVolumeType[]
   compliance: string[]
@@ -109,6 +111,19 @@ export interface Fleet {
   localHost: LocalHostSetting | false
 }
 
+/** First segments of RunPod's data center ids that name a region, not a country (EU-RO-1). */
+const REGION_PREFIXES: ReadonlySet<string> = new Set(['EU', 'EUR', 'OC', 'AP', 'SA', 'ME', 'AF'])
+
+/**
+ * The country of a data center from its id, as RunPod names them: `US-KS-2` is US, `EU-RO-1`
+ * RO, `EUR-IS-1` IS, `OC-AU-1` AU. Undefined when no part of the id is a country (`LOCAL-1`).
+ */
+export function countryCodeOf(dataCenterId: string): string | undefined {
+  return dataCenterId
+    .split('-')
+    .find((part) => /^[A-Z]{2}$/.test(part) && !REGION_PREFIXES.has(part))
+}
+
 /** Reserved so a declared host can never be mistaken for the machine podyard runs on. */
 export const LOCAL_HOST_ID = 'local'
 export const DEFAULT_LOCAL_CPU_FLAVORS: readonly string[] = ['cpu3c', 'cpu3g']
@@ -127,6 +142,12 @@ const DataCenterSchema = Type.Object(
     id: Type.String({ minLength: 1, description: 'e.g. US-KS-2' }),
     name: Type.String({ minLength: 1, description: 'e.g. US Kansas 2' }),
     region: literals(REGIONS),
+    countryCode: Type.Optional(
+      Type.String({
+        pattern: '^[A-Z]{2}$',
+        description: 'ISO 3166-1 alpha-2, e.g. RO; default: the country part of the id',
+      }),
+    ),
     globalNetwork: Type.Optional(Type.Boolean({ default: false })),
     networkVolumeTypes: Type.Optional(
       Type.Array(literals(NETWORK_VOLUME_TYPES), { default: ['STANDARD'] }),
@@ -469,14 +490,18 @@ export function parseFleet(doc: unknown, source: string): Fleet {
   checkReferences(doc, problems)
   if (problems.list.length > 0) throw new FleetError(source, problems.list)
 
-  const dataCenters: DataCenter[] = doc.dataCenters.map((dc) => ({
-    id: dc.id,
-    name: dc.name,
-    region: dc.region,
-    globalNetwork: dc.globalNetwork ?? false,
-    networkVolumeTypes: [...(dc.networkVolumeTypes ?? ['STANDARD'])],
-    compliance: [...(dc.compliance ?? [])],
-  }))
+  const dataCenters: DataCenter[] = doc.dataCenters.map((dc) => {
+    const countryCode = dc.countryCode ?? countryCodeOf(dc.id)
+    return {
+      id: dc.id,
+      name: dc.name,
+      region: dc.region,
+      ...(countryCode ? { countryCode } : {}),
+      globalNetwork: dc.globalNetwork ?? false,
+      networkVolumeTypes: [...(dc.networkVolumeTypes ?? ['STANDARD'])],
+      compliance: [...(dc.compliance ?? [])],
+    }
+  })
   const setting = doc.localHost ?? {}
   const localHost: LocalHostSetting | false =
     setting === false

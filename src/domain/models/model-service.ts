@@ -64,6 +64,18 @@ function jobNotFound(jobId: string): AppError {
   return new AppError('NOT_FOUND', `job ${jobId} not found (unknown, expired or deleted)`)
 }
 
+/** A model as the public endpoint list shows it (GraphQL `allAiApiPublicConfigs`). */
+export interface PublicModelEntry {
+  model: ModelView
+  /** The model a real server answers with, else the model id. */
+  modelName: string
+  /** Whether its endpoint exists (a model without one answers 503). */
+  live: boolean
+  /** Its endpoint's creation and last change; the service's start when it has none. */
+  createdAt: string
+  updatedAt: string
+}
+
 /** A served model: its definition and the endpoint that runs it (or why there is none). */
 interface Served {
   model: ModelDefinition
@@ -81,8 +93,10 @@ export class ModelService {
   private readonly served = new Map<string, Served>()
   private readonly byEndpoint = new Map<string, string>()
   private readonly settling = new Map<string, Promise<ModelJobRecord>>()
+  private readonly startedAt: string
 
   constructor(private readonly deps: ModelServiceDeps) {
+    this.startedAt = deps.clock.now().toISOString()
     for (const model of deps.models) {
       this.served.set(model.id, { model, endpointId: null, unavailable: 'not started yet' })
     }
@@ -98,6 +112,21 @@ export class ModelService {
 
   ids(): string[] {
     return [...this.served.keys()]
+  }
+
+  async publicConfigs(): Promise<PublicModelEntry[]> {
+    const entries: PublicModelEntry[] = []
+    for (const { model, endpointId } of this.served.values()) {
+      const endpoint = endpointId === null ? undefined : await this.endpoint(endpointId)
+      entries.push({
+        model: modelView(model),
+        modelName: model.server?.model ?? model.id,
+        live: endpoint !== undefined,
+        createdAt: endpoint?.createdAt ?? this.startedAt,
+        updatedAt: endpoint?.updatedAt ?? this.startedAt,
+      })
+    }
+    return entries
   }
 
   /** Whether the endpoint is one of the model endpoints (its workers get podyard's build). */

@@ -24,13 +24,13 @@ describe('model input', () => {
   })
 
   it('names every failing field', () => {
-    expect(image({ width: 56, height: 2056, seed: -1 })).toEqual({
+    expect(image({ width: 56, height: 2056, seed: -2 })).toEqual({
       ok: false,
       problems: [
         'input.prompt: required',
         'input.width: must be between 64 and 2048, got 56',
         'input.height: must be between 64 and 2048, got 2056',
-        'input.seed: must be a non-negative integer',
+        'input.seed: must be a non-negative integer, or -1 for a random one',
       ],
     })
     expect(image({ prompt: ' ', width: 65 })).toEqual({
@@ -40,6 +40,34 @@ describe('model input', () => {
     expect(validateModelInput('image', [])).toEqual({
       ok: false,
       problems: ['input: must be a JSON object'],
+    })
+  })
+
+  it('takes what SDKs send by default: seed -1 is random, size sets width and height', () => {
+    expect(validateModelInput('image', { prompt: 'p', seed: -1 }, () => 1234)).toEqual({
+      ok: true,
+      input: { kind: 'image', prompt: 'p', width: 512, height: 512, seed: 1234 },
+    })
+    for (const size of ['768*512', '768x512', ' 768 * 512 ']) {
+      expect(image({ prompt: 'p', size })).toMatchObject({ input: { width: 768, height: 512 } })
+    }
+    expect(image({ prompt: 'p', size: '768*512', width: 768 })).toMatchObject({ ok: true })
+    expect(image({ prompt: 'p', size: '768*512', width: 640 })).toEqual({
+      ok: false,
+      problems: ['input.size: says width 768, input.width says 640'],
+    })
+    expect(image({ prompt: 'p', size: 'big' })).toEqual({
+      ok: false,
+      problems: [
+        'input.size: must be <width>*<height> (or <width>x<height>), e.g. 1024*768, got "big"',
+      ],
+    })
+    expect(image({ prompt: 'p', size: '4096*100' })).toEqual({
+      ok: false,
+      problems: [
+        'input.size: must be between 64 and 2048, got 4096',
+        'input.size: must be a multiple of 8, got 100',
+      ],
     })
   })
 

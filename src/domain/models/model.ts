@@ -28,6 +28,12 @@ export const MIN_IMAGE_SIDE = 64
 export const MAX_IMAGE_SIDE = 2048
 export const IMAGE_SIDE_MULTIPLE = 8
 export const DEFAULT_IMAGE_SIDE = 512
+/** `seed: -1` asks for a random seed, as RunPod's image endpoints and their SDKs send it. */
+export const RANDOM_SEED = -1
+/** The largest seed a random one is drawn below (what the reference renderer hashes). */
+export const MAX_SEED = 2 ** 31
+/** `size`, as RunPod's image endpoints take it: `768*512` (their form) or `768x512`. */
+export const SIZE_PATTERN = /^(\d{1,5})\s*[*xX]\s*(\d{1,5})$/
 /** The longest prompt of any model, in characters. */
 export const MAX_PROMPT_LENGTH = 10_000
 /** Text: `max_tokens` bounds and default. */
@@ -108,7 +114,17 @@ export function inputSchemaOf(kind: ModelKind): Record<string, unknown> {
     return {
       type: 'object',
       required: ['prompt'],
-      properties: { prompt, width: side, height: side, seed: { type: 'integer', minimum: 0 } },
+      properties: {
+        prompt,
+        width: side,
+        height: side,
+        size: {
+          type: 'string',
+          pattern: SIZE_PATTERN.source,
+          description: '<width>*<height> or <width>x<height>, instead of width and height',
+        },
+        seed: { type: 'integer', minimum: RANDOM_SEED, description: '-1: a random seed' },
+      },
     }
   }
   if (kind === 'text') {
@@ -194,24 +210,54 @@ function sideProblems(value: unknown, field: string): string[] {
 
 export type InputResult = { ok: true; input: ModelInput } | { ok: false; problems: string[] }
 
+/** `size: "768*512"` (or `768x512`) -> width and height; problems when it is not of that form. */
+function sizeOf(value: unknown): { width?: number; height?: number; problems: string[] } {
+  if (value === undefined) return { problems: [] }
+  const match = typeof value === 'string' ? SIZE_PATTERN.exec(value.trim()) : null
+  if (!match) {
+    return {
+      problems: [
+        `input.size: must be <width>*<height> (or <width>x<height>), e.g. 1024*768, got ${JSON.stringify(value)}`,
+      ],
+    }
+  }
+  return { width: Number(match[1]), height: Number(match[2]), problems: [] }
+}
+
 /**
  * The job input checked against the model's kind (docs/public-endpoints.md, "Input"): each
  * failing field as `input.<field>: <problem>`. Unknown fields are ignored, as RunPod's
  * endpoints do.
  */
-export function validateModelInput(kind: ModelKind, raw: unknown): InputResult {
+export function validateModelInput(
+  kind: ModelKind,
+  raw: unknown,
+  /** Draws the seed of `seed: -1`; injected so that tests can pin it. */
+  randomSeed: () => number = () => Math.floor(Math.random() * MAX_SEED),
+): InputResult {
   if (!isObject(raw)) return { ok: false, problems: ['input: must be a JSON object'] }
   if (kind === 'image') {
-    const problems = [
-      ...promptProblems(raw.prompt, 'input.prompt', true),
-      ...sideProblems(raw.width, 'input.width'),
-      ...sideProblems(raw.height, 'input.height'),
-    ]
+    const size = sizeOf(raw.size)
+    const problems = [...promptProblems(raw.prompt, 'input.prompt', true), ...size.problems]
+    const width = raw.width ?? size.width
+    const height = raw.height ?? size.height
+    // `size` with a different width or height would leave one of them unheeded.
+    if (size.width !== undefined && raw.width !== undefined && raw.width !== size.width) {
+      problems.push(`input.size: says width ${size.width}, input.width says ${String(raw.width)}`)
+    }
+    if (size.height !== undefined && raw.height !== undefined && raw.height !== size.height) {
+      problems.push(
+        `input.size: says height ${size.height}, input.height says ${String(raw.height)}`,
+      )
+    }
+    const field = (name: 'width' | 'height') =>
+      raw[name] === undefined && size.width !== undefined ? 'input.size' : `input.${name}`
+    problems.push(...sideProblems(width, field('width')), ...sideProblems(height, field('height')))
     if (
       raw.seed !== undefined &&
-      (typeof raw.seed !== 'number' || !Number.isSafeInteger(raw.seed) || raw.seed < 0)
+      (typeof raw.seed !== 'number' || !Number.isSafeInteger(raw.seed) || raw.seed < RANDOM_SEED)
     ) {
-      problems.push('input.seed: must be a non-negative integer')
+      problems.push('input.seed: must be a non-negative integer, or -1 for a random one')
     }
     if (problems.length > 0) return { ok: false, problems }
     return {
@@ -219,9 +265,13 @@ export function validateModelInput(kind: ModelKind, raw: unknown): InputResult {
       input: {
         kind,
         prompt: raw.prompt as string,
-        width: (raw.width as number | undefined) ?? DEFAULT_IMAGE_SIDE,
-        height: (raw.height as number | undefined) ?? DEFAULT_IMAGE_SIDE,
-        ...(raw.seed !== undefined ? { seed: raw.seed as number } : {}),
+        width: (width as number | undefined) ?? DEFAULT_IMAGE_SIDE,
+        height: (height as number | undefined) ?? DEFAULT_IMAGE_SIDE,
+        ...(raw.seed === RANDOM_SEED
+          ? { seed: randomSeed() }
+          : raw.seed !== undefined
+            ? { seed: raw.seed as number }
+            : {}),
       },
     }
   }

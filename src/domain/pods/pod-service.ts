@@ -4,7 +4,7 @@ import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
 import type { Cloud } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
-import type { PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
+import type { Placement, PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Template } from '../templates/template.js'
 import type {
@@ -26,6 +26,7 @@ import {
   patchMounts,
   RESTARTING_FIELDS,
 } from './pod-rules.js'
+import { followEvents } from './event-follow.js'
 import type {
   CapacityUnit,
   LogSource,
@@ -44,7 +45,7 @@ export interface CreatePodInput {
   ports?: string[]
   env?: Record<string, string>
   registry?: string | null
-  gpu?: { id: string; count?: number }
+  gpu?: GpuRequest
   cpu?: { id: string; vcpuCount: number }
   mounts?: PodMounts
   cloud?: Cloud
@@ -52,6 +53,24 @@ export interface CreatePodInput {
   globalNetworking?: boolean
   templateId?: string
   requirements?: PodRequirements
+  /** The account's SSH keys as PUBLIC_KEY at each start (default: the template's, else false). */
+  startSsh?: boolean
+  /** A generated JUPYTER_PASSWORD unless env has one (default: the template's, else false). */
+  startJupyter?: boolean
+}
+
+/** The GPU part of a create (RunPod v2 CreateGpuConfig): the type, and what its host must offer. */
+export interface GpuRequest {
+  id: string
+  count?: number
+  /** Only hosts with exactly one of these CUDA versions. */
+  allowedCudaVersions?: string[]
+  /** Only hosts with at least this CUDA version. */
+  minCudaVersion?: string
+  /** GB of host memory per GPU that must come with the GPUs. */
+  minRamPerGpu?: number
+  /** vCPUs per GPU that must come with the GPUs. */
+  minVcpuCountPerGpu?: number
 }
 
 export interface UpdatePodInput {
@@ -90,6 +109,8 @@ export interface PodServiceDeps {
 }
 
 const ALLOCATION_KIND = 'pod'
+/** Length of a generated JUPYTER_PASSWORD (letters and digits: about 119 bits). */
+export const JUPYTER_PASSWORD_LENGTH = 20
 /** How long a TERMINATED pod stays readable by id (docs/pods.md). */
 export const TERMINATED_RETENTION_MS = 24 * 3600 * 1000
 
@@ -127,7 +148,10 @@ export class PodService {
           `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
         )
       }
-      const allowedCudaVersions = template?.allowedCudaVersions ?? []
+      // Either CUDA field of the body replaces the template's constraint entirely (v2).
+      const ownCuda =
+        input.gpu.allowedCudaVersions !== undefined || input.gpu.minCudaVersion !== undefined
+      const allowedCudaVersions = ownCuda ? [] : (template?.allowedCudaVersions ?? [])
       return {
         kind: 'gpu',
         gpuTypeId: input.gpu.id,
@@ -218,7 +242,13 @@ export class PodService {
   ): Promise<Template | undefined> {
     if (templateId === undefined) return undefined
     const template = await this.deps.references.template(accountId, templateId)
-    if (!template) throw new AppError('RULE_CONFLICT', `template "${templateId}" not found`)
+    if (!template) throw new AppError('NOT_FOUND', `template "${templateId}" not found`)
+    if (template.serverless) {
+      const problem = `body.templateId: template ${template.id} is a serverless template; a pod needs a pod template (serverless: false)`
+      throw new AppError('VALIDATION_FAILED', `the request failed validation: ${problem}`, {
+        errors: [problem],
+      })
+    }
     return template
   }
 
@@ -256,6 +286,21 @@ export class PodService {
     }
   }
 
+  private allocationOf(pod: Pod, placement: Placement): Allocation {
+    return {
+      id: newId.allocation(),
+      hostId: placement.hostId,
+      ownerKind: ALLOCATION_KIND,
+      ownerId: pod.id,
+      gpuCount: placement.gpuIndices.length,
+      gpuIndices: placement.gpuIndices,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
+      diskGb: placement.diskGb,
+      createdAt: this.now,
+    }
+  }
+
   /** Places the pod and records its allocation, inside the exclusive unit. */
   private async reserve(unit: CapacityUnit, pod: Pod, request: PlacementRequest): Promise<Pod> {
     const fleet = this.deps.catalog.fleet
@@ -269,18 +314,7 @@ export class PodService {
     )
     if (!result.ok) throw new AppError('NO_CAPACITY', result.detail)
     const { placement } = result
-    const allocation: Allocation = {
-      id: newId.allocation(),
-      hostId: placement.hostId,
-      ownerKind: ALLOCATION_KIND,
-      ownerId: pod.id,
-      gpuCount: placement.gpuIndices.length,
-      gpuIndices: placement.gpuIndices,
-      vcpus: placement.vcpus,
-      memoryGb: placement.memoryGb,
-      diskGb: placement.diskGb,
-      createdAt: this.now,
-    }
+    const allocation = this.allocationOf(pod, placement)
     await unit.allocations.remove(ALLOCATION_KIND, pod.id)
     await unit.allocations.insert(allocation)
     return {
@@ -309,7 +343,60 @@ export class PodService {
     throw new AppError('NO_CAPACITY', 'the account has used every address of its private network')
   }
 
+  /** What the host must offer: GraphQL's requirements and the REST gpu block's. */
+  private requirementsOf(input: CreatePodInput): PodRequirements | undefined {
+    const gpu = input.gpu
+    const given: PodRequirements = { ...input.requirements }
+    if (gpu) {
+      if (gpu.allowedCudaVersions?.length && gpu.minCudaVersion !== undefined) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          'give gpu.allowedCudaVersions or gpu.minCudaVersion, not both',
+        )
+      }
+      const count = gpu.count ?? 1
+      if (gpu.allowedCudaVersions?.length) given.cudaVersions = gpu.allowedCudaVersions
+      if (gpu.minCudaVersion !== undefined) given.minCudaVersion = gpu.minCudaVersion
+      if (gpu.minVcpuCountPerGpu !== undefined) {
+        given.minVcpus = Math.max(given.minVcpus ?? 0, gpu.minVcpuCountPerGpu * count)
+      }
+      if (gpu.minRamPerGpu !== undefined) {
+        given.minMemoryGb = Math.max(given.minMemoryGb ?? 0, gpu.minRamPerGpu * count)
+      }
+    }
+    return Object.keys(given).length > 0 ? given : undefined
+  }
+
   async create(accountId: string, input: CreatePodInput): Promise<Pod> {
+    const draft = await this.draft(accountId, input)
+    await this.deps.spendGuard?.assertWithinSpendLimit(
+      accountId,
+      draft.hourlyPrice,
+      `create pod "${draft.name}"`,
+    )
+    const pod = await this.deps.store.exclusive(async (unit) => {
+      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
+      if (draft.globalNetworking) {
+        placed.globalIp = await this.nextGlobalIp(unit, accountId, draft.id)
+      }
+      await unit.pods.insert(placed)
+      return placed
+    })
+    await this.deps.store.events.append(
+      pod.id,
+      pod.createdAt,
+      `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
+    )
+    this.deps.nudge()
+    return pod
+  }
+
+  /**
+   * The pod a create would make, checked and with its template applied, neither placed nor
+   * stored.
+   */
+  async draft(accountId: string, input: CreatePodInput): Promise<Pod> {
+    const requirements = this.requirementsOf(input)
     const template = await this.templateOf(accountId, input.templateId)
     const image = input.image ?? template?.image
     if (image === undefined) {
@@ -340,6 +427,11 @@ export class PodService {
     const now = this.now
     const cloud = input.cloud ?? DEFAULT_CLOUD
     const id = newId.pod()
+    const env = { ...template?.env, ...input.env }
+    // startJupyter: RunPod's images start Jupyter with this password; the owner reads it in env.
+    if ((input.startJupyter ?? template?.startJupyter ?? false) && !env.JUPYTER_PASSWORD) {
+      env.JUPYTER_PASSWORD = newId.secret(JUPYTER_PASSWORD_LENGTH)
+    }
     const draft: Pod = {
       id,
       accountId,
@@ -348,16 +440,18 @@ export class PodService {
       args: input.args ?? template?.args ?? '',
       disk: input.disk ?? template?.disk ?? DEFAULT_CONTAINER_DISK_GB,
       ports: input.ports ?? template?.ports ?? [],
-      env: { ...template?.env, ...input.env },
+      env,
       registry,
       compute,
       mounts,
-      ...(input.requirements ? { requirements: input.requirements } : {}),
+      ...(requirements ? { requirements } : {}),
+      startSsh: input.startSsh ?? template?.startSsh ?? false,
       cloud,
       dataCenterIds,
       dataCenterId: null,
       hostId: null,
-      templateId: template?.id ?? null,
+      // A template is a one-time source of settings: the pod keeps no link to it (v2 contract).
+      templateId: null,
       locked: false,
       globalNetworking,
       globalIp: null,
@@ -374,24 +468,87 @@ export class PodService {
       terminatedAt: null,
       version: 1,
     }
+    return draft
+  }
+
+  /**
+   * Creates the pods together in one data center, or none of them (an instant cluster): each
+   * data center the first draft allows (any, in the fleet's order, when it names none) is tried
+   * with every pod placed against what the earlier ones took; the first that holds them all
+   * wins. `complete` finishes each pod once placed (its address known), before it is stored.
+   * 409 naming each data center's shortfall when none can hold them all.
+   */
+  async createTogether(
+    accountId: string,
+    drafts: Pod[],
+    complete: (pod: Pod, index: number, earlier: Pod[]) => Pod,
+  ): Promise<Pod[]> {
+    const first = drafts[0]
+    if (!first) return []
     await this.deps.spendGuard?.assertWithinSpendLimit(
       accountId,
-      draft.hourlyPrice,
-      `create pod "${draft.name}"`,
+      drafts.reduce((sum, pod) => sum + pod.hourlyPrice, 0),
+      `create ${drafts.length} pods together`,
     )
-    const pod = await this.deps.store.exclusive(async (unit) => {
-      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
-      if (globalNetworking) placed.globalIp = await this.nextGlobalIp(unit, accountId, id)
-      await unit.pods.insert(placed)
-      return placed
+    const fleet = this.deps.catalog.fleet
+    const candidates =
+      first.dataCenterIds.length > 0 ? first.dataCenterIds : fleet.dataCenters.map((dc) => dc.id)
+    const pods = await this.deps.store.exclusive(async (unit) => {
+      const taken = await unit.allocations.list()
+      const shortfalls: string[] = []
+      for (const dataCenterId of candidates) {
+        const tentative: Allocation[] = []
+        let shortfall: string | undefined
+        for (const draft of drafts) {
+          const result = this.deps.place(
+            {
+              hosts: fleet.hosts,
+              dataCenters: fleet.dataCenters,
+              allocations: [...taken, ...tentative],
+            },
+            { ...this.placementRequest(draft), dataCenterIds: [dataCenterId] },
+          )
+          if (!result.ok) {
+            shortfall = result.detail
+            break
+          }
+          tentative.push(this.allocationOf(draft, result.placement))
+        }
+        if (shortfall !== undefined) {
+          shortfalls.push(`${dataCenterId}: ${shortfall}`)
+          continue
+        }
+        const stored: Pod[] = []
+        for (const [index, draft] of drafts.entries()) {
+          const allocation = tentative[index]!
+          await unit.allocations.insert(allocation)
+          let pod: Pod = {
+            ...draft,
+            hostId: allocation.hostId,
+            dataCenterId,
+            gpuIndices: allocation.gpuIndices,
+          }
+          if (pod.globalNetworking) pod.globalIp = await this.nextGlobalIp(unit, accountId, pod.id)
+          pod = complete(pod, index, stored)
+          await unit.pods.insert(pod)
+          stored.push(pod)
+        }
+        return stored
+      }
+      throw new AppError(
+        'NO_CAPACITY',
+        `no data center can hold all ${drafts.length} pods together: ${shortfalls.join('; ')}`,
+      )
     })
-    await this.deps.store.events.append(
-      pod.id,
-      now,
-      `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
-    )
+    for (const pod of pods) {
+      await this.deps.store.events.append(
+        pod.id,
+        pod.createdAt,
+        `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
+      )
+    }
     this.deps.nudge()
-    return pod
+    return pods
   }
 
   /** A pod of the account; another account's pod, or a purged one, is 404. */
@@ -401,17 +558,33 @@ export class PodService {
     return pod
   }
 
-  /** Lists the account's pods; TERMINATED ones only when the status filter asks for them. */
-  list(accountId: string, filter: { statuses?: PodStatus[]; name?: string } = {}): Promise<Pod[]> {
+  /**
+   * Lists the account's pods; TERMINATED ones only when the status filter asks for them, the
+   * nodes of instant clusters only when `includeClusterPods` does (RunPod's v2 default).
+   */
+  async list(
+    accountId: string,
+    filter: { statuses?: PodStatus[]; name?: string; includeClusterPods?: boolean } = {},
+  ): Promise<Pod[]> {
     const statuses =
       filter.statuses && filter.statuses.length > 0
         ? filter.statuses
         : (['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR'] as PodStatus[])
-    return this.deps.store.pods.list({
+    const pods = await this.deps.store.pods.list({
       accountId,
       statuses,
       ...(filter.name ? { name: filter.name } : {}),
     })
+    return filter.includeClusterPods ? pods : pods.filter((pod) => !pod.cluster)
+  }
+
+  /** A cluster's pods go only with their cluster (RunPod's v2 contract: 409 otherwise). */
+  private checkNotClusterNode(pod: Pod): void {
+    if (!pod.cluster) return
+    throw new AppError(
+      'INVALID_STATE',
+      `pod ${pod.id} is node ${pod.cluster.rank} of cluster ${pod.cluster.id}: delete the cluster (DELETE /v2/clusters/${pod.cluster.id}) to terminate its pods`,
+    )
   }
 
   runtimeOf(pod: Pod): Promise<PodRuntime | null> {
@@ -480,6 +653,7 @@ export class PodService {
           await unit.allocations.remove(ALLOCATION_KIND, current.id)
           return { ...this.withStatus(current, 'EXITED', 'stopped by request'), gpuIndices: [] }
         case 'terminate':
+          this.checkNotClusterNode(current)
           return this.terminated(current, unit)
       }
     })
@@ -512,10 +686,17 @@ export class PodService {
     return stopped
   }
 
-  async terminate(accountId: string, id: string): Promise<void> {
-    const pod = await this.mutate(accountId, id, async (current, unit) =>
-      current.status === 'TERMINATED' ? undefined : this.terminated(current, unit),
-    )
+  /** `asClusterNode`: the pod's cluster is being deleted, which takes its pods with it. */
+  async terminate(
+    accountId: string,
+    id: string,
+    options: { asClusterNode?: boolean } = {},
+  ): Promise<void> {
+    const pod = await this.mutate(accountId, id, async (current, unit) => {
+      if (current.status === 'TERMINATED') return undefined
+      if (!options.asClusterNode) this.checkNotClusterNode(current)
+      return this.terminated(current, unit)
+    })
     await this.deps.store.events.append(pod.id, this.now, 'terminated')
   }
 
@@ -619,13 +800,6 @@ export class PodService {
       yield* this.deps.runtime.followContainerLogs(pod, afterSeq, signal)
       return
     }
-    let last = afterSeq
-    while (!signal.aborted) {
-      for (const line of await this.deps.store.events.list(pod.id, { afterSeq: last })) {
-        last = line.seq
-        yield line
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500))
-    }
+    yield* followEvents(this.deps.store.events, pod.id, afterSeq, signal)
   }
 }

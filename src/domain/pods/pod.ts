@@ -59,6 +59,19 @@ export interface PodRequirements {
   compliance?: string[]
 }
 
+/** A cluster member's role (RunPod v2 PodClusterRole): only SLURM and RAY clusters have them. */
+export type PodClusterRole = 'SLURM_CONTROLLER' | 'SLURM_COMPUTE' | 'RAY_HEAD' | 'RAY_WORKER'
+
+/** A pod's membership of an instant cluster (RunPod v2 PodCluster). */
+export interface PodCluster {
+  id: string
+  /** NODE_RANK: 0 is the primary node. */
+  rank: number
+  role?: PodClusterRole
+  /** Its address on the cluster's network. */
+  ip?: string
+}
+
 export interface Pod {
   id: string
   accountId: string
@@ -72,6 +85,14 @@ export interface Pod {
   compute: PodCompute
   mounts: PodMounts
   requirements?: PodRequirements
+  /**
+   * Created with startSsh: the account's SSH keys go in as PUBLIC_KEY at every start. Never
+   * shown (a create-time flag in RunPod's v2 contract); absent on pods made before the flag,
+   * which all got the keys.
+   */
+  startSsh?: boolean
+  /** Set on the pods of an instant cluster: they live and go with it (docs/clusters.md). */
+  cluster?: PodCluster
   cloud: Cloud
   /** The data centers the creator allowed, in order of preference (empty: any). */
   dataCenterIds: string[]

@@ -11,7 +11,14 @@ export interface RegistryRepo {
 }
 
 /**
- * What refers to a registry, each as a phrase such as `pod abc123 (trainer)`; empty when
- * nothing does. Pods and templates own those references, so the composition root supplies this.
+ * What refers to a registry and keeps it from being deleted (pods, endpoints), each as a phrase
+ * such as `pod abc123 (trainer)`; empty when nothing does. Pods and endpoints own those
+ * references, so the composition root supplies this.
  */
 export type RegistryUsersOf = (accountId: string, registryId: string) => Promise<string[]>
+
+/**
+ * Removes a deleted registry from the references that do not keep it alive (the account's
+ * templates: their `registry` becomes null), returning what it changed, for people.
+ */
+export type RegistryDetach = (accountId: string, registryId: string) => Promise<string[]>

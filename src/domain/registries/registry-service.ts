@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { randomString } from '../../shared/ids.js'
-import type { RegistryRepo, RegistryUsersOf } from './ports.js'
+import type { RegistryDetach, RegistryRepo, RegistryUsersOf } from './ports.js'
 import {
   REGISTRY_NAME_MAX,
   REGISTRY_PASSWORD_MAX,
@@ -31,6 +31,8 @@ export interface RegistryServiceDeps {
   box: SecretBox
   clock: Clock
   usersOf: RegistryUsersOf
+  /** Templates that name a registry lose it when it is deleted (docs/registries.md). */
+  detach?: RegistryDetach
 }
 
 const withoutPassword = ({ passwordSealed: _sealed, ...registry }: RegistryRecord): Registry =>
@@ -72,12 +74,14 @@ export class RegistryService {
   private readonly box: SecretBox
   private readonly clock: Clock
   private readonly usersOf: RegistryUsersOf
+  private readonly detach: RegistryDetach
 
   constructor(deps: RegistryServiceDeps) {
     this.repo = deps.repo
     this.box = deps.box
     this.clock = deps.clock
     this.usersOf = deps.usersOf
+    this.detach = deps.detach ?? (async () => [])
   }
 
   async create(accountId: string, input: CreateRegistryInput): Promise<Registry> {
@@ -134,6 +138,9 @@ export class RegistryService {
         `registry ${id} (${registry.name}) is used by ${users.join(', ')}; remove it from them first`,
       )
     }
+    // Templates only carry defaults for what is created from them later: they lose the
+    // registry rather than keep it alive (RunPod's v2 contract).
+    await this.detach(accountId, id)
     await this.repo.delete(id)
   }
 

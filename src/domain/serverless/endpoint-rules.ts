@@ -5,8 +5,11 @@ import type { Endpoint, EndpointScaling } from './endpoint.js'
 /** Name bound shared by every named resource of the REST API. */
 export const MAX_ENDPOINT_NAME_LENGTH = MAX_NAME_LENGTH
 
-/** v1 EndpointCreateInput `idleTimeout` (wire-compat §2.4): 5 s by default, 1 to 3600. */
-export const DEFAULT_IDLE_TIMEOUT_S = 5
+/**
+ * `workers.idleTimeout`: 10 s by default (RunPod's v2 CreateEndpointRequest), 1 to 3600 (v1
+ * EndpointCreateInput, wire-compat §2.4).
+ */
+export const DEFAULT_IDLE_TIMEOUT_S = 10
 export const MIN_IDLE_TIMEOUT_S = 1
 export const MAX_IDLE_TIMEOUT_S = 3600
 
@@ -63,4 +66,17 @@ export function nextVersion(before: Endpoint, after: Omit<Endpoint, 'version'>):
     (field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]),
   )
   return changed ? before.version + 1 : before.version
+}
+
+/**
+ * RunPod's v2 contract: an idle timeout does not apply to REQUEST_COUNT scaling, so a REST body
+ * giving both is refused (GraphQL clients always send one, so GraphQL does not refuse it).
+ * The endpoint keeps its idle timeout for the autoscaler; the REST view leaves it out.
+ */
+export function idleTimeoutProblem(
+  scaling: EndpointScaling,
+  idleTimeoutGiven: boolean,
+): string | undefined {
+  if (!idleTimeoutGiven || scaling.type !== 'REQUEST_COUNT') return undefined
+  return 'workers.idleTimeout does not apply to REQUEST_COUNT scaling: leave it out'
 }

@@ -12,9 +12,11 @@ import {
   DEFAULT_SCALER_VALUE,
   DEFAULT_WORKERS_MAX,
   ENDPOINT_CPU_FLAVORS,
+  idleTimeoutProblem,
   nextVersion,
 } from './endpoint-rules.js'
 import type { EndpointRepo } from './endpoint-ports.js'
+import { releaseDiff, type ReleaseRepo } from './release.js'
 import {
   requestUrlsOf,
   type Endpoint,
@@ -65,6 +67,15 @@ export interface CreateEndpointInput {
 
 export type UpdateEndpointInput = Partial<CreateEndpointInput>
 
+/** How strictly a caller's input is read. */
+export interface EndpointWriteOptions {
+  /**
+   * RunPod's v2 REST contract: `workers.idleTimeout` with REQUEST_COUNT scaling is refused
+   * (`idleTimeoutProblem`); GraphQL clients send both, so GraphQL does not ask for this.
+   */
+  refuseIdleTimeoutWithRequestCount?: boolean
+}
+
 /** Other resources an endpoint may name; each lookup sees only what the account may use. */
 export interface EndpointReferences {
   /** A template the account may read (own, public, built-in). */
@@ -82,6 +93,8 @@ export interface EndpointServiceDeps {
   jobApiBaseUrl: () => string
   /** Deletes every job of an endpoint (the queue's `deleteEndpointJobs`). */
   deleteJobsOf: (endpointId: string) => Promise<number>
+  /** Each version is recorded as a release (`/serverless/{id}/releases`); none without it. */
+  releases?: Pick<ReleaseRepo, 'insert'>
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)
@@ -103,7 +116,11 @@ export class EndpointService {
     return { ...endpoint, requestUrls: requestUrlsOf(this.deps.jobApiBaseUrl(), endpoint.id) }
   }
 
-  async create(accountId: string, input: CreateEndpointInput): Promise<EndpointView> {
+  async create(
+    accountId: string,
+    input: CreateEndpointInput,
+    options: EndpointWriteOptions = {},
+  ): Promise<EndpointView> {
     const now = this.deps.clock.now().toISOString()
     if (input.gpu && input.cpu) throw conflict('give either gpu or cpu, not both')
     if (!input.gpu && !input.cpu) {
@@ -117,8 +134,10 @@ export class EndpointService {
       createdAt: now,
       updatedAt: now,
     } satisfies Endpoint
+    this.checkIdleTimeout(fields, input, options)
     await this.checkPlacement(accountId, fields)
     await this.deps.repo.insert(fields)
+    await this.recordRelease(undefined, fields)
     return this.view(fields)
   }
 
@@ -150,6 +169,7 @@ export class EndpointService {
     const replaced: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(replaced)
     this.recent.delete(id)
+    await this.recordRelease(current, replaced)
     return this.view(replaced)
   }
 
@@ -218,7 +238,12 @@ export class EndpointService {
     return cached.view
   }
 
-  async update(accountId: string, id: string, patch: UpdateEndpointInput): Promise<EndpointView> {
+  async update(
+    accountId: string,
+    id: string,
+    patch: UpdateEndpointInput,
+    options: EndpointWriteOptions = {},
+  ): Promise<EndpointView> {
     const current = await this.own(accountId, id)
     if (patch.gpu && patch.cpu) throw conflict('give either gpu or cpu, not both')
     if (patch.gpu && current.cpu) {
@@ -241,10 +266,12 @@ export class EndpointService {
       flashboot: patch.flashboot ?? current.flashboot,
       updatedAt: this.deps.clock.now().toISOString(),
     }
+    this.checkIdleTimeout(next, patch, options)
     await this.checkPlacement(accountId, next)
     const updated: Endpoint = { ...next, version: nextVersion(current, next) }
     await this.deps.repo.update(updated)
     this.recent.delete(id)
+    await this.recordRelease(current, updated)
     return this.view(updated)
   }
 
@@ -284,6 +311,28 @@ export class EndpointService {
       .map(named)
   }
 
+  /** A new version is a release: what changed, and when. */
+  private async recordRelease(before: Endpoint | undefined, after: Endpoint): Promise<void> {
+    if (!this.deps.releases || (before && before.version === after.version)) return
+    await this.deps.releases.insert({
+      id: newId.release(),
+      endpointId: after.id,
+      version: after.version,
+      createdAt: after.updatedAt,
+      diff: releaseDiff(before, after),
+    })
+  }
+
+  private checkIdleTimeout(
+    endpoint: Pick<Endpoint, 'scaling'>,
+    input: UpdateEndpointInput,
+    options: EndpointWriteOptions,
+  ): void {
+    if (!options.refuseIdleTimeoutWithRequestCount) return
+    const problem = idleTimeoutProblem(endpoint.scaling, input.workers?.idleTimeout !== undefined)
+    if (problem) throw conflict(problem)
+  }
+
   private checkType(type: EndpointType | undefined): 'QUEUE' {
     if (type === 'LOAD_BALANCER') throw conflict('load-balancing endpoints are not supported')
     return 'QUEUE'
@@ -305,7 +354,13 @@ export class EndpointService {
     let base: ContainerBlock
     if (input.templateId !== undefined) {
       const template = await this.deps.references.template(accountId, input.templateId)
-      if (!template) throw conflict(`template "${input.templateId}" not found`)
+      if (!template) throw new AppError('NOT_FOUND', `template "${input.templateId}" not found`)
+      if (!template.serverless) {
+        const problem = `body.templateId: template ${template.id} is a pod template (serverless: false); an endpoint needs a serverless template`
+        throw new AppError('VALIDATION_FAILED', `the request failed validation: ${problem}`, {
+          errors: [problem],
+        })
+      }
       base = {
         templateId: template.id,
         image: template.image,
@@ -341,7 +396,10 @@ export class EndpointService {
       ...base,
       ...(input.args !== undefined ? { args: input.args } : {}),
       ...(input.disk !== undefined ? { disk: input.disk } : {}),
-      ...(input.env !== undefined ? { env: input.env } : {}),
+      // A template's env is merged per key, the body's variables winning (v2 contract).
+      ...(input.env !== undefined
+        ? { env: input.templateId !== undefined ? { ...base.env, ...input.env } : input.env }
+        : {}),
       ...(input.ports !== undefined ? { ports: input.ports } : {}),
       ...(input.registry !== undefined ? { registry: input.registry } : {}),
     }
@@ -367,10 +425,20 @@ export class EndpointService {
   private gpuOf(input: GpuInput, current: EndpointGpu | undefined): EndpointGpu {
     const pools = input.pools ?? current?.pools ?? []
     if (pools.length === 0) throw conflict('gpu.pools must name at least one GPU pool')
-    const excludedTypes = input.excludedTypes ?? current?.excludedTypes ?? []
+    // Pools and exclusions are one selection: new pools without exclusions clear them (v2).
+    const excludedTypes = (
+      input.excludedTypes ?? (input.pools !== undefined ? [] : (current?.excludedTypes ?? []))
+    ).map((id) => id.trim())
     for (const id of excludedTypes) {
-      if (!findGpuType(id)) {
+      const type = findGpuType(id)
+      if (!type) {
         throw conflict(`gpu.excludedTypes: unknown GPU type "${id}": see GET /v2/catalog/gpus`)
+      }
+      // An exclusion outside the pools would filter nothing: most likely a typo of the caller.
+      if (type.pool === null || !pools.includes(type.pool)) {
+        throw conflict(
+          `gpu.excludedTypes: "${id}" is not a GPU type of the pools ${pools.join(', ')} (it is in ${type.pool ?? 'no pool'})`,
+        )
       }
     }
     const left = GPU_TYPES.filter(

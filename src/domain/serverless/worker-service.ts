@@ -1,6 +1,7 @@
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
-import type { PodLogLine, PodLogQuery } from '../pods/ports.js'
+import { followEvents } from '../pods/event-follow.js'
+import type { LogSource, PodEventRepo, PodLogLine, PodLogQuery } from '../pods/ports.js'
 import type { EndpointService } from './endpoint-service.js'
 import { startBackoffView, type StartBackoff, type StartBackoffView } from './start-backoff.js'
 import type { ManagedWorker, WorkerRepo, WorkerStatus } from './worker.js'
@@ -60,6 +61,8 @@ export interface WorkerServiceDeps {
   repo: WorkerRepo
   observer: WorkerObserver
   clock: Clock
+  /** The workers' system logs (what the autoscaler did with each); none without it. */
+  events?: Pick<PodEventRepo, 'list'>
 }
 
 /** The workers the platform runs for an account's endpoints, as their owner sees them. */
@@ -114,11 +117,26 @@ export class WorkerService {
     return worker
   }
 
-  readLogs(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[]> {
-    return this.deps.observer.readLogs(worker, query)
+  /** `container`: the worker's output; `system`: what the platform did with it. */
+  async readLogs(
+    worker: ManagedWorker,
+    source: LogSource,
+    query: PodLogQuery,
+  ): Promise<PodLogLine[]> {
+    if (source === 'container') return this.deps.observer.readLogs(worker, query)
+    return this.deps.events ? this.deps.events.list(worker.id, query) : []
   }
 
-  followLogs(worker: ManagedWorker, afterSeq: number, signal: AbortSignal) {
-    return this.deps.observer.followLogs(worker, afterSeq, signal)
+  async *followLogs(
+    worker: ManagedWorker,
+    source: LogSource,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<PodLogLine> {
+    if (source === 'container') {
+      yield* this.deps.observer.followLogs(worker, afterSeq, signal)
+    } else if (this.deps.events) {
+      yield* followEvents(this.deps.events, worker.id, afterSeq, signal)
+    }
   }
 }

@@ -15,6 +15,8 @@ import * as postgres0014 from './postgres/0014-job-sweep-indexes.js'
 import * as postgres0015 from './postgres/0015-stop-notice-attempts.js'
 import * as postgres0016 from './postgres/0016-worker-crash-loops.js'
 import * as postgres0017 from './postgres/0017-job-stream-chunk-index.js'
+import * as postgres0018 from './postgres/0018-endpoint-releases.js'
+import * as postgres0019 from './postgres/0019-clusters.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -32,6 +34,8 @@ import * as sqlite0014 from './sqlite/0014-job-sweep-indexes.js'
 import * as sqlite0015 from './sqlite/0015-stop-notice-attempts.js'
 import * as sqlite0016 from './sqlite/0016-worker-crash-loops.js'
 import * as sqlite0017 from './sqlite/0017-job-stream-chunk-index.js'
+import * as sqlite0018 from './sqlite/0018-endpoint-releases.js'
+import * as sqlite0019 from './sqlite/0019-clusters.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -101,6 +105,12 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0017.statements,
       postgres: postgres0017.statements,
     },
+    {
+      name: '0018-endpoint-releases',
+      sqlite: sqlite0018.statements,
+      postgres: postgres0018.statements,
+    },
+    { name: '0019-clusters', sqlite: sqlite0019.statements, postgres: postgres0019.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {
