@@ -152,7 +152,7 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
       // Its last 100 lines are read after its workload is gone.
       const crashed = third.lastFailure.workerId as string
       const logs = await platform.call(
-        `/v2/serverless/${id}/workers/${crashed}/logs?follow=false&tail=5000`,
+        `/v2/serverless/${id}/workers/${crashed}/logs?follow=false&tail=5000&source=container`,
       )
       expect(logs.status).toBe(200)
       const lines = (await logs.text())
@@ -163,8 +163,13 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
       expect(lines[0]).toBe('loading line 52')
       expect(lines.at(-1)).toBe("Error: Cannot find module 'handler-dependency'")
       // Followed, the stream ends after them: the worker writes nothing more.
-      const followed = await platform.call(`/v2/serverless/${id}/workers/${crashed}/logs?tail=1`)
+      const followed = await platform.call(
+        `/v2/serverless/${id}/workers/${crashed}/logs?tail=1&source=container`,
+      )
       expect(await followed.text()).toContain('handler-dependency')
+      // Both sources (the default), followed: the platform's lines say why, then it ends too.
+      const both = await platform.call(`/v2/serverless/${id}/workers/${crashed}/logs?tail=3`)
+      expect(await both.text()).toContain(`UNHEALTHY: ${EXIT_REASON}`)
 
       // A healthy start ends the backoff.
       writeFileSync(path.join(dir, 'healthy'), '')

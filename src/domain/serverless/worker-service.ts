@@ -136,7 +136,9 @@ export class WorkerService {
     if (source === 'container') {
       yield* this.deps.observer.followLogs(worker, afterSeq, signal)
     } else if (this.deps.events) {
-      yield* followEvents(this.deps.events, worker.id, afterSeq, signal)
+      // A failed worker is gone: like its kept output, its story ends with what is recorded.
+      if (worker.phase === 'UNHEALTHY') yield* await this.deps.events.list(worker.id, { afterSeq })
+      else yield* followEvents(this.deps.events, worker.id, afterSeq, signal)
     }
   }
 }
