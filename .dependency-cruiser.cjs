@@ -51,6 +51,22 @@ module.exports = {
       to: { path: '^src/platform\\.ts$' },
     },
     {
+      name: 'only-platform-imports-wiring',
+      severity: 'error',
+      comment:
+        'src/wiring/ is the composition split by area (DESIGN.md); only platform.ts puts it together.',
+      from: { path: '^src/', pathNot: '^src/(platform\\.ts$|wiring/)' },
+      to: { path: '^src/wiring/' },
+    },
+    {
+      name: 'wiring-below-platform',
+      severity: 'error',
+      comment:
+        'The areas are wired for platform.ts; none of them reaches back to it or to main.ts.',
+      from: { path: '^src/wiring/' },
+      to: { path: '^src/(platform|main)\\.ts$' },
+    },
+    {
       name: 'nothing-imports-main',
       severity: 'error',
       comment: 'main.ts is the composition root; nothing in src depends on it.',

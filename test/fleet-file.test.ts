@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadFleet } from '../src/platform.js'
+import { loadFleet } from '../src/wiring/fleet-wiring.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
 const fleetYaml = `

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config/load-config.js'
-import { objectStoreFor } from '../src/platform.js'
+import { objectStoreFor } from '../src/wiring/model-wiring.js'
 import { startFakeS3, type FakeS3 } from './support/fake-s3.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 

@@ -134,7 +134,7 @@ async function adminVolumeWithSecret(api: Api, adminKey: string, dataDir: string
 }
 
 async function podLog(api: Api, key: string, podId: string): Promise<string[]> {
-  const read = await api.call(`/v2/pods/${podId}/logs?follow=false&tail=200`, key)
+  const read = await api.call(`/v2/pods/${podId}/logs?follow=false&tail=200&source=container`, key)
   expect(read.status).toBe(200)
   return String(read.body)
     .split('\n')

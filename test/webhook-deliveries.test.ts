@@ -18,7 +18,7 @@ import { testStores } from './support/stores.js'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js'
 import { testJob } from './support/jobs.js'
 import { TestResolver } from './support/test-resolver.js'
-import { egressGuardFor } from '../src/platform.js'
+import { egressGuardFor } from '../src/wiring/serverless-wiring.js'
 
 // The queue's copy of the delivery tables must agree with the store's, both ways.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false

@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../api/app.js'
+import type { JobLimiter } from '../api/jobs/job-limiter.js'
+import { isMigrated } from '../store/migrate.js'
+import type { Leadership } from './leadership-wiring.js'
+import type { PlatformContext } from './platform-context.js'
+
+/** The whole HTTP surface over every area's services (src/api/app.ts), not yet listening. */
+export function wireApi(
+  context: PlatformContext,
+  options: { version: string; jobLimiter: JobLimiter; leadership: Leadership },
+): Promise<FastifyInstance> {
+  const { config, store, clock, logger, parts } = context
+  const { accounts, fleet, billing, pods, serverless, models, replicas } = parts
+  return buildApp({
+    credits: billing.credits,
+    logger,
+    clock,
+    version: options.version,
+    accounts: accounts.accounts,
+    catalog: fleet.catalog,
+    pods: pods.pods,
+    templates: pods.templates,
+    volumes: pods.volumes,
+    registries: pods.registries,
+    endpoints: serverless.endpoints,
+    jobs: serverless.jobs,
+    workerKeys: serverless.workerKeys,
+    workers: serverless.workers,
+    releases: serverless.releases,
+    clusters: pods.clusters,
+    webhooks: serverless.webhooks,
+    jobLimits: config.jobLimits,
+    runningWorkers: (endpointId) => {
+      const workers = serverless.jobs.workerCounts(endpointId)
+      return workers.idle + workers.running
+    },
+    jobLimiter: options.jobLimiter,
+    cluster: {
+      replicaId: replicas.replicaId,
+      isLeader: () => options.leadership.isLeader(),
+      ...(replicas.wakeUps ? { listening: () => replicas.wakeUps!.listening } : {}),
+    },
+    rateLimits: config.rateLimit,
+    billing: { reports: billing.reports, spend: billing.guard },
+    models: { service: models.service, signer: models.signer },
+    readiness: async () => {
+      await store.ping()
+      if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
+    },
+  })
+}

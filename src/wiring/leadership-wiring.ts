@@ -1,0 +1,110 @@
+import type { JobLimiter } from '../api/jobs/job-limiter.js'
+import { LeaderElection } from '../control/leader-election.js'
+import { KyselyLeaseRepo } from '../store/lease-repo.js'
+import { SharedJobLimits } from '../store/shared-job-limits.js'
+import { SharedWorkerPresence } from '../store/shared-worker-presence.js'
+import type { PlatformContext } from './platform-context.js'
+
+/** How often stored public model results whose URLs expired are deleted. */
+const OBJECT_SWEEP_INTERVAL_MS = 10 * 60 * 1000
+
+/** The reconcile loops, run by one replica at a time, and what replicas share meanwhile. */
+export interface Leadership {
+  isLeader(): boolean
+  /** Syncs shared counters and presence, and runs the loops once this replica leads. */
+  start(): Promise<void>
+  /** Stops the loops and syncs (the server is closing). */
+  stop(): Promise<void>
+}
+
+/**
+ * Which replica runs the reconcile loops (docs/production.md, "The leader"): the pod lifecycle,
+ * the job sweeper, the webhook dispatcher, the billing meter, the purge of expired model results
+ * and the worker autoscaler. On SQLite this process always leads. A replica that does not lead
+ * follows the leader's workers (for /health and the workers list) and shares the job API
+ * counters and the worker presence it sees.
+ */
+export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter): Leadership {
+  const { config, store, clock, logger, parts } = context
+  const { replicaId, clustered, wakeUps } = parts.replicas
+  const { autoscaler, sweeper, dispatcher } = parts.serverless
+  const { lifecycle } = parts.pods
+  const { meter } = parts.billing
+  const driver = parts.fleet.processDriver
+  let objectSweep: NodeJS.Timeout | undefined
+  const election = new LeaderElection({
+    ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),
+    replicaId,
+    ttlMs: config.cluster.leaseTtlMs,
+    logger,
+    onLead: () => {
+      void autoscaler.unfollow()
+      driver.setActive(true)
+      lifecycle.start()
+      sweeper.start()
+      dispatcher.start()
+      meter.start()
+      objectSweep = setInterval(() => {
+        parts.models.service.purgeExpiredObjects().catch((error: unknown) => {
+          logger.error({ err: error }, 'purging expired public model results failed')
+        })
+      }, OBJECT_SWEEP_INTERVAL_MS)
+      objectSweep.unref()
+      // Workers are told where the job API is: the loops start only once it listens.
+      autoscaler.start()
+    },
+    onLose: async () => {
+      clearInterval(objectSweep)
+      await Promise.all([
+        autoscaler.stop(),
+        sweeper.stop(),
+        meter.stop(),
+        dispatcher.stop(),
+        lifecycle.stop(),
+      ])
+      if (clustered) {
+        driver.setActive(false)
+        autoscaler.follow()
+      }
+    },
+  })
+  const shared = clustered
+    ? [
+        new SharedJobLimits({
+          db: store.db,
+          replicaId,
+          limiter: jobLimiter,
+          intervalMs: config.cluster.syncIntervalMs,
+          logger,
+        }),
+        new SharedWorkerPresence({
+          db: store.db,
+          presence: parts.serverless.presence,
+          now: () => clock.now().getTime(),
+          intervalMs: config.cluster.syncIntervalMs,
+          logger,
+        }),
+      ]
+    : []
+  return {
+    isLeader: () => election.isLeader(),
+    start: async () => {
+      await wakeUps?.start()
+      for (const sync of shared) sync.start()
+      await election.start()
+      // A replica that does not lead still answers for the workers the leader runs.
+      if (clustered && !election.isLeader()) autoscaler.follow()
+    },
+    stop: async () => {
+      await election.stop()
+      await autoscaler.unfollow()
+      for (const sync of shared) await sync.stop()
+      await wakeUps?.close()
+      await autoscaler.stop()
+      await sweeper.stop()
+      await meter.stop()
+      await dispatcher.stop()
+      await lifecycle.stop()
+    },
+  }
+}

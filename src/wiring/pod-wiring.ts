@@ -1,0 +1,112 @@
+import { PodLifecycle } from '../control/pod-lifecycle.js'
+import { isolationRefusal } from '../control/workload-isolation.js'
+import { ClusterService } from '../domain/clusters/cluster-service.js'
+import { PodService } from '../domain/pods/pod-service.js'
+import {
+  podsUsing,
+  usesNetworkVolume,
+  usesRegistry,
+  usesTemplate,
+} from '../domain/pods/pod-users.js'
+import { RegistryService } from '../domain/registries/registry-service.js'
+import type { EndpointService } from '../domain/serverless/endpoint-service.js'
+import { TemplateService } from '../domain/templates/template-service.js'
+import { VolumeService } from '../domain/volumes/volume-service.js'
+import { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
+import { place } from '../scheduler/core/placement.js'
+import { KyselyClusterRepo } from '../store/cluster-repo.js'
+import { KyselyNetworkVolumeRepo } from '../store/network-volume-repo.js'
+import { podStoreOf } from '../store/pod-repo.js'
+import { KyselyRegistryRepo } from '../store/registry-repo.js'
+import { KyselyTemplateRepo } from '../store/template-repo.js'
+import type { PlatformContext, PodParts } from './platform-context.js'
+
+/**
+ * Pods (docs/pods.md) and what they are made of: templates, network volumes, registries, the
+ * pod lifecycle loop, instant clusters. Endpoints use templates, volumes and registries too: who
+ * uses one is asked of both.
+ */
+export function wirePods(context: PlatformContext): PodParts {
+  const { config, store, clock, logger, parts } = context
+  const podStore = podStoreOf(store)
+  const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
+    parts.serverless.endpoints.usersOf(accountId, uses)
+  const templateRepo = new KyselyTemplateRepo(store.db)
+  const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
+  const volumes = new VolumeService({
+    repo: new KyselyNetworkVolumeRepo(store.db),
+    fleet: parts.fleet.fleet,
+    storage: volumeStorage,
+    clock,
+    usersOf: async (accountId, volumeId) => [
+      ...(await podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId))),
+      ...(await endpointUsers(accountId, { networkVolume: volumeId })),
+    ],
+  })
+  const registries = new RegistryService({
+    repo: new KyselyRegistryRepo(store.db),
+    box: parts.accounts.box,
+    clock,
+    usersOf: async (accountId, registryId) => [
+      ...(await podsUsing(podStore.pods, accountId, usesRegistry(registryId))),
+      ...(await endpointUsers(accountId, { registry: registryId })),
+    ],
+    // Templates only name a registry: deleting it clears it from them (docs/registries.md).
+    detach: async (accountId, registryId) => {
+      const using = (await templateRepo.listByAccount(accountId)).filter(
+        (t) => t.registry === registryId,
+      )
+      for (const template of using) await templateRepo.update({ ...template, registry: null })
+      return using.map((t) => `template ${t.id} (${t.name})`)
+    },
+  })
+  const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
+  const templates = new TemplateService({
+    repo: templateRepo,
+    clock,
+    registryExists,
+    usersOf: async (accountId, templateId) => [
+      ...(await podsUsing(podStore.pods, accountId, usesTemplate(templateId))),
+      ...(await endpointUsers(accountId, { templateId })),
+    ],
+  })
+  const lifecycle = new PodLifecycle({
+    store: podStore,
+    fleet: parts.fleet.fleet,
+    driverFor: parts.fleet.driverFor,
+    drivers: parts.fleet.drivers,
+    dataDir: config.dataDir,
+    publicIp: config.publicIp,
+    volumePath: (volumeId) => volumeStorage.path(volumeId),
+    registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+    publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
+    isolationRefusal: (accountId, hostDriver) =>
+      isolationRefusal(hostDriver, accountId, parts.fleet.isolationPolicy),
+    clock,
+    logger,
+  })
+  const pods = new PodService({
+    store: podStore,
+    catalog: parts.fleet.catalog,
+    place,
+    runtime: lifecycle,
+    references: {
+      template: (accountId, id) => templates.resolve(accountId, id),
+      registryExists,
+      networkVolume: (accountId, id) => volumes.find(accountId, id),
+    },
+    clock,
+    nudge: lifecycle.nudge,
+    spendGuard: parts.billing.guard,
+  })
+  return {
+    podStore,
+    templates,
+    volumes,
+    volumeStorage,
+    registries,
+    lifecycle,
+    pods,
+    clusters: new ClusterService({ repo: new KyselyClusterRepo(store.db), pods, clock }),
+  }
+}

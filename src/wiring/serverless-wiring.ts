@@ -1,0 +1,263 @@
+import type { Config } from '../config/schema.js'
+import { ConfigError } from '../config/load-config.js'
+import { JobSweeper } from '../control/job-sweeper.js'
+import { WebhookDispatcher } from '../control/webhook-dispatcher.js'
+import { WorkerAutoscaler } from '../control/worker-autoscaler.js'
+import { isolationRefusal } from '../control/workload-isolation.js'
+import { workerHourlyPrice } from '../domain/billing/usage.js'
+import { EgressGuard, type HostResolver } from '../domain/egress/egress-guard.js'
+import {
+  EgressPolicy,
+  parseAllowList,
+  selfReader,
+  type Listener,
+} from '../domain/egress/egress-policy.js'
+import { MODEL_CODE_PATH } from '../domain/models/model-registry.js'
+import { EndpointService } from '../domain/serverless/endpoint-service.js'
+import { JobService } from '../domain/serverless/job-service.js'
+import { ReleaseService } from '../domain/serverless/release-service.js'
+import { WebhookService } from '../domain/serverless/webhook-service.js'
+import { deriveWorkerKeySecret, WorkerKeyService } from '../domain/serverless/worker-keys.js'
+import { WORKER_PRESENCE_WINDOW_MS, WorkerPresence } from '../domain/serverless/worker-presence.js'
+import { WorkerService } from '../domain/serverless/worker-service.js'
+import { CROSS_REPLICA_POLL_MS } from '../queue/pg-wake-ups.js'
+import { KyselyJobQueue } from '../queue/kysely-job-queue.js'
+import { KyselyWebhookDeliveries } from '../queue/kysely-webhook-deliveries.js'
+import { place } from '../scheduler/core/placement.js'
+import { isAppError } from '../shared/app-error.js'
+import type { Clock } from '../shared/clock.js'
+import { interfaceAddresses } from '../shared/host-addresses.js'
+import { KyselyEndpointRepo } from '../store/endpoint-repo.js'
+import { KyselyReleaseRepo } from '../store/release-repo.js'
+import { KyselyStartBackoffRepo } from '../store/start-backoff-repo.js'
+import { KyselyWorkerRepo } from '../store/worker-repo.js'
+import { MODEL_CODE_DIR } from './model-wiring.js'
+import type { PlatformContext, ServerlessParts } from './platform-context.js'
+import { endPollsKey, WEBHOOKS_DUE_KEY } from './replica-wiring.js'
+
+/**
+ * Serverless (docs/serverless-endpoints.md, docs/job-api.md): endpoints and their releases and
+ * worker keys, the job queue with its sweeper and webhooks, and the workers the platform runs
+ * for endpoints (the autoscaler). Workers stay on the process driver: their built-in images and
+ * the job API URL they are given exist only outside containers (docs/runtime.md).
+ */
+export function wireServerless(
+  context: PlatformContext,
+  options: { resolveHost: HostResolver },
+): ServerlessParts {
+  const { config, store, clock, logger, parts } = context
+  const { wakeUps } = parts.replicas
+  const endpointRepo = new KyselyEndpointRepo(store.db)
+  const releaseRepo = new KyselyReleaseRepo(store.db)
+  const pods = parts.pods
+  const endpoints: EndpointService = new EndpointService({
+    repo: endpointRepo,
+    catalog: parts.fleet.catalog,
+    references: {
+      template: (accountId, id) => pods.templates.resolve(accountId, id),
+      registryExists: (accountId, id) => pods.registries.exists(accountId, id),
+      networkVolume: (accountId, id) => pods.volumes.find(accountId, id),
+    },
+    clock,
+    jobApiBaseUrl: context.serverUrl,
+    releases: releaseRepo,
+    deleteJobsOf: (endpointId) => {
+      // Its worker key must stop verifying at once, not when the verification cache expires.
+      workerKeys.forget()
+      return queue.deleteEndpointJobs(endpointId)
+    },
+  })
+  const workerKeys = new WorkerKeyService({
+    generations: endpointRepo,
+    ownEndpoint: (accountId, id) => endpoints.get(accountId, id),
+    secret: deriveWorkerKeySecret(parts.accounts.encryptionKey),
+  })
+  const deliveries = new KyselyWebhookDeliveries({ db: store.db, dialect: store.dialect })
+  const webhookEgress = egressGuardFor(config, {
+    listeners: context.listeners,
+    resolveHost: options.resolveHost,
+    clock,
+  })
+  const dispatcher = new WebhookDispatcher({
+    deliveries,
+    egress: webhookEgress,
+    clock,
+    logger,
+    retryDelayMs: config.webhooks.retryDelayMs,
+    timeoutMs: config.webhooks.timeoutMs,
+  })
+  const queue = new KyselyJobQueue({
+    db: store.db,
+    dialect: store.dialect,
+    clock,
+    // A job's s3Config holds the caller's storage secret: sealed like registry passwords.
+    secrets: parts.accounts.box,
+    onWebhookQueued: () => {
+      dispatcher.nudge()
+      // The dispatcher runs on the leader, which may be another replica.
+      wakeUps?.notify(WEBHOOKS_DUE_KEY)
+    },
+    ...(wakeUps ? { wakeUps, pollIntervalMs: CROSS_REPLICA_POLL_MS } : {}),
+  })
+  const presence = new WorkerPresence(
+    clock,
+    WORKER_PRESENCE_WINDOW_MS,
+    config.workers.pingIntervalMs,
+  )
+  const workerRepo = new KyselyWorkerRepo(store.db)
+  const autoscaler = workerAutoscalerOf(context, {
+    endpointRepo,
+    workerRepo,
+    queue,
+    presence,
+    workerKeys,
+  })
+  const jobs = new JobService({
+    endpoints,
+    queue,
+    presence,
+    roster: autoscaler,
+    clock,
+    leaseMs: config.workers.jobLeaseMs,
+    billing: parts.billing.guard,
+    webhookEgress,
+    onJobFinished: (job) => parts.models.service.onJobCompleted(job),
+  })
+  return {
+    endpoints,
+    releases: new ReleaseService({
+      endpoints,
+      releases: releaseRepo,
+      workers: workerRepo,
+      userOf: async (accountId) =>
+        (await parts.accounts.accounts.primaryUser(accountId))?.id ?? null,
+    }),
+    workerKeys,
+    queue,
+    presence,
+    workerRepo,
+    autoscaler,
+    jobs,
+    workers: new WorkerService({
+      endpoints,
+      repo: workerRepo,
+      observer: autoscaler,
+      clock,
+      events: pods.podStore.events,
+    }),
+    webhooks: new WebhookService({ endpoints, queue, deliveries }),
+    webhookEgress,
+    dispatcher,
+    sweeper: new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs }),
+  }
+}
+
+/** The autoscaler of the platform's workers (docs/serverless-workers.md). */
+function workerAutoscalerOf(
+  context: PlatformContext,
+  serverless: Pick<ServerlessParts, 'queue' | 'presence' | 'workerKeys' | 'workerRepo'> & {
+    endpointRepo: KyselyEndpointRepo
+  },
+): WorkerAutoscaler {
+  const { config, store, clock, logger, parts } = context
+  const { fleet, processDriver, isolationPolicy } = parts.fleet
+  const { podStore, volumes, volumeStorage, registries } = parts.pods
+  const billing = parts.billing
+  return new WorkerAutoscaler({
+    endpoints: serverless.endpointRepo,
+    workers: serverless.workerRepo,
+    exclusiveCapacity: (work) => podStore.exclusive((unit) => work(unit.allocations)),
+    allocations: podStore.allocations,
+    fleet,
+    place,
+    driverFor: () => processDriver,
+    drivers: [processDriver],
+    queue: serverless.queue,
+    presence: serverless.presence,
+    workerKeyFor: (endpointId) => serverless.workerKeys.current(endpointId),
+    jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl(),
+    networkVolume: async (accountId, volumeId) => {
+      const volume = await volumes.find(accountId, volumeId)
+      return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
+    },
+    registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+    dataDir: config.dataDir,
+    clock,
+    logger,
+    settings: config.workers,
+    billing: {
+      outOfCredits: async (accountId) => {
+        const credit = await billing.creditRepo.credit(accountId)
+        return credit !== undefined && (await billing.guard.outOfCredits(credit))
+      },
+      refusal: async (accountId, usdPerHour) => {
+        try {
+          await billing.guard.assertWithinSpendLimit(
+            accountId,
+            usdPerHour,
+            'start a serverless worker',
+          )
+          return null
+        } catch (error) {
+          if (isAppError(error)) return error.detail
+          throw error
+        }
+      },
+    },
+    hourlyPrice: (candidate, endpoint) =>
+      workerHourlyPrice(fleet.prices, {
+        gpuTypeId: candidate.gpuTypeId,
+        cpuFlavorId: candidate.cpuFlavorId,
+        gpuCount: endpoint.gpu?.count ?? 0,
+        vcpus: candidate.request.compute.kind === 'cpu' ? candidate.request.compute.vcpuCount : 0,
+      }),
+    startBackoffs: new KyselyStartBackoffRepo(store.db),
+    endPolls: (endpointId, workerId): Promise<void> => {
+      // The worker's polls may be held by another replica: those end too, unawaited.
+      parts.replicas.wakeUps?.notify(endPollsKey(endpointId, workerId))
+      return parts.serverless.jobs.endPolls(endpointId, workerId)
+    },
+    isolationRefusal: (accountId) => isolationRefusal(processDriver, accountId, isolationPolicy),
+    // The public models' workers run podyard's own build, shown to them read-only.
+    platformMounts: (endpoint) =>
+      endpoint.accountId === parts.accounts.modelsAccount.id
+        ? [
+            {
+              hostPath: MODEL_CODE_DIR,
+              containerPath: MODEL_CODE_PATH,
+              kind: 'platform',
+              readOnly: true,
+            },
+          ]
+        : [],
+    // A worker's system log shares the pods' event table (worker ids are pod-shaped).
+    events: podStore.events,
+  })
+}
+
+/**
+ * The egress policy of webhooks (docs/security.md "Egress policy"): the operator's allow-list,
+ * and this server (its interfaces, its public IP, where it listens) as a destination never sent to.
+ */
+export function egressGuardFor(
+  config: Pick<Config, 'publicIp' | 'host'> & {
+    webhooks: Pick<Config['webhooks'], 'allowInternal'>
+  },
+  sources: { listeners: () => readonly Listener[]; resolveHost: HostResolver; clock: Clock },
+): EgressGuard {
+  const { allow, problems } = parseAllowList(config.webhooks.allowInternal)
+  if (problems.length > 0) {
+    throw new ConfigError(`invalid configuration: webhooks.allowInternal: ${problems.join('; ')}`)
+  }
+  const self = selfReader({
+    interfaces: interfaceAddresses(),
+    fixed: [config.publicIp, config.host],
+    listeners: sources.listeners,
+  })
+  return new EgressGuard({
+    policy: new EgressPolicy({ allow, self }),
+    resolve: sources.resolveHost,
+    clock: sources.clock,
+    settingName: 'webhooks.allowInternal',
+  })
+}

@@ -1,0 +1,74 @@
+import type { StoreCommands } from '../cli/program.js'
+import type { Config } from '../config/schema.js'
+import type { AccountService } from '../domain/accounts/account-service.js'
+import { CreditService } from '../domain/billing/credit-service.js'
+import { AppError } from '../shared/app-error.js'
+import { systemClock } from '../shared/clock.js'
+import { KyselyCreditRepo } from '../store/credit-repo.js'
+import { accountServiceOf, openMigratedStore } from './store-wiring.js'
+
+/** The CLI commands that work on the store itself (keys, accounts, credits). */
+function storeCommands(accounts: AccountService, credits: CreditService): StoreCommands {
+  const accountOrAdmin = async (idOrEmail?: string) => {
+    const account = idOrEmail
+      ? await accounts.findAccount(idOrEmail)
+      : await accounts.findAdminAccount()
+    if (!account) throw new AppError('NOT_FOUND', `account ${idOrEmail ?? '(admin)'} not found`)
+    return account
+  }
+  return {
+    createKey: async (input) => {
+      const account = await accountOrAdmin(input.account)
+      return accounts.createApiKey({ ...input, accountId: account.id })
+    },
+    listKeys: async (idOrEmail) =>
+      accounts.listApiKeys(idOrEmail ? (await accountOrAdmin(idOrEmail)).id : undefined),
+    revokeKey: (id) => accounts.revokeApiKey(id),
+    createAccount: async (input) => {
+      const { account, user } = await accounts.createAccount(input)
+      return { ...account, email: user.email }
+    },
+    listAccounts: () => accounts.listAccounts(),
+    addCredits: async ({ account, amount, note }) => {
+      const { id } = await accountOrAdmin(account)
+      const admin = await accounts.findAdminAccount()
+      const { credit, entry } = await credits.addCredits({
+        accountId: id,
+        usd: amount,
+        note,
+        by: admin?.id ?? null,
+      })
+      return { ...credit, entry }
+    },
+    showCredits: async (account) => {
+      const { id } = await accountOrAdmin(account)
+      return { ...(await credits.credit(id)), entries: await credits.entries(id) }
+    },
+    setSpendLimit: async (account, usdPerHour) =>
+      credits.setSpendLimit((await accountOrAdmin(account)).id, usdPerHour),
+  }
+}
+
+/** Runs `use` with the store-backed commands over a migrated store (creating the admin first). */
+export async function withStoreCommands<T>(
+  config: Readonly<Config>,
+  use: (commands: StoreCommands) => Promise<T>,
+): Promise<T> {
+  const { store } = await openMigratedStore(config)
+  try {
+    const accounts = accountServiceOf(store, systemClock)
+    const admin = await accounts.ensureAdmin({
+      email: config.adminEmail,
+      adminKey: config.adminKey,
+    })
+    if (admin.generatedKey) {
+      process.stderr.write(
+        `Created the admin account; its generated key (shown once): ${admin.generatedKey}\n`,
+      )
+    }
+    const credits = new CreditService(new KyselyCreditRepo(store.db), systemClock)
+    return await use(storeCommands(accounts, credits))
+  } finally {
+    await store.close()
+  }
+}
