@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify'
+import { AppError } from '../../shared/app-error.js'
+import { jsonDeeperThan, MAX_JSON_DEPTH } from '../../shared/json-depth.js'
+
+/** The 400 for JSON nested past MAX_JSON_DEPTH; `where` names the part (`body`, `variables`). */
+export function tooDeepError(where = 'body'): AppError {
+  const problem = `${where}: arrays and objects are nested deeper than ${MAX_JSON_DEPTH} levels; the limit is ${MAX_JSON_DEPTH}`
+  return new AppError('MALFORMED_REQUEST', `the request is not valid: ${problem}`, {
+    errors: [problem],
+  })
+}
+
+/** Throws `tooDeepError` when the JSON text nests deeper than MAX_JSON_DEPTH. */
+export function refuseDeepJson(text: string, where = 'body'): void {
+  if (jsonDeeperThan(text)) throw tooDeepError(where)
+}
+
+/**
+ * Fastify's JSON body parser (prototype poisoning refused, as by default), after a scan that
+ * refuses JSON nested deeper than MAX_JSON_DEPTH: the REST API's and GraphQL's bodies. The job
+ * API and the worker routes read their bodies as text and check them in `jsonBody`.
+ */
+export function installJsonBodyParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'ignore')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string
+    if (jsonDeeperThan(text)) {
+      done(tooDeepError(), undefined)
+      return
+    }
+    parse(request, text, done)
+  })
+}

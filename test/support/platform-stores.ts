@@ -1,0 +1,45 @@
+import type { Config } from '../../src/config/schema.js'
+import { startTestPlatform, type TestPlatform } from './platform.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './stores.js'
+
+export interface TestPlatformFactory {
+  name: 'sqlite' | 'postgres'
+  /** A platform on a store of its own, removed by its close(). */
+  start(overrides?: Partial<Config>): Promise<TestPlatform>
+}
+
+/**
+ * The stores a platform suite runs on: a SQLite file always, and a fresh PostgreSQL database
+ * when PODYARD_TEST_POSTGRES_URL is set. Use with `describe.each(platformStores())('$name', ...)`.
+ */
+export function platformStores(): TestPlatformFactory[] {
+  const factories: TestPlatformFactory[] = [
+    { name: 'sqlite', start: (overrides = {}) => startTestPlatform(overrides) },
+  ]
+  const adminUrl = process.env[POSTGRES_URL_ENV]
+  if (adminUrl) {
+    factories.push({
+      name: 'postgres',
+      start: async (overrides = {}) => {
+        const database = await freshPostgresDatabase(adminUrl)
+        try {
+          const platform = await startTestPlatform({ ...overrides, storeUrl: database.url })
+          return {
+            ...platform,
+            close: async () => {
+              try {
+                await platform.close()
+              } finally {
+                await database.drop()
+              }
+            },
+          }
+        } catch (error) {
+          await database.drop()
+          throw error
+        }
+      },
+    })
+  }
+  return factories
+}
