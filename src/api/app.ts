@@ -21,7 +21,9 @@ import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
 import { installClusterMetrics, installMetrics } from './http/metrics.js'
+import { installJsonBodyParser } from './http/json-nesting.js'
 import { installProblemHandlers } from './http/problem.js'
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
@@ -97,9 +99,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: 20 * 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
+  installJsonBodyParser(app)
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
