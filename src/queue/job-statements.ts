@@ -34,6 +34,7 @@ export const INSERT_COLUMNS = [
   'lease_expires_at',
   'deadline_at',
   'attempts',
+  'payload_size',
 ] as const
 
 function numbered(text: string): string {
@@ -54,8 +55,10 @@ export class JobStatements {
 
   constructor(private readonly dialect: QueueDialect) {
     const postgres = dialect === 'postgres'
+    // Only what the take decides with: the size of what the worker is sent is measured here, and
+    // the rows it is not sent are never read (docs/job-api.md, "Take budget").
     this.takeSelect = this.text(
-      `select * from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
+      `select seq, execution_timeout_ms, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
     )
     // A finished job's retention depends on the row's `sync` (docs/job-api.md, "Retention").
     const retain = postgres
@@ -96,15 +99,15 @@ export class JobStatements {
   }
 
   /**
-   * Takes `n` queued rows by seq: worker, started, lease, deadline, then the seqs. No
-   * `returning`: SQLite builds each returned row as an object of all 28 columns, which cost more
-   * than the update; the take selected the rows (locked on PostgreSQL) in the same transaction.
+   * Takes `n` queued rows by seq: worker, started, lease, deadline, then the seqs. The rows come
+   * back from the update itself, each read once: the take's select (which locked them on
+   * PostgreSQL) read only their sizes.
    */
   takeUpdate(n: number): string {
     let text = this.takeUpdates.get(n)
     if (text === undefined) {
       text = this.text(
-        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE'`,
+        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE' returning *`,
       )
       this.takeUpdates.set(n, text)
     }

@@ -30,6 +30,8 @@ export interface JobsTable {
   stream_seq: Generated<number>
   /** The seq of the last stream chunk handed to a cursor-less /stream reader. */
   stream_delivered: Generated<number>
+  /** Characters of input, s3_config and webhook as stored (migration 0015): a take's budget. */
+  payload_size: Generated<number>
   created_at: string
   started_at: string | null
   completed_at: string | null

@@ -131,6 +131,27 @@ function toView(job: Job): JobView {
   return view
 }
 
+/** What a take reads of a queued job before it decides to take it. */
+interface TakeCandidate {
+  seq: number | string
+  execution_timeout_ms: number | string
+  /** Characters of the job's input, s3Config and webhook as stored: what the worker is sent. */
+  payload_size: number | string
+}
+
+/**
+ * The candidates, oldest first, up to the first that would take the total over `maxPayloadSize`; the
+ * first is always taken, however large, so that a job larger than the budget is not stuck.
+ */
+function withinBudget(candidates: TakeCandidate[], maxPayloadSize: number): TakeCandidate[] {
+  let total = 0
+  for (let i = 0; i < candidates.length; i++) {
+    total += Number(candidates[i]!.payload_size)
+    if (total > maxPayloadSize && i > 0) return candidates.slice(0, i)
+  }
+  return candidates
+}
+
 function chunks<T>(items: T[], size = ID_BATCH): T[][] {
   const out: T[][] = []
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
@@ -144,6 +165,8 @@ function jsonOrNull(value: unknown): string | null {
 
 /** A new job's values in the order of `INSERT_COLUMNS` (src/queue/job-statements.ts). */
 function insertValues(job: Job, into: unknown[]): void {
+  const input = JSON.stringify(job.input ?? null)
+  const s3Config = job.s3Config === undefined ? null : JSON.stringify(job.s3Config)
   into.push(
     job.id,
     job.endpointId,
@@ -153,9 +176,9 @@ function insertValues(job: Job, into: unknown[]): void {
     job.policy.lowPriority ? 1 : 0,
     job.policy.executionTimeout,
     job.policy.ttl,
-    JSON.stringify(job.input ?? null),
+    input,
     job.webhook ?? null,
-    job.s3Config === undefined ? null : JSON.stringify(job.s3Config),
+    s3Config,
     job.createdAt,
     job.expiresAt,
     job.workerId ?? null,
@@ -163,6 +186,7 @@ function insertValues(job: Job, into: unknown[]): void {
     job.leaseExpiresAt ?? null,
     job.deadlineAt ?? null,
     job.attempts,
+    input.length + (s3Config?.length ?? 0) + (job.webhook?.length ?? 0),
   )
 }
 
@@ -429,22 +453,23 @@ export class KyselyJobQueue implements JobQueue {
   async take(
     endpointId: string,
     workerId: string,
-    options: { max: number; leaseMs: number },
+    options: { max: number; leaseMs: number; maxPayloadSize?: number },
   ): Promise<Job[]> {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
     const taken = await this.db.transaction().execute(async (tx) => {
       const now = this.clock.now().getTime()
-      const rows = await runStatement<JobRow>(tx, this.statements.takeSelect, [
+      const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
         endpointId,
         iso(now),
         max,
       ])
+      const chosen = withinBudget(candidates, options.maxPayloadSize ?? Number.POSITIVE_INFINITY)
       // One update per execution timeout (the deadline depends on it), usually just one. The
       // rows cannot change in between: SQLite runs one transaction at a time, and PostgreSQL's
       // select locked them.
       const byTimeout = new Map<number, number[]>()
-      for (const row of rows) {
+      for (const row of chosen) {
         const timeout = Number(row.execution_timeout_ms)
         const seqs = byTimeout.get(timeout) ?? []
         seqs.push(Number(row.seq))
@@ -452,30 +477,24 @@ export class KyselyJobQueue implements JobQueue {
       }
       const startedAt = iso(now)
       const leaseUntil = iso(now + options.leaseMs)
-      const deadlines = new Map<number, string>()
+      const rows: JobRow[] = []
       for (const [timeout, seqs] of byTimeout) {
         const deadline = iso(now + timeout)
-        deadlines.set(timeout, deadline)
         for (const batch of chunks(seqs)) {
-          await runStatement(tx, this.statements.takeUpdate(batch.length), [
-            workerId,
-            startedAt,
-            leaseUntil,
-            deadline,
-            ...batch,
-          ])
+          rows.push(
+            ...(await runStatement<JobRow>(tx, this.statements.takeUpdate(batch.length), [
+              workerId,
+              startedAt,
+              leaseUntil,
+              deadline,
+              ...batch,
+            ])),
+          )
         }
       }
-      return rows.map((row): JobRow => ({
-        ...row,
-        status: 'IN_PROGRESS',
-        worker_id: workerId,
-        started_at: startedAt,
-        lease_expires_at: leaseUntil,
-        deadline_at: deadlines.get(Number(row.execution_timeout_ms))!,
-        attempts: Number(row.attempts) + 1,
-        version: Number(row.version) + 1,
-      }))
+      // Oldest first, as they were chosen (an update returns its rows in no set order).
+      const order = new Map(chosen.map((row, i) => [Number(row.seq), i]))
+      return rows.sort((a, b) => order.get(Number(a.seq))! - order.get(Number(b.seq))!)
     })
     for (const row of taken) {
       this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })

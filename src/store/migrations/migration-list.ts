@@ -12,6 +12,7 @@ import * as postgres0011 from './postgres/0011-usage.js'
 import * as postgres0012 from './postgres/0012-model-jobs.js'
 import * as postgres0013 from './postgres/0013-replicas.js'
 import * as postgres0014 from './postgres/0014-job-sweep-indexes.js'
+import * as postgres0015 from './postgres/0015-job-payload-size-and-retried-index.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -26,6 +27,7 @@ import * as sqlite0011 from './sqlite/0011-usage.js'
 import * as sqlite0012 from './sqlite/0012-model-jobs.js'
 import * as sqlite0013 from './sqlite/0013-replicas.js'
 import * as sqlite0014 from './sqlite/0014-job-sweep-indexes.js'
+import * as sqlite0015 from './sqlite/0015-job-payload-size-and-retried-index.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -79,6 +81,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0014-job-sweep-indexes',
       sqlite: sqlite0014.statements,
       postgres: postgres0014.statements,
+    },
+    {
+      name: '0015-job-payload-size-and-retried-index',
+      sqlite: sqlite0015.statements,
+      postgres: postgres0015.statements,
     },
   ]
 
