@@ -52,6 +52,8 @@ export class JobStatements {
   readonly row: string
   readonly version: string
   readonly hasWork: string
+  readonly countByStatus: string
+  readonly countRetried: string
 
   constructor(private readonly dialect: QueueDialect) {
     const postgres = dialect === 'postgres'
@@ -71,6 +73,15 @@ export class JobStatements {
     this.version = this.text('select version from jobs where id = ? and endpoint_id = ?')
     this.hasWork = this.text(
       `select seq from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? limit 1`,
+    )
+    // `/health` (docs/job-api.md): read from indexes only, never the jobs' rows. `jobs_queue`
+    // covers the counts per status; the partial index `jobs_retried` holds only retried jobs,
+    // and its condition is a literal so that the planner can use it (migration 0015).
+    this.countByStatus = this.text(
+      'select status, count(*) as n from jobs where endpoint_id = ? group by status',
+    )
+    this.countRetried = this.text(
+      'select count(*) as n from jobs where endpoint_id = ? and retries > 0',
     )
   }
 

@@ -23,6 +23,7 @@ import type {
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
 import type { JobQueueDatabase, JobsTable } from './job-tables.js'
+import { CountsCache } from './counts-cache.js'
 import { JobStatements, runStatement } from './job-statements.js'
 import { insertWebhookDelivery } from './kysely-webhook-deliveries.js'
 import { WakeUps } from './wake-ups.js'
@@ -264,6 +265,9 @@ export class KyselyJobQueue implements JobQueue {
   private takerSerial = 0
   /** The hot statements, precompiled for the dialect. */
   private readonly statements: JobStatements
+  private readonly countsCache = new CountsCache<JobCounts>(
+    (c) => c.completed + c.failed + c.inProgress + c.inQueue,
+  )
 
   constructor(options: KyselyJobQueueOptions) {
     this.db = options.db as Db
@@ -315,6 +319,7 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   private changed(endpointId: string, jobId: string, written?: Written): void {
+    this.countsCache.written(endpointId)
     this.wake(jobKey(endpointId, jobId), written)
   }
 
@@ -384,6 +389,7 @@ export class KyselyJobQueue implements JobQueue {
     const taker = this.claimIdleTaker(job.endpointId)
     if (taker === undefined) {
       await this.submissions.write(job)
+      this.countsCache.written(job.endpointId)
       this.wake(workKey(job.endpointId))
       return
     }
@@ -406,6 +412,7 @@ export class KyselyJobQueue implements JobQueue {
     this.wakeUps.notifyHere(taker.key)
     try {
       await this.submissions.write(taken)
+      this.countsCache.written(job.endpointId)
       handOver(taken)
     } catch (error) {
       handOver(undefined)
@@ -829,26 +836,33 @@ export class KyselyJobQueue implements JobQueue {
     return ids.length
   }
 
-  async counts(endpointId: string): Promise<JobCounts> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', '=', endpointId)
-      .groupBy('status')
-      .execute()
+  /**
+   * Counted from indexes only (JobStatements.countByStatus, countRetried), and reused as
+   * CountsCache says: `/health` costs the event loop a bounded share however many jobs are
+   * stored and however often it is called (docs/job-api.md, "/health").
+   */
+  counts(endpointId: string): Promise<JobCounts> {
+    return this.countsCache.get(endpointId, () => this.readCounts(endpointId))
+  }
+
+  private async readCounts(endpointId: string): Promise<JobCounts> {
+    const rows = await runStatement<{ status: string; n: number | string }>(
+      this.db,
+      this.statements.countByStatus,
+      [endpointId],
+    )
     const by = new Map(rows.map((r) => [r.status, Number(r.n)]))
-    const retried = await this.db
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('endpoint_id', '=', endpointId)
-      .where('retries', '>', 0)
-      .executeTakeFirstOrThrow()
+    const [retried] = await runStatement<{ n: number | string }>(
+      this.db,
+      this.statements.countRetried,
+      [endpointId],
+    )
     return {
       completed: by.get('COMPLETED') ?? 0,
       failed: (by.get('FAILED') ?? 0) + (by.get('TIMED_OUT') ?? 0),
       inProgress: by.get('IN_PROGRESS') ?? 0,
       inQueue: by.get('IN_QUEUE') ?? 0,
-      retried: Number(retried.n),
+      retried: Number(retried?.n ?? 0),
     }
   }
 
