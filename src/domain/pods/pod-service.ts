@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/app-error.js'
+import { checkMountPaths } from './mount-paths.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
@@ -327,6 +328,8 @@ export class PodService {
     const templateMounts = compute.kind === 'gpu' ? (template?.mounts ?? {}) : {}
     const mounts: PodMounts = input.mounts ?? templateMounts
     checkMountsOnCreate(mounts, compute)
+    // Also the template's, which may predate the rules of mount paths.
+    checkMountPaths(mounts, 'mounts')
     const globalNetworking = input.globalNetworking ?? false
     this.checkDataCenters(input.dataCenterIds ?? [], globalNetworking, compute)
     const registry = input.registry !== undefined ? input.registry : (template?.registry ?? null)
@@ -553,6 +556,7 @@ export class PodService {
       }
       await this.checkRegistry(accountId, patch.registry)
       const mounts = patchMounts(current.mounts, patch.mounts)
+      checkMountPaths(mounts, 'mounts')
       const globalNetworking = patch.globalNetworking ?? current.globalNetworking
       if (globalNetworking && !current.globalNetworking) {
         this.checkDataCenters([], true, current.compute)
