@@ -550,11 +550,15 @@ export class PodService {
   }
 
   async update(accountId: string, id: string, patch: UpdatePodInput): Promise<Pod> {
+    // Outside `mutate`: its exclusive unit holds SQLite's one connection, and a read of the
+    // registries through the store (not the unit) waited for it forever: one PATCH naming a
+    // registry froze every request that reads the store (found by the fuzz suite, issue 16).
+    await this.get(accountId, id)
+    await this.checkRegistry(accountId, patch.registry)
     return this.mutate(accountId, id, async (current, unit) => {
       if (current.status === 'TERMINATED') {
         throw new AppError('INVALID_STATE', `pod ${id} is TERMINATED and cannot change`)
       }
-      await this.checkRegistry(accountId, patch.registry)
       const mounts = patchMounts(current.mounts, patch.mounts)
       checkMountPaths(mounts, 'mounts')
       const globalNetworking = patch.globalNetworking ?? current.globalNetworking
