@@ -92,7 +92,7 @@ describe.each(platformStores())('JSON nesting on $name', (store) => {
     expect(refused.detail).toContain('nested deeper than 256 levels')
   })
 
-  it('GraphQL refuses deep variables, posted or in the query string, with errors[]', async () => {
+  it('GraphQL refuses deep variables, posted or in the query string, and extensions, with errors[]', async () => {
     const query = 'query ($x: String) { myself { id } }'
     const posted = await platform.call('/graphql', {
       method: 'POST',
@@ -109,6 +109,10 @@ describe.each(platformStores())('JSON nesting on $name', (store) => {
     expect(got.status).toBe(400)
     const gotBody = (await got.json()) as { data: null; errors: Array<{ message: string }> }
     expect(gotBody.errors[0]!.message).toContain('variables: arrays and objects are nested deeper')
+    const extensions = await platform.call(
+      `/graphql?query=${encodeURIComponent('{ myself { id } }')}&extensions=${encodeURIComponent(`{"a":${nested(300)}}`)}`,
+    )
+    expect(extensions.status).toBe(400)
   })
 
   it('the OpenAI route and public models refuse a deep body with 400', async () => {

@@ -96,21 +96,34 @@ function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError
   return error
 }
 
-/** The document, operation name and (GET) variables text of a request, as mercurius reads them. */
+/**
+ * The document, operation name and (GET) JSON parameters of a request, as mercurius reads
+ * them: a GET's `variables` and `extensions` are JSON text in the query string.
+ */
 function requestOf(request: FastifyRequest): {
   query: unknown
   operationName: unknown
-  variablesText: unknown
+  jsonParameters: Array<[string, unknown]>
 } {
   const source = (request.method === 'GET' ? request.query : request.body) as unknown
   if (typeof source === 'string') {
-    return { query: source, operationName: undefined, variablesText: undefined }
+    return { query: source, operationName: undefined, jsonParameters: [] }
   }
   if (source === null || typeof source !== 'object') {
-    return { query: undefined, operationName: undefined, variablesText: undefined }
+    return { query: undefined, operationName: undefined, jsonParameters: [] }
   }
-  const { query, operationName, variables } = source as Record<string, unknown>
-  return { query, operationName, variablesText: request.method === 'GET' ? variables : undefined }
+  const { query, operationName, variables, extensions } = source as Record<string, unknown>
+  return {
+    query,
+    operationName,
+    jsonParameters:
+      request.method === 'GET'
+        ? [
+            ['variables', variables],
+            ['extensions', extensions],
+          ]
+        : [],
+  }
 }
 
 /**
@@ -142,10 +155,12 @@ export async function graphqlRoutes(
     const budgets = new WeakMap<FastifyRequest, ExecutionBudget>()
 
     api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-      const { query, operationName, variablesText } = requestOf(request)
-      // Posted variables went through the JSON body parser's nesting check; GET's are text.
-      if (typeof variablesText === 'string' && jsonDeeperThan(variablesText)) {
-        return sendGraphqlError(reply, tooDeepError('variables'))
+      const { query, operationName, jsonParameters } = requestOf(request)
+      // A posted body went through the JSON body parser's nesting check; a GET's is text.
+      for (const [name, text] of jsonParameters) {
+        if (typeof text === 'string' && jsonDeeperThan(text)) {
+          return sendGraphqlError(reply, tooDeepError(name))
+        }
       }
       // Parsed here, with a bound on tokens, so that a document that does not parse is
       // answered as a syntax error: mercurius would try it as a JSON-encoded syntax tree.
