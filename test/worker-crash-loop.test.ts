@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Config } from '../src/config/schema.js'
 import { MAX_LISTED_UNHEALTHY_WORKERS } from '../src/domain/serverless/worker.js'
 import { repoRoot } from './support/cli.js'
-import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import type { TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
 
 /**
@@ -33,7 +33,6 @@ const WORKER_SETTINGS: Partial<Config['workers']> = {
 describe.each(platformStores())('workers that crash in a loop, on $name', (store) => {
   let platform: TestPlatform
   let dir: string
-  let drop: () => Promise<void>
 
   const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
     const response = await platform.call(pathAndQuery, init)
@@ -84,14 +83,11 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
 
   async function start(workers: Partial<Config['workers']>): Promise<void> {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-crash-loop-'))
-    const opened = await store.open()
-    drop = opened.drop
-    platform = await startTestPlatform({ ...opened.overrides, sandbox: 'none', workers })
+    platform = await store.start({ sandbox: 'none', workers })
   }
 
   async function stop(): Promise<void> {
     await platform?.close()
-    await drop?.()
     rmSync(dir, { recursive: true, force: true })
   }
 

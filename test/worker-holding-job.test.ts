@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
-import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import type { TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
 
 /**
@@ -21,7 +21,6 @@ const FIXTURE = path.join(repoRoot, 'test', 'fixtures', 'late-ping-worker.mjs')
 describe.each(platformStores())('a worker holding a job, on $name', (store) => {
   let platform: TestPlatform
   let dir: string
-  let drop: () => Promise<void>
 
   const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
     const response = await platform.call(pathAndQuery, init)
@@ -50,10 +49,7 @@ describe.each(platformStores())('a worker holding a job, on $name', (store) => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-holding-'))
-    const opened = await store.open()
-    drop = opened.drop
-    platform = await startTestPlatform({
-      ...opened.overrides,
+    platform = await store.start({
       sandbox: 'none',
       workers: {
         intervalMs: 200,
@@ -68,7 +64,6 @@ describe.each(platformStores())('a worker holding a job, on $name', (store) => {
 
   afterAll(async () => {
     await platform?.close()
-    await drop?.()
     rmSync(dir, { recursive: true, force: true })
   })
 

@@ -25,6 +25,7 @@ import { requestLogSerializer } from './http/log-redaction.js'
 import { installClusterMetrics, installMetrics } from './http/metrics.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
@@ -102,6 +103,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: 20 * 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)

@@ -76,6 +76,7 @@ export const ConfigSchema = Type.Object(
             'purge-queue': OperationLimitOverride,
             openai: OperationLimitOverride,
             requests: OperationLimitOverride,
+            health: OperationLimitOverride,
           },
           {
             additionalProperties: false,

@@ -34,6 +34,7 @@ export const INSERT_COLUMNS = [
   'lease_expires_at',
   'deadline_at',
   'attempts',
+  'payload_size',
 ] as const
 
 function numbered(text: string): string {
@@ -51,11 +52,15 @@ export class JobStatements {
   readonly row: string
   readonly version: string
   readonly hasWork: string
+  readonly countByStatus: string
+  readonly countRetried: string
 
   constructor(private readonly dialect: QueueDialect) {
     const postgres = dialect === 'postgres'
+    // Only what the take decides with: the size of what the worker is sent is measured here, and
+    // the rows it is not sent are never read (docs/job-api.md, "Take budget").
     this.takeSelect = this.text(
-      `select * from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
+      `select seq, execution_timeout_ms, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
     )
     // A finished job's retention depends on the row's `sync` (docs/job-api.md, "Retention").
     const retain = postgres
@@ -68,6 +73,15 @@ export class JobStatements {
     this.version = this.text('select version from jobs where id = ? and endpoint_id = ?')
     this.hasWork = this.text(
       `select seq from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? limit 1`,
+    )
+    // `/health` (docs/job-api.md): read from indexes only, never the jobs' rows. `jobs_queue`
+    // covers the counts per status; the partial index `jobs_retried` holds only retried jobs,
+    // and its condition is a literal so that the planner can use it (migration 0020).
+    this.countByStatus = this.text(
+      'select status, count(*) as n from jobs where endpoint_id = ? group by status',
+    )
+    this.countRetried = this.text(
+      'select count(*) as n from jobs where endpoint_id = ? and retries > 0',
     )
   }
 
@@ -96,15 +110,15 @@ export class JobStatements {
   }
 
   /**
-   * Takes `n` queued rows by seq: worker, started, lease, deadline, then the seqs. No
-   * `returning`: SQLite builds each returned row as an object of all 28 columns, which cost more
-   * than the update; the take selected the rows (locked on PostgreSQL) in the same transaction.
+   * Takes `n` queued rows by seq: worker, started, lease, deadline, then the seqs. The rows come
+   * back from the update itself, each read once: the take's select (which locked them on
+   * PostgreSQL) read only their sizes.
    */
   takeUpdate(n: number): string {
     let text = this.takeUpdates.get(n)
     if (text === undefined) {
       text = this.text(
-        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE'`,
+        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE' returning *`,
       )
       this.takeUpdates.set(n, text)
     }

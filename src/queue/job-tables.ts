@@ -34,6 +34,8 @@ export interface JobsTable {
   stream_attempt: Generated<number>
   /** The `chunk_index` after the last chunk appended in `stream_attempt`; below it, a repeat. */
   stream_next_index: Generated<number>
+  /** Characters of input, s3_config and webhook as stored (migration 0020): a take's budget. */
+  payload_size: Generated<number>
   created_at: string
   started_at: string | null
   completed_at: string | null

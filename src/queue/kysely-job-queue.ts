@@ -23,6 +23,7 @@ import type {
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
 import type { JobQueueDatabase, JobsTable } from './job-tables.js'
+import { CountsCache } from './counts-cache.js'
 import { JobStatements, runStatement } from './job-statements.js'
 import { insertWebhookDelivery } from './kysely-webhook-deliveries.js'
 import { WakeUps } from './wake-ups.js'
@@ -168,6 +169,27 @@ function toView(job: Job): JobView {
   return view
 }
 
+/** What a take reads of a queued job before it decides to take it. */
+interface TakeCandidate {
+  seq: number | string
+  execution_timeout_ms: number | string
+  /** Characters of the job's input, s3Config and webhook as stored: what the worker is sent. */
+  payload_size: number | string
+}
+
+/**
+ * The candidates, oldest first, up to the first that would take the total over `maxPayloadSize`; the
+ * first is always taken, however large, so that a job larger than the budget is not stuck.
+ */
+function withinBudget(candidates: TakeCandidate[], maxPayloadSize: number): TakeCandidate[] {
+  let total = 0
+  for (let i = 0; i < candidates.length; i++) {
+    total += Number(candidates[i]!.payload_size)
+    if (total > maxPayloadSize && i > 0) return candidates.slice(0, i)
+  }
+  return candidates
+}
+
 function chunks<T>(items: T[], size = ID_BATCH): T[][] {
   const out: T[][] = []
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
@@ -181,6 +203,8 @@ function jsonOrNull(value: unknown): string | null {
 
 /** A new job's values in the order of `INSERT_COLUMNS` (src/queue/job-statements.ts). */
 function insertValues(job: Job, into: unknown[], secrets: SecretSealer | undefined): void {
+  const input = JSON.stringify(job.input ?? null)
+  const s3Config = storedS3Config(job.s3Config, secrets)
   into.push(
     job.id,
     job.endpointId,
@@ -190,9 +214,9 @@ function insertValues(job: Job, into: unknown[], secrets: SecretSealer | undefin
     job.policy.lowPriority ? 1 : 0,
     job.policy.executionTimeout,
     job.policy.ttl,
-    JSON.stringify(job.input ?? null),
+    input,
     job.webhook ?? null,
-    storedS3Config(job.s3Config, secrets),
+    s3Config,
     job.createdAt,
     job.expiresAt,
     job.workerId ?? null,
@@ -200,6 +224,7 @@ function insertValues(job: Job, into: unknown[], secrets: SecretSealer | undefin
     job.leaseExpiresAt ?? null,
     job.deadlineAt ?? null,
     job.attempts,
+    input.length + (s3Config?.length ?? 0) + (job.webhook?.length ?? 0),
   )
 }
 
@@ -278,6 +303,9 @@ export class KyselyJobQueue implements JobQueue {
   private takerSerial = 0
   /** The hot statements, precompiled for the dialect. */
   private readonly statements: JobStatements
+  private readonly countsCache = new CountsCache<JobCounts>(
+    (c) => c.completed + c.failed + c.inProgress + c.inQueue,
+  )
 
   constructor(options: KyselyJobQueueOptions) {
     this.db = options.db as Db
@@ -330,6 +358,7 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   private changed(endpointId: string, jobId: string, written?: Written): void {
+    this.countsCache.written(endpointId)
     this.wake(jobKey(endpointId, jobId), written)
   }
 
@@ -399,6 +428,7 @@ export class KyselyJobQueue implements JobQueue {
     const taker = this.claimIdleTaker(job.endpointId)
     if (taker === undefined) {
       await this.submissions.write(job)
+      this.countsCache.written(job.endpointId)
       this.wake(workKey(job.endpointId))
       return
     }
@@ -421,6 +451,7 @@ export class KyselyJobQueue implements JobQueue {
     this.wakeUps.notifyHere(taker.key)
     try {
       await this.submissions.write(taken)
+      this.countsCache.written(job.endpointId)
       handOver(taken)
     } catch (error) {
       handOver(undefined)
@@ -468,22 +499,23 @@ export class KyselyJobQueue implements JobQueue {
   async take(
     endpointId: string,
     workerId: string,
-    options: { max: number; leaseMs: number },
+    options: { max: number; leaseMs: number; maxPayloadSize?: number },
   ): Promise<Job[]> {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
     const taken = await this.db.transaction().execute(async (tx) => {
       const now = this.clock.now().getTime()
-      const rows = await runStatement<JobRow>(tx, this.statements.takeSelect, [
+      const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
         endpointId,
         iso(now),
         max,
       ])
+      const chosen = withinBudget(candidates, options.maxPayloadSize ?? Number.POSITIVE_INFINITY)
       // One update per execution timeout (the deadline depends on it), usually just one. The
       // rows cannot change in between: SQLite runs one transaction at a time, and PostgreSQL's
       // select locked them.
       const byTimeout = new Map<number, number[]>()
-      for (const row of rows) {
+      for (const row of chosen) {
         const timeout = Number(row.execution_timeout_ms)
         const seqs = byTimeout.get(timeout) ?? []
         seqs.push(Number(row.seq))
@@ -491,30 +523,24 @@ export class KyselyJobQueue implements JobQueue {
       }
       const startedAt = iso(now)
       const leaseUntil = iso(now + options.leaseMs)
-      const deadlines = new Map<number, string>()
+      const rows: JobRow[] = []
       for (const [timeout, seqs] of byTimeout) {
         const deadline = iso(now + timeout)
-        deadlines.set(timeout, deadline)
         for (const batch of chunks(seqs)) {
-          await runStatement(tx, this.statements.takeUpdate(batch.length), [
-            workerId,
-            startedAt,
-            leaseUntil,
-            deadline,
-            ...batch,
-          ])
+          rows.push(
+            ...(await runStatement<JobRow>(tx, this.statements.takeUpdate(batch.length), [
+              workerId,
+              startedAt,
+              leaseUntil,
+              deadline,
+              ...batch,
+            ])),
+          )
         }
       }
-      return rows.map((row): JobRow => ({
-        ...row,
-        status: 'IN_PROGRESS',
-        worker_id: workerId,
-        started_at: startedAt,
-        lease_expires_at: leaseUntil,
-        deadline_at: deadlines.get(Number(row.execution_timeout_ms))!,
-        attempts: Number(row.attempts) + 1,
-        version: Number(row.version) + 1,
-      }))
+      // Oldest first, as they were chosen (an update returns its rows in no set order).
+      const order = new Map(chosen.map((row, i) => [Number(row.seq), i]))
+      return rows.sort((a, b) => order.get(Number(a.seq))! - order.get(Number(b.seq))!)
     })
     for (const row of taken) {
       this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
@@ -875,26 +901,33 @@ export class KyselyJobQueue implements JobQueue {
     return ids.length
   }
 
-  async counts(endpointId: string): Promise<JobCounts> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', '=', endpointId)
-      .groupBy('status')
-      .execute()
+  /**
+   * Counted from indexes only (JobStatements.countByStatus, countRetried), and reused as
+   * CountsCache says: `/health` costs the event loop a bounded share however many jobs are
+   * stored and however often it is called (docs/job-api.md, "/health").
+   */
+  counts(endpointId: string): Promise<JobCounts> {
+    return this.countsCache.get(endpointId, () => this.readCounts(endpointId))
+  }
+
+  private async readCounts(endpointId: string): Promise<JobCounts> {
+    const rows = await runStatement<{ status: string; n: number | string }>(
+      this.db,
+      this.statements.countByStatus,
+      [endpointId],
+    )
     const by = new Map(rows.map((r) => [r.status, Number(r.n)]))
-    const retried = await this.db
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('endpoint_id', '=', endpointId)
-      .where('retries', '>', 0)
-      .executeTakeFirstOrThrow()
+    const [retried] = await runStatement<{ n: number | string }>(
+      this.db,
+      this.statements.countRetried,
+      [endpointId],
+    )
     return {
       completed: by.get('COMPLETED') ?? 0,
       failed: (by.get('FAILED') ?? 0) + (by.get('TIMED_OUT') ?? 0),
       inProgress: by.get('IN_PROGRESS') ?? 0,
       inQueue: by.get('IN_QUEUE') ?? 0,
-      retried: Number(retried.n),
+      retried: Number(retried?.n ?? 0),
     }
   }
 

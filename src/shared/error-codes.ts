@@ -15,6 +15,11 @@ export const errorCodes = {
   GONE: 'the resource existed but its lifetime is over (an expired signed URL)',
   RATE_LIMITED: 'a rate-limit window is exhausted',
   PAYLOAD_TOO_LARGE: 'the request body is larger than allowed',
+  URI_TOO_LONG: 'a path segment of the request is longer than allowed',
+  HEADERS_TOO_LARGE: 'the request line and headers are larger than allowed',
+  REQUEST_TIMEOUT: 'the request did not arrive in full within the time allowed',
+  RESPONSE_TOO_LARGE: 'the answer would be larger than the service sends in one response',
+  QUERY_TOO_EXPENSIVE: 'running the GraphQL request would cost more than one request may',
   UNSUPPORTED_MEDIA_TYPE: 'the request body has a content type that is not accepted',
   PAYMENT_REQUIRED:
     'the account has no credits left for this (balance at or below zero, or not enough for the price)',

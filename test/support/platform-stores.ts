@@ -1,30 +1,44 @@
-import type { Config } from '../../src/config/schema.js'
+import { startTestPlatform, type TestConfig, type TestPlatform } from './platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './stores.js'
 
-export interface PlatformStore {
+export interface TestPlatformFactory {
   name: 'sqlite' | 'postgres'
-  /** The config overrides that put the platform on this store, and how to drop it after. */
-  open(): Promise<{ overrides: Partial<Config>; drop: () => Promise<void> }>
+  /** A platform on a store of its own, removed by its close(). */
+  start(overrides?: TestConfig): Promise<TestPlatform>
 }
 
 /**
- * The stores a whole-platform suite runs on: SQLite always (the platform's default file in its
- * data directory), PostgreSQL when PODYARD_TEST_POSTGRES_URL is set (a fresh database, one
- * replica). Use with `describe.each(platformStores())('... on $name', ...)`.
+ * The stores a platform suite runs on: a SQLite file always, and a fresh PostgreSQL database
+ * when PODYARD_TEST_POSTGRES_URL is set. Use with `describe.each(platformStores())('$name', ...)`.
  */
-export function platformStores(): PlatformStore[] {
-  const stores: PlatformStore[] = [
-    { name: 'sqlite', open: () => Promise.resolve({ overrides: {}, drop: async () => {} }) },
+export function platformStores(): TestPlatformFactory[] {
+  const factories: TestPlatformFactory[] = [
+    { name: 'sqlite', start: (overrides = {}) => startTestPlatform(overrides) },
   ]
-  const postgresUrl = process.env[POSTGRES_URL_ENV]
-  if (postgresUrl) {
-    stores.push({
+  const adminUrl = process.env[POSTGRES_URL_ENV]
+  if (adminUrl) {
+    factories.push({
       name: 'postgres',
-      open: async () => {
-        const { url, drop } = await freshPostgresDatabase(postgresUrl)
-        return { overrides: { storeUrl: url }, drop }
+      start: async (overrides = {}) => {
+        const database = await freshPostgresDatabase(adminUrl)
+        try {
+          const platform = await startTestPlatform({ ...overrides, storeUrl: database.url })
+          return {
+            ...platform,
+            close: async () => {
+              try {
+                await platform.close()
+              } finally {
+                await database.drop()
+              }
+            },
+          }
+        } catch (error) {
+          await database.drop()
+          throw error
+        }
       },
     })
   }
-  return stores
+  return factories
 }

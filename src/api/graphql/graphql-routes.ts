@@ -3,12 +3,25 @@ import { GraphQLError } from 'graphql'
 import mercurius from 'mercurius'
 import { decideAccess, type Principal } from '../../domain/accounts/access.js'
 import { AppError, isAppError } from '../../shared/app-error.js'
+import type { ErrorCode } from '../../shared/error-codes.js'
+import { jsonDeeperThan } from '../../shared/json-depth.js'
 import { authenticate, countRequest, presentedKey } from '../http/authentication.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { httpStatusOf } from '../http/error-status.js'
+import { toAppError } from '../http/problem.js'
+import { tooDeepError } from '../http/json-nesting.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
-import { isPublicRequest } from './public-operations.js'
+import { parseDocument, MAX_DOCUMENT_TOKENS } from './document-parse.js'
+import {
+  budgetContext,
+  ExecutionBudget,
+  MAX_EXECUTION_COST,
+  meterResolvers,
+  STORE_READ_COST,
+} from './execution-budget.js'
+import { isPublicDocument } from './public-operations.js'
 import { queryLimitsRule } from './query-limits.js'
+import { jsonLongerThan, MAX_RESPONSE_BYTES } from './response-size.js'
 import { buildResolvers, type GraphqlServices } from './resolvers.js'
 import { typeDefs } from './type-defs.js'
 
@@ -34,10 +47,28 @@ function sendGraphqlError(reply: FastifyReply, error: AppError): FastifyReply {
 }
 
 /**
- * A resolver's AppError becomes `{message, path, extensions: {code}}` (wire-compat §6.1); any
- * other fault is logged and answered as INTERNAL without its message, which may hold internals.
- * A new error without `originalError` also keeps mercurius from reading AppError's `errors`
- * list as a list of GraphQL errors.
+ * The AppError a non-GraphQL error stands for: a resolver's own, or one Fastify raised before
+ * the request ran (a body that is not JSON, too large, nested too deep); undefined for a fault.
+ */
+function appErrorOf(original: unknown): AppError | undefined {
+  if (isAppError(original)) return original
+  if (
+    !(original instanceof Error) ||
+    original instanceof GraphQLError ||
+    Array.isArray((original as { errors?: unknown }).errors)
+  ) {
+    return undefined
+  }
+  const { appError, unexpected } = toAppError(original)
+  return unexpected ? undefined : appError
+}
+
+/**
+ * A resolver's AppError becomes `{message, path, extensions: {code}}` (wire-compat §6.1), and so
+ * does an error Fastify raised before the request ran; any other fault is logged and answered
+ * as INTERNAL without its message, which may hold internals. A new error without
+ * `originalError` also keeps mercurius from reading AppError's `errors` list as a list of
+ * GraphQL errors.
  */
 function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError {
   const original = error.originalError
@@ -47,10 +78,11 @@ function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError
       ...(error.path ? { path: error.path } : {}),
       extensions: { ...error.extensions, ...extensions },
     })
-  if (isAppError(original)) {
-    return rebuilt(original.detail, {
-      code: original.code,
-      ...(original.errors ? { errors: original.errors } : {}),
+  const appError = appErrorOf(original)
+  if (appError) {
+    return rebuilt(appError.detail, {
+      code: appError.code,
+      ...(appError.errors ? { errors: appError.errors } : {}),
     })
   }
   if (
@@ -64,13 +96,47 @@ function graphqlErrorOf(error: GraphQLError, app: FastifyInstance): GraphQLError
   return error
 }
 
-/** The document and operation name of a request, as mercurius reads them for GET and POST. */
-function queryOf(request: FastifyRequest): [unknown, unknown] {
+/**
+ * The document, operation name and (GET) JSON parameters of a request, as mercurius reads
+ * them: a GET's `variables` and `extensions` are JSON text in the query string.
+ */
+function requestOf(request: FastifyRequest): {
+  query: unknown
+  operationName: unknown
+  jsonParameters: Array<[string, unknown]>
+} {
   const source = (request.method === 'GET' ? request.query : request.body) as unknown
-  if (typeof source === 'string') return [source, undefined]
-  if (source === null || typeof source !== 'object') return [undefined, undefined]
-  const { query, operationName } = source as { query?: unknown; operationName?: unknown }
-  return [query, operationName]
+  if (typeof source === 'string') {
+    return { query: source, operationName: undefined, jsonParameters: [] }
+  }
+  if (source === null || typeof source !== 'object') {
+    return { query: undefined, operationName: undefined, jsonParameters: [] }
+  }
+  const { query, operationName, variables, extensions } = source as Record<string, unknown>
+  return {
+    query,
+    operationName,
+    jsonParameters:
+      request.method === 'GET'
+        ? [
+            ['variables', variables],
+            ['extensions', extensions],
+          ]
+        : [],
+  }
+}
+
+/**
+ * The largest body `/graphql` reads. The largest documents real clients send are a few KB
+ * (runpod-python inlines a template's readme and env); a keyless caller must not make the
+ * server parse 20 MB of JSON and then of GraphQL.
+ */
+export const GRAPHQL_BODY_LIMIT = 1024 * 1024
+
+/** The answer that replaces one that went over a limit while it ran (errors[], HTTP 400). */
+function refusedAnswer(reply: FastifyReply, code: ErrorCode, message: string) {
+  reply.code(httpStatusOf[code].status)
+  return { data: null, errors: [{ message, extensions: { code } }] }
 }
 
 /** `/graphql` (authenticated, but for the public catalog queries) and the `/graphiql` console (a page; its queries need a key). */
@@ -86,8 +152,10 @@ export async function graphqlRoutes(
   )
 
   await app.register(async (api) => {
+    const budgets = new WeakMap<FastifyRequest, ExecutionBudget>()
+
     api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-      const [query, operationName] = queryOf(request)
+      const { query, operationName, jsonParameters } = requestOf(request)
       // Nothing to run: say so, key or not (mercurius would fail on it with an internal error).
       if (
         request.url.split('?')[0] === '/graphql' &&
@@ -101,11 +169,21 @@ export async function graphqlRoutes(
           ),
         )
       }
+      // A posted body went through the JSON body parser's nesting check; a GET's is text.
+      for (const [name, text] of jsonParameters) {
+        if (typeof text === 'string' && jsonDeeperThan(text)) {
+          return sendGraphqlError(reply, tooDeepError(name))
+        }
+      }
+      // Parsed here, with a bound on tokens, so that a document that does not parse is
+      // answered as a syntax error: mercurius would try it as a JSON-encoded syntax tree.
+      const parsed = typeof query === 'string' ? parseDocument(query) : undefined
       // Without any key, only the public catalog queries run (public-operations.ts); the
       // resolvers of every other field also refuse a request without a principal.
       if (
         presentedKey(request, 'bearer-or-query') === undefined &&
-        isPublicRequest(query, operationName)
+        parsed?.ok === true &&
+        isPublicDocument(parsed.document, operationName)
       ) {
         return
       }
@@ -119,7 +197,37 @@ export async function graphqlRoutes(
         if (isAppError(error)) return sendGraphqlError(reply, error)
         throw error
       }
+      if (parsed?.ok === false) {
+        return reply
+          .code(400)
+          .type('application/json')
+          .send({ data: null, errors: [parsed.error.toJSON()] })
+      }
     })
+
+    // An answer is refused, with errors[], when running it went over the execution budget or
+    // when it would be longer than MAX_RESPONSE_BYTES (docs/graphql.md, "Limits").
+    api.addHook(
+      'preSerialization',
+      async (request: FastifyRequest, reply: FastifyReply, payload) => {
+        const budget = budgets.get(request)
+        if (budget?.exceeded) {
+          return refusedAnswer(
+            reply,
+            'QUERY_TOO_EXPENSIVE',
+            `this request costs more than ${MAX_EXECUTION_COST} to run (each field value resolved costs 1, each read of the store ${STORE_READ_COST}): select fewer fields or fewer lists, or split it into smaller documents`,
+          )
+        }
+        if (jsonLongerThan(payload, MAX_RESPONSE_BYTES)) {
+          return refusedAnswer(
+            reply,
+            'RESPONSE_TOO_LARGE',
+            `the answer would be larger than ${MAX_RESPONSE_BYTES / (1024 * 1024)} MiB, the most one response carries: select fewer fields, or split the request`,
+          )
+        }
+        return payload
+      },
+    )
 
     await api.register(mercurius, {
       schema: typeDefs,
@@ -127,13 +235,25 @@ export async function graphqlRoutes(
       path: '/graphql',
       graphiql: false,
       validationRules: [queryLimitsRule],
+      graphql: { parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS } },
+      additionalRouteOptions: { bodyLimit: GRAPHQL_BODY_LIMIT },
       // principal is undefined only for the public catalog queries, which never read it.
-      context: (request: FastifyRequest) => ({ principal: request.principal! }),
-      errorFormatter: (execution, context) =>
-        mercurius.defaultErrorFormatter(
+      context: (request: FastifyRequest) => {
+        const budget = new ExecutionBudget()
+        budgets.set(request, budget)
+        return { principal: request.principal!, ...budgetContext(budget) }
+      },
+      errorFormatter: (execution, context) => {
+        const formatted = mercurius.defaultErrorFormatter(
           { ...execution, errors: execution.errors?.map((error) => graphqlErrorOf(error, api)) },
           context,
-        ),
+        )
+        // A request that failed before it ran (its body) answers with that error's status.
+        const [only, ...others] = execution.errors ?? []
+        const early = !execution.data && others.length === 0 && appErrorOf(only?.originalError)
+        return early ? { ...formatted, statusCode: httpStatusOf[early.code].status } : formatted
+      },
     })
+    meterResolvers(api.graphql.schema)
   })
 }

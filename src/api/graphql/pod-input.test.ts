@@ -116,7 +116,7 @@ describe('GraphQL pod inputs -> create requests', () => {
       'input.name: must NOT have more than 191 characters',
       'input.imageName: is required unless templateId gives it',
       'input.containerDiskInGb: must be >= 1',
-      'input.volumeMountPath: must be an absolute path',
+      'input.volumeMountPath: must be an absolute path (start with /)',
       'input.ports[0]: must be <port>/<protocol> with a port 1-65535 and protocol http, tcp or udp',
       'input.stopAfter: is not offered: stop or terminate the pod yourself',
       'input.gpuTypeId: is required: list GPU types with gpuTypes',

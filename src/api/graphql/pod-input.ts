@@ -1,4 +1,5 @@
 import type { Cloud } from '../../domain/catalog/fleet.js'
+import { mountPathProblem } from '../../domain/pods/mount-paths.js'
 import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
 import type { PodMounts } from '../../domain/pods/pod.js'
 import {
@@ -125,9 +126,8 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     problems.add('imageName', 'is required unless templateId gives it')
   }
   problems.integerAtLeast('containerDiskInGb', input.containerDiskInGb, MIN_CONTAINER_DISK_GB)
-  if (input.volumeMountPath && !input.volumeMountPath.startsWith('/')) {
-    problems.add('volumeMountPath', 'must be an absolute path')
-  }
+  const mountPath = input.volumeMountPath ? mountPathProblem(input.volumeMountPath) : undefined
+  if (mountPath) problems.add('volumeMountPath', mountPath)
   const ports = parsePorts(input.ports)
   for (const line of portProblems(ports)) problems.lines.push(line.replace(/^body\./, 'input.'))
   const env = envOf(input.env)

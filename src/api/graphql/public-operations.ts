@@ -1,11 +1,11 @@
 import {
   Kind,
   OperationTypeNode,
-  parse,
   type DocumentNode,
   type FragmentDefinitionNode,
   type SelectionSetNode,
 } from 'graphql'
+import { parseDocument } from './document-parse.js'
 
 /**
  * Root fields anyone may query without an API key: RunPod's docs scripts list GPU and CPU
@@ -55,12 +55,12 @@ function onlyPublicFields(
  */
 export function isPublicRequest(query: unknown, operationName: unknown): boolean {
   if (typeof query !== 'string') return false
-  let document: DocumentNode
-  try {
-    document = parse(query)
-  } catch {
-    return false
-  }
+  const parsed = parseDocument(query)
+  return parsed.ok && isPublicDocument(parsed.document, operationName)
+}
+
+/** `isPublicRequest` of a document already parsed. */
+export function isPublicDocument(document: DocumentNode, operationName: unknown): boolean {
   const fragments = new Map<string, FragmentDefinitionNode>()
   const operations = []
   for (const definition of document.definitions) {

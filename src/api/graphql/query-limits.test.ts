@@ -64,7 +64,19 @@ describe('queryLimitsRule', () => {
     )
   })
 
-  it('counts introspection apart, with its own limit; the standard introspection query passes', () => {
+  it('counts introspection fields against the field limit (issue 16)', () => {
+    // Each alias selects __schema, types and name: 3 fields.
+    const schemas = (n: number) =>
+      Array.from({ length: n }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')
+    expect(messages(`{ ${schemas(333)} }`)).toEqual([])
+    expect(messages(`{ ${schemas(334)} }`)).toEqual([
+      `this query selects 1002 fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
+    ])
+    const typenames = Array.from({ length: MAX_QUERY_FIELDS + 1 }, (_, i) => `t${i}: __typename`)
+    expect(messages(`{ ${typenames.join(' ')} }`)[0]).toMatch(/selects 1001 fields/)
+  })
+
+  it('limits the depth of introspection apart; the standard introspection query passes', () => {
     const ofTypes = (levels: number) =>
       `${'ofType { '.repeat(levels - 3)}name${' }'.repeat(levels - 3)}`
     expect(messages(`{ __schema { types { ${ofTypes(MAX_INTROSPECTION_DEPTH)} } } }`)).toEqual([])

@@ -10,14 +10,15 @@ import {
 /** Deepest nesting of data fields a document may ask for; the deepest a real client sends is 5. */
 export const MAX_QUERY_DEPTH = 12
 /**
- * Data fields a document may select, counted after expanding fragments and aliases: its cost.
- * runpod-python's and runpodctl's largest documents select about 60; aliases repeating a list
- * query thousands of times are what this stops.
+ * Fields a document may select, counted after expanding fragments and aliases: its cost.
+ * Introspection fields count like any other: 2 000 aliases of `__schema` answered 80 MB and
+ * held the event loop for seconds (issue 16). runpod-python's and runpodctl's largest
+ * documents select about 60 fields, graphql-js's full introspection query 229.
  */
 export const MAX_QUERY_FIELDS = 1000
 /**
- * Introspection is counted apart: GraphiQL's standard introspection query nests `ofType`
- * about 14 levels deep, and its cost is bounded by the schema, not by stored data.
+ * The depth of introspection is bounded apart: GraphiQL's standard introspection query nests
+ * `ofType` about 14 levels deep.
  */
 export const MAX_INTROSPECTION_DEPTH = 20
 
@@ -26,7 +27,7 @@ interface Measure {
   data: number
   /** Depth counting every field, introspection included. */
   introspection: number
-  /** Data fields selected, fragments expanded. */
+  /** Fields selected, introspection included, fragments expanded. */
   fields: number
 }
 
@@ -54,7 +55,7 @@ function measure(
       add({
         data: introspective ? 0 : below.data + 1,
         introspection: below.introspection + 1,
-        fields: below.fields + (introspective ? 0 : 1),
+        fields: below.fields + 1,
       })
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       add(measure(selection.selectionSet, fragments, memo, visiting, inIntrospection))

@@ -1,3 +1,4 @@
+import { mountPathProblem } from '../../domain/pods/mount-paths.js'
 import {
   envProblems,
   MAX_NAME_LENGTH,
@@ -104,8 +105,8 @@ export function templateSave(input: SaveTemplateInput, current?: Template): Temp
   ) {
     add('volumeInGb', `must be 0 (no volume) or >= ${MIN_PERSISTENT_SIZE_GB}`)
   }
-  if (input.volumeMountPath && !input.volumeMountPath.startsWith('/'))
-    add('volumeMountPath', 'must be an absolute path')
+  const mountPath = input.volumeMountPath ? mountPathProblem(input.volumeMountPath) : undefined
+  if (mountPath) add('volumeMountPath', mountPath)
   const category = input.category || undefined
   if (category && !(TEMPLATE_CATEGORIES as readonly string[]).includes(category))
     add('category', `must be one of ${TEMPLATE_CATEGORIES.join(', ')}`)

@@ -5,6 +5,7 @@ import type {
   RouteShorthandOptions,
 } from 'fastify'
 import { AppError } from '../../shared/app-error.js'
+import { refuseDeepJson } from '../http/json-nesting.js'
 
 /**
  * First segments under /v2 that belong to the management API (wire-compat §1, "v2 name
@@ -52,12 +53,16 @@ export function acceptAnyBodyAsText(app: FastifyInstance): void {
   })
 }
 
-/** The body parsed as JSON; `undefined` when empty; 400 when not JSON. */
+/**
+ * The body parsed as JSON; `undefined` when empty; 400 when not JSON or nested deeper than
+ * MAX_JSON_DEPTH (docs/api.md, "Nesting"), which is checked before it is parsed.
+ */
 export function jsonBody(request: FastifyRequest): unknown {
   const raw = request.body
   if (raw === undefined || raw === null) return undefined
   if (typeof raw !== 'string') return raw
   if (raw.trim() === '') return undefined
+  refuseDeepJson(raw)
   try {
     return JSON.parse(raw) as unknown
   } catch (error) {

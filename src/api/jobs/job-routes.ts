@@ -249,10 +249,8 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         params: EndpointParams,
       },
     },
-    async (request: EndpointReq) => {
-      const endpoint = await endpointOf(request, false)
-      return jobs.health(endpoint.id)
-    },
+    async (request: EndpointReq) =>
+      limited(request, 'health', false, async (endpoint) => jobs.health(endpoint.id)),
   )
 
   app.get(

@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
+import { mountPathProblems } from '../../domain/pods/mount-paths.js'
+import type { PodMounts } from '../../domain/pods/pod.js'
 import { envProblems, portProblems } from '../../domain/pods/pod-rules.js'
 import { AppError } from '../../shared/app-error.js'
 
@@ -29,15 +31,20 @@ export const containerFields = {
   registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
 }
 
-/** Checks JSON Schema cannot express: ports, env names, vCPU powers of two (422 like the schema). */
+/**
+ * Checks JSON Schema cannot express: ports, env names, mount paths (docs/pods.md, "Mount
+ * paths"), vCPU powers of two (422 like the schema).
+ */
 export function checkContainerFields(body: {
   ports?: string[]
   env?: Record<string, string>
   cpu?: { vcpuCount: number }
+  mounts?: PodMounts
 }): void {
   const problems = [
     ...portProblems(body.ports ?? []),
     ...envProblems(body.env ?? {}),
+    ...mountPathProblems(body.mounts, 'body.mounts'),
     ...(body.cpu && !isValidVcpuCount(body.cpu.vcpuCount)
       ? ['body.cpu.vcpuCount: must be a power of two >= 2']
       : []),

@@ -7,7 +7,9 @@ import {
   type JobService,
 } from '../../domain/serverless/job-service.js'
 import { isWorkerKey, type WorkerKeyService } from '../../domain/serverless/worker-keys.js'
+import type { CompleteResult, WorkerWriteResult } from '../../domain/serverless/ports.js'
 import { AppError } from '../../shared/app-error.js'
+import { cutDeepJson, jsonDeeperThan, MAX_JSON_DEPTH } from '../../shared/json-depth.js'
 import { authenticate, presentedKey } from '../http/authentication.js'
 import {
   acceptAnyBodyAsText,
@@ -81,6 +83,45 @@ function doneBatch(body: unknown): Array<{ id: string; report: DoneReport }> {
     ids.add(item.id)
     return { id: item.id, report: parseDoneReport(item) }
   })
+}
+
+/** A body the depth scan has already cut down to MAX_JSON_DEPTH, parsed; 400 when not JSON. */
+function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    throw new AppError(
+      'MALFORMED_REQUEST',
+      `the body is not valid JSON: ${(error as Error).message}`,
+    )
+  }
+}
+
+/** The job error of a result nested too deep to store; the caller reads it at /status. */
+export const TOO_DEEP_JOB_ERROR = `the worker's result is nested deeper than ${MAX_JSON_DEPTH} levels (the limit is ${MAX_JSON_DEPTH}) and was not stored`
+
+/**
+ * Ends a job whose result is nested too deep as FAILED with TOO_DEEP_JOB_ERROR: left running,
+ * it would run again once its lease ran out, and fail the same way.
+ */
+async function failTooDeep(
+  jobs: JobService,
+  endpointId: string,
+  workerId: string,
+  jobId: string,
+): Promise<WorkerWriteResult | CompleteResult> {
+  return jobs.reportDone(endpointId, workerId, jobId, {
+    kind: 'finished',
+    error: TOO_DEEP_JOB_ERROR,
+    stopPod: false,
+  })
+}
+
+function tooDeepLine(jobId: string, outcome: WorkerWriteResult | CompleteResult): string {
+  const what = `the result of job ${jobId} is nested deeper than ${MAX_JSON_DEPTH} levels; the limit is ${MAX_JSON_DEPTH}`
+  return outcome.applied
+    ? `${what}: the job was ended FAILED with that error`
+    : `${what}: it was not recorded (${outcome.reason})`
 }
 
 const DONE_BATCH_SHAPE = '[{"id": <job id>, ...the job-done body}, ...]'
@@ -171,13 +212,17 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
 
   app.post('/:endpointId/job-done/:workerId/:jobId', options, async (request: WorkerJobReq) => {
     const endpointId = await endpointOf(request)
+    const { workerId, jobId } = request.params
+    const text = typeof request.body === 'string' ? request.body : ''
+    if (jsonDeeperThan(text)) {
+      const outcome = await failTooDeep(jobs, endpointId, workerId, jobId)
+      const problem = `body: ${tooDeepLine(jobId, outcome)}`
+      throw new AppError('MALFORMED_REQUEST', `the result is not valid: ${problem}`, {
+        errors: [problem],
+      })
+    }
     const report = parseDoneReport(jsonBody(request))
-    const result = await jobs.reportDone(
-      endpointId,
-      request.params.workerId,
-      request.params.jobId,
-      report,
-    )
+    const result = await jobs.reportDone(endpointId, workerId, jobId, report)
     // A late or stale report is answered 200 all the same: the worker would only retry it.
     return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
   })
@@ -187,16 +232,34 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
   // half of the server's requests at high throughput (bench/README.md).
   app.post('/:endpointId/job-done-batch/:workerId', options, async (request: WorkerReq) => {
     const endpointId = await endpointOf(request)
-    const items = doneBatch(jsonBody(request))
+    const { workerId } = request.params
+    // Results nested too deep are cut out before parsing, so that their jobs can be named
+    // and failed while the other results of the post are recorded.
+    const cut = cutDeepJson(typeof request.body === 'string' ? request.body : '')
+    const items = doneBatch(cut.cut ? parseJsonText(cut.text) : jsonBody(request))
+    const tooDeep = new Set(cut.cutItems)
     const results = await Promise.all(
-      items.map(async ({ id, report }) => {
-        const result = await jobs.reportDone(endpointId, request.params.workerId, id, report)
+      items.map(async ({ id, report }, i) => {
+        if (tooDeep.has(i)) {
+          return { id, outcome: await failTooDeep(jobs, endpointId, workerId, id) }
+        }
+        const result = await jobs.reportDone(endpointId, workerId, id, report)
         return result.applied
           ? { id, status: 'ok' }
           : { id, status: 'ignored', reason: result.reason }
       }),
     )
-    return { results }
+    if (tooDeep.size === 0) return { results }
+    const problems = results.flatMap((result, i) =>
+      'outcome' in result && result.outcome !== undefined
+        ? [`body[${i}]: ${tooDeepLine(result.id, result.outcome)}`]
+        : [],
+    )
+    throw new AppError(
+      'MALFORMED_REQUEST',
+      `${problems.length} of the ${items.length} results are not valid (the others were recorded): ${problems.join('; ')}`,
+      { errors: problems },
+    )
   })
 
   app.post('/:endpointId/job-stream/:workerId/:jobId', options, async (request: WorkerJobReq) => {

@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/app-error.js'
+import { checkMountPaths } from './mount-paths.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
@@ -414,6 +415,8 @@ export class PodService {
     const templateMounts = compute.kind === 'gpu' ? (template?.mounts ?? {}) : {}
     const mounts: PodMounts = input.mounts ?? templateMounts
     checkMountsOnCreate(mounts, compute)
+    // Also the template's, which may predate the rules of mount paths.
+    checkMountPaths(mounts, 'mounts')
     const globalNetworking = input.globalNetworking ?? false
     this.checkDataCenters(input.dataCenterIds ?? [], globalNetworking, compute)
     const registry = input.registry !== undefined ? input.registry : (template?.registry ?? null)
@@ -728,12 +731,17 @@ export class PodService {
   }
 
   async update(accountId: string, id: string, patch: UpdatePodInput): Promise<Pod> {
+    // Outside `mutate`: its exclusive unit holds SQLite's one connection, and a read of the
+    // registries through the store (not the unit) waited for it forever: one PATCH naming a
+    // registry froze every request that reads the store (found by the fuzz suite, issue 16).
+    await this.get(accountId, id)
+    await this.checkRegistry(accountId, patch.registry)
     return this.mutate(accountId, id, async (current, unit) => {
       if (current.status === 'TERMINATED') {
         throw new AppError('INVALID_STATE', `pod ${id} is TERMINATED and cannot change`)
       }
-      await this.checkRegistry(accountId, patch.registry)
       const mounts = patchMounts(current.mounts, patch.mounts)
+      checkMountPaths(mounts, 'mounts')
       const globalNetworking = patch.globalNetworking ?? current.globalNetworking
       if (globalNetworking && !current.globalNetworking) {
         this.checkDataCenters([], true, current.compute)

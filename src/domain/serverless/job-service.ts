@@ -37,6 +37,14 @@ export const DEFAULT_LEASE_MS = 60_000
  * ping) still keeps its jobs.
  */
 export const TAKE_RENEWAL_INTERVAL_MS = 5_000
+/**
+ * The most one take hands a worker (docs/job-api.md, "Take budget"): characters of the jobs'
+ * input, s3Config and webhook as stored (bytes, for ASCII). A take stops before the job that
+ * would pass it, but always hands out one job, however large. With jobs of at most 20 MB (the
+ * /runsync body limit) an answer stays under 40 MB; 55 jobs of 10 MB in one answer were more
+ * than Node can make a string of, and the take failed with 500 after leasing them all (issue 16).
+ */
+export const TAKE_PAYLOAD_BUDGET = 16 * 1024 * 1024
 
 export interface JobServiceDeps {
   endpoints: EndpointService
@@ -439,7 +447,11 @@ export class JobService {
         typeof work === 'object'
           ? [work]
           : work && !signal.aborted
-            ? await this.deps.queue.take(endpointId, workerId, { max, leaseMs: this.leaseMs })
+            ? await this.deps.queue.take(endpointId, workerId, {
+                max,
+                leaseMs: this.leaseMs,
+                maxPayloadSize: TAKE_PAYLOAD_BUDGET,
+              })
             : []
       if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })

@@ -16,6 +16,7 @@ export const LIMITED_OPERATIONS = [
   'purge-queue',
   'openai',
   'requests',
+  'health',
 ] as const
 export type LimitedOperation = (typeof LIMITED_OPERATIONS)[number]
 
@@ -27,8 +28,10 @@ export interface OperationLimit {
 }
 
 /**
- * The spec's table. `/status-sync` counts as `status`; `/openai/*` is one operation. `/retry` and
- * `/health` have no limit given, and none is applied.
+ * The spec's table. `/status-sync` counts as `status`; `/openai/*` is one operation. `/retry`
+ * and `/health` have no limit given: `/retry` has none; `/health`'s is ours (issue 16), so
+ * that callers of one endpoint's health cannot crowd out its other operations. 100 per 10 s is
+ * a dashboard per second, and then some; a health check needs no more than a few at once.
  */
 export const BASE_OPERATION_LIMITS: Readonly<Record<LimitedOperation, OperationLimit>> = {
   runsync: { rate: 2000, concurrency: 400 },
@@ -39,6 +42,7 @@ export const BASE_OPERATION_LIMITS: Readonly<Record<LimitedOperation, OperationL
   'purge-queue': { rate: 2 },
   openai: { rate: 2000, concurrency: 400 },
   requests: { rate: 10, concurrency: 2 },
+  health: { rate: 100, concurrency: 10 },
 }
 
 /** Requests per window each running worker adds to an operation's rate (`jobLimits.perWorkerRate`). */

@@ -68,11 +68,13 @@ export interface JobQueue {
    * Atomically moves up to `max` of the endpoint's oldest IN_QUEUE, unexpired jobs to
    * IN_PROGRESS, owned by `workerId` with a lease of `leaseMs`. A job is never given to two
    * workers. Returns the whole jobs (s3Config included: this is the worker's view), oldest first.
+   * With `maxPayloadSize`, it stops before the job that would take the characters of the jobs'
+   * input, s3Config and webhook, as stored, past it; the first job is taken whatever its size.
    */
   take(
     endpointId: string,
     workerId: string,
-    options: { max: number; leaseMs: number },
+    options: { max: number; leaseMs: number; maxPayloadSize?: number },
   ): Promise<Job[]>
   /** Renews the worker's leases on those of `jobIds` it still holds; returns the ids renewed. */
   heartbeat(

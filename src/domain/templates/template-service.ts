@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/app-error.js'
+import { checkMountPaths } from '../pods/mount-paths.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import { BUILTIN_TEMPLATES, findBuiltinTemplate } from './builtin-templates.js'
@@ -44,6 +45,7 @@ export class TemplateService {
   }
 
   async create(accountId: string, input: CreateTemplateInput): Promise<Template> {
+    checkMountPaths(input.mounts, 'mounts')
     await this.checkRegistry(accountId, input.registry)
     await this.checkNameFree(accountId, input.name)
     const template: Template = {
@@ -91,6 +93,7 @@ export class TemplateService {
 
   async update(accountId: string, id: string, patch: Partial<TemplateFields>): Promise<Template> {
     const current = await this.own(accountId, id)
+    checkMountPaths(patch.mounts, 'mounts')
     if (patch.registry !== undefined) await this.checkRegistry(accountId, patch.registry)
     if (patch.name !== undefined) await this.checkNameFree(accountId, patch.name, id)
     const next: Template = { ...current, ...patch }

@@ -1,0 +1,918 @@
+import { appendFileSync } from 'node:fs'
+import { Agent, request as httpRequest } from 'node:http'
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { json } from '../support/http.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  TEST_ADMIN_KEY,
+  type TestPlatform,
+} from '../support/platform.js'
+import { graphqlDocument } from './graphql-documents.js'
+import {
+  contentType,
+  hostileBodyText,
+  hostileSegment,
+  hostileValue,
+  hugeString,
+  oddString,
+  withDeepValues,
+} from './hostile-values.js'
+import { fuzzed, validish, type JsonSchema } from './schema-arbitrary.js'
+
+/**
+ * The hostile-input fuzz suite (docs/development.md, "The fuzz suite"; issue 16). Against a real
+ * platform with two accounts it sends generated requests to every operation of the served
+ * `/v2/openapi.json` (bodies, path and query parameters, headers: valid-ish and hostile values
+ * from each operation's own schemas), to the worker protocol and to GraphQL, and checks:
+ *
+ * - no answer is a 5xx (but the OpenAI route's 504: a job still queued when its wait ends);
+ * - every 4xx of `/v2` is problem+json (the OpenAI route: OpenAI's error JSON; GraphQL: errors[]);
+ * - a request that is no long poll never goes unanswered;
+ * - between batches the server answers `/healthz` within HEALTHZ_BUDGET_MS (best of three), and
+ *   while a batch runs within STALL_MS;
+ * - the process stays under RSS_BOUND_BYTES.
+ *
+ * Opt-in (PODYARD_TEST_FUZZ=1): it sends about 20 000 requests, a few minutes on two cores.
+ * PODYARD_FUZZ_SEED replays a run; every run prints its seed.
+ */
+
+const FUZZ = process.env.PODYARD_TEST_FUZZ === '1'
+if (!FUZZ) {
+  console.log('hostile-input fuzz: skipped: set PODYARD_TEST_FUZZ=1 to run it (a few minutes)')
+}
+
+/** Requests generated for each operation of the OpenAPI document and each worker route. */
+const PER_OPERATION = 200
+/** GraphQL documents sent, half by POST and half by GET, with and without keys. */
+const GRAPHQL_REQUESTS = 600
+/** Requests in flight at once. */
+const CONCURRENCY = 8
+/** A long poll (runsync, status-sync, stream, logs, take, stop) is let go after this. */
+const LONG_POLL_MS = 2_500
+/** Any other request must be answered within this. */
+const ANSWER_MS = 20_000
+const HEALTHZ_BUDGET_MS = 100
+/**
+ * While a batch runs (eight requests in flight, some of megabytes, on a machine others share),
+ * `/healthz` must still be answered within this: a request that holds the event loop for
+ * seconds is what this finds (issue 16's introspection flood held it 7.6 s).
+ */
+const STALL_MS = 2_000
+/** The whole test process (the platform and this suite's client). */
+const RSS_BOUND_BYTES = 1536 * 1024 * 1024
+
+interface FuzzRequest {
+  /** Operation label for the report: `POST /v2/pods`. */
+  operation: string
+  method: string
+  /** Path and query exactly as sent (already encoded, or deliberately not). */
+  target: string
+  headers: Record<string, string>
+  body?: string
+  longPoll: boolean
+}
+
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+interface Failure {
+  operation: string
+  request: string
+  problem: string
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY * 2 })
+
+/** Sends one request as raw as node:http allows (no URL normalization). */
+function send(base: string, request: FuzzRequest): Promise<Answer | 'timeout' | Error> {
+  const { hostname, port } = new URL(base)
+  return new Promise((resolve) => {
+    let settled = false
+    const deadline: { timer?: NodeJS.Timeout } = {}
+    const done = (value: Answer | 'timeout' | Error) => {
+      if (settled) return
+      settled = true
+      clearTimeout(deadline.timer)
+      resolve(value)
+    }
+    let req: ReturnType<typeof httpRequest>
+    try {
+      req = httpRequest(
+        {
+          host: hostname,
+          port,
+          method: request.method,
+          path: request.target,
+          headers: request.headers,
+          agent,
+        },
+        (response) => {
+          const chunks: Buffer[] = []
+          let size = 0
+          response.on('data', (chunk: Buffer) => {
+            size += chunk.length
+            if (size < 1024 * 1024) chunks.push(chunk)
+          })
+          response.on('end', () =>
+            done({
+              status: response.statusCode ?? 0,
+              headers: response.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
+          )
+          response.on('error', (error) => done(error))
+        },
+      )
+    } catch (error) {
+      // node:http refuses some generated headers or paths itself: nothing reached the server.
+      done(new Error(`not sent: ${(error as Error).message}`))
+      return
+    }
+    // A deadline, not an idle timeout: a stream that sends keep-alives is never idle.
+    deadline.timer = setTimeout(
+      () => {
+        req.destroy()
+        done('timeout')
+      },
+      request.longPoll ? LONG_POLL_MS : ANSWER_MS,
+    )
+    req.on('error', (error) => done(error))
+    req.end(request.body)
+  })
+}
+
+const describeRequest = (r: FuzzRequest) =>
+  `${r.method} ${r.target.slice(0, 160)} [${Object.entries(r.headers)
+    .map(([k, v]) => `${k}: ${String(v).slice(0, 40)}`)
+    .join('; ')}] ${r.body === undefined ? '' : `body(${r.body.length}): ${r.body.slice(0, 120)}`}`
+
+/** What is wrong with an answer, or undefined. */
+function judge(request: FuzzRequest, answer: Answer | 'timeout' | Error): string | undefined {
+  if (answer === 'timeout') return request.longPoll ? undefined : `no answer in ${ANSWER_MS} ms`
+  if (answer instanceof Error) {
+    return answer.message.startsWith('not sent:')
+      ? undefined
+      : `connection failed: ${answer.message}`
+  }
+  const openai = /\/openai\//.test(request.target)
+  const graphql = request.target.startsWith('/graphql')
+  const type = String(answer.headers['content-type'] ?? '')
+  // What the router or the HTTP parser refused before any route: problem+json on every path.
+  const beforeRouting =
+    type.startsWith('application/problem+json') &&
+    (answer.status === 414 || answer.status === 431 || /percent-encoding/.test(answer.body))
+  if (answer.status >= 500 && !(openai && answer.status === 504)) {
+    return `${answer.status}: ${answer.body.slice(0, 300)}`
+  }
+  if (answer.status >= 400 && answer.status < 500) {
+    if (beforeRouting) return undefined
+    if (graphql) {
+      if (!/"errors"/.test(answer.body))
+        return `GraphQL ${answer.status} without errors[]: ${answer.body.slice(0, 200)}`
+    } else if (openai) {
+      if (!/"error"/.test(answer.body)) {
+        return `OpenAI ${answer.status} without an error: ${answer.body.slice(0, 200)}`
+      }
+    } else if (!type.startsWith('application/problem+json')) {
+      return `${answer.status} as ${type || 'no content type'}, not problem+json: ${answer.body.slice(0, 200)}`
+    }
+  }
+  return undefined
+}
+
+interface Operation {
+  method: string
+  path: string
+  parameters: Array<{ in: string; name: string; required?: boolean; schema: JsonSchema }>
+  body?: JsonSchema
+}
+
+/** The operations of the served OpenAPI document. */
+function operationsOf(document: {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: Operation['parameters']
+        requestBody?: { content?: Record<string, { schema: JsonSchema }> }
+      }
+    >
+  >
+}): Operation[] {
+  const operations: Operation[] = []
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      operations.push({
+        method: method.toUpperCase(),
+        path,
+        parameters: op.parameters ?? [],
+        ...(op.requestBody?.content?.['application/json']
+          ? { body: op.requestBody.content['application/json'].schema }
+          : {}),
+      })
+    }
+  }
+  return operations
+}
+
+const LONG_POLLS = /\/(runsync|status-sync|stream|logs|job-take|job-take-batch|job-stop|openai)\b/
+
+describe.runIf(FUZZ)('hostile input fuzz', () => {
+  let platform: TestPlatform
+  const seed = Number(process.env.PODYARD_FUZZ_SEED ?? Date.now() % 2 ** 31)
+  const keys = { a: '', b: '', workerA: '', workerOther: '' }
+  /** Ids the server holds, by what they are; both accounts' (the other's must be 404). */
+  const ids: Record<string, string[]> = {}
+  const failures: Failure[] = []
+  const statuses = new Map<string, Map<number | string, number>>()
+  let sent = 0
+  let worstHealthz = 0
+  let worstDuringBatch = 0
+  let worstBatch = '-'
+  let peakRss = 0
+  const realFetch = globalThis.fetch
+
+  const call = (
+    path: string,
+    key: string,
+    body?: unknown,
+    method = body === undefined ? 'GET' : 'POST',
+  ) =>
+    realFetch(`${platform.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+
+  beforeAll(async () => {
+    // The platform runs in this process: nothing it does may reach past this machine (a
+    // generated webhook URL would be delivered).
+    globalThis.fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input))
+      if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+        return Promise.reject(new Error(`fuzz: no traffic off this machine (${url.host})`))
+      }
+      return realFetch(input, init)
+    }
+    // The account windows are far above the default, so that generated requests reach the
+    // routes' own checks instead of stopping at 429 (the limiter has its own suites).
+    platform = await startTestPlatform({
+      rateLimit: { minute: 1_000_000, hour: 10_000_000, day: 100_000_000 },
+    })
+    // Pods and workers are never started: generated commands must not run on this machine.
+    await platform.lifecycle.stop()
+    await platform.autoscaler.stop()
+    keys.a = await otherAccountKey(platform, 'fuzz-a@example.com')
+    keys.b = await otherAccountKey(platform, 'fuzz-b@example.com')
+    const accountA = await json<{ id: string }>(await call('/v2/account', keys.a))
+    const accountB = await json<{ id: string }>(await call('/v2/account', keys.b))
+    await json(
+      await call(`/v2/admin/accounts/${accountA.id}/credits`, TEST_ADMIN_KEY, { amount: 100 }),
+    )
+    ids.account = [accountA.id, accountB.id]
+
+    const create = async (path: string, body: unknown, key = keys.a) => {
+      const response = await call(path, key, body)
+      const text = await response.text()
+      expect([200, 201], `${path}: ${text}`).toContain(response.status)
+      return (JSON.parse(text) as { id: string }).id
+    }
+    const endpoint = { image: 'worker:1', gpu: { pools: ['ADA_24'] } }
+    ids.endpoint = [
+      await create('/v2/serverless', { name: 'fuzz-jobs', ...endpoint }),
+      await create('/v2/serverless', { name: 'fuzz-workers', ...endpoint }),
+      await create('/v2/serverless', { name: 'fuzz-b', ...endpoint }, keys.b),
+    ]
+    ids.template = [
+      await create('/v2/templates', { name: 'fuzz-t', image: 'img:1' }),
+      await create('/v2/templates', { name: 'fuzz-tb', image: 'img:1' }, keys.b),
+    ]
+    ids.volume = [
+      await create('/v2/network-volumes', { name: 'fuzz-v', size: 10, dataCenterId: 'US-KS-2' }),
+    ]
+    ids.registry = [
+      await create('/v2/registries', { name: 'fuzz-r', username: 'u', password: 'p' }),
+    ]
+    ids.pod = [
+      await create('/v2/pods', { name: 'fuzz-p', image: 'x', cpu: { id: 'cpu3c', vcpuCount: 2 } }),
+      await create(
+        '/v2/pods',
+        { name: 'fuzz-pb', image: 'x', cpu: { id: 'cpu3c', vcpuCount: 2 } },
+        keys.b,
+      ),
+    ]
+    ids.apiKey = [
+      (
+        await json<{ id: string }>(
+          await call('/v2/account/api-keys', keys.a, { name: 'spare' }),
+          201,
+        )
+      ).id,
+    ]
+    ids.job = []
+    for (const endpointId of ids.endpoint.slice(0, 2)) {
+      for (let i = 0; i < 3; i++) {
+        ids.job.push(
+          (
+            await json<{ id: string }>(
+              await call(`/v2/${endpointId}/run`, keys.a, { input: { i } }),
+            )
+          ).id,
+        )
+      }
+    }
+    keys.workerA = (
+      await json<{ workerKey: string }>(
+        await call(`/v2/serverless/${ids.endpoint[1]}/worker-key`, keys.a),
+      )
+    ).workerKey
+    keys.workerOther = (
+      await json<{ workerKey: string }>(
+        await call(`/v2/serverless/${ids.endpoint[0]}/worker-key`, keys.a),
+      )
+    ).workerKey
+    ids.gpu = ['NVIDIA GeForce RTX 4090', 'NVIDIA A40']
+    ids.cpu = ['cpu3c', 'cpu3g']
+    ids.dataCenter = ['US-KS-2', 'EU-RO-1']
+    ids.worker = ['w-fuzz-1', 'w-fuzz-2']
+    console.log(`hostile-input fuzz: seed ${seed} (PODYARD_FUZZ_SEED=${seed} replays this run)`)
+  })
+
+  afterAll(async () => {
+    globalThis.fetch = realFetch
+    agent.destroy()
+    await platform?.close()
+  })
+
+  /** The ids a path parameter may take, by its name and the path it is in. */
+  function idsFor(name: string, path: string): string[] {
+    if (name === 'endpointId') return ids.endpoint!
+    if (name === 'jobId') return ids.job!
+    if (name === 'workerId') return ids.worker!
+    if (name === 'accountId') return ids.account!
+    if (name === '*') return ['chat/completions', 'completions', 'models', 'a/b/c']
+    const byPrefix: Array<[RegExp, string]> = [
+      [/^\/v2\/pods/, 'pod'],
+      [/^\/v2\/templates/, 'template'],
+      [/^\/v2\/network-volumes/, 'volume'],
+      [/^\/v2\/registries/, 'registry'],
+      [/^\/v2\/serverless/, 'endpoint'],
+      [/^\/v2\/catalog\/gpus/, 'gpu'],
+      [/^\/v2\/catalog\/cpus/, 'cpu'],
+      [/^\/v2\/catalog\/datacenters/, 'dataCenter'],
+      [/^\/v2\/account\/api-keys/, 'apiKey'],
+    ]
+    const kind = byPrefix.find(([pattern]) => pattern.test(path))?.[1]
+    return kind ? ids[kind]! : []
+  }
+
+  /** Known ids for body properties whose name says what they hold. */
+  const knownForProperty = (name: string): string[] =>
+    ({
+      templateId: ids.template!,
+      volumeId: ids.volume!,
+      networkVolumeId: ids.volume!,
+      registry: ids.registry!,
+      dataCenterId: ids.dataCenter!,
+      id: [...ids.gpu!, ...ids.cpu!],
+      podId: ids.pod!,
+      endpointId: ids.endpoint!,
+      serverlessId: ids.endpoint!,
+      name: ['fuzz', 'web-1'],
+      image: ['img:1', 'ubuntu:24.04'],
+      ports: ['8080/http', '22/tcp'],
+      path: ['/workspace', '/data'],
+      'env{}': ['GREETING', 'HF_TOKEN', 'PORT'],
+      pools: ['ADA_24', 'AMPERE_16'],
+      action: ['start', 'stop', 'restart', 'terminate', 'reset'],
+    })[name] ?? []
+
+  const authHeader: () => fc.Arbitrary<Record<string, string>> = () =>
+    fc.oneof(
+      { weight: 16, arbitrary: fc.constant({ authorization: `Bearer ${keys.a}` }) },
+      { weight: 3, arbitrary: fc.constant({ authorization: `Bearer ${keys.b}` }) },
+      { weight: 1, arbitrary: fc.constant({ authorization: `Bearer ${TEST_ADMIN_KEY}` }) },
+      { weight: 1, arbitrary: fc.constant({ authorization: keys.a }) },
+      { weight: 1, arbitrary: fc.constant({ authorization: `Bearer ${keys.workerA}` }) },
+      { weight: 2, arbitrary: fc.constant({}) },
+      {
+        weight: 2,
+        arbitrary: fc
+          .constantFrom(
+            'Bearer',
+            'Bearer ',
+            'Basic YTpi',
+            'Bearer a b',
+            `Bearer ${'k'.repeat(5000)}`,
+            'Bearer pyd_\u00e9',
+          )
+          .map((authorization) => ({ authorization })),
+      },
+    )
+
+  const extraHeaders: fc.Arbitrary<Record<string, string>> = fc.oneof(
+    { weight: 6, arbitrary: fc.constant({}) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<Record<string, string>>(
+        { accept: 'application/xml' },
+        { accept: '*/*;q=0.1, text/html' },
+        { 'accept-encoding': 'gzip, br, deflate' },
+        { 'content-encoding': 'gzip' },
+        { 'x-forwarded-for': '1.2.3.4, ::1' },
+        { 'x-request-id': 'a'.repeat(2000) },
+        { 'accept-version': '9.9.9' },
+        { 'transfer-encoding': 'chunked' },
+        { 'if-none-match': '*' },
+        { range: 'bytes=0-1' },
+        { charset: 'utf-16' },
+      ),
+    },
+  )
+
+  /** A query value: valid-ish per its schema, odd, or raw bad percent-encoding. */
+  const queryValue = (schema: JsonSchema): fc.Arbitrary<string> =>
+    fc.oneof(
+      {
+        weight: 5,
+        arbitrary: validish(schema).map((v) =>
+          encodeURIComponent(typeof v === 'string' ? v : JSON.stringify(v)),
+        ),
+      },
+      {
+        weight: 2,
+        arbitrary: oddString.map((s) => encodeURIComponent(s.replace(/[\uD800-\uDFFF]/g, '?'))),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          '%',
+          '%zz',
+          '%E0%A4%A',
+          'a&b',
+          'a=b',
+          '%00',
+          '+',
+          '[]',
+          'a,b,,c',
+        ),
+      },
+    )
+
+  /** `wait` for long polls: short and valid, or invalid. */
+  const waitParam = fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 0, max: 1200 }).map(String) },
+    { weight: 1, arbitrary: fc.constantFrom('-1', 'abc', '1e3', '99999999999', '', '1.5') },
+  )
+
+  function requestsOf(operation: Operation): fc.Arbitrary<FuzzRequest> {
+    const longPoll = LONG_POLLS.test(operation.path)
+    const pathParams = operation.parameters.filter((p) => p.in === 'path')
+    const queryParams = operation.parameters.filter((p) => p.in === 'query')
+    const segment = (name: string) => {
+      const known = idsFor(name, operation.path)
+      return fc.oneof(
+        {
+          weight: 6,
+          arbitrary:
+            known.length > 0
+              ? fc
+                  .constantFrom(...known)
+                  .map((id) => ({ raw: encodeURIComponent(id).replaceAll('%2F', '/') }))
+              : hostileSegment,
+        },
+        { weight: 2, arbitrary: hostileSegment },
+      )
+    }
+    const path = fc.tuple(...pathParams.map((p) => segment(p.name))).map((values) => {
+      let result = operation.path
+      pathParams.forEach((p, i) => {
+        result = result.replace(`{${p.name}}`, values[i]!.raw)
+      })
+      return result
+    })
+    const query = fc
+      .tuple(
+        ...queryParams.map((p) =>
+          fc.option(
+            queryValue(p.schema).map((v) => `${encodeURIComponent(p.name)}=${v}`),
+            { nil: undefined, freq: 2 },
+          ),
+        ),
+        fc.option(
+          fc
+            .tuple(oddString, oddString)
+            .map(
+              ([k, v]) =>
+                `${encodeURIComponent(k.replace(/[\uD800-\uDFFF]/g, '?'))}=${encodeURIComponent(v.replace(/[\uD800-\uDFFF]/g, '?'))}`,
+            ),
+          { nil: undefined, freq: 4 },
+        ),
+        longPoll ? waitParam.map((w) => `wait=${w}`) : fc.constant(undefined),
+        /\/logs$/.test(operation.path)
+          ? fc.constantFrom('follow=false', 'follow=true', 'follow=maybe')
+          : fc.constant(undefined),
+      )
+      .map((parts) => {
+        const present = parts.filter((p): p is string => p !== undefined)
+        return present.length === 0 ? '' : `?${present.join('&')}`
+      })
+    const hasBody = !['GET', 'HEAD', 'DELETE'].includes(operation.method)
+    const bodySchema: JsonSchema | undefined =
+      operation.body ??
+      ((hasBody && operation.path.includes('{endpointId}')) ||
+      /\/(run|runsync)$/.test(operation.path)
+        ? {
+            type: 'object',
+            properties: {
+              input: { type: 'object', additionalProperties: { type: 'string' } },
+              policy: {
+                type: 'object',
+                properties: {
+                  ttl: { type: 'integer' },
+                  executionTimeout: { type: 'integer' },
+                  lowPriority: { type: 'boolean' },
+                },
+              },
+              webhook: { type: 'string', enum: ['http://127.0.0.1:9/hook', 'not a url', 'a:b'] },
+            },
+            required: ['input'],
+          }
+        : undefined)
+    const body: fc.Arbitrary<string | undefined> = !hasBody
+      ? fc.constant(undefined)
+      : fc.oneof(
+          {
+            weight: 8,
+            arbitrary: bodySchema
+              ? fuzzed(bodySchema, knownForProperty).map((v) =>
+                  withDeepValues(JSON.stringify(v) ?? 'null'),
+                )
+              : fc.constant('{}'),
+          },
+          { weight: 2, arbitrary: hostileBodyText },
+          { weight: 1, arbitrary: fc.constant(undefined) },
+        )
+    return fc
+      .tuple(path, query, body, authHeader(), extraHeaders, contentType)
+      .map(([p, q, b, auth, extra, type]) => ({
+        operation: `${operation.method} ${operation.path}`,
+        method: operation.method,
+        target: `${p}${q}`,
+        headers: {
+          ...auth,
+          ...extra,
+          ...(b !== undefined && type !== undefined ? { 'content-type': type } : {}),
+        },
+        ...(b !== undefined ? { body: b } : {}),
+        longPoll,
+      }))
+  }
+
+  /** The worker protocol (hidden from the OpenAPI document), on the endpoint of the workers. */
+  function workerRequests(route: string): fc.Arbitrary<FuzzRequest> {
+    const endpointId = fc.oneof(
+      { weight: 8, arbitrary: fc.constant(ids.endpoint![1]!) },
+      { weight: 1, arbitrary: fc.constantFrom(...ids.endpoint!) },
+      { weight: 1, arbitrary: hostileSegment.map((s) => s.raw) },
+    )
+    const worker = fc.oneof(
+      fc.constantFrom(...ids.worker!),
+      hostileSegment.map((s) => s.raw),
+    )
+    const job = fc.oneof(
+      fc.constantFrom(...ids.job!),
+      hostileSegment.map((s) => s.raw),
+    )
+    const auth = fc.oneof(
+      { weight: 6, arbitrary: fc.constant({ authorization: keys.workerA }) },
+      { weight: 3, arbitrary: fc.constant({ authorization: keys.a }) },
+      { weight: 1, arbitrary: fc.constant({ authorization: keys.workerOther }) },
+      { weight: 1, arbitrary: fc.constant({ authorization: `Bearer ${keys.b}` }) },
+      { weight: 1, arbitrary: fc.constant({}) },
+    )
+    const doneBody = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc
+          .record(
+            {
+              output: hostileValue,
+              error: fc.option(fc.oneof(oddString, hostileValue), { nil: undefined }),
+              status: fc.option(fc.constantFrom('IN_PROGRESS', 'COMPLETED', 7), { nil: undefined }),
+              stopPod: fc.option(fc.oneof(fc.boolean(), oddString), { nil: undefined }),
+            },
+            { requiredKeys: [] },
+          )
+          .map((v) => withDeepValues(JSON.stringify(v))),
+      },
+      { weight: 2, arbitrary: hostileBodyText },
+      { weight: 1, arbitrary: hugeString.map((s) => JSON.stringify({ output: s })) },
+    )
+    const batchBody = fc.oneof(
+      fc
+        .array(
+          fc
+            .tuple(fc.constantFrom(...ids.job!, 'nope'), hostileValue)
+            .map(([id, output]) => ({ id, output })),
+          { maxLength: 120 },
+        )
+        .map((v) => withDeepValues(JSON.stringify(v))),
+      hostileBodyText,
+      fc
+        .constantFrom(...ids.job!)
+        .map((id) => `[{"id":"${id}","output":${'['.repeat(3000)}${']'.repeat(3000)}}]`),
+    )
+    const wait = waitParam.map((w) => `wait=${w}`)
+    const shapes: Record<
+      string,
+      fc.Arbitrary<{ method: string; target: string; body?: string }>
+    > = {
+      'job-take': fc
+        .tuple(endpointId, worker, wait, fc.constantFrom('0', '1', 'x'))
+        .map(([e, w, q, p]) => ({
+          method: 'GET',
+          target: `/v2/${e}/job-take/${w}?${q}&job_in_progress=${p}`,
+        })),
+      'job-take-batch': fc
+        .tuple(
+          endpointId,
+          worker,
+          wait,
+          fc.oneof(
+            fc.integer({ min: -5, max: 500 }).map(String),
+            fc.constantFrom('abc', '1e2', '99999999999999999999'),
+          ),
+        )
+        .map(([e, w, q, n]) => ({
+          method: 'GET',
+          target: `/v2/${e}/job-take-batch/${w}?${q}&batch_size=${n}`,
+        })),
+      'job-done': fc.tuple(endpointId, worker, job, doneBody).map(([e, w, j, body]) => ({
+        method: 'POST',
+        target: `/v2/${e}/job-done/${w}/${j}?isStream=false`,
+        body,
+      })),
+      'job-done-batch': fc
+        .tuple(endpointId, worker, batchBody)
+        .map(([e, w, body]) => ({ method: 'POST', target: `/v2/${e}/job-done-batch/${w}`, body })),
+      'job-stream': fc.tuple(endpointId, worker, job, doneBody).map(([e, w, j, body]) => ({
+        method: 'POST',
+        target: `/v2/${e}/job-stream/${w}/${j}`,
+        body,
+      })),
+      'job-stop': fc
+        .tuple(endpointId, worker, wait)
+        .map(([e, w, q]) => ({ method: 'GET', target: `/v2/${e}/job-stop/${w}?${q}` })),
+      ping: fc
+        .tuple(
+          endpointId,
+          worker,
+          fc.array(fc.oneof(fc.constantFrom(...ids.job!), oddString), { maxLength: 5 }),
+          fc.option(oddString, { nil: undefined }),
+        )
+        .map(([e, w, jobs, reason]) => ({
+          method: 'GET',
+          target: `/v2/${e}/ping/${w}?job_id=${jobs.map((j) => encodeURIComponent(j.replace(/[\uD800-\uDFFF]/g, '?'))).join(',')}${reason === undefined ? '' : `&status=unhealthy&check=c&reason=${encodeURIComponent(reason.replace(/[\uD800-\uDFFF]/g, '?'))}`}`,
+        })),
+    }
+    return fc.tuple(shapes[route]!, auth, contentType).map(([shape, a, type]) => ({
+      operation: `worker ${route}`,
+      method: shape.method,
+      target: shape.target,
+      headers: {
+        ...a,
+        ...(shape.body !== undefined && type !== undefined ? { 'content-type': type } : {}),
+      },
+      ...(shape.body !== undefined ? { body: shape.body } : {}),
+      longPoll: LONG_POLLS.test(shape.target),
+    }))
+  }
+
+  const graphqlRequests = (): fc.Arbitrary<FuzzRequest> =>
+    fc
+      .tuple(
+        graphqlDocument,
+        fc.oneof(
+          fc.constant(undefined),
+          hostileValue,
+          fc.constant({ input: { podId: ids.pod![0] } }),
+        ),
+        fc.option(oddString, { nil: undefined, freq: 4 }),
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant(`api_key=${keys.a}`) },
+          { weight: 1, arbitrary: fc.constant(`api_key=${keys.b}`) },
+          { weight: 2, arbitrary: fc.constant('') },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom('api_key=', 'api_key=%zz', `api_key=${keys.workerA}`),
+          },
+        ),
+        fc.boolean(),
+        contentType,
+      )
+      .map(([query, variables, operationName, key, get, type]) => {
+        if (get) {
+          const params = [
+            `query=${encodeURIComponent(query.replace(/[\uD800-\uDFFF]/g, '?'))}`,
+            key,
+          ]
+          if (variables !== undefined)
+            params.push(
+              `variables=${encodeURIComponent(JSON.stringify(variables).replace(/[\uD800-\uDFFF]/g, '?'))}`,
+            )
+          return {
+            operation: 'GET /graphql',
+            method: 'GET',
+            target: `/graphql?${params.filter(Boolean).join('&')}`,
+            headers: {},
+            longPoll: false,
+          }
+        }
+        const headers: Record<string, string> = type === undefined ? {} : { 'content-type': type }
+        return {
+          operation: 'POST /graphql',
+          method: 'POST',
+          target: `/graphql${key ? `?${key}` : ''}`,
+          headers,
+          body: withDeepValues(
+            JSON.stringify({
+              query,
+              ...(variables === undefined ? {} : { variables }),
+              ...(operationName === undefined ? {} : { operationName }),
+            }),
+          ),
+          longPoll: false,
+        }
+      })
+
+  /** Sends the requests, CONCURRENCY at a time, and records what is wrong. */
+  async function fire(requests: FuzzRequest[]): Promise<void> {
+    let next = 0
+    let firing = true
+    // While the batch runs, /healthz every 100 ms: no request may stall the event loop.
+    const prober = (async () => {
+      while (firing) {
+        if (process.env.PODYARD_FUZZ_TRACE)
+          appendFileSync(process.env.PODYARD_FUZZ_TRACE, 'probe\n')
+        const started = performance.now()
+        await (await realFetch(`${platform.url}/healthz`)).text()
+        const took = performance.now() - started
+        if (took > worstDuringBatch) {
+          worstDuringBatch = took
+          worstBatch = requests[0]?.operation ?? '-'
+        }
+        if (took > STALL_MS) {
+          failures.push({
+            operation: requests[0]?.operation ?? '-',
+            request: 'GET /healthz during the batch',
+            problem: `answered in ${took.toFixed(0)} ms while the batch ran (stall bound ${STALL_MS} ms)`,
+          })
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    })()
+    const lane = async () => {
+      while (next < requests.length) {
+        const request = requests[next++]!
+        const trace = process.env.PODYARD_FUZZ_TRACE
+        if (trace) appendFileSync(trace, `> ${describeRequest(request).slice(0, 300)}\n`)
+        const answer = await send(platform.url, request)
+        if (trace)
+          appendFileSync(
+            trace,
+            `< ${typeof answer === 'string' || answer instanceof Error ? String(answer) : answer.status} ${request.target.slice(0, 100)}\n`,
+          )
+        sent++
+        const byStatus = statuses.get(request.operation) ?? new Map<number | string, number>()
+        const key =
+          answer === 'timeout' ? 'held' : answer instanceof Error ? 'error' : answer.status
+        byStatus.set(key, (byStatus.get(key) ?? 0) + 1)
+        statuses.set(request.operation, byStatus)
+        const problem = judge(request, answer)
+        if (problem)
+          failures.push({
+            operation: request.operation,
+            request: describeRequest(request),
+            problem,
+          })
+      }
+    }
+    await Promise.all(Array.from({ length: CONCURRENCY }, lane))
+    firing = false
+    await prober
+  }
+
+  /** Between batches: the server answers at once and the process has not grown past its bound. */
+  async function checkHealth(after: string): Promise<void> {
+    if (process.env.PODYARD_FUZZ_VERBOSE) console.log(`hostile-input fuzz: done ${after}`)
+    let best = Number.POSITIVE_INFINITY
+    for (let i = 0; i < 3 && best >= HEALTHZ_BUDGET_MS; i++) {
+      const started = performance.now()
+      const response = await realFetch(`${platform.url}/healthz`)
+      await response.text()
+      best = Math.min(best, performance.now() - started)
+    }
+    worstHealthz = Math.max(worstHealthz, best)
+    if (best >= HEALTHZ_BUDGET_MS) {
+      failures.push({
+        operation: after,
+        request: 'GET /healthz',
+        problem: `answered in ${best.toFixed(0)} ms (best of 3) after this batch`,
+      })
+    }
+    const rss = process.memoryUsage().rss
+    peakRss = Math.max(peakRss, rss)
+    if (rss > RSS_BOUND_BYTES) {
+      failures.push({
+        operation: after,
+        request: '-',
+        problem: `RSS ${(rss / 2 ** 20).toFixed(0)} MiB after this batch`,
+      })
+    }
+  }
+
+  it(
+    'answers every generated request without a 5xx, with problem+json, and stays responsive',
+    async () => {
+      const started = performance.now()
+      const document = (await (
+        await realFetch(`${platform.url}/v2/openapi.json`)
+      ).json()) as Parameters<typeof operationsOf>[0]
+      const operations = operationsOf(document)
+      expect(operations.length).toBeGreaterThan(80)
+      let run = 0
+      const sample = <T>(arbitrary: fc.Arbitrary<T>, numRuns: number) =>
+        fc.sample(arbitrary, { numRuns, seed: seed + run++ })
+      const restBatch = async (operation: Operation) => {
+        await fire(sample(requestsOf(operation), PER_OPERATION))
+        await checkHealth(`${operation.method} ${operation.path}`)
+      }
+
+      // Deletions last, so that everything else meets the fixtures it names.
+      for (const operation of operations.filter((o) => o.method !== 'DELETE')) {
+        await restBatch(operation)
+      }
+      for (const route of [
+        'job-take',
+        'job-take-batch',
+        'job-done',
+        'job-done-batch',
+        'job-stream',
+        'job-stop',
+        'ping',
+      ]) {
+        // Fresh jobs for the takes to hand out and the results to land on.
+        for (let i = 0; i < 10; i++) {
+          const queued = await json<{ id: string }>(
+            await call(`/v2/${ids.endpoint![1]}/run`, keys.a, { input: { i } }),
+          )
+          ids.job!.push(queued.id)
+        }
+        await fire(sample(workerRequests(route), PER_OPERATION))
+        await checkHealth(`worker ${route}`)
+      }
+      for (let i = 0; i < GRAPHQL_REQUESTS; i += PER_OPERATION) {
+        await fire(sample(graphqlRequests(), PER_OPERATION))
+        await checkHealth('GraphQL')
+      }
+      for (const operation of operations.filter((o) => o.method === 'DELETE')) {
+        await restBatch(operation)
+      }
+
+      const seconds = ((performance.now() - started) / 1000).toFixed(0)
+      console.log(
+        `hostile-input fuzz: ${sent} requests to ${operations.length} operations, 7 worker routes and GraphQL in ${seconds} s; ` +
+          `${failures.length} failures; slowest /healthz between batches ${worstHealthz.toFixed(0)} ms, during them ${worstDuringBatch.toFixed(0)} ms (${worstBatch}); peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB (bound ${RSS_BOUND_BYTES / 2 ** 20})`,
+      )
+      for (const [operation, byStatus] of statuses) {
+        console.log(`  ${operation}: ${[...byStatus].map(([s, n]) => `${s}×${n}`).join(' ')}`)
+      }
+      // One example of each kind of failure, with how often it happened.
+      const kinds = new Map<string, { failure: Failure; count: number }>()
+      for (const failure of failures) {
+        const kind = `${failure.operation}: ${failure.problem.replace(/\d+/g, 'N').slice(0, 50)}`
+        const seen = kinds.get(kind)
+        if (seen) seen.count++
+        else kinds.set(kind, { failure, count: 1 })
+      }
+      for (const { failure, count } of kinds.values()) {
+        console.log(
+          `FAILURE x${count} ${failure.operation}: ${failure.problem}\n  ${failure.request}`,
+        )
+      }
+      expect(sent).toBeGreaterThanOrEqual(PER_OPERATION * (operations.length + 7))
+      expect(failures).toEqual([])
+    },
+    15 * 60_000,
+  )
+})
