@@ -305,9 +305,11 @@ start_engine() {
 }
 
 wait_engine() {
-  local n=$1
-  for _ in $(seq 1 300); do
+  local n=$1 i
+  for i in $(seq 1 300); do
     engine_answers "$n" && return 0
+    # A dockerd that gave up (it writes its pidfile early) will not answer: say so now.
+    [ "$i" -lt 10 ] || live_pid "$RUN/host$n/dockerd.pid" dockerd "$n" >/dev/null || break
     sleep 0.2
   done
   tail -20 "$RUN/host$n/dockerd.log" >&2 || true
