@@ -27,7 +27,8 @@ import { fuzzed, validish, type JsonSchema } from './schema-arbitrary.js'
  * `/v2/openapi.json` (bodies, path and query parameters, headers: valid-ish and hostile values
  * from each operation's own schemas), to the worker protocol and to GraphQL, and checks:
  *
- * - no answer is a 5xx (but the OpenAI route's 504: a job still queued when its wait ends);
+ * - no answer is a 5xx (but the OpenAI route's 504: a job still queued when its wait ends, and
+ *   the 501 problem+json of the routes not offered);
  * - every 4xx of `/v2` is problem+json (the OpenAI route: OpenAI's error JSON; GraphQL: errors[]);
  * - a request that is no long poll never goes unanswered;
  * - between batches the server answers `/healthz` within HEALTHZ_BUDGET_MS (best of three), and
@@ -166,7 +167,10 @@ function judge(request: FuzzRequest, answer: Answer | 'timeout' | Error): string
   const beforeRouting =
     type.startsWith('application/problem+json') &&
     (answer.status === 414 || answer.status === 431 || /percent-encoding/.test(answer.body))
-  if (answer.status >= 500 && !(openai && answer.status === 504)) {
+  // 501 problem+json is the documented answer of the routes of RunPod's contract this platform
+  // does not offer (docs/api.md, "Not offered"): an answer, not a fault.
+  const notOffered = answer.status === 501 && type.startsWith('application/problem+json')
+  if (answer.status >= 500 && !(openai && answer.status === 504) && !notOffered) {
     return `${answer.status}: ${answer.body.slice(0, 300)}`
   }
   if (answer.status >= 400 && answer.status < 500) {
