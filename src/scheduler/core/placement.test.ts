@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { gpuShare, type Allocation } from '../../domain/catalog/capacity.js'
 import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
 import { place, type PlacementRequest, type PlacementResult } from './placement.js'
+import { seededRandom } from '../../shared/seeded-random.js'
 
 const H100 = 'NVIDIA H100 80GB HBM3'
 const A40 = 'NVIDIA A40'
@@ -563,18 +564,6 @@ describe('place: malformed requests', () => {
   })
 })
 
-/** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 describe('place: never over-commits (property)', () => {
   const fleet: Host[] = [
     gpuHost('ks-h100-1', 'US-KS-2', H100, 8, { diskGb: 2000 }),
@@ -658,7 +647,7 @@ describe('place: never over-commits (property)', () => {
   }
 
   it.each([1, 7, 42, 2026])('seed %i: 400 requests, some pods released', (seed) => {
-    const rand = prng(seed)
+    const rand = seededRandom(seed)
     let allocations: Allocation[] = []
     let placedCount = 0
     for (let step = 0; step < 400; step++) {
