@@ -19,6 +19,7 @@ import { KyselyNetworkVolumeRepo } from '../store/network-volume-repo.js'
 import { podStoreOf } from '../store/pod-repo.js'
 import { KyselyRegistryRepo } from '../store/registry-repo.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
+import { hostPublicIp } from '../domain/catalog/fleet.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
 
 /**
@@ -70,13 +71,26 @@ export function wirePods(context: PlatformContext): PodParts {
       ...(await endpointUsers(accountId, { templateId })),
     ],
   })
+  const { fleet, board, runtimeOf, driverFor } = parts.fleet
   const lifecycle = new PodLifecycle({
     store: podStore,
-    fleet: parts.fleet.fleet,
-    driverFor: parts.fleet.driverFor,
+    fleet,
+    driverFor,
     drivers: parts.fleet.drivers,
     dataDir: config.dataDir,
     publicIp: config.publicIp,
+    hostNetwork: (hostId) => {
+      const host = fleet.hosts.find((h) => h.id === hostId)
+      return {
+        publicIp: host ? hostPublicIp(host, config.publicIp) : config.publicIp,
+        remote: runtimeOf(hostId).remote,
+      }
+    },
+    hostDown: (hostId) => board.down(hostId),
+    driverDown: (driver) => {
+      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
+      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+    },
     volumePath: (volumeId) => volumeStorage.path(volumeId),
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
