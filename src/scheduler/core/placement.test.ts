@@ -818,11 +818,7 @@ describe('hosts that take no new placements', () => {
   it('are still reported by what they lack when they would not fit anyway', () => {
     const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 3, { pinnedHostId: 'b' }))
     expect(!result.ok && result.detail).toBe(
-      `host b (where the pod's persistent volume lives) has only 2 free ${H100}`,
+      `host b (where the pod's persistent volume lives) has only 2 ${H100} in all`,
     )
-    expect(!result.ok && result.rejections).toContainEqual({
-      hostId: 'b',
-      reason: `has only 2 free ${H100}`,
-    })
   })
 })
