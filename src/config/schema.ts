@@ -258,7 +258,10 @@ export const ConfigSchema = Type.Object(
     hosts: Type.Object(
       {
         probeIntervalMs: positiveInt('ms between two probes of every host (docs/fleet.md)', 5000),
-        probeTimeoutMs: positiveInt('ms a probe of a host may take before it counts as failed', 10000),
+        probeTimeoutMs: positiveInt(
+          'ms a probe of a host may take before it counts as failed',
+          10000,
+        ),
         failuresBeforeDown: positiveInt('failed probes in a row that make a host DOWN', 2),
       },
       { additionalProperties: false, default: {} },

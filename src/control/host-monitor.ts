@@ -1,7 +1,11 @@
 import type { Logger } from 'pino'
 import type { Host } from '../domain/catalog/fleet.js'
 import type { HostBoard } from '../domain/hosts/host-board.js'
-import { nextHostState, type HostStateRecord, type ProbeOutcome } from '../domain/hosts/host-state.js'
+import {
+  nextHostState,
+  type HostStateRecord,
+  type ProbeOutcome,
+} from '../domain/hosts/host-state.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { Clock } from '../shared/clock.js'
 

@@ -221,9 +221,7 @@ export class PodLifecycle implements PodRuntimeReader {
       await this.transition(pod, 'RUNNING', null)
       return
     }
-    const what = current
-      ? `exited with code ${current.exitCode ?? 'none (killed)'}`
-      : 'was gone'
+    const what = current ? `exited with code ${current.exitCode ?? 'none (killed)'}` : 'was gone'
     await this.releaseAndSet(
       pod,
       'ERROR',

@@ -64,9 +64,7 @@ export class KyselyHostStateRepo implements HostStateRepo {
         schedule,
         schedule_changed_at: at,
       })
-      .onConflict((oc) =>
-        oc.column('host_id').doUpdateSet({ schedule, schedule_changed_at: at }),
-      )
+      .onConflict((oc) => oc.column('host_id').doUpdateSet({ schedule, schedule_changed_at: at }))
       .execute()
   }
 }

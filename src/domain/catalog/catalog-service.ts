@@ -167,12 +167,7 @@ export class CatalogService {
 
   /** GPU counts a pod of the type can get placed with now (see capacity.availableGpuCounts). */
   async availableGpuCounts(typeId: string, cloud?: Cloud): Promise<number[]> {
-    return availableGpuCounts(
-      this.stockHosts(),
-      await this.allocations.list(),
-      typeId,
-      cloud,
-    )
+    return availableGpuCounts(this.stockHosts(), await this.allocations.list(), typeId, cloud)
   }
 
   async listCpuTypes(q: CpuQuery = {}): Promise<CpuTypeView[]> {

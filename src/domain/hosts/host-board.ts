@@ -1,10 +1,6 @@
 import type { Fleet, Host } from '../catalog/fleet.js'
 import { hostRuntimeKind } from '../catalog/fleet.js'
-import {
-  unplaceableReason,
-  type HostSchedule,
-  type HostStateRecord,
-} from './host-state.js'
+import { unplaceableReason, type HostSchedule, type HostStateRecord } from './host-state.js'
 import type { HostStateRepo } from './ports.js'
 
 /**

@@ -60,6 +60,11 @@ export interface HostServiceDeps {
 export class HostService {
   constructor(private readonly deps: HostServiceDeps) {}
 
+  /** Every host's state and schedule, as this replica knows them (for /metrics). */
+  states(): HostStateRecord[] {
+    return this.deps.board.states()
+  }
+
   async list(): Promise<HostView[]> {
     const pods = await this.livePods()
     return this.deps.board.hosts.map((host) => this.view(host, pods))

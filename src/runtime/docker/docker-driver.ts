@@ -65,7 +65,6 @@ export class DockerEngineUnreachableError extends Error {
   }
 }
 
-
 export const DEFAULT_STOP_GRACE_MS = 10_000
 /** After SIGKILL the engine reaps the container quickly; past this stop() gives up waiting. */
 const KILL_WAIT_MS = 10_000

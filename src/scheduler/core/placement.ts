@@ -397,7 +397,9 @@ function failureDetail(
   for (const e of evaluations) if (!e.fits && e.stage > furthest) furthest = e.stage
   if (furthest === Stage.Unavailable) {
     const why = evaluations
-      .flatMap((e) => (!e.fits && e.stage === Stage.Unavailable ? [`${e.host.id} ${e.reason}`] : []))
+      .flatMap((e) =>
+        !e.fits && e.stage === Stage.Unavailable ? [`${e.host.id} ${e.reason}`] : [],
+      )
       .join('; ')
     return `${shortage(ctx, Stage.Units)}: the hosts that would take it take no new pods now (${why})`
   }
