@@ -69,7 +69,7 @@ export interface PodLifecycleDeps {
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
   /** Host directory of a network volume. */
-  volumePath: (volumeId: string) => string
+  volumePath: (volumeId: string, dataCenterId: string) => string
   /** Decrypted credentials of a registry of the account, for pulling the pod's image. */
   registryCredentials: (
     accountId: string,
@@ -358,7 +358,9 @@ export class PodLifecycle implements PodRuntimeReader {
     // Only pods created with startSsh get the keys (absent: a pod from before the flag, which did).
     const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
     return {
-      ...(volumeId ? { networkVolumePath: this.deps.volumePath(volumeId) } : {}),
+      ...(volumeId
+        ? { networkVolumePath: this.deps.volumePath(volumeId, pod.dataCenterId ?? '') }
+        : {}),
       ...(registryAuth ? { registryAuth } : {}),
       ...(publicKey ? { publicKey } : {}),
     }

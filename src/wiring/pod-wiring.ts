@@ -33,7 +33,14 @@ export function wirePods(context: PlatformContext): PodParts {
   const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
     parts.serverless.endpoints.usersOf(accountId, uses)
   const templateRepo = new KyselyTemplateRepo(store.db)
-  const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
+  const volumeStorage = new DirectoryVolumeStorage({
+    dataDir: config.dataDir,
+    dataCenterRoots: Object.fromEntries(
+      parts.fleet.fleet.dataCenters.flatMap((dc) =>
+        dc.networkVolumeRoot ? [[dc.id, dc.networkVolumeRoot]] : [],
+      ),
+    ),
+  })
   const volumes = new VolumeService({
     repo: new KyselyNetworkVolumeRepo(store.db),
     fleet: parts.fleet.fleet,
@@ -91,7 +98,8 @@ export function wirePods(context: PlatformContext): PodParts {
       const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
       return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
     },
-    volumePath: (volumeId) => volumeStorage.path(volumeId),
+    // A pod's network volume is in its data center (placement keeps them together).
+    volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
     isolationRefusal: (accountId, hostDriver) =>

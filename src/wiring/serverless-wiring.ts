@@ -180,7 +180,12 @@ function workerAutoscalerOf(
     jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl(),
     networkVolume: async (accountId, volumeId) => {
       const volume = await volumes.find(accountId, volumeId)
-      return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
+      return (
+        volume && {
+          dataCenterId: volume.dataCenterId,
+          path: volumeStorage.path(volumeId, volume.dataCenterId),
+        }
+      )
     },
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     dataDir: config.dataDir,
