@@ -98,7 +98,8 @@ export function declaredVersusReported(host: Host, facts: HostFacts | null): str
   }
   if (facts.cpus > 0 && host.vcpus > facts.cpus)
     warnings.push(`declares ${host.vcpus} vCPUs, its engine reports ${facts.cpus}`)
-  if (facts.memoryGb > 0 && host.memoryGb > Math.ceil(facts.memoryGb))
+  // Machines report a little less memory than they hold (the kernel keeps some).
+  if (facts.memoryGb > 0 && host.memoryGb > Math.ceil(facts.memoryGb * 1.05))
     warnings.push(`declares ${host.memoryGb} GB of memory, its engine reports ${facts.memoryGb} GB`)
   return warnings
 }
