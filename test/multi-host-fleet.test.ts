@@ -10,6 +10,8 @@ import {
   readRigLayout,
   rigHost,
   rigUnavailableReason,
+  RIG_WAIT_MS,
+  takeRig,
   startEngine,
   stopEngine,
   type RigLayout,
@@ -119,7 +121,10 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
   const pods: PodJson[] = []
   const served = new Map<string, string>()
 
+  let releaseRig: (() => void) | undefined
+
   beforeAll(async () => {
+    releaseRig = await takeRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
@@ -129,7 +134,7 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
     writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml(layout, volumeRoot))
     if (store === 'postgres') database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
     await start()
-  }, 60_000)
+  }, RIG_WAIT_MS)
 
   afterAll(async () => {
     // Every engine answers again before the pods' containers are removed through it.
@@ -137,6 +142,7 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
     if (platform) await stopPlatform(platform)
     await database?.drop()
     if (dir) rmSync(dir, { recursive: true, force: true })
+    releaseRig?.()
   }, 120_000)
 
   it('probes every host over its transport and sees it UP', async () => {

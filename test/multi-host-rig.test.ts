@@ -9,6 +9,8 @@ import {
   remoteDocker,
   rigHost,
   rigUnavailableReason,
+  RIG_WAIT_MS,
+  takeRig,
   startEngine,
   stopEngine,
   tcpPortOpen,
@@ -72,20 +74,23 @@ async function removeTestContainers(host: RigHost): Promise<void> {
 describe.runIf(enabled)('the multi-host rig', () => {
   let layout: RigLayout
 
+  let releaseRig: (() => void) | undefined
+
   beforeAll(async () => {
+    releaseRig = await takeRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
-  })
+  }, RIG_WAIT_MS)
 
   afterAll(async () => {
-    if (!layout) return
     // Leave the rig as it was found, even when a test stopped in the middle.
-    for (const host of layout.hosts) {
+    for (const host of layout?.hosts ?? []) {
       await healHost(layout, host)
       await startEngine(layout, host)
       await removeTestContainers(host)
     }
+    releaseRig?.()
   })
 
   it('each engine answers info over its own transport: SSH for two hosts, TCP+TLS for one', async () => {

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
 
@@ -86,6 +87,52 @@ export async function rigUnavailableReason(): Promise<string | null> {
     }
   }
   return null
+}
+
+const RIG_LOCK_DIR = '/run/pyd-rig/tests.lock'
+
+/** How long a test file waits for the rig, plus its own setup: the timeout of its beforeAll. */
+export const RIG_WAIT_MS = 16 * 60_000
+
+/**
+ * Takes the rig for one test file and returns what gives it back. Rig tests stop engines and
+ * cut hosts off, so two files using it at once (vitest runs files in parallel) would see each
+ * other's outages. The lock is a directory (mkdir is atomic) holding the owner's pid; a lock
+ * whose owner is gone (a killed run) is taken over.
+ */
+export async function takeRig(waitMs = RIG_WAIT_MS - 60_000): Promise<() => void> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    try {
+      mkdirSync(RIG_LOCK_DIR)
+      writeFileSync(path.join(RIG_LOCK_DIR, 'pid'), String(process.pid))
+      return () => rmSync(RIG_LOCK_DIR, { recursive: true, force: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    if (!lockOwnerAlive()) {
+      rmSync(RIG_LOCK_DIR, { recursive: true, force: true })
+      continue
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the rig stayed taken for ${waitMs} ms (${RIG_LOCK_DIR})`)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+}
+
+function lockOwnerAlive(): boolean {
+  let pid: number
+  try {
+    pid = Number(readFileSync(path.join(RIG_LOCK_DIR, 'pid'), 'utf8'))
+  } catch {
+    return true // being written by its owner right now
+  }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** PODYARD_TEST_MULTIHOST=1 is set and every engine of the rig answers. */
