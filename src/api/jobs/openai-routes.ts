@@ -56,6 +56,21 @@ export function openaiErrorBody(status: number, message: string, code: string) {
   return { error: { message, type, param: null, code } }
 }
 
+/** Errors of an OpenAI-compatible route in OpenAI's shape, which OpenAI's clients read. */
+export function answerErrorsTheOpenAIWay(app: FastifyInstance): void {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const { appError, unexpected } = toAppError(error)
+    if (unexpected) request.log.error({ err: error }, 'unhandled error')
+    const { status } = httpStatusOf[appError.code]
+    if (appError.retryAfterSeconds !== undefined) {
+      reply.header('retry-after', String(appError.retryAfterSeconds))
+    }
+    return reply
+      .code(status)
+      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
+  })
+}
+
 /**
  * The HTTP status of a job that gave no answer: the worker's own status when its error carries
  * one (vLLM's error responses do, e.g. 400 for an unknown model), else 500; 504 for an execution
@@ -101,17 +116,7 @@ function disconnection(reply: FastifyReply): { readonly gone: boolean; promise: 
 export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps): Promise<void> {
   const { jobs, limiter, runningWorkers } = deps
 
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { appError, unexpected } = toAppError(error)
-    if (unexpected) request.log.error({ err: error }, 'unhandled error')
-    const { status } = httpStatusOf[appError.code]
-    if (appError.retryAfterSeconds !== undefined) {
-      reply.header('retry-after', String(appError.retryAfterSeconds))
-    }
-    return reply
-      .code(status)
-      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
-  })
+  answerErrorsTheOpenAIWay(app)
 
   /** A job that gave no answer; a retry would run another job, so clients are told not to. */
   const sendFailure = (reply: FastifyReply, failure: OpenAIFailure) =>

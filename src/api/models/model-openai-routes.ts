@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ModelService } from '../../domain/models/model-service.js'
 import {
   modelInputOf,
@@ -13,10 +13,8 @@ import type { JobBody } from '../../domain/serverless/job-body.js'
 import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
 import type { Clock } from '../../shared/clock.js'
 import { principalOf } from '../http/authentication.js'
-import { httpStatusOf } from '../http/error-status.js'
-import { toAppError } from '../http/problem.js'
 import { intQuery, jsonBody } from '../jobs/http-support.js'
-import { OPENAI_WAIT, openaiErrorBody } from '../jobs/openai-routes.js'
+import { OPENAI_WAIT, answerErrorsTheOpenAIWay, openaiErrorBody } from '../jobs/openai-routes.js'
 
 export interface ModelOpenAIRoutesDeps {
   models: ModelService
@@ -65,17 +63,7 @@ export async function modelOpenAIRoutes(
   deps: ModelOpenAIRoutesDeps,
 ): Promise<void> {
   const { models, clock } = deps
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { appError, unexpected } = toAppError(error)
-    if (unexpected) request.log.error({ err: error }, 'unhandled error')
-    const { status } = httpStatusOf[appError.code]
-    if (appError.retryAfterSeconds !== undefined) {
-      reply.header('retry-after', String(appError.retryAfterSeconds))
-    }
-    return reply
-      .code(status)
-      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
-  })
+  answerErrorsTheOpenAIWay(app)
 
   const complete = (modelId: string, call: OpenAIModelCall) =>
     async function handler(request: FastifyRequest, reply: FastifyReply) {
