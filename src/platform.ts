@@ -70,6 +70,8 @@ export interface StartOptions {
   logger?: Logger
   /** Resolves host names for the egress policy; default the system's resolver. */
   resolveHost?: HostResolver
+  /** The built web console to serve at `/`; default dist/console of this package. */
+  consoleDir?: string
 }
 
 export async function startPlatform(
@@ -101,7 +103,12 @@ export async function startPlatform(
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)
-    const app = await wireApi(context, { version, jobLimiter, leadership })
+    const app = await wireApi(context, {
+      version,
+      jobLimiter,
+      leadership,
+      ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
+    })
 
     const address = await app.listen({ host: config.host, port: config.port })
     const url = address.replace('[::1]', 'localhost')

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../api/app.js'
 import type { JobLimiter } from '../api/jobs/job-limiter.js'
@@ -5,10 +6,16 @@ import { isMigrated } from '../store/migrate.js'
 import type { Leadership } from './leadership-wiring.js'
 import type { PlatformContext } from './platform-context.js'
 
+/**
+ * Where `npm run build:console` puts the console: dist/console of the package, the same from
+ * src/wiring (tsx) and dist/wiring (the built server).
+ */
+const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console', import.meta.url))
+
 /** The whole HTTP surface over every area's services (src/api/app.ts), not yet listening. */
 export function wireApi(
   context: PlatformContext,
-  options: { version: string; jobLimiter: JobLimiter; leadership: Leadership },
+  options: { version: string; jobLimiter: JobLimiter; leadership: Leadership; consoleDir?: string },
 ): Promise<FastifyInstance> {
   const { config, store, clock, logger, parts } = context
   const { accounts, fleet, billing, pods, serverless, models, replicas } = parts
@@ -44,6 +51,7 @@ export function wireApi(
     rateLimits: config.rateLimit,
     billing: { reports: billing.reports, spend: billing.guard },
     models: { service: models.service, signer: models.signer },
+    consoleDir: options.consoleDir ?? CONSOLE_DIR,
     readiness: async () => {
       await store.ping()
       if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
