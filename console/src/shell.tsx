@@ -1,0 +1,116 @@
+import { useEffect, useRef, type ReactNode } from 'react'
+import { Link, useLocation } from 'wouter'
+import { listHosts } from './api/hosts-api'
+import { usd } from './components/format'
+import { useResource } from './hooks/use-resource'
+import { useSession } from './session/session'
+
+interface NavItem {
+  href: string
+  label: string
+}
+
+const main: NavItem[] = [
+  { href: '/', label: 'Dashboard' },
+  { href: '/pods', label: 'Pods' },
+  { href: '/serverless', label: 'Serverless' },
+  { href: '/models', label: 'Public models' },
+  { href: '/templates', label: 'Templates' },
+  { href: '/network-volumes', label: 'Network volumes' },
+  { href: '/registries', label: 'Registries' },
+  { href: '/billing', label: 'Billing' },
+  { href: '/api-keys', label: 'API keys' },
+  { href: '/ssh-keys', label: 'SSH keys' },
+]
+
+function NavLink({ item }: { item: NavItem }) {
+  const [location] = useLocation()
+  const current =
+    item.href === '/'
+      ? location === '/'
+      : location === item.href || location.startsWith(`${item.href}/`)
+  return (
+    <li>
+      <Link href={item.href} aria-current={current ? 'page' : undefined}>
+        {item.label}
+      </Link>
+    </li>
+  )
+}
+
+/** The frame of every page: a skip link, the account bar, the navigation and the main area. */
+export function Shell({ children }: { children: ReactNode }) {
+  const session = useSession()
+  const { account } = session
+  const [location] = useLocation()
+  const mainRef = useRef<HTMLElement>(null)
+  // Hosts show only on servers that have the hosts API (issue 17).
+  const hosts = useResource(
+    () => (session.isAdmin ? listHosts(session.raw) : Promise.resolve(undefined)),
+    [session],
+  )
+
+  // After a client-side navigation the keyboard starts again at the top of the new page.
+  const first = useRef(true)
+  useEffect(() => {
+    if (first.current) {
+      first.current = false
+      return
+    }
+    mainRef.current?.focus()
+  }, [location])
+
+  const admin: NavItem[] = session.isAdmin
+    ? [
+        { href: '/admin/accounts', label: 'Accounts' },
+        ...(hosts.data ? [{ href: '/admin/hosts', label: 'Hosts' }] : []),
+      ]
+    : []
+
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Link href="/" className="brand">
+          podyard
+        </Link>
+        <div className="account-summary">
+          <span>
+            {account.email}
+            {session.isAdmin ? <span className="badge badge-busy">admin</span> : null}
+          </span>
+          <span>
+            Balance <strong>{usd(account.balance)}</strong>
+          </span>
+          <button type="button" className="button" onClick={() => session.signOut()}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <div className="layout">
+        <nav aria-label="Main" className="sidenav">
+          <ul>
+            {main.map((item) => (
+              <NavLink key={item.href} item={item} />
+            ))}
+          </ul>
+          {admin.length > 0 ? (
+            <>
+              <h2 className="nav-heading">Admin</h2>
+              <ul>
+                {admin.map((item) => (
+                  <NavLink key={item.href} item={item} />
+                ))}
+              </ul>
+            </>
+          ) : null}
+        </nav>
+        <main id="main" ref={mainRef} tabIndex={-1}>
+          {children}
+        </main>
+      </div>
+    </>
+  )
+}
