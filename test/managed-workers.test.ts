@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { repoRoot } from './support/cli.js'
-import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import { callJson, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { until } from './support/until.js'
 
 /**
  * Serverless workers run by the platform (issue 7): real worker processes under the process
@@ -20,11 +21,8 @@ describe('managed serverless workers', () => {
   let platform: TestPlatform
   let dir: string
 
-  const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
-    const response = await platform.call(pathAndQuery, init)
-    const text = await response.text()
-    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as Json }
-  }
+  const call = (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+    callJson(platform, pathAndQuery, init)
 
   async function createEndpoint(overrides: Record<string, unknown> = {}): Promise<string> {
     const json: Json = {
@@ -58,21 +56,6 @@ describe('managed serverless workers', () => {
       })
     ).body.id as string
   const status = async (id: string, jobId: string) => (await call(`/v2/${id}/status/${jobId}`)).body
-
-  async function until<T>(
-    what: string,
-    probe: () => Promise<T>,
-    done: (value: T) => boolean,
-    timeoutMs = 30_000,
-  ): Promise<T> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const value = await probe()
-      if (done(value)) return value
-      if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  }
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-workers-'))

@@ -10,7 +10,6 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { ProcessDriver } from '../src/runtime/process/process-driver.js'
@@ -23,6 +22,7 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { until } from './support/until.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -102,21 +102,6 @@ function apiAt(url: string): Api {
       }
       return { status: response.status, body }
     },
-  }
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (done(value)) return value
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-    await sleep(100)
   }
 }
 

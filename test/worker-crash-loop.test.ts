@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Config } from '../src/config/schema.js'
 import { MAX_LISTED_UNHEALTHY_WORKERS } from '../src/domain/serverless/worker.js'
 import { repoRoot } from './support/cli.js'
-import type { TestPlatform } from './support/platform.js'
+import { callJson, type TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
+import { until } from './support/until.js'
 
 /**
  * Workers that crash in a loop (issue 15, trace B): the endpoint backs off, exponentially, and
@@ -34,11 +35,8 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
   let platform: TestPlatform
   let dir: string
 
-  const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
-    const response = await platform.call(pathAndQuery, init)
-    const text = await response.text()
-    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as Json }
-  }
+  const call = (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+    callJson(platform, pathAndQuery, init)
   const health = async (id: string) => (await call(`/v2/${id}/health`)).body
   const workersOf = async (id: string) => (await call(`/v2/serverless/${id}/workers`)).body
   /** When each worker started, ms since epoch. */
@@ -49,21 +47,6 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
           .split('\n')
           .map((line) => Number(line.split(' ')[0]))
       : []
-
-  async function until<T>(
-    what: string,
-    probe: () => Promise<T>,
-    done: (value: T) => boolean,
-    timeoutMs = 30_000,
-  ): Promise<T> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const value = await probe()
-      if (done(value)) return value
-      if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  }
 
   async function createEndpoint(): Promise<string> {
     const created = await call('/v2/serverless', {

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
-import type { TestPlatform } from './support/platform.js'
+import { callJson, type TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
+import { until } from './support/until.js'
 
 /**
  * A worker that holds a job is never stopped as idle (issue 15, trace A): a cold-started
@@ -22,30 +23,12 @@ describe.each(platformStores())('a worker holding a job, on $name', (store) => {
   let platform: TestPlatform
   let dir: string
 
-  const call = async (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) => {
-    const response = await platform.call(pathAndQuery, init)
-    const text = await response.text()
-    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as Json }
-  }
+  const call = (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+    callJson(platform, pathAndQuery, init)
   const lines = (name: string) =>
     existsSync(path.join(dir, name))
       ? readFileSync(path.join(dir, name), 'utf8').trim().split('\n')
       : []
-
-  async function until<T>(
-    what: string,
-    probe: () => Promise<T>,
-    done: (value: T) => boolean,
-    timeoutMs = 30_000,
-  ): Promise<T> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const value = await probe()
-      if (done(value)) return value
-      if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  }
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-holding-'))

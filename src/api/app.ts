@@ -25,7 +25,8 @@ import { loadConsoleAssets } from './console/console-assets.js'
 import { consoleRoutes, isConsolePage, sendAsset } from './console/console-routes.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
-import { installClusterMetrics, installMetrics } from './http/metrics.js'
+import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
+import type { HostService } from '../domain/hosts/host-service.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
@@ -78,6 +79,8 @@ export interface AppDeps {
   consoleDir?: string
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
   models?: { service: ModelService; signer: ObjectUrlSigner }
+  /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
+  hosts?: HostService
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
@@ -126,6 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   const metrics = installMetrics(app)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
+  if (deps.hosts) installHostMetrics(metrics, deps.hosts)
 
   await app.register(swagger, {
     openapi: {
@@ -190,6 +194,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),
     ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
+    ...(deps.hosts ? { hosts: deps.hosts } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
   if (deps.models) {

@@ -5,6 +5,7 @@ import { addBillingCommands } from './billing-commands.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addClustersCommands } from './clusters-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
+import { addHostsCommands } from './hosts-commands.js'
 import { addModelsCommands } from './models-commands.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
@@ -439,6 +440,7 @@ export function buildProgram(deps: CliDeps): Command {
   addJobsCommands(program, deps)
   addBillingCommands(program, deps)
   addModelsCommands(program, deps)
+  addHostsCommands(program, deps)
 
   return program
 }

@@ -5,6 +5,7 @@
  */
 import { estimateTokens } from '../shared/token-estimate.js'
 import { fnv1a } from './prompt-image.js'
+import { seededRandom } from '../shared/seeded-random.js'
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant'
@@ -24,25 +25,13 @@ const WORDS = (
   'for one input podyard serverless credits price image light river stone cloud garden'
 ).split(' ')
 
-/** A small PRNG (mulberry32): enough to pick words reproducibly. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 export function promptTokens(messages: ChatMessage[]): number {
   return messages.reduce((sum, m) => sum + estimateTokens(m.content), 0)
 }
 
 export function generateReferenceText(messages: ChatMessage[], maxTokens: number): TextResult {
   const conversation = messages.map((m) => `${m.role}:${m.content}`).join('\n')
-  const random = mulberry32(fnv1a(conversation))
+  const random = seededRandom(fnv1a(conversation))
   const last = messages.at(-1)?.content ?? ''
   const wanted = 12 + Math.floor(random() * 36)
   const words = [`Reference answer to "${last.slice(0, 40)}":`]

@@ -50,6 +50,7 @@ export function wireApi(
     },
     rateLimits: config.rateLimit,
     billing: { reports: billing.reports, spend: billing.guard },
+    hosts: parts.hosts.service,
     models: { service: models.service, signer: models.signer },
     consoleDir: options.consoleDir ?? CONSOLE_DIR,
     readiness: async () => {

@@ -14,18 +14,6 @@ import type { RunEvent } from './run-analysis.js'
 export const WORKER_SCRIPT = path.join(import.meta.dirname, 'chaos-worker.mjs')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** A deterministic generator (mulberry32), so that a failing run can be replayed by its seed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
-
 /** `podyard serve` (bin/podyard.js) on a fixed port and data, started again after each death. */
 export class ServerProcess {
   private child: ChildProcess | undefined

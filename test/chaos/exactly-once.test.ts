@@ -9,7 +9,6 @@ import {
   busyPids,
   killWorkloadsOf,
   readRunEvents,
-  seededRandom,
   ServerProcess,
   submitSteadily,
   TcpBalancer,
@@ -17,6 +16,7 @@ import {
   WORKER_SCRIPT,
   WorkerProcess,
 } from './chaos-rig.js'
+import { seededRandom } from '../../src/shared/seeded-random.js'
 import { judgeRuns } from './run-analysis.js'
 
 /**

@@ -112,3 +112,15 @@ export async function otherAccountKey(
   })
   return secret
 }
+
+/** A call whose answer is read as JSON (null when empty): for tests that look at both parts. */
+export async function callJson(
+  platform: Pick<TestPlatform, 'call'>,
+  pathAndQuery: string,
+  init: Parameters<TestPlatform['call']>[1] = {},
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any }> {
+  const response = await platform.call(pathAndQuery, init)
+  const text = await response.text()
+  return { status: response.status, body: text === '' ? null : JSON.parse(text) }
+}

@@ -18,6 +18,8 @@ import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { adminAccountRoutes } from './admin-account-routes.js'
 import { adminRoutes } from './admin-routes.js'
+import { adminHostRoutes } from './admin-host-routes.js'
+import type { HostService } from '../../domain/hosts/host-service.js'
 import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
@@ -54,6 +56,8 @@ export interface RestDeps {
   billingReports?: BillingReportService
   /** Current spend per account (`GET /v2/account`'s `currentSpendPerHour`). */
   spend?: { currentSpendPerHour(accountId: string): Promise<number> }
+  /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
+  hosts?: HostService
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -84,4 +88,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
     })
   }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
+  if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
 }

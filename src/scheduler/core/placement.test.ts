@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { gpuShare, type Allocation } from '../../domain/catalog/capacity.js'
 import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
 import { place, type PlacementRequest, type PlacementResult } from './placement.js'
+import { seededRandom } from '../../shared/seeded-random.js'
 
 const H100 = 'NVIDIA H100 80GB HBM3'
 const A40 = 'NVIDIA A40'
@@ -563,18 +564,6 @@ describe('place: malformed requests', () => {
   })
 })
 
-/** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 describe('place: never over-commits (property)', () => {
   const fleet: Host[] = [
     gpuHost('ks-h100-1', 'US-KS-2', H100, 8, { diskGb: 2000 }),
@@ -658,7 +647,7 @@ describe('place: never over-commits (property)', () => {
   }
 
   it.each([1, 7, 42, 2026])('seed %i: 400 requests, some pods released', (seed) => {
-    const rand = prng(seed)
+    const rand = seededRandom(seed)
     let allocations: Allocation[] = []
     let placedCount = 0
     for (let step = 0; step < 400; step++) {
@@ -775,5 +764,50 @@ describe('host requirements: vCPU and memory minimums, compliance', () => {
       hostId: 'large',
       reason: 'is in EU-RO-1, which is not certified HIPAA',
     })
+  })
+})
+
+describe('hosts that take no new placements', () => {
+  const a = gpuHost('a', 'US-KS-2', H100, 8)
+  const b = gpuHost('b', 'US-KS-2', H100, 2)
+  const snapshot = (unavailable: Record<string, string>) => ({
+    hosts: [a, b],
+    dataCenters: DATA_CENTERS,
+    allocations: [],
+    unavailable,
+  })
+
+  it('are passed over for the hosts that do', () => {
+    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 1))
+    // Best fit alone would take b, the smaller host.
+    expect(result.ok && result.placement.hostId).toBe('a')
+  })
+
+  it('are named when only they could have taken the pod', () => {
+    const result = place(
+      snapshot({ a: 'is DOWN since 2026-01-01T00:00:00.000Z: gone', b: 'is draining' }),
+      gpu(H100, 1),
+    )
+    expect(result.ok).toBe(false)
+    if (result.ok) return
+    expect(result.detail).toBe(
+      `no host has 1 free ${H100}: the hosts that would take it take no new pods now ` +
+        '(a is DOWN since 2026-01-01T00:00:00.000Z: gone; b is draining)',
+    )
+    expect(result.rejections).toContainEqual({ hostId: 'b', reason: 'is draining' })
+  })
+
+  it('say why a pinned pod cannot go back to its host', () => {
+    const result = place(snapshot({ a: 'is cordoned' }), gpu(H100, 1, { pinnedHostId: 'a' }))
+    expect(!result.ok && result.detail).toBe(
+      "host a (where the pod's persistent volume lives) is cordoned",
+    )
+  })
+
+  it('are still reported by what they lack when they would not fit anyway', () => {
+    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 3, { pinnedHostId: 'b' }))
+    expect(!result.ok && result.detail).toBe(
+      `host b (where the pod's persistent volume lives) has only 2 ${H100} in all`,
+    )
   })
 })
