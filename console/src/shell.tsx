@@ -1,8 +1,6 @@
 import { useEffect, useRef, type ReactNode } from 'react'
 import { Link, useLocation } from 'wouter'
-import { listHosts } from './api/hosts-api'
 import { usd } from './components/format'
-import { useResource } from './hooks/use-resource'
 import { useSession } from './session/session'
 
 interface NavItem {
@@ -42,13 +40,8 @@ function NavLink({ item }: { item: NavItem }) {
 export function Shell({ children }: { children: ReactNode }) {
   const session = useSession()
   const { account } = session
-  const [location] = useLocation()
+  const [location, navigate] = useLocation()
   const mainRef = useRef<HTMLElement>(null)
-  // Hosts show only on servers that have the hosts API (issue 17).
-  const hosts = useResource(
-    () => (session.isAdmin ? listHosts(session.raw) : Promise.resolve(undefined)),
-    [session],
-  )
 
   // After a client-side navigation the keyboard starts again at the top of the new page.
   const first = useRef(true)
@@ -60,10 +53,16 @@ export function Shell({ children }: { children: ReactNode }) {
     mainRef.current?.focus()
   }, [location])
 
+  // The next person to sign in starts at the dashboard, not on a page of this account's.
+  const signOut = () => {
+    navigate('/', { replace: true })
+    session.signOut()
+  }
+
   const admin: NavItem[] = session.isAdmin
     ? [
         { href: '/admin/accounts', label: 'Accounts' },
-        ...(hosts.data ? [{ href: '/admin/hosts', label: 'Hosts' }] : []),
+        { href: '/admin/hosts', label: 'Hosts' },
       ]
     : []
 
@@ -84,7 +83,7 @@ export function Shell({ children }: { children: ReactNode }) {
           <span>
             Balance <strong>{usd(account.balance)}</strong>
           </span>
-          <button type="button" className="button" onClick={() => session.signOut()}>
+          <button type="button" className="button" onClick={signOut}>
             Sign out
           </button>
         </div>

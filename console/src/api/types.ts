@@ -48,3 +48,5 @@ export type Worker = Answer<'/v2/serverless/{id}/workers', 'get'>['workers'][num
 export type CreditEntry = Answer<'/v2/account/credits', 'get'>['entries'][number]
 export type CreatePodBody = BodyOf<'/v2/pods', 'post'>
 export type CreateEndpointBody = BodyOf<'/v2/serverless', 'post'>
+export type Host = Answer<'/v2/admin/hosts', 'get'>['hosts'][number]
+export type HostDrain = Answer<'/v2/admin/hosts/{hostId}/drain', 'post'>

@@ -4,6 +4,7 @@ const tones: Record<string, string> = {
   IDLE: 'good',
   READY: 'good',
   UP: 'good',
+  ACTIVE: 'good',
   PROVISIONING: 'busy',
   STARTING: 'busy',
   INITIALIZING: 'busy',
