@@ -39,6 +39,9 @@ try {
 }
 
 step('bundling into dist/console')
+// React's production build, whoever runs this: vitest's NODE_ENV=test would give the
+// development one (twice the size, with its checks).
+process.env.NODE_ENV = 'production'
 await build({ configFile: path.join(consoleDir, 'vite.config.ts'), logLevel: 'warn' })
 
 const budget = checkBundleBudget(outDir, readFileSync(path.join(outDir, 'index.html'), 'utf8'))
