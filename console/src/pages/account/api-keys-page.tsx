@@ -85,8 +85,8 @@ export function ApiKeysPage() {
                           <span className="badge badge-idle">revoked</span>
                         ) : (
                           <ConfirmButton
-                            label={`Revoke ${key.name}`}
-                            confirmLabel={`Yes, revoke ${key.name}`}
+                            label="Revoke"
+                            subject={key.name}
                             busy={revoke.busy}
                             onConfirm={() => void revoke.run(key.id)}
                           />

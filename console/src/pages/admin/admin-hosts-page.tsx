@@ -115,9 +115,7 @@ function HostRow({
         {host.gpu ? `${host.gpu.count} × ${host.gpu.typeId}` : 'no GPU'} · {host.vcpus} vCPU ·{' '}
         {host.memoryGb} GB
       </td>
-      <td className="mono">
-        {host.driver} · {host.runtime}
-      </td>
+      <td className="mono">{host.runtime}</td>
       <td>{host.podCount}</td>
       <td className="actions">
         {host.schedule === 'ACTIVE' ? (
@@ -141,7 +139,8 @@ function HostRow({
         )}
         {host.schedule !== 'DRAINING' ? (
           <ConfirmButton
-            label={`Drain ${host.id}`}
+            label="Drain"
+            subject={host.id}
             busy={busy}
             onConfirm={() => onChange('drain')}
           />

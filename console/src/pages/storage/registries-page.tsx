@@ -57,7 +57,8 @@ export function RegistriesPage() {
                       <td className="mono">{registry.id}</td>
                       <td>
                         <ConfirmButton
-                          label={`Delete ${registry.name}`}
+                          label="Delete"
+                          subject={registry.name}
                           busy={remove.busy}
                           onConfirm={() => void remove.run(registry.id)}
                         />

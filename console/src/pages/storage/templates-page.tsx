@@ -67,7 +67,8 @@ export function TemplatesPage() {
                           Edit <span className="offscreen">{t.name}</span>
                         </button>
                         <ConfirmButton
-                          label={`Delete ${t.name}`}
+                          label="Delete"
+                          subject={t.name}
                           busy={remove.busy}
                           onConfirm={() => void remove.run(t.id)}
                         />

@@ -59,7 +59,8 @@ export function VolumesPage() {
                       <td>{volume.dataCenter}</td>
                       <td>
                         <ConfirmButton
-                          label={`Delete ${volume.name}`}
+                          label="Delete"
+                          subject={volume.name}
                           busy={remove.busy}
                           onConfirm={() => void remove.run(volume.id)}
                         />
