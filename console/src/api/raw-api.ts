@@ -57,9 +57,22 @@ export class RawApi {
     return body as T
   }
 
-  /** The events of a `text/event-stream` answer, as they arrive, until it ends or `signal`. */
-  async *events(path: string, signal: AbortSignal): AsyncGenerator<ServerSentEvent> {
-    const response = await this.fetch(path, { headers: { accept: 'text/event-stream' }, signal })
+  /**
+   * The events of a `text/event-stream` answer, as they arrive, until it ends or `signal`;
+   * with `lastEventId`, the stream resumes after that event (as EventSource would reconnect).
+   */
+  async *events(
+    path: string,
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): AsyncGenerator<ServerSentEvent> {
+    const response = await this.fetch(path, {
+      headers: {
+        accept: 'text/event-stream',
+        ...(lastEventId !== undefined ? { 'last-event-id': lastEventId } : {}),
+      },
+      signal,
+    })
     if (!response.ok || !response.body) {
       const text = await response.text().catch(() => '')
       let body: unknown

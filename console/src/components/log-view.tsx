@@ -16,20 +16,35 @@ interface LogLine {
 /**
  * Live logs of a pod or a worker: the server-sent events of its `/logs` route (docs/pods.md,
  * "Logs"), container output and podyard's system lines, newest at the bottom. The stream is
- * read with fetch (EventSource cannot send the Authorization header) and reopened when the
- * source changes.
+ * read with fetch (EventSource cannot send the Authorization header) and opened afresh when the
+ * source changes. The server follows a container only while it runs, so a change of `run` (the
+ * pod started again) reopens the stream where it was, with Last-Event-ID: nothing is lost and
+ * nothing repeats.
  */
-export function LogView({ raw, path, title }: { raw: RawApi; path: string; title: string }) {
+export function LogView({
+  raw,
+  path,
+  title,
+  run,
+}: {
+  raw: RawApi
+  path: string
+  title: string
+  run?: string
+}) {
   const [source, setSource] = useState<Source>('both')
   const [lines, setLines] = useState<LogLine[]>([])
   const [state, setState] = useState<'connecting' | 'live' | 'ended'>('connecting')
   const [error, setError] = useState<ApiError>()
   const box = useRef<HTMLPreElement>(null)
+  const lastId = useRef<{ stream: string; id: string }>(undefined)
   const selectId = useId()
 
   useEffect(() => {
     const controller = new AbortController()
-    setLines([])
+    const stream = `${path} ${source}`
+    const resumeAfter = lastId.current?.stream === stream ? lastId.current.id : undefined
+    if (resumeAfter === undefined) setLines([])
     setError(undefined)
     setState('connecting')
     const query = `?tail=200&follow=true${source === 'both' ? '' : `&source=${source}`}`
@@ -37,9 +52,10 @@ export function LogView({ raw, path, title }: { raw: RawApi; path: string; title
       try {
         let count = 0
         setState('live')
-        for await (const event of raw.events(`${path}${query}`, controller.signal)) {
+        for await (const event of raw.events(`${path}${query}`, controller.signal, resumeAfter)) {
           const parsed = JSON.parse(event.data) as { ts: string; source: string; line: string }
-          const entry = { key: event.id ?? `${count++}`, ...parsed }
+          const entry = { key: event.id ?? `${stream} ${count++}`, ...parsed }
+          if (event.id) lastId.current = { stream, id: event.id }
           setLines((current) => [...current.slice(-(MAX_LINES - 1)), entry])
         }
         setState('ended')
@@ -50,7 +66,7 @@ export function LogView({ raw, path, title }: { raw: RawApi; path: string; title
       }
     })()
     return () => controller.abort()
-  }, [raw, path, source])
+  }, [raw, path, source, run])
 
   useEffect(() => {
     const element = box.current

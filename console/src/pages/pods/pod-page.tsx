@@ -47,6 +47,7 @@ export function PodPage() {
               raw={raw}
               path={routeOf('/v2/pods/{id}/logs', { id: data.id })}
               title={`Logs of ${data.name}`}
+              run={data.status === 'RUNNING' ? (data.startedAt ?? 'running') : 'not running'}
             />
           </Section>
         </Page>
