@@ -44,12 +44,12 @@ export function Shell({ children }: { children: ReactNode }) {
   const mainRef = useRef<HTMLElement>(null)
 
   // After a client-side navigation the keyboard starts again at the top of the new page.
-  const first = useRef(true)
+  // (Compared with the last location, not counted, so that a second run of the effect, as
+  // React's strict mode does, moves nothing.)
+  const shown = useRef(location)
   useEffect(() => {
-    if (first.current) {
-      first.current = false
-      return
-    }
+    if (shown.current === location) return
+    shown.current = location
     mainRef.current?.focus()
   }, [location])
 
