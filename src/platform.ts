@@ -105,7 +105,7 @@ export async function startPlatform(
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)
-    const app = await wireApi(context, {
+    const { app, servesConsole } = await wireApi(context, {
       version,
       jobLimiter,
       leadership,
@@ -139,6 +139,10 @@ export async function startPlatform(
     const banner = [
       `podyard ${version} is serving at ${url}`,
       `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
+      // The web console is served at `/` when it was built (docs/console.md).
+      servesConsole
+        ? `  console       ${url}/   (sign in with an API key)`
+        : `  console       not built: npm run build:console`,
       `  store         ${store.displayUrl}`,
       ...(clustered
         ? [

@@ -52,6 +52,10 @@ describe('the web console at /', () => {
     expect(response.headers.get('x-content-type-options')).toBe('nosniff')
   })
 
+  it('names its address in the banner', () => {
+    expect(platform.banner).toContain(`console       ${platform.url}/   (sign in with an API key)`)
+  })
+
   it('answers a repeated request with 304 when the page has not changed', async () => {
     const first = await get('/')
     const etag = first.headers.get('etag')!
@@ -169,5 +173,6 @@ describe('a server without a built console', () => {
       detail: 'the web console is not built: run npm run build:console (npm install does it)',
     })
     expect((await fetch(`${platform.url}/pods`)).status).toBe(404)
+    expect(platform.banner).toContain('console       not built: npm run build:console')
   })
 })
