@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   axeViolations,
   CHROMIUM,
+  clearScreenshots,
   CONSOLE_HOST,
   launchChromium,
   screenshot,
@@ -57,6 +58,7 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
       ],
       { cwd: repoRoot, stdio: 'inherit' },
     )
+    clearScreenshots()
     // `sandbox: none`: the TypeScript worker runs from this checkout, outside any sandbox.
     platform = await startTestPlatform({ sandbox: 'none' })
     base = platform.url
@@ -194,6 +196,10 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     )
     // A line printed after the page had the stream open: it came live, not with the history.
     await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain(`tick ${seen + 2}`)
+    // Each line once, also where the view reopened its stream as the pod started.
+    const ticks = [...((await log.textContent()) ?? '').matchAll(/tick (\d+)/g)].map((m) => m[1])
+    expect(ticks.length).toBeGreaterThan(2)
+    expect(new Set(ticks).size).toBe(ticks.length)
     await screenshot(page, '04-pod-running')
     // The meter charges a running pod at its runs (every 10 s); one now, so that the billing
     // charts below have this pod's spend however quickly it ran.

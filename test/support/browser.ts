@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -38,6 +38,11 @@ export function launchChromium(): Promise<Browser> {
       `--host-resolver-rules=MAP ${CONSOLE_HOST} 127.0.0.1`,
     ],
   })
+}
+
+/** A run starts with no screenshot of an earlier one. */
+export function clearScreenshots(): void {
+  rmSync(SCREENSHOT_DIR, { recursive: true, force: true })
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
