@@ -185,7 +185,8 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     await page.getByLabel('Command', { exact: true }).fill(TICKER)
     await page.getByRole('radio', { name: 'CPU' }).check()
     await page.getByRole('button', { name: 'Deploy pod' }).click()
-    await page.waitForURL(/\/pods\/[a-z0-9]+$/)
+    // The form's own address (/pods/new) matches too: wait for the new pod's.
+    await page.waitForURL(/\/pods\/(?!new$)[a-z0-9]+$/)
     const podId = page.url().split('/').pop()!
     const status = page.locator('.status-line')
     await expect.poll(() => status.textContent(), { timeout: 60_000 }).toContain('RUNNING')
@@ -223,7 +224,7 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     await page.getByRole('radio', { name: 'CPU' }).check()
     await page.getByLabel('Workers max').fill('1')
     await page.getByRole('button', { name: 'Create endpoint' }).click()
-    await page.waitForURL(/\/serverless\/[a-z0-9]+$/)
+    await page.waitForURL(/\/serverless\/(?!new$)[a-z0-9]+$/)
     endpointId = page.url().split('/').pop()!
     const request = page.getByLabel('Request (JSON)')
     const result = page.locator('.job-result')

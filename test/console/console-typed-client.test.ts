@@ -17,7 +17,7 @@ import { startTestPlatform, type TestPlatform } from '../support/platform.js'
 const run = promisify(execFile)
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 
-describe('the console against the served OpenAPI document', { timeout: 120_000 }, () => {
+describe('the console against the served OpenAPI document', { timeout: 240_000 }, () => {
   let platform: TestPlatform
   let document: Record<string, unknown>
   let workDir: string
