@@ -90,6 +90,14 @@ module.exports = {
         ],
       },
     },
+    {
+      name: 'console-public-api-only',
+      severity: 'error',
+      comment:
+        'The web console talks to the server only through its public HTTP API (DESIGN.md): nothing of src/ is bundled into it.',
+      from: { path: '^console/src/' },
+      to: { path: '^src/' },
+    },
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',

@@ -71,6 +71,8 @@ export interface StartOptions {
   logger?: Logger
   /** Resolves host names for the egress policy; default the system's resolver. */
   resolveHost?: HostResolver
+  /** The built web console to serve at `/`; default dist/console of this package. */
+  consoleDir?: string
 }
 
 export async function startPlatform(
@@ -103,7 +105,12 @@ export async function startPlatform(
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)
-    const app = await wireApi(context, { version, jobLimiter, leadership })
+    const { app, servesConsole } = await wireApi(context, {
+      version,
+      jobLimiter,
+      leadership,
+      ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
+    })
 
     const address = await app.listen({ host: config.host, port: config.port })
     const url = address.replace('[::1]', 'localhost')
@@ -132,6 +139,10 @@ export async function startPlatform(
     const banner = [
       `podyard ${version} is serving at ${url}`,
       `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
+      // The web console is served at `/` when it was built (docs/console.md).
+      servesConsole
+        ? `  console       ${url}/   (sign in with an API key)`
+        : `  console       not built: npm run build:console`,
       `  store         ${store.displayUrl}`,
       ...(clustered
         ? [

@@ -591,6 +591,47 @@ describe('REST pods', () => {
       (await problem(await platform.call(`/v2/pods/${pod.id}/logs?source=fish`), 422)).errors?.[0],
     ).toMatch(/^querystring\.source/)
   })
+
+  it('resumes a following log stream after Last-Event-ID with each later line once', async () => {
+    const pod = await created({
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: 'for i in 1 2 3 4 5; do echo line-$i; done; sleep 300',
+    })
+    await waitFor(pod.id, 'RUNNING')
+    const ids = async () =>
+      [
+        ...(
+          await (
+            await platform.call(`/v2/pods/${pod.id}/logs?follow=false&source=container`)
+          ).text()
+        ).matchAll(/^id: (.+)$/gm),
+      ].map((match) => match[1]!)
+    await expect.poll(async () => (await ids()).length).toBe(5)
+    const afterSecond = (await ids())[1]!
+
+    // A client that lost its stream after line-2 and reconnects, as EventSource does.
+    const follow = new AbortController()
+    const resumed = await platform.call(`/v2/pods/${pod.id}/logs?source=container`, {
+      headers: { 'last-event-id': afterSecond },
+      signal: follow.signal,
+    })
+    const reader = resumed.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    const lines = () => [...text.matchAll(/"line":"([^"]+)"/g)].map((match) => match[1])
+    // The process prints nothing more: what comes within a second of line-5 is all there is.
+    const deadline = { at: Infinity }
+    while (Date.now() < deadline.at) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<undefined>((resolve) => setTimeout(resolve, 250)),
+      ])
+      if (chunk?.value) text += chunk.value
+      if (deadline.at === Infinity && lines().includes('line-5')) deadline.at = Date.now() + 1000
+    }
+    follow.abort()
+    expect(lines()).toEqual(['line-3', 'line-4', 'line-5'])
+    await platform.call(`/v2/pods/${pod.id}`, { method: 'DELETE' })
+  })
 })
 
 describe('TERMINATED pods', () => {

@@ -19,7 +19,10 @@ import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { ModelService } from '../domain/models/model-service.js'
 import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
+import { AppError } from '../shared/app-error.js'
 import type { Clock } from '../shared/clock.js'
+import { loadConsoleAssets } from './console/console-assets.js'
+import { consoleRoutes, isConsolePage, sendAsset } from './console/console-routes.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
@@ -72,6 +75,8 @@ export interface AppDeps {
   clusters: ClusterService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
+  /** The built web console (dist/console), served at `/` (docs/console.md); none when absent. */
+  consoleDir?: string
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
   models?: { service: ModelService; signer: ObjectUrlSigner }
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
@@ -116,7 +121,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
-  installProblemHandlers(app)
+  const consoleAssets = deps.consoleDir ? loadConsoleAssets(deps.consoleDir) : undefined
+  const consolePage = consoleAssets?.get('/index.html')
+  installProblemHandlers(app, {
+    page: (request, reply) =>
+      consolePage && isConsolePage(request) ? sendAsset(request, reply, consolePage) : undefined,
+  })
   const metrics = installMetrics(app)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
   if (deps.hosts) installHostMetrics(metrics, deps.hosts)
@@ -139,6 +149,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/v2/docs', staticCSP: true })
   app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
+  if (consoleAssets) await app.register(consoleRoutes, { assets: consoleAssets })
+  else if (deps.consoleDir) {
+    app.get('/', { schema: { hide: true } }, async () => {
+      throw new AppError(
+        'ROUTE_NOT_FOUND',
+        'the web console is not built: run npm run build:console (npm install does it)',
+      )
+    })
+  }
   await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
   // One account's REST and GraphQL requests count against the same windows.
   const rateLimiter = new RateLimiter(deps.rateLimits, deps.clock)
@@ -174,7 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: deps.webhooks,
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),
-    ...(deps.billing ? { billingReports: deps.billing.reports } : {}),
+    ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
     ...(deps.hosts ? { hosts: deps.hosts } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.

@@ -39,13 +39,14 @@ export function testConfig(dataDir: string, overrides: TestConfig = {}): Config 
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: TestConfig = {},
-  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver } = {},
+  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver; consoleDir?: string } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
   const config = testConfig(dataDir, overrides)
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
     // Names in webhook URLs resolve from a table, never through DNS off the machine.
     resolveHost: options.resolveHost ?? new TestResolver().resolve,
   })

@@ -118,9 +118,10 @@ export async function sendLogStream(
       }),
     ),
   })
-  // A source whose lines were all cut by `tail` resumes after the last one it has.
-  const cursor: Cursor = sources.map(
-    (_, i) => resume.cursor?.[i] ?? lists[i]!.reduce((max, line) => Math.max(max, line.seq), 0),
+  // Following goes on after the last line read for the history (sent, or cut by `tail`), and
+  // never before where a resumed client already is.
+  const cursor: Cursor = sources.map((_, i) =>
+    lists[i]!.reduce((max, line) => Math.max(max, line.seq), resume.cursor?.[i] ?? 0),
   )
   // What each event id says the client has: before the first line of a source it is sent, the
   // lines `tail` left out count as had, so a resumed stream does not send them.
