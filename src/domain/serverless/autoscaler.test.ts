@@ -125,6 +125,53 @@ describe('decideScaling', () => {
     expect(decision.stop).toEqual([])
   })
 
+  describe('leaving workers (their host drains)', () => {
+    const leaving = 'its host h1 is draining'
+
+    it('starts their replacements and keeps them until those are placed', () => {
+      const idle = worker('IDLE', { leaving })
+      const busy = worker('RUNNING', { leaving })
+      const first = decideScaling(
+        input({ workers: { min: 2, max: 3, idleTimeout: 5 }, current: [idle, busy] }),
+      )
+      expect(first).toMatchObject({ start: 2, stop: [] })
+      // Wanted but not placed yet (THROTTLED): the leaving ones keep serving.
+      const waiting = decideScaling(
+        input({
+          workers: { min: 2, max: 3, idleTimeout: 5 },
+          current: [idle, busy, worker('PENDING'), worker('PENDING')],
+        }),
+      )
+      expect(waiting).toMatchObject({ start: 0, stop: [] })
+      const placed = decideScaling(
+        input({
+          workers: { min: 2, max: 3, idleTimeout: 5 },
+          current: [idle, busy, worker('STARTING'), worker('IDLE')],
+        }),
+      )
+      expect(placed.start).toBe(0)
+      // The free one goes; the one holding a job stays until it is free.
+      expect(placed.stop).toEqual([
+        { workerId: idle.id, reason: `${leaving}: 2 worker(s) placed elsewhere, target 2` },
+      ])
+    })
+
+    it('stops a free leaving worker at once when the endpoint wants none', () => {
+      const idle = worker('IDLE', { leaving })
+      expect(decideScaling(input({ current: [idle] })).stop).toEqual([
+        { workerId: idle.id, reason: `${leaving}: 0 worker(s) placed elsewhere, target 0` },
+      ])
+    })
+
+    it('stops a leaving worker that is also stale once, for being stale', () => {
+      const both = worker('IDLE', { leaving, stale: 'stale: version 1, endpoint is at 2' })
+      const decision = decideScaling(input({ current: [both] }))
+      expect(decision.stop).toEqual([
+        { workerId: both.id, reason: 'stale: version 1, endpoint is at 2' },
+      ])
+    })
+  })
+
   it('rolls stale workers: stops them when free, starts current ones in their place', () => {
     const reason = 'stale: version 1, endpoint is at 2'
     const staleIdle = worker('IDLE', { stale: reason })

@@ -28,6 +28,12 @@ export interface ScalingWorker {
   idleSinceMs: number | null
   /** It asked to be recycled after its job (`stopPod`, runpod-python's refresh_worker). */
   recycle: boolean
+  /**
+   * Why it is moved off its host (the host is draining), or null/absent: it is replaced
+   * elsewhere, and stopped once free and once the endpoint has its target of workers placed
+   * elsewhere (docs/serverless-workers.md, "Draining a host").
+   */
+  leaving?: string | null
 }
 
 export interface ScalingQueue {
@@ -64,6 +70,7 @@ export interface ScalingDecision {
 const isUsable = (w: ScalingWorker) =>
   w.stale === null &&
   !w.recycle &&
+  !w.leaving &&
   (w.state === 'PENDING' || w.state === 'STARTING' || w.state === 'IDLE' || w.state === 'RUNNING')
 
 /** How many workers the endpoint wants by its scaler, before the min/max clamp. */
@@ -106,6 +113,19 @@ export function decideScaling(input: ScalingInput): ScalingDecision {
   const usable = current.filter(isUsable)
   const [byScaler, why] = wanted(input, usable)
   const target = Math.min(workers.max, Math.max(workers.min, byScaler))
+  // A leaving worker goes once the workers that replace it are placed (not merely wanted):
+  // until then it keeps serving, so that a drain never leaves the endpoint without workers.
+  const placed = usable.filter((w) => w.state !== 'PENDING').length
+  for (const w of current) {
+    const free = w.state === 'IDLE' || w.state === 'PENDING' || w.state === 'STARTING'
+    if (!w.leaving || !free || stop.some((s) => s.workerId === w.id)) continue
+    if (placed >= target) {
+      stop.push({
+        workerId: w.id,
+        reason: `${w.leaving}: ${placed} worker(s) placed elsewhere, target ${target}`,
+      })
+    }
+  }
   const explain = (decision: Omit<ScalingDecision, 'reasons'>, extra: string[]) => ({
     ...decision,
     reasons: [...decision.stop.map((s) => `stop ${s.workerId}: ${s.reason}`), ...extra],
