@@ -21,9 +21,13 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
-import { POD_LABEL_KIND } from './pod-workload.js'
 import { WorkerFailures } from './worker-failures.js'
 import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
+import {
+  listWorkerWorkloads,
+  removeStrayWorkloads,
+  type ListedWorkload,
+} from './worker-workload-listing.js'
 
 export interface WorkerAutoscalerSettings {
   /** How often the loop reconciles. */
@@ -75,25 +79,6 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   hostDraining?: (hostId: string) => boolean
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
-}
-
-/** A driver whose list takes longer is treated as not answering for this pass. */
-const LIST_TIMEOUT_MS = 15_000
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
-}
-
-/** A worker workload as listed, with the driver that has it. */
-interface ListedWorkload {
-  state: WorkloadState
-  driver: RuntimeDriver
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -352,7 +337,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   async reconcile(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const { workloads, unlisted } = await this.listWorkloads()
+    const { workloads, unlisted } = await listWorkerWorkloads(
+      this.deps.drivers,
+      this.deps.logger,
+      this.deps.driverDown,
+    )
     const nowMs = this.deps.clock.now().getTime()
     const all = await this.deps.workers.listAll()
     this.retired = retiredOf(all)
@@ -363,7 +352,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         await this.deps.workers.delete(worker.id)
       }
     }
-    await this.removeStrayWorkloads(rows, workloads)
+    await removeStrayWorkloads(rows, workloads, this.deps.logger)
     await this.failures.refresh()
 
     const next = new Map<string, Seen>()
@@ -398,55 +387,6 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       }
     }
     this.seen = next
-  }
-
-  /**
-   * Every driver's worker workloads, each with the driver that has it. A driver that does not
-   * answer (its host is being lost) is `unlisted`: its workers' workloads are unknown, not gone.
-   */
-  private async listWorkloads(): Promise<{
-    workloads: Map<string, ListedWorkload>
-    unlisted: Set<RuntimeDriver>
-  }> {
-    const workloads = new Map<string, ListedWorkload>()
-    const unlisted = new Set<RuntimeDriver>()
-    await Promise.all(
-      this.deps.drivers.map(async (driver) => {
-        if (this.deps.driverDown?.(driver)) return void unlisted.add(driver)
-        try {
-          for (const state of await withTimeout(driver.list(), LIST_TIMEOUT_MS)) {
-            if (state.labels[POD_LABEL_KIND] === 'worker')
-              workloads.set(state.id, { state, driver })
-          }
-        } catch (error) {
-          unlisted.add(driver)
-          this.deps.logger.warn({ err: error, driver: driver.name }, 'listing workers failed')
-        }
-      }),
-    )
-    return { workloads, unlisted }
-  }
-
-  /**
-   * Workloads that no starting or ready worker owns: a worker's whose record is gone, and those
-   * left on a host that was lost (their workers were replaced) once it answers again.
-   */
-  private async removeStrayWorkloads(
-    rows: readonly ManagedWorker[],
-    workloads: ReadonlyMap<string, ListedWorkload>,
-  ): Promise<void> {
-    const owned = new Set(
-      rows.filter((w) => w.phase === 'STARTING' || w.phase === 'READY').map((w) => w.id),
-    )
-    for (const { state, driver } of workloads.values()) {
-      if (owned.has(state.id)) continue
-      this.deps.logger.warn({ workerId: state.id }, 'removing a workload of no running worker')
-      try {
-        await driver.remove(state.id)
-      } catch (error) {
-        this.deps.logger.warn({ err: error, workerId: state.id }, 'removing it failed')
-      }
-    }
   }
 
   private holds(worker: ManagedWorker): boolean {
