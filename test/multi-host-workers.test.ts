@@ -8,6 +8,7 @@ import type { Config } from '../src/config/schema.js'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { json } from './support/http.js'
 import {
+  holdRig,
   localDocker,
   multiHostEnabled,
   readRigLayout,
@@ -122,6 +123,7 @@ describe.runIf(enabled).each(restartableStores())(
     let port: number
     let database: { url: string; drop(): Promise<void> } | undefined
     let platform: Platform | undefined
+    let release: (() => void) | undefined
     let endpointId: string
     let volumeId: string
     const call = (p: string, init?: CallInit) => callPlatform(platform!.url, p, init)
@@ -208,6 +210,7 @@ describe.runIf(enabled).each(restartableStores())(
     }
 
     beforeAll(async () => {
+      release = await holdRig()
       const reason = await rigUnavailableReason()
       if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
       layout = readRigLayout()
@@ -220,16 +223,20 @@ describe.runIf(enabled).each(restartableStores())(
       port = await freePortOn(layout.bridge.address)
       if (store === 'postgres')
         database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
-    }, 180_000)
+    }, 1_080_000)
 
     afterAll(async () => {
-      // Every engine answers again before the workers' containers are removed through it.
-      if (layout) {
-        for (const host of layout.hosts) await startEngine(layout, host).catch(() => undefined)
+      try {
+        // Every engine answers again before the workers' containers are removed through it.
+        if (layout) {
+          for (const host of layout.hosts) await startEngine(layout, host).catch(() => undefined)
+        }
+        if (platform) await stopPlatform(platform)
+        await database?.drop()
+        if (dir) rmSync(dir, { recursive: true, force: true })
+      } finally {
+        release?.()
       }
-      if (platform) await stopPlatform(platform)
-      await database?.drop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
     }, 180_000)
 
     it('starts no worker on a remote host with a loopback job API address, and says why', async () => {
