@@ -424,6 +424,24 @@ describe.runIf(enabled).each(restartableStores())(
         (c) => c === undefined,
       )
       await completedOnce(ids)
+      // What the platform did, in order (the workers' system logs, in the store): the
+      // replacement was placed before the leaving worker was marked and stopped.
+      const replacement = moved.list.find((w) => !current.some((c) => c.id === w.id))!
+      const events = await platform!.store.db
+        .selectFrom('pod_events')
+        .select(['pod_id', 'line'])
+        .where('pod_id', 'in', [leaving!.id, replacement.id])
+        .orderBy('seq')
+        .execute()
+      const order = events.map((e) => `${e.pod_id === leaving!.id ? 'leaving' : 'new'}: ${e.line}`)
+      const at = (prefix: string) => order.findIndex((line) => line.startsWith(prefix))
+      expect(at('new: placed on host ')).toBeGreaterThanOrEqual(0)
+      expect(at(`leaving: moving off host ${drainedHost.name} (draining)`)).toBeGreaterThan(
+        at('new: placed on host '),
+      )
+      expect(at(`leaving: STOPPED: its host ${drainedHost.name} is draining`)).toBeGreaterThan(
+        at(`leaving: moving off host ${drainedHost.name}`),
+      )
       await json(await call(`/v2/admin/hosts/${drainedHost.name}/uncordon`, { method: 'POST' }))
     }, 240_000)
   },

@@ -253,17 +253,10 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /**
    * What the job service is told of an endpoint's workers. A worker leaving a draining host
-   * keeps taking jobs while it is the endpoint's only ready worker, and none once another is
-   * ready elsewhere, so that it becomes free and can go.
+   * keeps taking jobs until its replacement is placed (its record then says it is moving off),
+   * and none afterwards, so that it becomes free and can go.
    */
   private rosterOf(endpoint: Endpoint, workers: readonly ManagedWorker[]): Map<string, Seen> {
-    const readyElsewhere = workers.some(
-      (w) =>
-        w.phase === 'READY' &&
-        w.version === endpoint.version &&
-        this.leavingReason(w) === null &&
-        !this.deps.presence.find(endpoint.id, w.id)?.recycle,
-    )
     const out = new Map<string, Seen>()
     for (const worker of workers) {
       const status = this.observedStatus(worker)
@@ -274,7 +267,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
           worker.version === endpoint.version &&
           !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
           (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING') &&
-          !(readyElsewhere && this.leavingReason(worker) !== null),
+          !(isMovingOff(worker) && this.leavingReason(worker) !== null),
       })
     }
     return out
@@ -486,7 +479,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         if (worker && (await this.stopIfFree(worker, reason))) stopped.add(workerId)
       }),
     )
-    const kept = current.filter((w) => !stopped.has(w.id))
+    const kept: ManagedWorker[] = []
+    for (const worker of current) {
+      if (stopped.has(worker.id)) continue
+      kept.push(await this.markMovingOff(worker, decision.replaced.includes(worker.id)))
+    }
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
@@ -502,6 +499,23 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       )
     }
     return out
+  }
+
+  /**
+   * A worker leaving a draining host whose replacement is placed takes no new job: its record
+   * says so (`reason`), so that every replica's roster agrees; an uncordon takes it back.
+   */
+  private async markMovingOff(worker: ManagedWorker, replaced: boolean): Promise<ManagedWorker> {
+    const reason = replaced
+      ? `moving off host ${worker.hostId} (draining): replaced elsewhere, stopped once its jobs are done`
+      : isMovingOff(worker) && this.leavingReason(worker) === null
+        ? null
+        : worker.reason
+    if (reason === worker.reason) return worker
+    const next = { ...worker, reason }
+    await this.deps.workers.update(next)
+    if (reason) await this.event(next, reason)
+    return next
   }
 
   /**
@@ -545,6 +559,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       this.logDecision(endpoint, {
         start: 0,
         stop: [],
+        replaced: [],
         reasons: ['the account is out of credits: no worker is started, idle ones are stopped'],
       })
     return kept
@@ -828,4 +843,11 @@ function retiredOf(workers: readonly ManagedWorker[]): Set<string> {
   return new Set(
     workers.filter((w) => w.phase === 'UNHEALTHY' || w.phase === 'STOPPED').map((w) => w.id),
   )
+}
+
+/** The worker leaves a draining host and its replacement is placed (markMovingOff). */
+function isMovingOff(worker: ManagedWorker): boolean {
+  return worker.phase === 'READY' || worker.phase === 'STARTING'
+    ? (worker.reason?.startsWith('moving off host ') ?? false)
+    : false
 }

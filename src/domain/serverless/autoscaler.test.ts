@@ -46,7 +46,7 @@ describe('decideScaling', () => {
   })
 
   it('does nothing when nothing is queued and nobody works', () => {
-    expect(decideScaling(input())).toEqual({ start: 0, stop: [], reasons: [] })
+    expect(decideScaling(input())).toEqual({ start: 0, stop: [], replaced: [], reasons: [] })
   })
 
   describe('QUEUE_DELAY', () => {
@@ -84,7 +84,7 @@ describe('decideScaling', () => {
     it('keeps idle workers while jobs wait, even past idleTimeout', () => {
       const idle = worker('IDLE', { idleSinceMs: NOW - 60_000 })
       const decision = decideScaling(input({ queue: queued(1, 1_000), current: [idle] }))
-      expect(decision).toEqual({ start: 0, stop: [], reasons: [] })
+      expect(decision).toEqual({ start: 0, stop: [], replaced: [], reasons: [] })
     })
   })
 
@@ -134,7 +134,7 @@ describe('decideScaling', () => {
       const first = decideScaling(
         input({ workers: { min: 2, max: 3, idleTimeout: 5 }, current: [idle, busy] }),
       )
-      expect(first).toMatchObject({ start: 2, stop: [] })
+      expect(first).toMatchObject({ start: 2, stop: [], replaced: [] })
       // Wanted but not placed yet (THROTTLED): the leaving ones keep serving.
       const waiting = decideScaling(
         input({
@@ -142,7 +142,7 @@ describe('decideScaling', () => {
           current: [idle, busy, worker('PENDING'), worker('PENDING')],
         }),
       )
-      expect(waiting).toMatchObject({ start: 0, stop: [] })
+      expect(waiting).toMatchObject({ start: 0, stop: [], replaced: [] })
       const placed = decideScaling(
         input({
           workers: { min: 2, max: 3, idleTimeout: 5 },
@@ -150,7 +150,8 @@ describe('decideScaling', () => {
         }),
       )
       expect(placed.start).toBe(0)
-      // The free one goes; the one holding a job stays until it is free.
+      // Both take no new job; the free one goes, the one holding a job once it is free.
+      expect(placed.replaced).toEqual([idle.id, busy.id])
       expect(placed.stop).toEqual([
         { workerId: idle.id, reason: `${leaving}: 2 worker(s) placed elsewhere, target 2` },
       ])
@@ -239,6 +240,7 @@ describe('decideScaling', () => {
     expect(decideScaling(failing)).toEqual({
       start: 0,
       stop: [],
+      replaced: [],
       reasons: ['start none yet: 0 usable worker(s), target 1; 2 worker(s) failed in a row'],
     })
     expect(decideScaling({ ...failing, nowMs: NOW + 1 }).start).toBe(1)

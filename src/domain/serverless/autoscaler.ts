@@ -63,6 +63,11 @@ export interface ScalingDecision {
   start: number
   /** Workers to stop now, each with why. */
   stop: Array<{ workerId: string; reason: string }>
+  /**
+   * Leaving workers whose replacements are placed: they take no new job from now on, and are
+   * stopped once free (those free now are in `stop` too).
+   */
+  replaced: string[]
   /** Why the decision is what it is, for the log; empty when nothing changes. */
   reasons: string[]
 }
@@ -113,21 +118,28 @@ export function decideScaling(input: ScalingInput): ScalingDecision {
   const usable = current.filter(isUsable)
   const [byScaler, why] = wanted(input, usable)
   const target = Math.min(workers.max, Math.max(workers.min, byScaler))
-  // A leaving worker goes once the workers that replace it are placed (not merely wanted):
-  // until then it keeps serving, so that a drain never leaves the endpoint without workers.
+  // A leaving worker is replaced once the workers that take its place are placed (not merely
+  // wanted): until then it keeps serving, so that a drain never leaves the endpoint without
+  // workers; from then on it takes no new job, and goes once free.
   const placed = usable.filter((w) => w.state !== 'PENDING').length
+  const replaced: string[] = []
   for (const w of current) {
+    if (!w.leaving || placed < target || stop.some((s) => s.workerId === w.id)) continue
+    replaced.push(w.id)
     const free = w.state === 'IDLE' || w.state === 'PENDING' || w.state === 'STARTING'
-    if (!w.leaving || !free || stop.some((s) => s.workerId === w.id)) continue
-    if (placed >= target) {
+    if (free) {
       stop.push({
         workerId: w.id,
         reason: `${w.leaving}: ${placed} worker(s) placed elsewhere, target ${target}`,
       })
     }
   }
-  const explain = (decision: Omit<ScalingDecision, 'reasons'>, extra: string[]) => ({
+  const explain = (
+    decision: Omit<ScalingDecision, 'reasons' | 'replaced'>,
+    extra: string[],
+  ): ScalingDecision => ({
     ...decision,
+    replaced,
     reasons: [...decision.stop.map((s) => `stop ${s.workerId}: ${s.reason}`), ...extra],
   })
 
