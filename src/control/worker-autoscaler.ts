@@ -472,18 +472,18 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     })
     this.logDecision(endpoint, decision)
 
+    const marked: ManagedWorker[] = []
+    for (const worker of current) {
+      marked.push(await this.markMovingOff(worker, decision.replaced.includes(worker.id)))
+    }
     const stopped = new Set<string>()
     await Promise.all(
       decision.stop.map(async ({ workerId, reason }) => {
-        const worker = current.find((w) => w.id === workerId)
+        const worker = marked.find((w) => w.id === workerId)
         if (worker && (await this.stopIfFree(worker, reason))) stopped.add(workerId)
       }),
     )
-    const kept: ManagedWorker[] = []
-    for (const worker of current) {
-      if (stopped.has(worker.id)) continue
-      kept.push(await this.markMovingOff(worker, decision.replaced.includes(worker.id)))
-    }
+    const kept = marked.filter((w) => !stopped.has(w.id))
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
