@@ -6,12 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { json } from './support/http.js'
 import {
+  holdRig,
   multiHostEnabled,
   readRigLayout,
   rigHost,
   rigUnavailableReason,
-  RIG_WAIT_MS,
-  takeRig,
   startEngine,
   stopEngine,
   type RigLayout,
@@ -105,6 +104,7 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
   let volumeRoot: string
   let database: { url: string; drop(): Promise<void> } | undefined
   let platform: Platform
+  let release: (() => void) | undefined
   const call = (p: string, init?: CallInit) => callPlatform(platform.url, p, init)
   const hosts = async () => (await json<{ hosts: HostJson[] }>(await call('/v2/admin/hosts'))).hosts
   const pod = (id: string) => call(`/v2/pods/${id}`).then((r) => json<PodJson>(r))
@@ -121,10 +121,8 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
   const pods: PodJson[] = []
   const served = new Map<string, string>()
 
-  let releaseRig: (() => void) | undefined
-
   beforeAll(async () => {
-    releaseRig = await takeRig()
+    release = await holdRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
@@ -134,15 +132,18 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
     writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml(layout, volumeRoot))
     if (store === 'postgres') database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
     await start()
-  }, RIG_WAIT_MS)
+  }, 960_000)
 
   afterAll(async () => {
-    // Every engine answers again before the pods' containers are removed through it.
-    if (layout) await startEngine(layout, rigHost(layout, 'gpu-node-2')).catch(() => undefined)
-    if (platform) await stopPlatform(platform)
-    await database?.drop()
-    if (dir) rmSync(dir, { recursive: true, force: true })
-    releaseRig?.()
+    try {
+      // Every engine answers again before the pods' containers are removed through it.
+      if (layout) await startEngine(layout, rigHost(layout, 'gpu-node-2')).catch(() => undefined)
+      if (platform) await stopPlatform(platform)
+      await database?.drop()
+      if (dir) rmSync(dir, { recursive: true, force: true })
+    } finally {
+      release?.()
+    }
   }, 120_000)
 
   it('probes every host over its transport and sees it UP', async () => {

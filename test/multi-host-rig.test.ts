@@ -3,14 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   cutHost,
   healHost,
+  holdRig,
   localDocker,
   multiHostEnabled,
   readRigLayout,
   remoteDocker,
   rigHost,
   rigUnavailableReason,
-  RIG_WAIT_MS,
-  takeRig,
   startEngine,
   stopEngine,
   tcpPortOpen,
@@ -73,24 +72,27 @@ async function removeTestContainers(host: RigHost): Promise<void> {
 
 describe.runIf(enabled)('the multi-host rig', () => {
   let layout: RigLayout
-
-  let releaseRig: (() => void) | undefined
+  let release: (() => void) | undefined
 
   beforeAll(async () => {
-    releaseRig = await takeRig()
+    release = await holdRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
-  }, RIG_WAIT_MS)
+  }, 960_000)
 
   afterAll(async () => {
-    // Leave the rig as it was found, even when a test stopped in the middle.
-    for (const host of layout?.hosts ?? []) {
-      await healHost(layout, host)
-      await startEngine(layout, host)
-      await removeTestContainers(host)
+    try {
+      if (!layout) return
+      // Leave the rig as it was found, even when a test stopped in the middle.
+      for (const host of layout.hosts) {
+        await healHost(layout, host)
+        await startEngine(layout, host)
+        await removeTestContainers(host)
+      }
+    } finally {
+      release?.()
     }
-    releaseRig?.()
   })
 
   it('each engine answers info over its own transport: SSH for two hosts, TCP+TLS for one', async () => {

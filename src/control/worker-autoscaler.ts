@@ -1,4 +1,5 @@
 import type { AllocationRepo } from '../domain/catalog/ports.js'
+import { hostLostReason } from '../domain/hosts/host-state.js'
 import { decideScaling, type ScalingWorker } from '../domain/serverless/autoscaler.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { JobQueue } from '../domain/serverless/ports.js'
@@ -20,9 +21,13 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
-import { POD_LABEL_KIND } from './pod-workload.js'
 import { WorkerFailures } from './worker-failures.js'
 import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
+import {
+  listWorkerWorkloads,
+  removeStrayWorkloads,
+  type ListedWorkload,
+} from './worker-workload-listing.js'
 
 export interface WorkerAutoscalerSettings {
   /** How often the loop reconciles. */
@@ -58,7 +63,7 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   endpoints: { listAll(): Promise<Endpoint[]> }
   allocations: AllocationRepo
   drivers: RuntimeDriver[]
-  queue: Pick<JobQueue, 'releaseWorker' | 'scalingStats'>
+  queue: Pick<JobQueue, 'releaseWorker' | 'requeueWorkerJobs' | 'scalingStats'>
   presence: WorkerPresence
   /** Each endpoint's crash-loop backoff (docs/serverless-workers.md, "Crash loops"). */
   startBackoffs: StartBackoffRepo
@@ -68,6 +73,12 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
    * when those this server holds have answered.
    */
   endPolls?: (endpointId: string, workerId: string) => void | Promise<void>
+  /** The host's state when it is DOWN (the host board), else undefined. */
+  hostDown?: (hostId: string) => { since: string; reason: string | null } | undefined
+  /** Whether the operator drains the host: its workers are moved off. */
+  hostDraining?: (hostId: string) => boolean
+  /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
+  driverDown?: (driver: RuntimeDriver) => boolean
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -102,6 +113,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private stopped = false
+  /** Between start() and stop(): this replica runs the loop. */
+  private started = false
+  private ticking = false
+  /** A nudge came during a pass: the next one runs right after it. */
+  private again = false
   /**
    * When this loop started. Presence lives in memory, so a restarted server has heard nothing
    * from the workers it adopts: their silence is counted from here, not from before the restart.
@@ -110,6 +126,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly idleSince = new Map<string, number>()
   /** Workers being stopped: they take no job, whatever the last tick saw. */
   private readonly stopping = new Set<string>()
+  /**
+   * Managed workers that are gone for good (UNHEALTHY, STOPPED, lost with their host): they take
+   * no job, whatever they still send. A lost host's worker may run on and call, and must not be
+   * mistaken for a worker that connects by itself.
+   */
+  private retired = new Set<string>()
   private seen = new Map<string, Seen>()
   /**
    * The running jobs the store has leased to each worker, as of this tick: a worker holding one
@@ -136,20 +158,43 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   start(): void {
     this.stopped = false
+    this.started = true
     this.startedAtMs = this.deps.clock.now().getTime()
-    const tick = () => {
-      this.running = this.reconcile()
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs)
-        })
+    this.tick()
+  }
+
+  private readonly tick = (): void => {
+    this.timer = undefined
+    this.ticking = true
+    this.running = this.reconcile()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
+      .finally(() => {
+        this.ticking = false
+        const soon = this.again
+        this.again = false
+        if (!this.stopped) this.timer = setTimeout(this.tick, soon ? 0 : this.settings.intervalMs)
+      })
+  }
+
+  /**
+   * A pass now (or right after the one in progress) rather than at the next interval: a host
+   * started draining. Only where the loop runs (the leader); elsewhere the leader's pass sees
+   * the host's schedule in the store.
+   */
+  nudge(): void {
+    if (!this.started || this.stopped) return
+    if (this.ticking) {
+      this.again = true
+      return
     }
-    tick()
+    clearTimeout(this.timer)
+    this.tick()
   }
 
   /** Stops the loop; workers keep running (a restarted server adopts them). */
   async stop(): Promise<void> {
     this.stopped = true
+    this.started = false
     if (this.timer) clearTimeout(this.timer)
     await this.running
   }
@@ -184,36 +229,61 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   /** The roster from the stored workers, jobs and backoffs and the shared presence, without acting. */
   async refreshRoster(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const live = (await this.deps.workers.listAll()).filter(
-      (w) => endpoints.has(w.endpointId) && w.phase !== 'STOPPED',
-    )
+    const all = await this.deps.workers.listAll()
+    this.retired = retiredOf(all)
+    const live = all.filter((w) => endpoints.has(w.endpointId) && w.phase !== 'STOPPED')
     const held = new Map<string, number>()
-    for (const endpointId of new Set(live.map((w) => w.endpointId))) {
+    const byEndpoint = new Map<string, ManagedWorker[]>()
+    for (const worker of live) {
+      byEndpoint.set(worker.endpointId, [...(byEndpoint.get(worker.endpointId) ?? []), worker])
+    }
+    for (const endpointId of byEndpoint.keys()) {
       for (const [id, n] of (await this.deps.queue.scalingStats(endpointId)).heldByWorker) {
         held.set(id, n)
       }
     }
     this.held = held
     await this.failures.refresh()
-    this.seen = new Map(live.map((w) => [w.id, this.seenOf(w, endpoints.get(w.endpointId)!)]))
+    const seen = new Map<string, Seen>()
+    for (const [endpointId, workers] of byEndpoint) {
+      for (const [id, one] of this.rosterOf(endpoints.get(endpointId)!, workers)) seen.set(id, one)
+    }
+    this.seen = seen
   }
 
-  private seenOf(worker: ManagedWorker, endpoint: Endpoint): Seen {
-    const status = this.observedStatus(worker)
-    return {
-      endpointId: endpoint.id,
-      status,
-      takesJobs:
-        worker.version === endpoint.version &&
-        !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
-        (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING'),
+  /**
+   * What the job service is told of an endpoint's workers. A worker leaving a draining host
+   * keeps taking jobs until its replacement is placed (its record then says it is moving off),
+   * and none afterwards, so that it becomes free and can go.
+   */
+  private rosterOf(endpoint: Endpoint, workers: readonly ManagedWorker[]): Map<string, Seen> {
+    const out = new Map<string, Seen>()
+    for (const worker of workers) {
+      const status = this.observedStatus(worker)
+      out.set(worker.id, {
+        endpointId: endpoint.id,
+        status,
+        takesJobs:
+          worker.version === endpoint.version &&
+          !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
+          (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING') &&
+          !(isMovingOff(worker) && this.leavingReason(worker) !== null),
+      })
     }
+    return out
+  }
+
+  /** Why the worker is moved off its host (the host drains), or null. */
+  private leavingReason(worker: ManagedWorker): string | null {
+    if (worker.hostId === null || (worker.phase !== 'STARTING' && worker.phase !== 'READY'))
+      return null
+    return this.deps.hostDraining?.(worker.hostId) ? `its host ${worker.hostId} is draining` : null
   }
 
   // ---- WorkerRoster ----
 
   takesJobs(_endpointId: string, workerId: string): boolean {
-    if (this.stopping.has(workerId)) return false
+    if (this.stopping.has(workerId) || this.retired.has(workerId)) return false
     return this.seen.get(workerId)?.takesJobs ?? true
   }
 
@@ -224,7 +294,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
     // Workers that connect by themselves (not started here) count as the protocol sees them.
     for (const record of this.deps.presence.active(endpointId)) {
-      if (this.seen.has(record.workerId)) continue
+      if (this.seen.has(record.workerId) || this.retired.has(record.workerId)) continue
       countWorker(
         counts,
         record.unhealthy ? 'UNHEALTHY' : record.jobIds.size > 0 ? 'RUNNING' : 'IDLE',
@@ -244,10 +314,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /** A failed worker's kept lines (its workload is gone), else what its driver has. */
   async readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
-    if (worker.phase === 'UNHEALTHY') {
-      const kept = await this.failures.readKept(worker, query)
-      if (kept) return kept
-    }
+    // Its workload is gone (or on a lost host, which may not answer): only the kept lines.
+    if (worker.phase === 'UNHEALTHY') return (await this.failures.readKept(worker, query)) ?? []
     if (worker.hostId === null) return []
     return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
   }
@@ -262,26 +330,22 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   async reconcile(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const workloads = new Map<string, WorkloadState>()
-    for (const driver of this.deps.drivers) {
-      for (const workload of await driver.list()) {
-        if (workload.labels[POD_LABEL_KIND] === 'worker') workloads.set(workload.id, workload)
-      }
-    }
+    const { workloads, unlisted } = await listWorkerWorkloads(
+      this.deps.drivers,
+      this.deps.logger,
+      this.deps.driverDown,
+    )
     const nowMs = this.deps.clock.now().getTime()
+    const all = await this.deps.workers.listAll()
+    this.retired = retiredOf(all)
     const rows: ManagedWorker[] = []
-    for (const worker of await this.deps.workers.listAll()) {
+    for (const worker of all) {
       if (worker.phase !== 'STOPPED') rows.push(worker)
       else if (nowMs - Date.parse(worker.phaseChangedAt) > STOPPED_WORKER_RETENTION_MS) {
         await this.deps.workers.delete(worker.id)
       }
     }
-    const known = new Set(rows.map((w) => w.id))
-    for (const workload of workloads.values()) {
-      if (known.has(workload.id)) continue
-      this.deps.logger.warn({ workerId: workload.id }, 'removing a workload of no worker')
-      for (const driver of this.deps.drivers) await driver.remove(workload.id)
-    }
+    await removeStrayWorkloads(rows, workloads, this.deps.logger)
     await this.failures.refresh()
 
     const next = new Map<string, Seen>()
@@ -291,7 +355,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     for (const worker of rows) {
       if (!endpoints.has(worker.endpointId)) {
         // Its jobs went with the endpoint: nothing it holds is lost.
-        await this.remove(worker, 'its endpoint was deleted')
+        await this.remove(worker, 'its endpoint was deleted').catch((error: unknown) =>
+          this.deps.logger.error(
+            { err: error, workerId: worker.id },
+            'stopping a worker of a deleted endpoint failed; tried again next pass',
+          ),
+        )
         continue
       }
       byEndpoint.set(worker.endpointId, [...(byEndpoint.get(worker.endpointId) ?? []), worker])
@@ -303,8 +372,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
           endpoint,
           byEndpoint.get(endpoint.id) ?? [],
           workloads,
+          unlisted,
         )
-        for (const worker of current) next.set(worker.id, this.seenOf(worker, endpoint))
+        for (const [id, seen] of this.rosterOf(endpoint, current)) next.set(id, seen)
       } catch (error) {
         this.deps.logger.error({ err: error, endpointId: endpoint.id }, 'autoscaling failed')
       }
@@ -337,7 +407,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private async reconcileEndpoint(
     endpoint: Endpoint,
     workers: ManagedWorker[],
-    workloads: ReadonlyMap<string, WorkloadState>,
+    workloads: ReadonlyMap<string, ListedWorkload>,
+    unlisted: ReadonlySet<RuntimeDriver>,
   ): Promise<ManagedWorker[]> {
     // What the store says each worker holds, for observing and deciding below.
     const stats = await this.deps.queue.scalingStats(endpoint.id)
@@ -345,7 +416,14 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const nowMs = this.deps.clock.now().getTime()
     const observed: ManagedWorker[] = []
     for (const worker of workers) {
-      const next = await this.observe(worker, workloads.get(worker.id), nowMs)
+      const down = worker.hostId === null ? undefined : this.deps.hostDown?.(worker.hostId)
+      if (down && (worker.phase === 'STARTING' || worker.phase === 'READY')) {
+        observed.push(await this.hostLost(worker, down))
+        continue
+      }
+      // A host that does not list its workloads now: the worker's is unknown, not gone.
+      const listed = worker.hostId === null || !unlisted.has(this.deps.driverFor(worker.hostId))
+      const next = await this.observe(worker, workloads.get(worker.id)?.state, nowMs, listed)
       if (next) observed.push(next)
     }
     const current = await this.retireUnhealthy(observed)
@@ -373,6 +451,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         stale: staleness.get(worker.id) ?? null,
         idleSinceMs: this.idleSince.get(worker.id) ?? null,
         recycle: this.deps.presence.find(endpoint.id, worker.id)?.recycle ?? false,
+        leaving: this.leavingReason(worker),
       }
     })
     const backoff = this.failures.backoffOf(endpoint.id)
@@ -393,14 +472,18 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     })
     this.logDecision(endpoint, decision)
 
+    const marked: ManagedWorker[] = []
+    for (const worker of current) {
+      marked.push(await this.markMovingOff(worker, decision.replaced.includes(worker.id)))
+    }
     const stopped = new Set<string>()
     await Promise.all(
       decision.stop.map(async ({ workerId, reason }) => {
-        const worker = current.find((w) => w.id === workerId)
+        const worker = marked.find((w) => w.id === workerId)
         if (worker && (await this.stopIfFree(worker, reason))) stopped.add(workerId)
       }),
     )
-    const kept = current.filter((w) => !stopped.has(w.id))
+    const kept = marked.filter((w) => !stopped.has(w.id))
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
@@ -416,6 +499,23 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       )
     }
     return out
+  }
+
+  /**
+   * A worker leaving a draining host whose replacement is placed takes no new job: its record
+   * says so (`reason`), so that every replica's roster agrees; an uncordon takes it back.
+   */
+  private async markMovingOff(worker: ManagedWorker, replaced: boolean): Promise<ManagedWorker> {
+    const reason = replaced
+      ? `moving off host ${worker.hostId} (draining): replaced elsewhere, stopped once its jobs are done`
+      : isMovingOff(worker) && this.leavingReason(worker) === null
+        ? null
+        : worker.reason
+    if (reason === worker.reason) return worker
+    const next = { ...worker, reason }
+    await this.deps.workers.update(next)
+    if (reason) await this.event(next, reason)
+    return next
   }
 
   /**
@@ -459,6 +559,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       this.logDecision(endpoint, {
         start: 0,
         stop: [],
+        replaced: [],
         reasons: ['the account is out of credits: no worker is started, idle ones are stopped'],
       })
     return kept
@@ -512,6 +613,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     worker: ManagedWorker,
     workload: WorkloadState | undefined,
     nowMs: number,
+    listed = true,
   ): Promise<ManagedWorker | undefined> {
     const sinceMs = nowMs - Date.parse(worker.phaseChangedAt)
     if (worker.phase === 'UNHEALTHY') {
@@ -534,7 +636,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         await this.failures.startedHealthy(worker.endpointId)
         return this.setPhase(worker, 'READY', null)
       }
-      if (workload === undefined || workload.phase === 'exited') {
+      if (listed && (workload === undefined || workload.phase === 'exited')) {
         return this.unhealthy(worker, exited('before asking for a job'))
       }
       if (sinceMs > this.settings.startTimeoutMs) {
@@ -546,7 +648,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       return worker
     }
     // READY
-    if (workload === undefined || workload.phase === 'exited') {
+    if (listed && (workload === undefined || workload.phase === 'exited')) {
       return this.unhealthy(worker, exited('while ready'))
     }
     if (record?.unhealthy) {
@@ -580,6 +682,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       phaseChangedAt: this.deps.clock.now().toISOString(),
     }
     await this.deps.workers.update(next)
+    if (phase === 'UNHEALTHY' || phase === 'STOPPED') this.retired.add(worker.id)
     await this.event(next, reason ? `${phase}: ${reason}` : phase)
     return next
   }
@@ -613,6 +716,32 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     )
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.idleSince.delete(worker.id)
+    return this.setPhase(worker, 'UNHEALTHY', reason)
+  }
+
+  /**
+   * The worker's host is DOWN: the worker cannot be stopped nor asked anything, and may still run
+   * there (an engine can die while its containers live on). It is UNHEALTHY at once, naming the
+   * host, and replaced elsewhere without a crash-loop backoff (the endpoint did nothing wrong).
+   * Its long polls end, then its jobs go back to the queue now, not after their leases, fenced:
+   * whatever it still sends (a result, a heartbeat) names jobs no longer its own and is refused,
+   * and it takes nothing more. Its workload is removed when the host answers again.
+   */
+  private async hostLost(
+    worker: ManagedWorker,
+    down: { since: string; reason: string | null },
+  ): Promise<ManagedWorker> {
+    const reason = hostLostReason(worker.hostId!, down.since, down.reason)
+    this.retired.add(worker.id)
+    await this.deps.endPolls?.(worker.endpointId, worker.id)
+    const jobs = await this.deps.queue.requeueWorkerJobs(worker.endpointId, worker.id)
+    await this.deps.allocations.remove('worker', worker.id)
+    this.deps.presence.forget(worker.endpointId, worker.id)
+    this.idleSince.delete(worker.id)
+    this.deps.logger.warn(
+      { endpointId: worker.endpointId, workerId: worker.id, reason, ...jobs },
+      'worker lost with its host; its jobs are back in the queue and it is replaced elsewhere',
+    )
     return this.setPhase(worker, 'UNHEALTHY', reason)
   }
 
@@ -665,8 +794,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     this.idleSince.delete(worker.id)
   }
 
+  /** Stops and removes its workload (but on a DOWN host: later, stray), then frees its place. */
   private async release(worker: ManagedWorker, graceMs: number): Promise<void> {
-    if (worker.hostId !== null) {
+    if (worker.hostId !== null && !this.deps.hostDown?.(worker.hostId)) {
       const driver = this.deps.driverFor(worker.hostId)
       const wasStopping = this.stopping.has(worker.id)
       this.stopping.add(worker.id)
@@ -706,4 +836,18 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     if (outcome.kind === 'failed') return this.unhealthy(outcome.worker, outcome.reason)
     return outcome.worker
   }
+}
+
+/** The managed workers that are gone for good and must never take a job again. */
+function retiredOf(workers: readonly ManagedWorker[]): Set<string> {
+  return new Set(
+    workers.filter((w) => w.phase === 'UNHEALTHY' || w.phase === 'STOPPED').map((w) => w.id),
+  )
+}
+
+/** The worker leaves a draining host and its replacement is placed (markMovingOff). */
+function isMovingOff(worker: ManagedWorker): boolean {
+  return worker.phase === 'READY' || worker.phase === 'STARTING'
+    ? (worker.reason?.startsWith('moving off host ') ?? false)
+    : false
 }

@@ -658,6 +658,24 @@ export class KyselyJobQueue implements JobQueue {
     return Number(result.numUpdatedRows)
   }
 
+  async requeueWorkerJobs(
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ requeued: string[]; ended: string[] }> {
+    const effects = await sweeps.requeueWorkerJobs(
+      this.db,
+      this.postgres,
+      endpointId,
+      workerId,
+      this.clock.now().getTime(),
+    )
+    this.afterSweep(effects)
+    return {
+      requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
+      ended: effects.touched.filter((t) => !t.requeued).map((t) => t.id),
+    }
+  }
+
   scalingStats(endpointId: string): Promise<ScalingStats> {
     return scalingStats(this.db, endpointId, this.clock.now().getTime())
   }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
 
@@ -87,52 +88,6 @@ export async function rigUnavailableReason(): Promise<string | null> {
     }
   }
   return null
-}
-
-const RIG_LOCK_DIR = '/run/pyd-rig/tests.lock'
-
-/** How long a test file waits for the rig, plus its own setup: the timeout of its beforeAll. */
-export const RIG_WAIT_MS = 16 * 60_000
-
-/**
- * Takes the rig for one test file and returns what gives it back. Rig tests stop engines and
- * cut hosts off, so two files using it at once (vitest runs files in parallel) would see each
- * other's outages. The lock is a directory (mkdir is atomic) holding the owner's pid; a lock
- * whose owner is gone (a killed run) is taken over.
- */
-export async function takeRig(waitMs = RIG_WAIT_MS - 60_000): Promise<() => void> {
-  const deadline = Date.now() + waitMs
-  for (;;) {
-    try {
-      mkdirSync(RIG_LOCK_DIR)
-      writeFileSync(path.join(RIG_LOCK_DIR, 'pid'), String(process.pid))
-      return () => rmSync(RIG_LOCK_DIR, { recursive: true, force: true })
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-    if (!lockOwnerAlive()) {
-      rmSync(RIG_LOCK_DIR, { recursive: true, force: true })
-      continue
-    }
-    if (Date.now() > deadline)
-      throw new Error(`the rig stayed taken for ${waitMs} ms (${RIG_LOCK_DIR})`)
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-}
-
-function lockOwnerAlive(): boolean {
-  let pid: number
-  try {
-    pid = Number(readFileSync(path.join(RIG_LOCK_DIR, 'pid'), 'utf8'))
-  } catch {
-    return true // being written by its owner right now
-  }
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** PODYARD_TEST_MULTIHOST=1 is set and every engine of the rig answers. */
@@ -250,4 +205,48 @@ export function tcpPortOpen(address: string, port: number, timeoutMs = 2_000): P
     socket.once('connect', () => done(true))
     socket.once('error', () => done(false))
   })
+}
+
+/** Where a suite that uses the rig marks it as taken (a directory: its creation is atomic). */
+const RIG_LOCK = path.join(path.dirname(RIG_LAYOUT_FILE), 'tests.lock')
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Takes the rig for one suite, waiting while another suite (of this run, which runs files in
+ * parallel, or of anyone else's on this machine) has it: suites kill engines, cut links and
+ * drain hosts that the others count on. A lock left by a process that died is taken over.
+ * Resolves with the release.
+ */
+export async function holdRig(timeoutMs = 900_000): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      mkdirSync(RIG_LOCK)
+      writeFileSync(path.join(RIG_LOCK, 'pid'), String(process.pid))
+      return () => rmSync(RIG_LOCK, { recursive: true, force: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    let holder = 0
+    try {
+      holder = Number(readFileSync(path.join(RIG_LOCK, 'pid'), 'utf8'))
+    } catch {
+      // Being written: the holder is alive.
+    }
+    if (holder > 0 && !alive(holder)) {
+      rmSync(RIG_LOCK, { recursive: true, force: true })
+      continue
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the multi-host rig is still held by process ${holder} (${RIG_LOCK})`)
+    await sleep(500)
+  }
 }

@@ -214,6 +214,16 @@ export interface JobQueue {
    * them back in the queue, or fails them after MAX_JOB_ATTEMPTS. Returns how many.
    */
   releaseWorker(endpointId: string, workerId: string): Promise<number>
+  /**
+   * The worker is lost and can no longer be stopped (its host is DOWN): its running jobs go back
+   * to the queue now, under the rules of an ended lease (TIMED_OUT past their deadline, FAILED
+   * after MAX_JOB_ATTEMPTS), in one transaction, and nothing it sends afterwards is applied.
+   * Returns the jobs requeued and those that ended.
+   */
+  requeueWorkerJobs(
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ requeued: string[]; ended: string[] }>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
 }
