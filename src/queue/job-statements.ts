@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely'
+import { BY_LOCK_ORDER } from './lock-order.js'
 
 /**
  * The queue's hottest statements as SQL text written once per dialect, run without Kysely's
@@ -47,6 +48,7 @@ const list = (n: number, item: string) => Array.from({ length: n }, () => item).
 export class JobStatements {
   private readonly inserts = new Map<number, string>()
   private readonly takeUpdates = new Map<number, string>()
+  private readonly heartbeats = new Map<number, string>()
   readonly takeSelect: string
   readonly complete: string
   readonly row: string
@@ -121,6 +123,26 @@ export class JobStatements {
         `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE' returning *`,
       )
       this.takeUpdates.set(n, text)
+    }
+    return text
+  }
+
+  /**
+   * Renews the leases of `n` jobs the worker holds: the lease's end, endpoint, worker, then the
+   * ids; returns the ids renewed. On PostgreSQL the rows are locked in the lock order first
+   * (src/queue/lock-order.ts): a plain `update ... where id in (...)` locks them in whatever
+   * order its plan visits them, and deadlocked with batched completions (issue 22).
+   */
+  heartbeat(n: number): string {
+    let text = this.heartbeats.get(n)
+    if (text === undefined) {
+      const held = `endpoint_id = ? and worker_id = ? and status = 'IN_PROGRESS' and id in (${list(n, '?')})`
+      text = this.text(
+        this.dialect === 'postgres'
+          ? `update jobs set lease_expires_at = ? where seq in (select seq from jobs where ${held} ${BY_LOCK_ORDER} for update) returning id`
+          : `update jobs set lease_expires_at = ? where ${held} returning id`,
+      )
+      this.heartbeats.set(n, text)
     }
     return text
   }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
 import { addWebhookDelivery, chunks, finishFields, iso, RUNNING, type Db } from './job-rows.js'
+import { lockedRows } from './lock-order.js'
 import { addStop, STOP_NOTICE_RETENTION_MS } from './stop-notices.js'
 
 /**
@@ -90,12 +91,15 @@ export async function requeueExpiredLeases(
 }
 
 /** Renews every running lease that ends before `until` to `until`; returns how many. */
-export async function renewRunningLeases(db: Db, until: number): Promise<number> {
+export async function renewRunningLeases(
+  db: Db,
+  postgres: boolean,
+  until: number,
+): Promise<number> {
   const result = await db
     .updateTable('jobs')
     .set({ lease_expires_at: iso(until) })
-    .where(RUNNING)
-    .where('lease_expires_at', '<', iso(until))
+    .where(lockedRows(postgres, sql`${RUNNING} and lease_expires_at < ${iso(until)}`))
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
@@ -114,9 +118,10 @@ export async function expireJobs(
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, postgres))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
+    // Rows another transaction holds (a completion, a heartbeat) are left for the next sweep.
     const gone = await tx
       .deleteFrom('jobs')
-      .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
+      .where(lockedRows(postgres, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
       .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
       .execute()
     for (const row of gone) {

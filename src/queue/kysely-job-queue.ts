@@ -19,6 +19,7 @@ import type {
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
+import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
 import { CountsCache } from './counts-cache.js'
 import {
   addWebhookDelivery,
@@ -40,6 +41,7 @@ import { JobStatements, runStatement } from './job-statements.js'
 import { appendStreamChunks, readStreamChunks } from './job-streams.js'
 import * as sweeps from './job-sweeps.js'
 import { jobKey, JobWaits, workKey, type Written } from './job-waits.js'
+import { compareKeys, lockedRows, lockOrder } from './lock-order.js'
 import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
 import { WriteBatcher } from './write-batcher.js'
@@ -153,15 +155,26 @@ export class KyselyJobQueue implements JobQueue {
     })
     this.completions = new WriteBatcher({
       maxInFlight,
-      writeOne: (completion) =>
-        this.db.transaction().execute((tx) => this.completeIn(tx, completion)),
+      writeOne: (completion) => this.transaction((tx) => this.completeIn(tx, completion)),
+      // In the lock order (by job id), whatever order the completions arrived in: a heartbeat
+      // of the same worker's jobs locks them in that order too (src/queue/lock-order.ts).
       writeBatch: (completions) =>
-        this.db.transaction().execute(async (tx) => {
-          const outcomes: CompletionOutcome[] = []
-          for (const completion of completions) outcomes.push(await this.completeIn(tx, completion))
+        this.transaction(async (tx) => {
+          const outcomes: CompletionOutcome[] = new Array(completions.length)
+          for (const i of lockOrder(completions, (c) => c.jobId)) {
+            outcomes[i] = await this.completeIn(tx, completions[i]!)
+          }
           return outcomes
         }),
     })
+  }
+
+  /**
+   * A transaction, run again when PostgreSQL answers a serialization failure or a deadlock
+   * (src/shared/lock-conflict-retry.ts): `work` must collect its effects afresh on each run.
+   */
+  private transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return retryLockConflicts(() => this.db.transaction().execute(work))
   }
 
   /** A job changed (or is gone) after a commit in this process: its waits and /health hear it. */
@@ -221,7 +234,7 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<Job[]> {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
-    const taken = await this.db.transaction().execute(async (tx) => {
+    const taken = await this.transaction(async (tx) => {
       const now = this.clock.now().getTime()
       const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
         endpointId,
@@ -275,16 +288,18 @@ export class KyselyJobQueue implements JobQueue {
     if (jobIds.length === 0) return []
     const leaseUntil = iso(this.clock.now().getTime() + leaseMs)
     const renewed: string[] = []
-    for (const ids of chunks(jobIds)) {
-      const rows = await this.db
-        .updateTable('jobs')
-        .set({ lease_expires_at: leaseUntil })
-        .where('endpoint_id', '=', endpointId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', 'IN_PROGRESS')
-        .where('id', 'in', ids)
-        .returning('id')
-        .execute()
+    // Each chunk its own statement, in the lock order, so that no statement waits for a row
+    // while holding one that comes later in that order.
+    const sorted = [...new Set(jobIds)].sort(compareKeys)
+    for (const ids of chunks(sorted)) {
+      const rows = await retryLockConflicts(() =>
+        runStatement<{ id: string }>(this.db, this.statements.heartbeat(ids.length), [
+          leaseUntil,
+          endpointId,
+          workerId,
+          ...ids,
+        ]),
+      )
       renewed.push(...rows.map((r) => r.id))
     }
     return renewed
@@ -416,9 +431,11 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
-    const wake: string[] = []
+    let wake: string[] = []
     let webhook = false
-    const job = await this.db.transaction().execute(async (tx) => {
+    const job = await this.transaction(async (tx) => {
+      wake = []
+      webhook = false
       const row = await this.row(tx, endpointId, id, true)
       if (row === undefined) return undefined
       if (!allowedFrom('cancel').includes(row.status as JobStatus)) return toJob(row)
@@ -445,7 +462,7 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async retry(endpointId: string, id: string): Promise<RetryResult> {
-    const result = await this.db.transaction().execute(async (tx): Promise<RetryResult> => {
+    const result = await this.transaction(async (tx): Promise<RetryResult> => {
       const row = await this.row(tx, endpointId, id, true)
       if (row === undefined) return { retried: false, reason: 'not-found' }
       const status = row.status as JobStatus
@@ -483,12 +500,13 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async purgeQueued(endpointId: string): Promise<number> {
-    const rows = await this.db
-      .deleteFrom('jobs')
-      .where('endpoint_id', '=', endpointId)
-      .where('status', '=', 'IN_QUEUE')
-      .returning('id')
-      .execute()
+    const rows = await retryLockConflicts(() =>
+      this.db
+        .deleteFrom('jobs')
+        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId} and status = 'IN_QUEUE'`))
+        .returning('id')
+        .execute(),
+    )
     for (const ids of chunks(rows.map((r) => r.id))) {
       await this.db.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
     }
@@ -497,10 +515,10 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async deleteEndpointJobs(endpointId: string): Promise<number> {
-    const ids = await this.db.transaction().execute(async (tx) => {
+    const ids = await this.transaction(async (tx) => {
       const rows = await tx
         .deleteFrom('jobs')
-        .where('endpoint_id', '=', endpointId)
+        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId}`))
         .returning('id')
         .execute()
       const gone = rows.map((r) => r.id)
@@ -529,7 +547,9 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }> {
-    const effects = await sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime())
+    const effects = await retryLockConflicts(() =>
+      sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
+    )
     this.afterSweep(effects)
     return {
       requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
@@ -538,11 +558,15 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   renewRunningLeases(until: Date): Promise<number> {
-    return sweeps.renewRunningLeases(this.db, until.getTime())
+    return retryLockConflicts(() =>
+      sweeps.renewRunningLeases(this.db, this.postgres, until.getTime()),
+    )
   }
 
   async expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }> {
-    const effects = await sweeps.expireJobs(this.db, this.postgres, now.getTime())
+    const effects = await retryLockConflicts(() =>
+      sweeps.expireJobs(this.db, this.postgres, now.getTime()),
+    )
     this.afterSweep(effects)
     return { timedOut: effects.timedOut, deleted: effects.deleted }
   }
@@ -648,13 +672,18 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async releaseWorker(endpointId: string, workerId: string): Promise<number> {
-    const result = await this.db
-      .updateTable('jobs')
-      .set({ lease_expires_at: iso(this.clock.now().getTime()) })
-      .where('endpoint_id', '=', endpointId)
-      .where('worker_id', '=', workerId)
-      .where('status', '=', 'IN_PROGRESS')
-      .executeTakeFirst()
+    const result = await retryLockConflicts(() =>
+      this.db
+        .updateTable('jobs')
+        .set({ lease_expires_at: iso(this.clock.now().getTime()) })
+        .where(
+          lockedRows(
+            this.postgres,
+            sql`endpoint_id = ${endpointId} and worker_id = ${workerId} and status = 'IN_PROGRESS'`,
+          ),
+        )
+        .executeTakeFirst(),
+    )
     return Number(result.numUpdatedRows)
   }
 
