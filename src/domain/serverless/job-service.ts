@@ -63,6 +63,11 @@ export interface JobServiceDeps {
   billing?: { assertCanRun(accountId: string, what: string): Promise<void> }
   /** The egress policy for webhook URLs (docs/security.md): a refused one is a 400. */
   webhookEgress: Pick<EgressGuard, 'vet'>
+  /**
+   * Told when a job that may cause a scale-up (not lowPriority) was queued on an endpoint that
+   * may have workers (`workers.max` > 0): the autoscaler reacts at once (a cold start).
+   */
+  onQueued?: (endpointId: string) => void
 }
 
 const badRequest = (problems: string[]) =>
@@ -242,6 +247,7 @@ export class JobService {
       ...fields,
     })
     await this.deps.queue.submit(job)
+    if (!job.policy.lowPriority && endpoint.workers.max > 0) this.deps.onQueued?.(endpoint.id)
     const { s3Config: _hidden, ...view } = job
     return view
   }
