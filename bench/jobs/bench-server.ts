@@ -4,7 +4,15 @@
  * measurements (percentiles, CPU time and RSS of a process from /proc).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -262,5 +270,36 @@ export function loadAverage(): string {
     return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
   } catch {
     return 'unknown'
+  }
+}
+
+/** Processes of workers the server started in `dataDir` (their cwd is under its workers/). */
+function workerProcesses(dataDir: string): number[] {
+  const prefix = path.join(dataDir, 'workers') + path.sep
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(prefix)) pids.push(Number(entry))
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids
+}
+
+/**
+ * Waits (up to `timeoutMs`) until no worker the server started in `dataDir` runs, then ends
+ * those that still do (a server stops without stopping its workers: a restart adopts them).
+ */
+export async function reapWorkers(dataDir: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (workerProcesses(dataDir).length > 0 && Date.now() < deadline) await sleep(100)
+  for (const pid of workerProcesses(dataDir)) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
   }
 }

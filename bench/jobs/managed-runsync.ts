@@ -9,6 +9,7 @@ import {
   fmt,
   json,
   percentile,
+  reapWorkers,
   request,
   sleep,
   timeRunsync,
@@ -41,8 +42,10 @@ function managedEndpoint(
   })
 }
 
+/** Deletes the endpoint and waits for its workers to be gone. */
 async function deleteEndpoint(server: BenchServer, id: string): Promise<void> {
   await request('DELETE', `${server.url}/v2/serverless/${id}`)
+  await reapWorkers(server.dataDir)
 }
 
 /** Waits until the endpoint has an IDLE worker (its first take is open). */

@@ -33,6 +33,7 @@ import {
   loadAverage,
   option,
   percentile,
+  reapWorkers,
   root,
   sleep,
   startServer,
@@ -85,6 +86,7 @@ async function withServer(
     await run(server)
   } finally {
     await server.stop()
+    await reapWorkers(dataDir, 0)
     await database?.drop()
     if (!flag('keep')) rmSync(dataDir, { recursive: true, force: true })
   }

@@ -644,7 +644,7 @@ export class KyselyJobQueue implements JobQueue {
 
   waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number; max: number },
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean> {

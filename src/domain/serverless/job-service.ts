@@ -426,7 +426,12 @@ export class JobService {
         await sleep(options.waitMs, signal)
         return []
       }
-      return this.takeUntil(endpointId, workerId, options.max, deadline, signal)
+      return this.takeUntil(
+        endpointId,
+        { workerId, leaseMs: this.leaseMs, max: options.max, holdsNothing: !options.jobInProgress },
+        deadline,
+        signal,
+      )
     })
   }
 
@@ -439,12 +444,11 @@ export class JobService {
    */
   private async takeUntil(
     endpointId: string,
-    workerId: string,
-    max: number,
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing: boolean },
     deadline: number,
     signal: AbortSignal,
   ): Promise<Job[]> {
-    const taker = { workerId, leaseMs: this.leaseMs, max }
+    const { workerId, max } = taker
     for (;;) {
       const work =
         !signal.aborted &&
