@@ -131,12 +131,15 @@ export interface ServerOptions {
 export async function startServer(options: ServerOptions): Promise<BenchServer> {
   const { dataDir } = options
   const configFile = path.join(dataDir, 'bench.yaml')
-  // The job API's per-endpoint limits (spec: 1000 /run per 10 s) would cap the run at 100/s.
+  // The job API's per-endpoint limits (spec: 1000 /run per 10 s, 100 /health) would cap the
+  // measurements.
   const unlimited = { rate: 100_000_000, concurrency: 100_000 }
   writeFileSync(
     configFile,
     JSON.stringify({
-      jobLimits: { operations: { run: unlimited, runsync: unlimited } },
+      jobLimits: {
+        operations: { run: unlimited, runsync: unlimited, status: unlimited, health: unlimited },
+      },
       ...options.config,
     }),
   )

@@ -85,6 +85,31 @@ async function fill(
   return sample
 }
 
+async function accountOf(server: BenchServer, endpointId: string): Promise<string> {
+  if (server.storeUrl === undefined) {
+    const db = new Database(path.join(server.dataDir, 'podyard.db'), { readonly: true })
+    try {
+      const row = db
+        .prepare('select account_id from jobs where endpoint_id = ? limit 1')
+        .get(endpointId) as { account_id: string }
+      return row.account_id
+    } finally {
+      db.close()
+    }
+  }
+  const client = new pg.Client({ connectionString: server.storeUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ account_id: string }>(
+      'select account_id from jobs where endpoint_id = $1 limit 1',
+      [endpointId],
+    )
+    return rows[0]!.account_id
+  } finally {
+    await client.end()
+  }
+}
+
 async function timeCalls(calls: number, call: (i: number) => Promise<void>): Promise<number[]> {
   const durations: number[] = []
   for (let i = 0; i < calls; i++) {
@@ -102,12 +127,9 @@ export async function queueScale(
 ): Promise<QueueScaleResult> {
   const endpointId = await createEndpoint(server, 'bench-queue-scale')
   const base = `${server.url}/v2/${endpointId}`
-  const endpoint = await json<{ accountId?: string; userId?: string }>(
-    'GET',
-    `${server.url}/v2/serverless/${endpointId}`,
-  )
-  const accountId = endpoint.accountId ?? endpoint.userId
-  if (!accountId) throw new Error(`no account id in ${JSON.stringify(endpoint).slice(0, 200)}`)
+  // The endpoint's account, as the store has it on a job.
+  await json('POST', `${base}/run`, { input: {} })
+  const accountId = await accountOf(server, endpointId)
   const t0 = performance.now()
   const sample = await fill(server, endpointId, accountId, queued)
   console.log(
