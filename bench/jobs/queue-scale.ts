@@ -67,18 +67,21 @@ async function fill(
   try {
     for (let from = 0; from < count; from += 100_000) {
       const to = Math.min(count, from + 100_000)
-      const { rows } = await client.query<{ id: string }>(
+      await client.query(
         `insert into jobs (id, endpoint_id, account_id, status, sync, low_priority,
            execution_timeout_ms, ttl_ms, input, created_at, expires_at, attempts, payload_size)
          select gen_random_uuid()::text, $1, $2, 'IN_QUEUE', 0, 0, 600000, 86400000, '{}'::jsonb,
                 $3::timestamptz + (n || ' milliseconds')::interval,
                 $3::timestamptz + interval '1 day', 0, 2
-           from generate_series($4::int, $5::int - 1) as n
-         returning case when n % 997 = 0 then id end as id`,
+           from generate_series($4::int, $5::int - 1) as n`,
         [endpointId, accountId, new Date(createdAt).toISOString(), from, to],
       )
-      for (const row of rows) if (row.id) sample.push(row.id)
     }
+    const { rows } = await client.query<{ id: string }>(
+      'select id from jobs where endpoint_id = $1 and seq % 997 = 0',
+      [endpointId],
+    )
+    for (const row of rows) sample.push(row.id)
   } finally {
     await client.end()
   }
