@@ -151,7 +151,8 @@ export async function startServer(options: ServerOptions): Promise<BenchServer> 
     process.execPath,
     [
       ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      path.join(root, 'bin', 'podyard.js'),
+      // PODYARD_BENCH_SERVER_ROOT: another build's checkout (an A/B against older code).
+      path.join(process.env.PODYARD_BENCH_SERVER_ROOT ?? root, 'bin', 'podyard.js'),
       'serve',
     ],
     {

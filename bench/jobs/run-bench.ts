@@ -184,6 +184,12 @@ async function main(): Promise<void> {
               : { name: 'BullMQ + Redis (quoted)', rate: 19_500, target: 0.5 },
             `${result.serverCpuMsPerJob.toFixed(3)} ms server CPU/job`,
           )
+          figures.value(
+            `/run -> TS worker -> done, ${store}: 5xx answers + deadlocks logged`,
+            result.errors5xx + result.deadlocks,
+            '<',
+            1,
+          )
         })
       }
     }

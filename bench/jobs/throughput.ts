@@ -4,6 +4,7 @@
  * on SQLite or PostgreSQL.
  */
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
@@ -37,12 +38,27 @@ export interface ThroughputSettings {
 }
 
 export interface ThroughputResult {
+  errors5xx: number
+  deadlocks: number
   jobsPerSecond: number
   serverCpuMsPerJob: number
   latencyP50: number
 }
 
 /** Requests the server has answered so far, per route (from /metrics). */
+/** Answers of status 500 or more so far (from /metrics), and the server log's deadlocks. */
+export async function serverErrors(
+  server: BenchServer,
+): Promise<{ errors5xx: number; deadlocks: number }> {
+  const text = (await request('GET', `${server.url}/metrics`)).text
+  let errors5xx = 0
+  for (const match of text.matchAll(/^podyard_http_requests_total\{([^}]*)\} (\d+)/gm)) {
+    if (/status="5\d\d"/.test(match[1]!)) errors5xx += Number(match[2])
+  }
+  const log = readFileSync(path.join(server.dataDir, 'server.log'), 'utf8')
+  return { errors5xx, deadlocks: log.match(/deadlock detected/g)?.length ?? 0 }
+}
+
 export async function requestCounts(server: BenchServer): Promise<Map<string, number>> {
   const text = (await request('GET', `${server.url}/metrics`)).text
   const counts = new Map<string, number>()
@@ -287,7 +303,12 @@ export async function throughput(
       `workers ${workerCpu.map(pct).join(' + ') || 'in the bench process'}, ` +
       `bench process ${pct((benchCpu.user + benchCpu.system) / 1e6)}`,
   )
+  const errors = await serverErrors(server)
+  console.log(
+    `  server errors: ${errors.errors5xx} answers of 5xx, ${errors.deadlocks} deadlocks in its log`,
+  )
   return {
+    ...errors,
     jobsPerSecond: settings.jobs / elapsed,
     serverCpuMsPerJob: (1000 * serverCpu) / settings.jobs,
     latencyP50: percentile(latencies, 50),
