@@ -173,9 +173,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /**
    * A job was queued on the endpoint (docs/serverless-workers.md, "Scaling"): when none of its
-   * workers takes jobs or waits for a host, the loop runs now rather than at its next tick, so that a cold start
-   * from zero workers begins at once. With a worker that takes jobs, the next tick decides
-   * whether to add one beside it.
+   * workers takes jobs or waits for a host, the loop runs now rather than at its next tick, so
+   * that a cold start from zero workers begins at once. With a worker that takes jobs, the next
+   * tick decides whether to add one beside it.
    */
   jobQueued(endpointId: string): void {
     if (this.stopped || this.tick === undefined) return
