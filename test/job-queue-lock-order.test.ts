@@ -2,6 +2,7 @@ import pg from 'pg'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newJob, type Job } from '../src/domain/serverless/job.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
+import { BY_LOCK_ORDER, compareKeys } from '../src/queue/lock-order.js'
 import { ManualClock } from '../src/shared/clock.js'
 import { openStore, type Store } from '../src/store/open-store.js'
 import { migrateToLatest } from '../src/store/migrate.js'
@@ -75,6 +76,25 @@ describe.skipIf(!postgresUrl)('job queue lock order on postgres', () => {
     )
     return rows[0]!.n
   }
+
+  it("sorts job ids in JavaScript as PostgreSQL's lock order does", async () => {
+    const ids = [
+      'sync-0190a1b2-0000-7000-8000-000000000001',
+      '0190a1b2-0000-7000-8000-00000000000a',
+      '0190a1b2-0000-7000-8000-00000000000A',
+      'Z-job',
+      'a-job',
+      '0190A1B2-0000-7000-8000-000000000001',
+      'sync_0190',
+      'model-job-1',
+      'model_job-1',
+    ]
+    const { rows } = await observer.query<{ id: string }>(
+      `select id from unnest($1::text[]) as ids(id) ${BY_LOCK_ORDER}`,
+      [ids],
+    )
+    expect(rows.map((r) => r.id)).toEqual([...ids].sort(compareKeys))
+  })
 
   it('a heartbeat and a batch of completions of the same jobs never deadlock', async () => {
     // Named so that the batch, in its arrival order, would lock `b` before `a`, while a
