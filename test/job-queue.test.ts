@@ -655,6 +655,18 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE' })
     })
 
+    it('hands a job to a batch taker that holds none, as to a worker of one job', async () => {
+      const waiting = queue.waitToTake(
+        EP,
+        { workerId: 'w-idle-batch', leaseMs: LEASE, max: 10, holdsNothing: true },
+        10_000,
+      )
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const job = await submit()
+      expect(await waiting).toMatchObject({ id: job.id, workerId: 'w-idle-batch' })
+      expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_PROGRESS' })
+    })
+
     it('hands nothing to a worker that stopped waiting or hung up', async () => {
       expect(await queue.waitToTake(EP, { workerId: 'w-gone', leaseMs: LEASE, max: 1 }, 50)).toBe(
         false,

@@ -48,6 +48,12 @@ export interface WorkerAutoscalerSettings {
   startBackoffMaxMs: number
 }
 
+/**
+ * Passes woken by queued jobs (`jobQueued`) start at least this far apart, so that a stream of
+ * submissions to an endpoint whose worker cannot be placed does not run the loop back to back.
+ */
+export const WAKE_MIN_SPACING_MS = 50
+
 export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
   intervalMs: 1000,
   pingIntervalMs: 10_000,
@@ -111,13 +117,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly settings: WorkerAutoscalerSettings
   private readonly failures: WorkerFailures
   private timer: NodeJS.Timeout | undefined
+  /** When `timer` fires (ms, wall clock). */
+  private dueAtMs = 0
   private running: Promise<void> | undefined
   private stopped = false
   /** Between start() and stop(): this replica runs the loop. */
   private started = false
-  private ticking = false
-  /** A nudge came during a pass: the next one runs right after it. */
-  private again = false
+  /** The loop's pass, once started; a wake-up runs it early. */
+  private tick: (() => void) | undefined
+  /** A wake-up came during a pass: run the next one right after it. */
+  private wakeRequested = false
+  private lastPassAtMs = 0
   /**
    * When this loop started. Presence lives in memory, so a restarted server has heard nothing
    * from the workers it adopts: their silence is counted from here, not from before the restart.
@@ -160,20 +170,20 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     this.stopped = false
     this.started = true
     this.startedAtMs = this.deps.clock.now().getTime()
-    this.tick()
-  }
-
-  private readonly tick = (): void => {
-    this.timer = undefined
-    this.ticking = true
-    this.running = this.reconcile()
-      .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
-      .finally(() => {
-        this.ticking = false
-        const soon = this.again
-        this.again = false
-        if (!this.stopped) this.timer = setTimeout(this.tick, soon ? 0 : this.settings.intervalMs)
-      })
+    const tick = () => {
+      this.timer = undefined
+      this.wakeRequested = false
+      this.lastPassAtMs = Date.now()
+      this.running = this.reconcile()
+        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
+        .finally(() => {
+          if (this.stopped) return
+          if (this.wakeRequested) this.schedule(this.lastPassAtMs + WAKE_MIN_SPACING_MS)
+          else this.schedule(Date.now() + this.settings.intervalMs)
+        })
+    }
+    this.tick = tick
+    tick()
   }
 
   /**
@@ -183,12 +193,39 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    */
   nudge(): void {
     if (!this.started || this.stopped) return
-    if (this.ticking) {
-      this.again = true
+    this.wakeAt(Date.now())
+  }
+
+  private schedule(atMs: number): void {
+    this.dueAtMs = atMs
+    this.timer = setTimeout(this.tick!, Math.max(0, atMs - Date.now()))
+  }
+
+  /**
+   * A job was queued on the endpoint (docs/serverless-workers.md, "Scaling"): when none of its
+   * workers takes jobs or waits for a host, the loop runs now rather than at its next tick, so
+   * that a cold start from zero workers begins at once. With a worker that takes jobs, the next
+   * tick decides whether to add one beside it.
+   */
+  jobQueued(endpointId: string): void {
+    if (this.stopped || this.tick === undefined) return
+    for (const seen of this.seen.values()) {
+      // One that takes jobs runs it; a throttled one waits for room, which a pass cannot make.
+      if (seen.endpointId === endpointId && (seen.takesJobs || seen.status === 'THROTTLED')) return
+    }
+    this.wakeAt(Math.max(Date.now(), this.lastPassAtMs + WAKE_MIN_SPACING_MS))
+  }
+
+  /** The next pass at `atMs` if that is sooner; during a pass, one more right after it. */
+  private wakeAt(atMs: number): void {
+    if (this.timer === undefined) {
+      // A pass is running; it may have read the store before the change: one more after it.
+      this.wakeRequested = true
       return
     }
+    if (atMs >= this.dueAtMs) return
     clearTimeout(this.timer)
-    this.tick()
+    this.schedule(atMs)
   }
 
   /** Stops the loop; workers keep running (a restarted server adopts them). */

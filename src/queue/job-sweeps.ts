@@ -9,6 +9,7 @@ import {
   type Db,
   type JobRow,
 } from './job-rows.js'
+import { ID_IN_LOCK_ORDER, lockedRows } from './lock-order.js'
 import { addStop, STOP_NOTICE_RETENTION_MS } from './stop-notices.js'
 
 /**
@@ -92,7 +93,8 @@ export async function requeueWorkerJobs(
       .where('endpoint_id', '=', endpointId)
       .where('worker_id', '=', workerId)
       .where(RUNNING)
-    if (postgres) query = query.forUpdate()
+    // Waits for the rows, so it takes them in the lock order like every waiting writer.
+    if (postgres) query = query.orderBy(sql.raw(ID_IN_LOCK_ORDER)).forUpdate()
     for (const row of await query.execute()) await endLease(tx, row, at, effects)
   })
   return effects
@@ -130,12 +132,15 @@ async function endLease(tx: Db, row: JobRow, at: number, effects: SweepEffects):
 }
 
 /** Renews every running lease that ends before `until` to `until`; returns how many. */
-export async function renewRunningLeases(db: Db, until: number): Promise<number> {
+export async function renewRunningLeases(
+  db: Db,
+  postgres: boolean,
+  until: number,
+): Promise<number> {
   const result = await db
     .updateTable('jobs')
     .set({ lease_expires_at: iso(until) })
-    .where(RUNNING)
-    .where('lease_expires_at', '<', iso(until))
+    .where(lockedRows(postgres, sql`${RUNNING} and lease_expires_at < ${iso(until)}`))
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
@@ -154,9 +159,10 @@ export async function expireJobs(
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, postgres))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
+    // Rows another transaction holds (a completion, a heartbeat) are left for the next sweep.
     const gone = await tx
       .deleteFrom('jobs')
-      .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
+      .where(lockedRows(postgres, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
       .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
       .execute()
     for (const row of gone) {

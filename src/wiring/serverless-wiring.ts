@@ -126,6 +126,7 @@ export function wireServerless(
     billing: parts.billing.guard,
     webhookEgress,
     onJobFinished: (job) => parts.models.service.onJobCompleted(job),
+    onQueued: (endpointId) => autoscaler.jobQueued(endpointId),
   })
   return {
     endpoints,

@@ -50,11 +50,26 @@ describe('decideScaling', () => {
   })
 
   describe('QUEUE_DELAY', () => {
-    it('waits queueDelay seconds before the first worker', () => {
-      expect(decideScaling(input({ queue: queued(5, 4_000) })).start).toBe(0)
-      const decision = decideScaling(input({ queue: queued(5, 4_001) }))
+    it('starts the first worker at once when a job is queued and no worker exists', () => {
+      const decision = decideScaling(input({ queue: queued(1, 0) }))
+      expect(decision.start).toBe(1)
+      expect(decision.reasons[0]).toBe('QUEUE_DELAY: 1 queued and no worker to run them')
+      // A worker that is draining (stale) does not run new jobs: one starts beside it.
+      const stale = worker('RUNNING', { stale: 'stale: version 1, endpoint is at 2' })
+      expect(decideScaling(input({ queue: queued(1, 0), current: [stale] })).start).toBe(1)
+    })
+
+    it('waits queueDelay seconds before adding a worker beside one that exists', () => {
+      const busy = [worker('RUNNING')]
+      expect(decideScaling(input({ queue: queued(5, 4_000), current: busy })).start).toBe(0)
+      const decision = decideScaling(input({ queue: queued(5, 4_001), current: busy }))
       expect(decision.start).toBe(1)
       expect(decision.reasons[0]).toBe('QUEUE_DELAY: the oldest queued job has waited 4.0 s > 4 s')
+    })
+
+    it('starts nothing from zero for lowPriority jobs alone (they are not counted as queued)', () => {
+      const onlyLowPriority = { queued: 0, oldestQueuedAtMs: null, inProgress: 0 }
+      expect(decideScaling(input({ queue: onlyLowPriority })).start).toBe(0)
     })
 
     it('adds one worker at a time, none while one is still on its way', () => {

@@ -88,6 +88,11 @@ function wanted(input: ScalingInput, usable: readonly ScalingWorker[]): [number,
       `REQUEST_COUNT: ${queue.queued} queued + ${queue.inProgress} in progress at ${scaling.requestCount} per worker wants ${target}`,
     ]
   }
+  if (queue.queued > 0 && usable.length === 0) {
+    // From zero: waiting out the threshold when nothing can run the job only adds latency. The
+    // threshold governs adding workers beside ones that exist (our rule, the spec names none).
+    return [1, `QUEUE_DELAY: ${queue.queued} queued and no worker to run them`]
+  }
   const waitedMs = queue.oldestQueuedAtMs === null ? 0 : nowMs - queue.oldestQueuedAtMs
   const arriving = usable.some((w) => w.state === 'PENDING' || w.state === 'STARTING')
   if (waitedMs > scaling.queueDelay * 1000 && !arriving) {

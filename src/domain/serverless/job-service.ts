@@ -63,6 +63,11 @@ export interface JobServiceDeps {
   billing?: { assertCanRun(accountId: string, what: string): Promise<void> }
   /** The egress policy for webhook URLs (docs/security.md): a refused one is a 400. */
   webhookEgress: Pick<EgressGuard, 'vet'>
+  /**
+   * Told when a job that may cause a scale-up (not lowPriority) was queued on an endpoint that
+   * may have workers (`workers.max` > 0): the autoscaler reacts at once (a cold start).
+   */
+  onQueued?: (endpointId: string) => void
 }
 
 const badRequest = (problems: string[]) =>
@@ -242,6 +247,7 @@ export class JobService {
       ...fields,
     })
     await this.deps.queue.submit(job)
+    if (!job.policy.lowPriority && endpoint.workers.max > 0) this.deps.onQueued?.(endpoint.id)
     const { s3Config: _hidden, ...view } = job
     return view
   }
@@ -420,7 +426,12 @@ export class JobService {
         await sleep(options.waitMs, signal)
         return []
       }
-      return this.takeUntil(endpointId, workerId, options.max, deadline, signal)
+      return this.takeUntil(
+        endpointId,
+        { workerId, leaseMs: this.leaseMs, max: options.max, holdsNothing: !options.jobInProgress },
+        deadline,
+        signal,
+      )
     })
   }
 
@@ -433,12 +444,11 @@ export class JobService {
    */
   private async takeUntil(
     endpointId: string,
-    workerId: string,
-    max: number,
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing: boolean },
     deadline: number,
     signal: AbortSignal,
   ): Promise<Job[]> {
-    const taker = { workerId, leaseMs: this.leaseMs, max }
+    const { workerId, max } = taker
     for (;;) {
       const work =
         !signal.aborted &&

@@ -191,14 +191,14 @@ export interface JobQueue {
   ): Promise<JobView | boolean>
   /**
    * A worker ready for up to `max` jobs waits for work: resolves true as soon as the endpoint has
-   * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1), with the
-   * job itself when one submitted meanwhile was handed to it (already its running job under a
-   * lease of `leaseMs`: no `take` needed); false after `timeoutMs` (or once `signal` aborts, as
-   * for the other waits).
+   * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1) or holds
+   * none (`holdsNothing`), with the job itself when one submitted meanwhile was handed to it
+   * (already its running job under a lease of `leaseMs`: no `take` needed); false after
+   * `timeoutMs` (or once `signal` aborts, as for the other waits).
    */
   waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number; max: number },
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean>
