@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.podyard/', 'coverage/', 'bench/jobs/profiles/'] },
+  { ignores: ['**/dist/', 'node_modules/', '.podyard/', 'coverage/', 'bench/jobs/profiles/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
