@@ -5,8 +5,11 @@
  */
 import { pathToFileURL } from 'node:url'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
+import { leftRunningMessage, type LeftRunning } from './cli/serve-shutdown.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
+import { POD_LABEL_KIND } from './control/pod-workload.js'
+import { WORKER_LABEL_ENDPOINT } from './control/worker-workload.js'
 import type * as PlatformModule from './platform.js'
 import { isAppError } from './shared/app-error.js'
 import { systemClock } from './shared/clock.js'
@@ -29,6 +32,23 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
 let loaded: Promise<typeof PlatformModule> | undefined
 const platform = () => (loaded ??= import('./platform.js'))
 
+/** The workloads a stopping server leaves running (pods and workers outlive it by design). */
+async function leftRunning(running: PlatformModule.Platform): Promise<LeftRunning> {
+  const left: LeftRunning = { pods: [], workers: [] }
+  for (const driver of running.drivers) {
+    for (const workload of await driver.list()) {
+      if (workload.phase === 'exited') continue
+      if (workload.labels[POD_LABEL_KIND] === 'worker') {
+        left.workers.push({
+          id: workload.id,
+          endpointId: workload.labels[WORKER_LABEL_ENDPOINT] ?? '?',
+        })
+      } else left.pods.push(workload.id)
+    }
+  }
+  return left
+}
+
 /** Runs the CLI; resolves with the exit code. */
 export async function run(argv: string[]): Promise<number> {
   const program = buildProgram({
@@ -41,7 +61,10 @@ export async function run(argv: string[]): Promise<number> {
       const running = await (await platform()).startPlatform(config)
       const shutdown = async (signal: string) => {
         running.app.log.info({ signal }, 'shutting down')
+        const left = await leftRunning(running)
         await running.close()
+        const message = leftRunningMessage(left)
+        if (message !== undefined) process.stderr.write(`${message}\n`)
         process.exit(0)
       }
       process.once('SIGTERM', () => void shutdown('SIGTERM'))
