@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { clientFrom, withClientOptions } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { addBillingCommands } from './billing-commands.js'
+import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addClustersCommands } from './clusters-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
@@ -82,7 +83,7 @@ export interface StoreCommands {
   setSpendLimit(account: string, usdPerHour: number): Promise<CreditView>
 }
 
-export interface CliDeps {
+export interface CliDeps extends DevDeps {
   serve(flags: ConfigFlags): Promise<void>
   progress(text: string): void
   sleep(ms: number): Promise<void>
@@ -173,6 +174,8 @@ export function buildProgram(deps: CliDeps): Command {
     program.command('serve').description('run the platform (API, GraphQL, job API)'),
     true,
   ).action((flags: ConfigFlags) => deps.serve(flags))
+
+  addDevCommand(program, deps)
 
   addConfigOptions(
     program.command('migrate').description('apply pending database migrations'),

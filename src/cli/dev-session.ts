@@ -1,0 +1,303 @@
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs'
+import path from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
+import { ApiClient, readEvents } from '../client/api-client.js'
+import { devBanner } from './dev-banner.js'
+
+/** The platform `podyard dev` started in-process (main.ts), and how to stop all of it. */
+export interface DevPlatform {
+  url: string
+  apiKey: string
+  dataDir: string
+  /** A data directory of its own, removed by stop(). */
+  throwaway: boolean
+  /** Stops the server and every workload it started, and removes a throwaway data dir. */
+  stop(): Promise<void>
+}
+
+/** The image name of dev endpoints: under the process driver an image is a name (args runs). */
+export const DEV_IMAGE = 'podyard/dev'
+/** Changed on each restart: a new endpoint version rolls the workers (docs/serverless-workers.md). */
+export const RELOAD_VARIABLE = 'PODYARD_DEV_RELOAD'
+/** Folders a `--watch` of the handler's folder ignores. */
+const IGNORED_SEGMENTS = new Set(['node_modules', '.git', '__pycache__', '.podyard', 'dist'])
+const WORKER_POLL_MS = 500
+const STATUS_POLL_MS = 200
+const DEBOUNCE_MS = 150
+
+export interface DevSessionOptions {
+  /** The handler file, absolute. */
+  file: string
+  command: string
+  env: Record<string, string>
+  workers: number
+  concurrency: number | undefined
+  /** The folder watched (`--watch`), else only the file. */
+  watchFolder: boolean
+  /** The job run once at start: `--input`, else test_input.json beside the handler. */
+  testJob: { from: string; body: Record<string, unknown> } | undefined
+  print(text: string): void
+  progress(text: string): void
+}
+
+interface EndpointJson {
+  id: string
+  name: string
+  version: number
+}
+interface WorkerJson {
+  id: string
+  status: string
+  reason: string | null
+}
+interface JobJson {
+  id: string
+  status: string
+  delayTime?: number
+  executionTime?: number
+  output?: unknown
+  error?: unknown
+}
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
+/** Waits `ms`, or less once `signal` aborts; never rejects. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  delay(ms, undefined, { signal }).catch(() => undefined)
+
+/**
+ * One `podyard dev` run over a started platform: the handler's endpoint, the banner, the
+ * workers' output inline, restarts on change, the test job. `close()` ends what it started
+ * here; the platform is stopped by its owner.
+ */
+export class DevSession {
+  private readonly client: ApiClient
+  private readonly closing = new AbortController()
+  private readonly followed = new Set<string>()
+  private readonly throttledSeen = new Set<string>()
+  private watcher: FSWatcher | undefined
+  private endpointId = ''
+  private revision = 0
+  private lastContent: string | undefined
+  private restarting: Promise<void> = Promise.resolve()
+  private debounce: NodeJS.Timeout | undefined
+  private readonly tasks: Promise<unknown>[] = []
+
+  constructor(
+    private readonly platform: DevPlatform,
+    private readonly options: DevSessionOptions,
+  ) {
+    this.client = new ApiClient(platform.url, platform.apiKey)
+  }
+
+  get name(): string {
+    return path.basename(this.options.file).replace(/\.[^.]+$/, '') || 'handler'
+  }
+
+  async start(): Promise<void> {
+    const endpoint = await this.ensureEndpoint()
+    this.endpointId = endpoint.id
+    const { file, watchFolder, workers, concurrency, command } = this.options
+    this.lastContent = this.fingerprint()
+    this.options.print(
+      devBanner({
+        handlerName: path.basename(file),
+        baseUrl: this.platform.url,
+        apiKey: this.platform.apiKey,
+        endpointId: endpoint.id,
+        endpointName: endpoint.name,
+        command,
+        workers,
+        concurrency,
+        dataDir: this.platform.dataDir,
+        throwaway: this.platform.throwaway,
+        watching: watchFolder ? `${path.dirname(file)}/` : path.basename(file),
+        exampleInput: this.options.testJob?.body.input ?? { prompt: 'hello' },
+      }),
+    )
+    this.tasks.push(this.followWorkers())
+    this.watch()
+    if (this.options.testJob) this.tasks.push(this.runTestJob(this.options.testJob))
+  }
+
+  async close(): Promise<void> {
+    this.closing.abort()
+    clearTimeout(this.debounce)
+    this.watcher?.close()
+    await this.restarting
+    await Promise.allSettled(this.tasks)
+  }
+
+  private endpointBody(reload: number | undefined) {
+    return {
+      name: this.name,
+      image: DEV_IMAGE,
+      args: this.options.command,
+      env: {
+        ...this.options.env,
+        ...(reload === undefined ? {} : { [RELOAD_VARIABLE]: String(reload) }),
+      },
+      disk: 1,
+      cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+      workers: { min: this.options.workers, max: this.options.workers },
+    }
+  }
+
+  /** The endpoint named after the file: created, or (a kept data directory) brought up to date. */
+  private async ensureEndpoint(): Promise<EndpointJson> {
+    const { endpoints } = await this.client.get<{ endpoints: EndpointJson[] }>('/v2/serverless')
+    const existing = endpoints.find((e) => e.name === this.name)
+    if (existing === undefined) {
+      return this.client.request<EndpointJson>(
+        'POST',
+        '/v2/serverless',
+        this.endpointBody(undefined),
+      )
+    }
+    return this.client.request<EndpointJson>(
+      'PATCH',
+      `/v2/serverless/${existing.id}`,
+      this.endpointBody(undefined),
+    )
+  }
+
+  /** What the single watched file holds now (undefined while it is missing, mid-save). */
+  private fingerprint(): string | undefined {
+    if (this.options.watchFolder) return undefined
+    try {
+      return createHash('sha256').update(readFileSync(this.options.file)).digest('hex')
+    } catch {
+      return undefined
+    }
+  }
+
+  private watch(): void {
+    const { file, watchFolder } = this.options
+    const folder = path.dirname(file)
+    const dataDir = path.resolve(this.platform.dataDir)
+    this.watcher = watch(folder, { recursive: watchFolder }, (_event, changed) => {
+      const name = changed?.toString()
+      if (!watchFolder) {
+        if (name !== undefined && name !== path.basename(file)) return
+      } else if (name !== undefined) {
+        const full = path.resolve(folder, name)
+        if (full === dataDir || full.startsWith(`${dataDir}${path.sep}`)) return
+        if (name.split(/[\\/]/).some((segment) => IGNORED_SEGMENTS.has(segment))) return
+      }
+      clearTimeout(this.debounce)
+      this.debounce = setTimeout(() => this.onChange(name), DEBOUNCE_MS)
+    })
+  }
+
+  private onChange(name: string | undefined): void {
+    if (this.closing.signal.aborted) return
+    if (!this.options.watchFolder) {
+      if (!existsSync(this.options.file)) return
+      const content = this.fingerprint()
+      if (content === undefined || content === this.lastContent) return
+      this.lastContent = content
+    }
+    this.restarting = this.restarting.then(() => this.restart(name))
+  }
+
+  private async restart(name: string | undefined): Promise<void> {
+    if (this.closing.signal.aborted) return
+    this.revision += 1
+    try {
+      const endpoint = await this.client.request<EndpointJson>(
+        'PATCH',
+        `/v2/serverless/${this.endpointId}`,
+        this.endpointBody(this.revision),
+      )
+      this.options.print(
+        `${name ?? path.basename(this.options.file)} changed: restarting the worker ` +
+          `(endpoint version ${endpoint.version}; queued jobs wait for it)`,
+      )
+    } catch (error) {
+      this.options.progress(
+        `podyard dev: could not restart the worker: ${(error as Error).message}`,
+      )
+    }
+  }
+
+  /** Follows the output of every worker of the endpoint, each line prefixed by its worker id. */
+  private async followWorkers(): Promise<void> {
+    const signal = this.closing.signal
+    while (!signal.aborted) {
+      try {
+        const { workers } = await this.client.get<{ workers: WorkerJson[] }>(
+          `/v2/serverless/${this.endpointId}/workers`,
+        )
+        for (const worker of workers) {
+          if (worker.status === 'THROTTLED') {
+            if (!this.throttledSeen.has(worker.id)) {
+              this.throttledSeen.add(worker.id)
+              this.options.progress(`${worker.id} * waiting for room: ${worker.reason ?? ''}`)
+            }
+            continue
+          }
+          if (this.followed.has(worker.id)) continue
+          this.followed.add(worker.id)
+          this.tasks.push(this.followLogs(worker.id))
+        }
+      } catch (error) {
+        if (!signal.aborted) this.options.progress(`podyard dev: ${(error as Error).message}`)
+      }
+      await sleep(WORKER_POLL_MS, signal)
+    }
+  }
+
+  private async followLogs(workerId: string): Promise<void> {
+    try {
+      const response = await this.client.open(
+        `/v2/serverless/${this.endpointId}/workers/${workerId}/logs?tail=5000`,
+        { signal: this.closing.signal },
+      )
+      for await (const event of readEvents(response)) {
+        const { source, line } = JSON.parse(event.data) as { source: string; line: string }
+        this.options.print(`${workerId} ${source === 'system' ? '*' : '|'} ${line}`)
+      }
+    } catch (error) {
+      if (!this.closing.signal.aborted) {
+        this.options.progress(`podyard dev: the log of ${workerId}: ${(error as Error).message}`)
+      }
+    }
+  }
+
+  /** Runs the test job once, through the job API, and prints its result and timings. */
+  private async runTestJob(job: { from: string; body: Record<string, unknown> }): Promise<void> {
+    const signal = this.closing.signal
+    try {
+      const started = Date.now()
+      const queued = await this.client.request<JobJson>(
+        'POST',
+        `/v2/${this.endpointId}/run`,
+        job.body,
+      )
+      this.options.print(`${job.from}: queued as job ${queued.id}`)
+      let status = queued
+      while (!TERMINAL.has(status.status)) {
+        await sleep(STATUS_POLL_MS, signal)
+        if (signal.aborted) return
+        status = await this.client.get<JobJson>(`/v2/${this.endpointId}/status/${queued.id}`)
+      }
+      const seconds = (ms: number | undefined) =>
+        ms === undefined ? '?' : `${(ms / 1000).toFixed(2)} s`
+      this.options.print(
+        [
+          `${job.from}: ${status.status} in ${seconds(Date.now() - started)} ` +
+            `(queued ${seconds(status.delayTime)}, ran ${seconds(status.executionTime)})`,
+          JSON.stringify(
+            status.error === undefined ? { output: status.output } : { error: status.error },
+            null,
+            2,
+          ),
+        ].join('\n'),
+      )
+    } catch (error) {
+      if (!signal.aborted) {
+        this.options.progress(`podyard dev: ${job.from}: ${(error as Error).message}`)
+      }
+    }
+  }
+}
