@@ -29,6 +29,7 @@ import { wireAccounts } from './wiring/account-wiring.js'
 import { wireApi } from './wiring/api-wiring.js'
 import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
+import { wireHosts } from './wiring/host-wiring.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
 import { platformContext } from './wiring/platform-context.js'
@@ -93,6 +94,7 @@ export async function startPlatform(
     parts.fleet = await wireFleet(context)
     parts.billing = wireBilling(context)
     parts.pods = wirePods(context)
+    parts.hosts = wireHosts(context)
     parts.replicas = wireReplicas(context)
     parts.serverless = wireServerless(context, {
       resolveHost: options.resolveHost ?? resolveWithSystem,

@@ -22,7 +22,8 @@ import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
-import { installClusterMetrics, installMetrics } from './http/metrics.js'
+import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
+import type { HostService } from '../domain/hosts/host-service.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
@@ -73,6 +74,8 @@ export interface AppDeps {
   readiness: () => Promise<void>
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
   models?: { service: ModelService; signer: ObjectUrlSigner }
+  /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
+  hosts?: HostService
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
@@ -116,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installProblemHandlers(app)
   const metrics = installMetrics(app)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
+  if (deps.hosts) installHostMetrics(metrics, deps.hosts)
 
   await app.register(swagger, {
     openapi: {
@@ -171,6 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),
     ...(deps.billing ? { billingReports: deps.billing.reports } : {}),
+    ...(deps.hosts ? { hosts: deps.hosts } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
   if (deps.models) {

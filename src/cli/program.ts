@@ -6,6 +6,7 @@ import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addClustersCommands } from './clusters-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
+import { addHostsCommands } from './hosts-commands.js'
 import { addModelsCommands } from './models-commands.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
@@ -442,6 +443,7 @@ export function buildProgram(deps: CliDeps): Command {
   addJobsCommands(program, deps)
   addBillingCommands(program, deps)
   addModelsCommands(program, deps)
+  addHostsCommands(program, deps)
 
   return program
 }

@@ -255,6 +255,17 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    hosts: Type.Object(
+      {
+        probeIntervalMs: positiveInt('ms between two probes of every host (docs/fleet.md)', 5000),
+        probeTimeoutMs: positiveInt(
+          'ms a probe of a host may take before it counts as failed',
+          10000,
+        ),
+        failuresBeforeDown: positiveInt('failed probes in a row that make a host DOWN', 2),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info', description: 'pino log level' },
@@ -331,5 +342,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
   { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },
+  { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },
+  { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
+  { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
 ]

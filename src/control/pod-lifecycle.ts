@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from 'pino'
 import type { Fleet } from '../domain/catalog/fleet.js'
+import { hostLostAt, hostLostReason } from '../domain/hosts/host-state.js'
 import type { Pod, PodRuntime, PodStatus } from '../domain/pods/pod.js'
 import { MAX_CRASH_RESTARTS } from '../domain/pods/pod-rules.js'
 import { TERMINATED_RETENTION_MS } from '../domain/pods/pod-service.js'
@@ -24,6 +25,30 @@ export const STARTUP_GRACE_MS = 1000
 export const HTTP_READY_TIMEOUT_MS = 30_000
 export const STOP_GRACE_MS = 10_000
 const TICK_MS = 500
+/** A driver whose list takes longer is treated as not answering for this pass. */
+const LIST_TIMEOUT_MS = 15_000
+/** Starts on a remote host tried with new random ports when the engine says one is taken. */
+const PORT_ATTEMPTS = 3
+const REMOTE_PORTS = { from: 30_000, count: 30_000 }
+
+function randomRemotePort(): number {
+  return REMOTE_PORTS.from + Math.floor(Math.random() * REMOTE_PORTS.count)
+}
+
+/** The engine refused a published port another process holds. */
+function portTaken(error: unknown): boolean {
+  return /port is already allocated|address already in use/i.test((error as Error)?.message ?? '')
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
 
 export interface PodLifecycleDeps {
   store: PodStore
@@ -32,9 +57,19 @@ export interface PodLifecycleDeps {
   driverFor: (hostId: string) => RuntimeDriver
   drivers: RuntimeDriver[]
   dataDir: string
+  /** The server's own address: the public IP of hosts that run here. */
   publicIp: string
+  /**
+   * Where a host's published ports are reached, and whether its runtime is another machine
+   * (its ports are then chosen without asking this machine, and checked at its address).
+   */
+  hostNetwork?: (hostId: string) => { publicIp: string; remote: boolean }
+  /** The host's state when it is DOWN (the host board), else undefined. */
+  hostDown?: (hostId: string) => { since: string; reason: string | null } | undefined
+  /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
+  driverDown?: (driver: RuntimeDriver) => boolean
   /** Host directory of a network volume. */
-  volumePath: (volumeId: string) => string
+  volumePath: (volumeId: string, dataCenterId: string) => string
   /** Decrypted credentials of a registry of the account, for pulling the pod's image. */
   registryCredentials: (
     accountId: string,
@@ -106,25 +141,92 @@ export class PodLifecycle implements PodRuntimeReader {
   /** One pass over every pod and every workload; exposed so tests can step it. */
   async tick(): Promise<void> {
     const pods = await this.deps.store.pods.list({})
-    const workloads = new Map<string, WorkloadState>()
-    for (const driver of this.deps.drivers) {
-      for (const workload of await driver.list()) workloads.set(workload.id, workload)
-    }
-    await Promise.all(pods.map((pod) => this.reconcileGuarded(pod, workloads.get(pod.id))))
+    const { workloads, unlisted } = await this.listWorkloads()
+    await Promise.all(
+      pods.map((pod) => {
+        const listed = !unlisted.has(this.driverOf(pod))
+        return this.reconcileGuarded(pod, workloads.get(pod.id)?.state, listed)
+      }),
+    )
     await this.removeOrphans(pods, workloads)
     await this.purgeTerminated()
   }
 
-  private async reconcileGuarded(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+  /**
+   * Every driver's workloads, each with the driver that has it. A driver that does not answer
+   * (its host is being lost) is `unlisted`: its pods' workloads are unknown, not gone.
+   */
+  private async listWorkloads(): Promise<{
+    workloads: Map<string, { state: WorkloadState; driver: RuntimeDriver }>
+    unlisted: Set<RuntimeDriver>
+  }> {
+    const workloads = new Map<string, { state: WorkloadState; driver: RuntimeDriver }>()
+    const unlisted = new Set<RuntimeDriver>()
+    await Promise.all(
+      this.deps.drivers.map(async (driver) => {
+        if (this.deps.driverDown?.(driver)) return void unlisted.add(driver)
+        try {
+          for (const state of await withTimeout(driver.list(), LIST_TIMEOUT_MS)) {
+            if (!workloads.has(state.id)) workloads.set(state.id, { state, driver })
+          }
+        } catch (error) {
+          unlisted.add(driver)
+          this.deps.logger.warn({ err: error, driver: driver.name }, 'listing workloads failed')
+        }
+      }),
+    )
+    return { workloads, unlisted }
+  }
+
+  private async reconcileGuarded(
+    pod: Pod,
+    workload: WorkloadState | undefined,
+    listed: boolean,
+  ): Promise<void> {
     if (this.busy.has(pod.id)) return
     this.busy.add(pod.id)
     try {
-      await this.reconcile(pod, workload)
+      const down = pod.hostId ? this.deps.hostDown?.(pod.hostId) : undefined
+      if (down) await this.hostLost(pod, down)
+      else if (!listed) return
+      else if (pod.status === 'ERROR' && hostLostAt(pod.statusReason, pod.hostId))
+        await this.hostBack(pod, workload)
+      else await this.reconcile(pod, workload)
     } catch (error) {
       this.deps.logger.error({ err: error, podId: pod.id }, 'reconciling pod failed')
     } finally {
       this.busy.delete(pod.id)
     }
+  }
+
+  /**
+   * The pod's host is DOWN: a pod that runs (or was about to) goes ERROR naming the host and
+   * when it was lost. Its place on the host is kept: its container may still be alive there.
+   */
+  private async hostLost(pod: Pod, down: { since: string; reason: string | null }): Promise<void> {
+    if (pod.status !== 'PROVISIONING' && pod.status !== 'STARTING' && pod.status !== 'RUNNING')
+      return
+    await this.transition(pod, 'ERROR', hostLostReason(pod.hostId!, down.since, down.reason))
+  }
+
+  /**
+   * The lost host answers again: a pod whose container is still running there is adopted
+   * (RUNNING again, not restarted); otherwise it stays ERROR and lets its place go.
+   */
+  private async hostBack(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
+    const current =
+      workload && this.generationOf(workload) === pod.generation ? workload : undefined
+    if (current?.phase === 'running') {
+      await this.event(pod, `host ${pod.hostId} is back and the pod's container still runs`)
+      await this.transition(pod, 'RUNNING', null)
+      return
+    }
+    const what = current ? `exited with code ${current.exitCode ?? 'none (killed)'}` : 'was gone'
+    await this.releaseAndSet(
+      pod,
+      'ERROR',
+      `its container ${what} when host ${pod.hostId} came back (${pod.statusReason})`,
+    )
   }
 
   private generationOf(workload: WorkloadState | undefined): number | undefined {
@@ -159,6 +261,10 @@ export class PodLifecycle implements PodRuntimeReader {
 
   private driverOf(pod: Pod): RuntimeDriver {
     return this.deps.driverFor(pod.hostId ?? '')
+  }
+
+  private networkOf(hostId: string): { publicIp: string; remote: boolean } {
+    return this.deps.hostNetwork?.(hostId) ?? { publicIp: this.deps.publicIp, remote: false }
   }
 
   private async event(pod: Pod, line: string): Promise<void> {
@@ -206,25 +312,38 @@ export class PodLifecycle implements PodRuntimeReader {
     try {
       await mkdir(dirs.containerDisk, { recursive: true })
       if (pod.mounts.persistent) await mkdir(dirs.persistent, { recursive: true })
-      const portMappings = await assignPorts(pod, () => freePort())
-      const spec = workloadOf(
-        pod,
-        dirs,
-        {
-          dataCenterId: host.dataCenterId,
-          publicIp: this.deps.publicIp,
-          vcpus: allocation.vcpus,
-          memoryGb: allocation.memoryGb,
-        },
-        portMappings,
-        await this.attachmentsOf(pod),
-      )
-      await this.event(
-        pod,
-        `starting ${spec.command === null ? `image ${pod.image}` : 'its command'} on host ${host.id}`,
-      )
-      await this.driverOf(pod).start(spec)
-      await this.transition(pod, 'STARTING', null, { portMappings })
+      const network = this.networkOf(host.id)
+      const attachments = await this.attachmentsOf(pod)
+      for (let attempt = 1; ; attempt++) {
+        // A remote host's free ports are not this machine's: a random one, again if taken.
+        const portMappings = await assignPorts(pod, () =>
+          network.remote ? Promise.resolve(randomRemotePort()) : freePort(),
+        )
+        const spec = workloadOf(
+          pod,
+          dirs,
+          {
+            dataCenterId: host.dataCenterId,
+            publicIp: network.publicIp,
+            vcpus: allocation.vcpus,
+            memoryGb: allocation.memoryGb,
+          },
+          portMappings,
+          attachments,
+        )
+        await this.event(
+          pod,
+          `starting ${spec.command === null ? `image ${pod.image}` : 'its command'} on host ${host.id}`,
+        )
+        try {
+          await this.driverOf(pod).start(spec)
+        } catch (error) {
+          if (network.remote && attempt < PORT_ATTEMPTS && portTaken(error)) continue
+          throw error
+        }
+        await this.transition(pod, 'STARTING', null, { portMappings })
+        return
+      }
     } catch (error) {
       await this.releaseAndSet(pod, 'ERROR', `could not start: ${(error as Error).message}`)
     }
@@ -239,7 +358,9 @@ export class PodLifecycle implements PodRuntimeReader {
     // Only pods created with startSsh get the keys (absent: a pod from before the flag, which did).
     const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
     return {
-      ...(volumeId ? { networkVolumePath: this.deps.volumePath(volumeId) } : {}),
+      ...(volumeId
+        ? { networkVolumePath: this.deps.volumePath(volumeId, pod.dataCenterId ?? '') }
+        : {}),
       ...(registryAuth ? { registryAuth } : {}),
       ...(publicKey ? { publicKey } : {}),
     }
@@ -262,7 +383,10 @@ export class PodLifecycle implements PodRuntimeReader {
     const aliveMs = this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()
     if (aliveMs < STARTUP_GRACE_MS) return
     const http = pod.portMappings.find((p) => p.type === 'http')
-    if (http && aliveMs < HTTP_READY_TIMEOUT_MS && !(await portAnswers(http.public))) return
+    const network = this.networkOf(pod.hostId ?? '')
+    const address = network.remote ? network.publicIp : '127.0.0.1'
+    if (http && aliveMs < HTTP_READY_TIMEOUT_MS && !(await portAnswers(http.public, address)))
+      return
     await this.transition(pod, 'RUNNING', null, { startedAt: workload.startedAt })
   }
 
@@ -300,15 +424,18 @@ export class PodLifecycle implements PodRuntimeReader {
   }
 
   /** Pod workloads whose pod no longer exists (purged, or deleted while the server was down). */
-  private async removeOrphans(pods: Pod[], workloads: Map<string, WorkloadState>): Promise<void> {
+  private async removeOrphans(
+    pods: Pod[],
+    workloads: Map<string, { state: WorkloadState; driver: RuntimeDriver }>,
+  ): Promise<void> {
     const known = new Set(pods.map((p) => p.id))
-    for (const workload of workloads.values()) {
+    for (const { state: workload, driver } of workloads.values()) {
       if (workload.labels[POD_LABEL_KIND] !== 'pod' || known.has(workload.id)) continue
       this.deps.logger.warn(
         { workloadId: workload.id },
         'removing a workload that belongs to no pod',
       )
-      for (const driver of this.deps.drivers) await driver.remove(workload.id)
+      await driver.remove(workload.id)
       await rm(path.join(this.deps.dataDir, 'pods', workload.id), { recursive: true, force: true })
     }
   }
@@ -319,10 +446,20 @@ export class PodLifecycle implements PodRuntimeReader {
   }
 
   async runtimeOf(pod: Pod): Promise<PodRuntime | null> {
+    if (pod.hostId && this.deps.hostDown?.(pod.hostId)) return null
     const driver = this.driverOf(pod)
-    const workload = await driver.inspect(pod.id)
-    if (!workload || workload.phase !== 'running') return null
-    const stats = await driver.stats(pod.id)
+    let workload: WorkloadState | undefined
+    let stats: Awaited<ReturnType<RuntimeDriver['stats']>>
+    try {
+      workload = await driver.inspect(pod.id)
+      if (!workload || workload.phase !== 'running') return null
+      stats = await driver.stats(pod.id)
+    } catch (error) {
+      // The host stopped answering since its last probe: no runtime to show, not a failed read.
+      this.deps.logger.warn({ err: error, podId: pod.id }, 'reading the pod runtime failed')
+      return null
+    }
+    const ip = this.networkOf(pod.hostId ?? '').publicIp
     return {
       uptime: Math.max(
         0,
@@ -338,7 +475,7 @@ export class PodLifecycle implements PodRuntimeReader {
         private: p.private,
         public: p.public,
         type: p.type,
-        ip: this.deps.publicIp,
+        ip,
       })),
     }
   }

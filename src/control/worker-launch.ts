@@ -17,6 +17,11 @@ export interface WorkerLaunchDeps {
   exclusiveCapacity<T>(work: (allocations: AllocationRepo) => Promise<T>): Promise<T>
   fleet: Fleet
   place: PlacementPolicy
+  /**
+   * Hosts that take no new workers now, each with why (DOWN, cordoned, draining, or a host
+   * whose workers cannot run yet): placement names them.
+   */
+  unavailableHosts?: () => Record<string, string>
   driverFor: (hostId: string) => RuntimeDriver
   /** The endpoint's current worker key and its generation. */
   workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
@@ -100,6 +105,7 @@ export async function launchWorker(
       hosts: deps.fleet.hosts,
       dataCenters: deps.fleet.dataCenters,
       allocations: await allocations.list(),
+      unavailable: deps.unavailableHosts?.() ?? {},
     }
     const refusals: string[] = []
     for (const candidate of candidates) {

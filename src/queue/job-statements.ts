@@ -55,7 +55,7 @@ export class JobStatements {
   readonly countByStatus: string
   readonly countRetried: string
 
-  constructor(private readonly dialect: QueueDialect) {
+  constructor(readonly dialect: QueueDialect) {
     const postgres = dialect === 'postgres'
     // Only what the take decides with: the size of what the worker is sent is measured here, and
     // the rows it is not sent are never read (docs/job-api.md, "Take budget").

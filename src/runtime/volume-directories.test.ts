@@ -28,6 +28,25 @@ describe('DirectoryVolumeStorage', () => {
     expect(existsSync(path.join(dataDir, 'volumes', 'abcde12345'))).toBe(true)
   })
 
+  it("keeps a data center's volumes in its shared storage when it names one", async () => {
+    const shared = path.join(dataDir, 'nfs', 'eu-se-1')
+    const perDataCenter = new DirectoryVolumeStorage({
+      dataDir,
+      usageCacheMs: 0,
+      dataCenterRoots: { 'EU-SE-1': shared },
+    })
+    await perDataCenter.create('abcde12345', 10, 'EU-SE-1')
+    expect(perDataCenter.path('abcde12345', 'EU-SE-1')).toBe(path.join(shared, 'abcde12345'))
+    writeFileSync(path.join(shared, 'abcde12345', 'f'), 'four')
+    expect(await perDataCenter.usedBytes('abcde12345', 'EU-SE-1')).toBe(4)
+    // Other data centers keep the default root.
+    expect(perDataCenter.path('abcde12345', 'US-KS-2')).toBe(
+      path.join(dataDir, 'volumes', 'abcde12345'),
+    )
+    await perDataCenter.remove('abcde12345', 'EU-SE-1')
+    expect(existsSync(path.join(shared, 'abcde12345'))).toBe(false)
+  })
+
   it('never hands an existing directory to a new volume', async () => {
     await storage.create('abcde12345', 10)
     await expect(storage.create('abcde12345', 10)).rejects.toMatchObject({ code: 'EEXIST' })

@@ -24,6 +24,11 @@ const VOLUME_ID = /^[a-z0-9]{1,64}$/
 export interface DirectoryVolumeStorageOptions {
   /** The server's data directory; volumes live in `<dataDir>/volumes/<id>`. */
   dataDir: string
+  /**
+   * Data centers whose volumes live elsewhere: the directory where each one's shared storage
+   * (NFS or similar) is mounted, the same path on its hosts and on this server.
+   */
+  dataCenterRoots?: Readonly<Record<string, string>>
   usageCacheMs?: number
   cacheFromEntries?: number
   /** Default MAX_USAGE_ENTRIES; tests lower it. */
@@ -47,6 +52,7 @@ export interface DirectoryVolumeStorageOptions {
  */
 export class DirectoryVolumeStorage {
   readonly root: string
+  private readonly dataCenterRoots: Readonly<Record<string, string>>
   private readonly usageCacheMs: number
   private readonly now: () => number
   private readonly maxUsageEntries: number
@@ -55,32 +61,38 @@ export class DirectoryVolumeStorage {
 
   constructor(options: DirectoryVolumeStorageOptions) {
     this.root = path.join(options.dataDir, 'volumes')
+    this.dataCenterRoots = options.dataCenterRoots ?? {}
     this.usageCacheMs = options.usageCacheMs ?? DEFAULT_USAGE_CACHE_MS
     this.now = options.now ?? Date.now
     this.maxUsageEntries = options.maxUsageEntries ?? MAX_USAGE_ENTRIES
     this.cacheFromEntries = options.cacheFromEntries ?? DEFAULT_CACHE_FROM_ENTRIES
   }
 
-  path(id: string): string {
+  /** The volume's directory; in its data center's shared storage when that has one. */
+  path(id: string, dataCenterId?: string): string {
     if (!VOLUME_ID.test(id)) throw new Error(`not a volume id: ${JSON.stringify(id)}`)
-    return path.join(this.root, id)
+    return path.join(this.rootOf(dataCenterId), id)
+  }
+
+  private rootOf(dataCenterId: string | undefined): string {
+    return (dataCenterId && this.dataCenterRoots[dataCenterId]) || this.root
   }
 
   /** Fails with EEXIST when the directory exists: a new volume never inherits old files. */
-  async create(id: string, _sizeGb: number): Promise<void> {
-    const dir = this.path(id)
-    await mkdir(this.root, { recursive: true })
+  async create(id: string, _sizeGb: number, dataCenterId?: string): Promise<void> {
+    const dir = this.path(id, dataCenterId)
+    await mkdir(this.rootOf(dataCenterId), { recursive: true })
     await mkdir(dir)
     this.usage.delete(id)
   }
 
   /** Nothing to do on disk (the size is not enforced); recreates a directory gone missing. */
-  async resize(id: string, _sizeGb: number): Promise<void> {
-    await mkdir(this.path(id), { recursive: true })
+  async resize(id: string, _sizeGb: number, dataCenterId?: string): Promise<void> {
+    await mkdir(this.path(id, dataCenterId), { recursive: true })
   }
 
-  async remove(id: string): Promise<void> {
-    await rm(this.path(id), { recursive: true, force: true })
+  async remove(id: string, dataCenterId?: string): Promise<void> {
+    await rm(this.path(id, dataCenterId), { recursive: true, force: true })
     this.usage.delete(id)
   }
 
@@ -89,8 +101,8 @@ export class DirectoryVolumeStorage {
    * on every file system), each hard-linked file once, symbolic links not followed. 0 when the
    * directory does not exist.
    */
-  usedBytes(id: string): Promise<number> {
-    const dir = this.path(id)
+  usedBytes(id: string, dataCenterId?: string): Promise<number> {
+    const dir = this.path(id, dataCenterId)
     const cached = this.usage.get(id)
     const now = this.now()
     if (cached && now - cached.at < this.usageCacheMs) return cached.bytes

@@ -357,6 +357,21 @@ export interface ClustersTable {
   doc: string
 }
 
+/** Migration 0021: each host's probed state and schedule (src/domain/hosts/host-state.ts). */
+export interface HostStatesTable {
+  host_id: string
+  state: string
+  reason: string | null
+  since: string
+  checked_at: string | null
+  /** JSON HostFacts or null. */
+  facts: string | null
+  /** JSON array of strings. */
+  warnings: string
+  schedule: string
+  schedule_changed_at: string | null
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -378,6 +393,7 @@ export interface Database {
   endpoints: EndpointsTable
   endpoint_releases: EndpointReleasesTable
   clusters: ClustersTable
+  host_states: HostStatesTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

@@ -43,6 +43,7 @@ export function wireApi(
     },
     rateLimits: config.rateLimit,
     billing: { reports: billing.reports, spend: billing.guard },
+    hosts: parts.hosts.service,
     models: { service: models.service, signer: models.signer },
     readiness: async () => {
       await store.ping()

@@ -6,15 +6,27 @@ import type { Config } from '../config/schema.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
-import { parseFleet, withLocalHost, type Fleet, type HostDriver } from '../domain/catalog/fleet.js'
+import {
+  hostRuntimeKind,
+  parseFleet,
+  withLocalHost,
+  type Fleet,
+  type HostDriver,
+} from '../domain/catalog/fleet.js'
 import { modelImageCommands } from '../domain/models/model-registry.js'
 import { builtinImageCommands } from '../domain/templates/builtin-templates.js'
+import type Docker from 'dockerode'
 import { DockerDriver } from '../runtime/docker/docker-driver.js'
+import { dockerConnectionOf } from '../runtime/docker/docker-endpoint.js'
+import type { HostRuntime } from '../runtime/host-runtime.js'
+import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
 import { loadServerId } from '../runtime/docker/server-id.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
 import { discoverLocalHost } from '../runtime/host-discovery.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
+import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
+import { KyselyHostStateRepo } from '../store/host-state-repo.js'
 import type { FleetParts, PlatformContext } from './platform-context.js'
 
 export async function loadFleet(
@@ -54,7 +66,7 @@ export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     clock,
   })
-  const hosts = await runtimeDriversOf(config, fleet, processDriver)
+  const hosts = await hostRuntimesOf(config, fleet, processDriver)
   const isolation = await processDriver.isolation()
   if (isolation.level === 'none') {
     logger.warn(
@@ -72,11 +84,19 @@ export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
       (await parts.accounts.accounts.findAccount(accountId))?.role === 'admin',
     unisolatedForEveryone: config.sandbox === 'none',
   }
+  const board = new HostBoard(fleet, new KyselyHostStateRepo(store.db), () =>
+    clock.now().toISOString(),
+  )
+  await board.refresh()
   return {
     fleet,
-    catalog: new CatalogService(fleet, new KyselyAllocationRepo(store.db)),
+    board,
+    catalog: new CatalogService(fleet, new KyselyAllocationRepo(store.db), () =>
+      board.unplaceable(),
+    ),
     processDriver,
-    driverFor: hosts.driverFor,
+    runtimeOf: (hostId) => hosts.runtimes.get(hostId) ?? noRuntime(hostId, `no host ${hostId}`),
+    driverFor: (hostId) => hosts.runtimes.get(hostId)?.driver ?? processDriver,
     drivers: hosts.drivers,
     isolation,
     isolationPolicy,
@@ -84,35 +104,95 @@ export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
 }
 
 /**
- * The runtime drivers of the fleet's hosts: one process driver (`process` hosts, and simulated
- * hosts that do not say `driver: docker`) and, for hosts that say `driver: docker`, a
- * DockerDriver on the one engine, checked to answer before the server starts. Simulated docker
- * hosts get their own instance that names their virtual GPUs in the env instead of requesting
- * devices; both see the same containers (one server id), so listing through either is the same.
+ * How each host of the fleet is reached (docs/fleet.md, "Remote hosts"):
+ * - the local host and simulated hosts run here: the process driver, or this machine's engine
+ *   (docker.socketPath) with `driver: docker`, checked to answer before the server starts;
+ *   simulated docker hosts get their own instance that names their virtual GPUs in the env
+ *   instead of requesting devices (both see the same containers: one server id);
+ * - a host with `docker.url` has a DockerDriver of its own on that engine, over SSH (host key
+ *   checked against knownHosts) or TCP+TLS; it is probed, never required at start;
+ * - a real host (`simulated: false`) without `docker.url`, or whose endpoint files cannot be
+ *   read, runs nothing: a NoRuntimeDriver, so that it is DOWN and never silently local.
  */
-async function runtimeDriversOf(
+async function hostRuntimesOf(
   config: Readonly<Config>,
   fleet: Fleet,
   processDriver: ProcessDriver,
-): Promise<{ driverFor: (hostId: string) => RuntimeDriver; drivers: RuntimeDriver[] }> {
-  const dockerHosts = fleet.hosts.filter((h) => h.driver === 'docker')
-  if (dockerHosts.length === 0) return { driverFor: () => processDriver, drivers: [processDriver] }
-  const options = {
-    serverId: loadServerId(config.dataDir),
-    ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
-    diskLimit: config.docker.diskLimit,
-  }
-  const byHost = new Map<string, DockerDriver>()
+): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
+  const serverId = loadServerId(config.dataDir)
+  const base = { serverId, diskLimit: config.docker.diskLimit }
+  const localEngines = new Map<boolean, DockerDriver>()
   const drivers: RuntimeDriver[] = [processDriver]
-  for (const simulatedGpus of [false, true]) {
-    const hosts = dockerHosts.filter((h) => h.simulated === simulatedGpus)
-    if (hosts.length === 0) continue
-    const docker = new DockerDriver({ ...options, simulatedGpus })
-    await docker.ping()
-    drivers.push(docker)
-    for (const host of hosts) byHost.set(host.id, docker)
+  const runtimes = new Map<string, HostRuntime>()
+  const localEngine = async (simulatedGpus: boolean): Promise<DockerDriver> => {
+    let docker = localEngines.get(simulatedGpus)
+    if (!docker) {
+      docker = new DockerDriver({
+        ...base,
+        ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
+        simulatedGpus,
+      })
+      await docker.ping()
+      localEngines.set(simulatedGpus, docker)
+      drivers.push(docker)
+    }
+    return docker
   }
-  return { driverFor: (hostId) => byHost.get(hostId) ?? processDriver, drivers }
+  for (const host of fleet.hosts) {
+    const kind = hostRuntimeKind(host)
+    if (kind === 'here' && host.driver === 'process') {
+      runtimes.set(host.id, {
+        hostId: host.id,
+        driver: processDriver,
+        where: 'this machine (process driver)',
+        remote: false,
+        probe: async () => null,
+      })
+    } else if (kind === 'here') {
+      const docker = await localEngine(host.simulated)
+      runtimes.set(host.id, engineRuntime(host.id, docker, false))
+    } else if (kind === 'engine' && host.docker) {
+      let connection: { options: Docker.DockerOptions; where: string } | undefined
+      let refusal: string | undefined
+      try {
+        connection = { options: dockerConnectionOf(host.docker), where: host.docker.url }
+      } catch (error) {
+        refusal = `${host.docker.url}: ${(error as Error).message}`
+      }
+      if (connection) {
+        const docker = new DockerDriver({ ...base, connection, simulatedGpus: host.simulated })
+        drivers.push(docker)
+        runtimes.set(host.id, engineRuntime(host.id, docker, true))
+      } else {
+        runtimes.set(host.id, noRuntime(host.id, refusal ?? 'no engine'))
+      }
+    } else {
+      runtimes.set(
+        host.id,
+        noRuntime(
+          host.id,
+          `host ${host.id} is declared real (simulated: false) but names no engine ` +
+            '(docker.url); its pods never run on this machine instead',
+        ),
+      )
+    }
+  }
+  return { runtimes, drivers }
+}
+
+function engineRuntime(hostId: string, docker: DockerDriver, remote: boolean): HostRuntime {
+  return { hostId, driver: docker, where: docker.where, remote, probe: () => docker.probe() }
+}
+
+function noRuntime(hostId: string, reason: string): HostRuntime {
+  const driver = new NoRuntimeDriver(reason)
+  return {
+    hostId,
+    driver,
+    where: 'no runtime',
+    remote: true,
+    probe: () => Promise.reject(new Error(reason)),
+  }
 }
 
 /** The banner's lines on the fleet and on how its workloads are isolated (docs/security.md). */

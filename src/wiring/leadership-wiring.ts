@@ -18,7 +18,8 @@ export interface Leadership {
 }
 
 /**
- * Which replica runs the reconcile loops (docs/production.md, "The leader"): the pod lifecycle,
+ * Which replica runs the reconcile loops (docs/production.md, "The leader"): the host probes,
+ * the pod lifecycle,
  * the job sweeper, the webhook dispatcher, the billing meter, the purge of expired model results
  * and the worker autoscaler. On SQLite this process always leads. A replica that does not lead
  * follows the leader's workers (for /health and the workers list) and shares the job API
@@ -31,7 +32,10 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const { lifecycle } = parts.pods
   const { meter } = parts.billing
   const driver = parts.fleet.processDriver
+  const { monitor } = parts.hosts
+  const { board } = parts.fleet
   let objectSweep: NodeJS.Timeout | undefined
+  let boardRefresh: NodeJS.Timeout | undefined
   const election = new LeaderElection({
     ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),
     replicaId,
@@ -40,6 +44,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     onLead: () => {
       void autoscaler.unfollow()
       driver.setActive(true)
+      monitor.start()
       lifecycle.start()
       sweeper.start()
       dispatcher.start()
@@ -56,6 +61,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     onLose: async () => {
       clearInterval(objectSweep)
       await Promise.all([
+        monitor.stop(),
         autoscaler.stop(),
         sweeper.stop(),
         meter.stop(),
@@ -91,11 +97,19 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     start: async () => {
       await wakeUps?.start()
       for (const sync of shared) sync.start()
+      // Every replica places pods: each reads the hosts' states the leader's probes write.
+      boardRefresh = setInterval(() => {
+        board.refresh().catch((error: unknown) => {
+          logger.warn({ err: error }, 'reading the host states failed')
+        })
+      }, config.cluster.syncIntervalMs)
+      boardRefresh.unref()
       await election.start()
       // A replica that does not lead still answers for the workers the leader runs.
       if (clustered && !election.isLeader()) autoscaler.follow()
     },
     stop: async () => {
+      clearInterval(boardRefresh)
       await election.stop()
       await autoscaler.unfollow()
       for (const sync of shared) await sync.stop()
@@ -104,6 +118,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       await sweeper.stop()
       await meter.stop()
       await dispatcher.stop()
+      await monitor.stop()
       await lifecycle.stop()
     },
   }

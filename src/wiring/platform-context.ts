@@ -13,6 +13,9 @@ import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { Fleet } from '../domain/catalog/fleet.js'
+import type { HostBoard } from '../domain/hosts/host-board.js'
+import type { DrainHook, HostService } from '../domain/hosts/host-service.js'
+import type { HostMonitor } from '../control/host-monitor.js'
 import type { ClusterService } from '../domain/clusters/cluster-service.js'
 import type { EgressGuard } from '../domain/egress/egress-guard.js'
 import type { Listener } from '../domain/egress/egress-policy.js'
@@ -33,6 +36,7 @@ import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { KyselyJobQueue } from '../queue/kysely-job-queue.js'
 import type { PgWakeUps } from '../queue/pg-wake-ups.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
+import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { ProcessDriver } from '../runtime/process/process-driver.js'
 import type { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
 import type { Clock } from '../shared/clock.js'
@@ -93,6 +97,7 @@ export interface PlatformParts {
   replicas: ReplicaParts
   serverless: ServerlessParts
   models: ModelParts
+  hosts: HostParts
 }
 
 /** Accounts, the admin, and the key that seals secrets (account-wiring.ts). */
@@ -111,14 +116,27 @@ export interface AccountParts {
 /** The hosts and how their workloads run (fleet-wiring.ts). */
 export interface FleetParts {
   fleet: Fleet
+  /** The hosts' states (UP, DOWN, schedule) as this replica knows them. */
+  board: HostBoard
   catalog: CatalogService
   /** The process driver: every host without `driver: docker` runs its workloads here. */
   processDriver: ProcessDriver
+  /** How a host is reached and probed (fleet-wiring.ts). */
+  runtimeOf(hostId: string): HostRuntime
   driverFor(hostId: string): RuntimeDriver
   drivers: RuntimeDriver[]
   /** How the process driver isolates workloads (a bubblewrap probe at start). */
   isolation: WorkloadIsolation
   isolationPolicy: IsolationPolicy
+}
+
+/** The operator's hosts: probes, cordon and drain (host-wiring.ts). */
+export interface HostParts {
+  service: HostService
+  /** The leader's probes of every host. */
+  monitor: HostMonitor
+  /** Told when a host starts draining (the serverless workers' part moves workers off). */
+  drainHooks: DrainHook[]
 }
 
 /** Credits, usage, the spend guard and the meter (billing-wiring.ts). */

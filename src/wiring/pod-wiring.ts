@@ -19,6 +19,7 @@ import { KyselyNetworkVolumeRepo } from '../store/network-volume-repo.js'
 import { podStoreOf } from '../store/pod-repo.js'
 import { KyselyRegistryRepo } from '../store/registry-repo.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
+import { hostPublicIp } from '../domain/catalog/fleet.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
 
 /**
@@ -32,7 +33,14 @@ export function wirePods(context: PlatformContext): PodParts {
   const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
     parts.serverless.endpoints.usersOf(accountId, uses)
   const templateRepo = new KyselyTemplateRepo(store.db)
-  const volumeStorage = new DirectoryVolumeStorage({ dataDir: config.dataDir })
+  const volumeStorage = new DirectoryVolumeStorage({
+    dataDir: config.dataDir,
+    dataCenterRoots: Object.fromEntries(
+      parts.fleet.fleet.dataCenters.flatMap((dc) =>
+        dc.networkVolumeRoot ? [[dc.id, dc.networkVolumeRoot]] : [],
+      ),
+    ),
+  })
   const volumes = new VolumeService({
     repo: new KyselyNetworkVolumeRepo(store.db),
     fleet: parts.fleet.fleet,
@@ -70,14 +78,28 @@ export function wirePods(context: PlatformContext): PodParts {
       ...(await endpointUsers(accountId, { templateId })),
     ],
   })
+  const { fleet, board, runtimeOf, driverFor } = parts.fleet
   const lifecycle = new PodLifecycle({
     store: podStore,
-    fleet: parts.fleet.fleet,
-    driverFor: parts.fleet.driverFor,
+    fleet,
+    driverFor,
     drivers: parts.fleet.drivers,
     dataDir: config.dataDir,
     publicIp: config.publicIp,
-    volumePath: (volumeId) => volumeStorage.path(volumeId),
+    hostNetwork: (hostId) => {
+      const host = fleet.hosts.find((h) => h.id === hostId)
+      return {
+        publicIp: host ? hostPublicIp(host, config.publicIp) : config.publicIp,
+        remote: runtimeOf(hostId).remote,
+      }
+    },
+    hostDown: (hostId) => board.down(hostId),
+    driverDown: (driver) => {
+      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
+      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+    },
+    // A pod's network volume is in its data center (placement keeps them together).
+    volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
     isolationRefusal: (accountId, hostDriver) =>

@@ -1,3 +1,4 @@
+import { hostRuntimeKind, type Fleet } from '../domain/catalog/fleet.js'
 import type { Config } from '../config/schema.js'
 import { ConfigError } from '../config/load-config.js'
 import { JobSweeper } from '../control/job-sweeper.js'
@@ -170,6 +171,7 @@ function workerAutoscalerOf(
     allocations: podStore.allocations,
     fleet,
     place,
+    unavailableHosts: () => workerUnavailableHosts(fleet, parts.fleet.board.unplaceable()),
     driverFor: () => processDriver,
     drivers: [processDriver],
     queue: serverless.queue,
@@ -178,7 +180,12 @@ function workerAutoscalerOf(
     jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl(),
     networkVolume: async (accountId, volumeId) => {
       const volume = await volumes.find(accountId, volumeId)
-      return volume && { dataCenterId: volume.dataCenterId, path: volumeStorage.path(volumeId) }
+      return (
+        volume && {
+          dataCenterId: volume.dataCenterId,
+          path: volumeStorage.path(volumeId, volume.dataCenterId),
+        }
+      )
     },
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     dataDir: config.dataDir,
@@ -233,6 +240,23 @@ function workerAutoscalerOf(
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
   })
+}
+
+/**
+ * Where workers may not be placed: the hosts that take nothing new (the host board), and the
+ * hosts that do not run here. Workers run under this machine's process driver for now, and a
+ * remote host's workload never runs anywhere but on that host.
+ */
+function workerUnavailableHosts(
+  fleet: Fleet,
+  unplaceable: Record<string, string>,
+): Record<string, string> {
+  const out = { ...unplaceable }
+  for (const host of fleet.hosts) {
+    if (out[host.id] === undefined && hostRuntimeKind(host) !== 'here')
+      out[host.id] = 'runs no serverless workers yet (they run on this machine only)'
+  }
+  return out
 }
 
 /**

@@ -55,7 +55,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
   const minVcpu = input.minVcpuCount ?? 0
   const minMemory = input.minMemoryInGb ?? 0
   const cudaVersions = (input.allowedCudaVersions ?? []).filter((v): v is string => !!v)
-  const { hosts, allocations } = await catalog.snapshot()
+  const { hosts, allocations, unavailable } = await catalog.snapshot()
   const meetsShare = (host: Host, n: number) => {
     const share = gpuShare(host, n)
     return share.vcpus >= minVcpu && share.memoryGb >= minMemory
@@ -69,7 +69,9 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
       dataCenterId: input.dataCenterId ?? undefined,
     })
     const eligible = candidates.filter((h) => meetsShare(h, count))
-    const availability = gpuAvailability(eligible, allocations, { typeId: type.id, count })
+    // Hosts that take no new pods (DOWN, cordoned, draining) offer no stock.
+    const open = eligible.filter((h) => unavailable[h.id] === undefined)
+    const availability = gpuAvailability(open, allocations, { typeId: type.id, count })
     const price = cloud === 'SECURE' ? type.price.secure : type.price.community
     return { cloud, candidates, eligible, availability, price }
   })

@@ -123,3 +123,36 @@ export function installClusterMetrics(
     },
   })
 }
+
+/**
+ * `podyard_hosts{state}`: the fleet's hosts by probed state (UP, DOWN, UNKNOWN before the first
+ * probe), and `podyard_hosts_schedule{schedule}`: by schedule (ACTIVE, CORDONED, DRAINING).
+ * Every state is reported, 0 included, so that an alert on DOWN > 0 has a series to read.
+ */
+export function installHostMetrics(
+  registry: Registry,
+  hosts: { states(): Array<{ state: string; schedule: string }> },
+): void {
+  new Gauge({
+    name: 'podyard_hosts',
+    help: "The fleet's hosts by state: UP, DOWN, or UNKNOWN before their first probe",
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const states = hosts.states()
+      for (const state of ['UP', 'DOWN', 'UNKNOWN'])
+        this.set({ state }, states.filter((h) => h.state === state).length)
+    },
+  })
+  new Gauge({
+    name: 'podyard_hosts_schedule',
+    help: "The fleet's hosts by schedule: ACTIVE, CORDONED (no new placements), DRAINING",
+    labelNames: ['schedule'] as const,
+    registers: [registry],
+    collect() {
+      const states = hosts.states()
+      for (const schedule of ['ACTIVE', 'CORDONED', 'DRAINING'])
+        this.set({ schedule }, states.filter((h) => h.schedule === schedule).length)
+    },
+  })
+}

@@ -17,6 +17,8 @@ import { modelCatalogRoutes } from '../models/model-routes.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { adminRoutes } from './admin-routes.js'
+import { adminHostRoutes } from './admin-host-routes.js'
+import type { HostService } from '../../domain/hosts/host-service.js'
 import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
@@ -51,6 +53,8 @@ export interface RestDeps {
   models?: ModelService
   /** `/billing...` reports (docs/billing.md); absent, those routes are not served. */
   billingReports?: BillingReportService
+  /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
+  hosts?: HostService
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -76,4 +80,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
     })
   }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
+  if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
 }

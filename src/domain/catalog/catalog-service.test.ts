@@ -247,7 +247,32 @@ describe('CatalogService on the demo fleet', () => {
     const allocation = take(host('eu-ro-1-l40s-1'), [0], 16, 62)
     await repo.insert(allocation)
     expect(catalog.fleet).toBe(demoFleet)
-    expect(await catalog.snapshot()).toEqual({ hosts: demoFleet.hosts, allocations: [allocation] })
+    expect(await catalog.snapshot()).toEqual({
+      hosts: demoFleet.hosts,
+      allocations: [allocation],
+      unavailable: {},
+    })
+  })
+
+  it('counts no stock on hosts that take no new pods (DOWN, cordoned, draining)', async () => {
+    let unavailable: Record<string, string> = {}
+    const gated = new CatalogService(demoFleet, repo, () => unavailable)
+    const h100 = 'NVIDIA H100 80GB HBM3'
+    expect((await gated.getGpuType(h100))?.availability).not.toBe('NONE')
+    expect(await gated.availableGpuCounts(h100)).toContain(8)
+    unavailable = { 'us-ks-2-h100-1': 'is DOWN since 2026-01-01T00:00:00.000Z: gone' }
+    const view = await gated.getGpuType(h100, { detail: true })
+    expect(view?.availability).toBe('NONE')
+    // Still listed, with its price and size: the host comes back.
+    expect(view?.maxCount.secure).toBe(8)
+    expect(await gated.availableGpuCounts(h100)).toEqual([])
+    expect((await gated.snapshot()).unavailable).toEqual(unavailable)
+    const cpu = await gated.getCpuType('cpu3c', { detail: true })
+    unavailable = { 'us-ks-2-cpu-1': 'is cordoned', 'ca-mtl-1-cpu-1': 'is draining' }
+    expect((await gated.getCpuType('cpu3c'))?.availability).toBe('NONE')
+    expect(cpu?.availability).not.toBe('NONE')
+    const dc = await gated.getDataCenter('US-KS-2', { cpuDetail: true })
+    expect(dc?.cpuAvailability?.find((a) => a.id === 'cpu3c')?.availability).toBe('NONE')
   })
 })
 

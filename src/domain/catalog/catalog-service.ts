@@ -108,6 +108,8 @@ export interface DataCenterQuery {
 export interface FleetSnapshot {
   hosts: Host[]
   allocations: Allocation[]
+  /** Hosts that take no new pods now, each with why (PlacementSnapshot.unavailable). */
+  unavailable: Record<string, string>
 }
 
 const DEFAULT_GPU_COUNT = 1
@@ -121,9 +123,14 @@ const DEFAULT_GPU_COUNT = 1
  * query values are validated by the API before they get here.
  */
 export class CatalogService {
+  /**
+   * @param unavailable hosts that take no new pods now (DOWN, cordoned, draining: the host
+   *   board), each with why; they offer no stock
+   */
   constructor(
     private readonly fleetDefinition: Fleet,
     private readonly allocations: AllocationRepo,
+    readonly unavailable: () => Record<string, string> = () => ({}),
   ) {}
 
   get fleet(): Fleet {
@@ -132,7 +139,17 @@ export class CatalogService {
 
   /** Hosts and what they hold now, for placement decisions. */
   async snapshot(): Promise<FleetSnapshot> {
-    return { hosts: this.fleetDefinition.hosts, allocations: await this.allocations.list() }
+    return {
+      hosts: this.fleetDefinition.hosts,
+      allocations: await this.allocations.list(),
+      unavailable: this.unavailable(),
+    }
+  }
+
+  /** The hosts whose free capacity is stock: those that take new pods now. */
+  private stockHosts(): Host[] {
+    const unavailable = this.unavailable()
+    return this.fleetDefinition.hosts.filter((h) => unavailable[h.id] === undefined)
   }
 
   async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
@@ -150,12 +167,7 @@ export class CatalogService {
 
   /** GPU counts a pod of the type can get placed with now (see capacity.availableGpuCounts). */
   async availableGpuCounts(typeId: string, cloud?: Cloud): Promise<number[]> {
-    return availableGpuCounts(
-      this.fleetDefinition.hosts,
-      await this.allocations.list(),
-      typeId,
-      cloud,
-    )
+    return availableGpuCounts(this.stockHosts(), await this.allocations.list(), typeId, cloud)
   }
 
   async listCpuTypes(q: CpuQuery = {}): Promise<CpuTypeView[]> {
@@ -212,9 +224,11 @@ export class CatalogService {
   }
 
   private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
-    // Stock counts only the hosts in the countries asked for (all of them when none are).
-    const hosts = this.hostsIn(q.countryCodes)
-    const stock: GpuStockQuery = {
+    // Stock counts only the hosts in the countries asked for (all of them when none are), of
+    // those that take new pods now.
+    const stock = new Set(this.stockHosts())
+    const hosts = this.hostsIn(q.countryCodes).filter((h) => stock.has(h))
+    const query: GpuStockQuery = {
       typeId: type.id,
       count: q.count ?? DEFAULT_GPU_COUNT,
       cloud: q.cloud,
@@ -240,7 +254,7 @@ export class CatalogService {
         serverless: price?.serverless ?? null,
       },
       maxCount: { secure, community },
-      availability: gpuAvailability(hosts, allocations, stock),
+      availability: gpuAvailability(hosts, allocations, query),
     }
     if (!q.detail) return view
 
@@ -252,7 +266,7 @@ export class CatalogService {
       .map((dc) => ({
         id: dc.id,
         name: dc.name,
-        availability: gpuAvailability(hosts, allocations, { ...stock, dataCenterId: dc.id }),
+        availability: gpuAvailability(hosts, allocations, { ...query, dataCenterId: dc.id }),
       }))
     // Per version present in the fleet, whether a host with exactly that version can take the
     // pod now: the same meaning as the cudaVersions filter, so a client can feed one to the other.
@@ -271,7 +285,7 @@ export class CatalogService {
         version,
         available:
           gpuAvailability(hosts, allocations, {
-            ...stock,
+            ...query,
             cudaVersions: [version],
             minCudaVersion: undefined,
           }) !== 'NONE',
@@ -300,7 +314,7 @@ export class CatalogService {
     q: CpuQuery,
     allocations: Allocation[],
   ): CpuTypeView {
-    const hosts = this.fleetDefinition.hosts
+    const hosts = this.stockHosts()
     const vcpuCount = q.vcpuCount ?? MIN_VCPU_COUNT
     const price = this.fleetDefinition.prices.cpus[flavor.id]
     const view: CpuTypeView = {
@@ -317,7 +331,7 @@ export class CatalogService {
       availability: cpuAvailability(hosts, allocations, { flavorId: flavor.id, vcpuCount }),
     }
     if (!q.detail) return view
-    const flavorHosts = eligibleCpuHosts(hosts, { flavorId: flavor.id })
+    const flavorHosts = eligibleCpuHosts(this.fleetDefinition.hosts, { flavorId: flavor.id })
     view.dataCenters = this.fleetDefinition.dataCenters
       .filter((dc) => flavorHosts.some((h) => h.dataCenterId === dc.id))
       .map((dc) => ({
@@ -337,7 +351,7 @@ export class CatalogService {
     q: DataCenterQuery,
     allocations: Allocation[],
   ): DataCenterView {
-    const hosts = this.fleetDefinition.hosts
+    const hosts = this.stockHosts()
     const view: DataCenterView = {
       id: dc.id,
       name: dc.name,
@@ -347,7 +361,7 @@ export class CatalogService {
       networkVolumeTypes: [...dc.networkVolumeTypes],
       compliance: [...dc.compliance],
     }
-    const here = hosts.filter((h) => h.dataCenterId === dc.id)
+    const here = this.fleetDefinition.hosts.filter((h) => h.dataCenterId === dc.id)
     if (q.gpuDetail) {
       const typeIds = new Set(here.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])))
       view.gpuAvailability = GPU_TYPES.filter((t) => typeIds.has(t.id)).map((t) => ({

@@ -4,6 +4,8 @@ import {
   DEFAULT_CUDA_VERSION,
   DEFAULT_HOST_DISK_GB,
   FleetError,
+  hostPublicIp,
+  hostRuntimeKind,
   LOCAL_HOST_ID,
   parseFleet,
   withLocalHost,
@@ -160,6 +162,64 @@ describe('parseFleet', () => {
     expect(errorsOf(doc({ hosts: [gpuHost(LOCAL_HOST_ID)] }))).toEqual([
       'fleet hosts[0].id: "local" is reserved for the discovered local host',
     ])
+  })
+
+  it("reads a host's own engine and address, and takes such a host for real", () => {
+    const ssh = { url: 'ssh://podyard@gpu-node-2', sshKey: '/k', knownHosts: '/kh' }
+    const tls = { url: 'tcp://gpu-node-3:2376', tls: { ca: '/ca', cert: '/c', key: '/k' } }
+    const fleet = parseFleet(
+      doc({
+        dataCenters: [dc('EU-RO-1', { networkVolumeRoot: '/mnt/eu-ro-1' })],
+        hosts: [
+          gpuHost('n2', { docker: ssh }),
+          gpuHost('n3', { docker: tls, publicIp: '203.0.113.3' }),
+          gpuHost('n4', { docker: { url: 'unix:///run/other.sock' }, simulated: true }),
+        ],
+      }),
+      'fleet.yaml',
+    )
+    expect(fleet.dataCenters[0]!.networkVolumeRoot).toBe('/mnt/eu-ro-1')
+    const [n2, n3, n4] = fleet.hosts
+    expect(n2).toMatchObject({ driver: 'docker', simulated: false, docker: ssh })
+    expect(n2).not.toHaveProperty('publicIp')
+    expect(hostPublicIp(n2!, '127.0.0.1')).toBe('gpu-node-2')
+    expect(hostPublicIp(n3!, '127.0.0.1')).toBe('203.0.113.3')
+    expect(hostPublicIp(n4!, '127.0.0.1')).toBe('127.0.0.1')
+    expect(n4).toMatchObject({ simulated: true })
+    expect(fleet.hosts.map(hostRuntimeKind)).toEqual(['engine', 'engine', 'engine'])
+  })
+
+  it('tells which hosts run here and which run nothing', () => {
+    const fleet = parseFleet(
+      doc({ hosts: [gpuHost('sim'), gpuHost('real', { simulated: false, driver: 'docker' })] }),
+      'fleet.yaml',
+    )
+    expect(fleet.hosts.map(hostRuntimeKind)).toEqual(['here', 'none'])
+  })
+
+  it('refuses engines it cannot reach safely', () => {
+    const host = (docker: unknown, extra: Record<string, unknown> = {}) =>
+      doc({ hosts: [gpuHost('n', { docker, ...extra })] })
+    expect(errorsOf(host({ url: 'ssh://gpu-node-2' }))).toEqual([
+      'fleet hosts[0].docker.url: names no user (ssh://user@host)',
+      'fleet hosts[0].docker.sshKey: is required for ssh:// (the private key file)',
+      "fleet hosts[0].docker.knownHosts: is required for ssh:// (a known_hosts file with the host's key)",
+    ])
+    expect(errorsOf(host({ url: 'tcp://gpu-node-3:2375' }))).toEqual([
+      'fleet hosts[0].docker.tls: is required for tcp:// (ca, cert and key files)',
+    ])
+    expect(errorsOf(host({ url: 'http://gpu-node-3:2375' }))).toEqual([
+      'fleet hosts[0].docker.url: must start with ssh://, tcp:// or unix://, got "http://gpu-node-3:2375"',
+    ])
+    expect(errorsOf(host({ url: 'unix:///s', sshKey: '/k' }))).toEqual([
+      'fleet hosts[0].docker.sshKey: is only for ssh:// URLs',
+    ])
+    expect(errorsOf(host({ url: 'unix:///s' }, { driver: 'process' }))).toEqual([
+      'fleet hosts[0].driver: must be docker (or omitted) for a host with docker.url',
+    ])
+    expect(
+      errorsOf(doc({ dataCenters: [dc('EU-RO-1', { networkVolumeRoot: 'relative' })] })),
+    ).toEqual(['fleet dataCenters[0].networkVolumeRoot: must be an absolute path'])
   })
 
   it('rejects duplicate data center ids and references to missing ones', () => {

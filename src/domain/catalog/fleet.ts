@@ -63,6 +63,11 @@ export interface DataCenter {
   globalNetwork: boolean
   networkVolumeTypes: NetworkVolumeType[]
   compliance: string[]
+  /**
+   * Where the data center's shared network volume storage (NFS or similar) is mounted, the
+   * same path on each of its hosts and on this server; absent: `<dataDir>/volumes`.
+   */
+  networkVolumeRoot?: string
 }
 
 export interface HostGpu {
@@ -70,6 +75,23 @@ export interface HostGpu {
   count: number
   /** Highest CUDA version the host's driver supports; null for AMD GPUs. */
   cudaVersion: string | null
+}
+
+export const DOCKER_URL_SCHEMES = ['ssh', 'tcp', 'unix'] as const
+
+/**
+ * Where a host's Docker engine answers (docs/fleet.md, "Remote hosts"): `ssh://user@name[:port]`
+ * with a private key and a known_hosts file (the host key is always checked),
+ * `tcp://name:port` with mutual TLS, or `unix:///path`. File paths are read at start.
+ */
+export interface HostDockerEndpoint {
+  url: string
+  /** ssh: the private key podyard logs in with. */
+  sshKey?: string
+  /** ssh: known_hosts holding the host's key (plain or hashed names). */
+  knownHosts?: string
+  /** tcp: the CA that signed the engine's certificate, and podyard's client certificate. */
+  tls?: { ca: string; cert: string; key: string }
 }
 
 export interface Host {
@@ -84,10 +106,15 @@ export interface Host {
   /** CPU flavors whose pods may be placed here; GPU hosts usually offer none. */
   cpuFlavors: string[]
   /**
-   * Declared hardware that does not exist; its pods run on this machine (process driver, or
-   * docker when the host says so) with virtual GPU indices in CUDA_VISIBLE_DEVICES.
+   * Declared hardware that does not exist: virtual GPU indices in CUDA_VISIBLE_DEVICES, no GPU
+   * devices requested. Its pods run on this machine (process driver, or the local engine with
+   * `driver: docker`), or on the engine of `docker.url` when it names one.
    */
   simulated: boolean
+  /** The host's own Docker engine; absent: this machine's (docker.socketPath). */
+  docker?: HostDockerEndpoint
+  /** Where the host's published ports are reached (RUNPOD_PUBLIC_IP); default in hostPublicIp. */
+  publicIp?: string
 }
 
 export interface FleetPrices {
@@ -153,6 +180,13 @@ const DataCenterSchema = Type.Object(
       Type.Array(literals(NETWORK_VOLUME_TYPES), { default: ['STANDARD'] }),
     ),
     compliance: Type.Optional(Type.Array(literals(COMPLIANCE_VALUES), { default: [] })),
+    networkVolumeRoot: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'absolute path of the shared volume storage on every host of the data center and on the server',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -182,6 +216,30 @@ const HostSchema = Type.Object(
     driver: Type.Optional(literals(HOST_DRIVERS)),
     cpuFlavors: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     simulated: Type.Optional(Type.Boolean()),
+    docker: Type.Optional(
+      Type.Object(
+        {
+          url: Type.String({
+            minLength: 1,
+            description: 'ssh://user@host[:port], tcp://host:port (with tls) or unix:///path',
+          }),
+          sshKey: Type.Optional(Type.String({ minLength: 1 })),
+          knownHosts: Type.Optional(Type.String({ minLength: 1 })),
+          tls: Type.Optional(
+            Type.Object(
+              {
+                ca: Type.String({ minLength: 1 }),
+                cert: Type.String({ minLength: 1 }),
+                key: Type.String({ minLength: 1 }),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    publicIp: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 )
@@ -412,6 +470,16 @@ function checkReferences(file: FleetFile, problems: Problems): void {
       }
     }
     checkCpuFlavors(host.cpuFlavors ?? [], `${path}.cpuFlavors`, problems)
+    if (host.docker) {
+      if (host.driver === 'process')
+        problems.add(`${path}.driver`, 'must be docker (or omitted) for a host with docker.url')
+      for (const problem of dockerEndpointProblems(host.docker))
+        problems.add(`${path}.docker${problem.field ? `.${problem.field}` : ''}`, problem.text)
+    }
+  })
+  file.dataCenters.forEach((dc, i) => {
+    if (dc.networkVolumeRoot !== undefined && !dc.networkVolumeRoot.startsWith('/'))
+      problems.add(`dataCenters[${i}].networkVolumeRoot`, 'must be an absolute path')
   })
 
   for (const id of Object.keys(file.prices?.gpus ?? {})) {
@@ -429,6 +497,46 @@ function checkReferences(file: FleetFile, problems: Problems): void {
     }
     checkCpuFlavors(file.localHost.cpuFlavors ?? [], 'localHost.cpuFlavors', problems)
   }
+}
+
+/**
+ * What is wrong with a docker endpoint: a scheme podyard does not speak, SSH without a key or
+ * without known_hosts (ssh2 would accept any host key), TCP without TLS (the Docker API is
+ * root on the host: never in the clear).
+ */
+function dockerEndpointProblems(
+  endpoint: HostDockerEndpoint,
+): Array<{ field?: string; text: string }> {
+  let url: URL
+  try {
+    url = new URL(endpoint.url)
+  } catch {
+    return [{ field: 'url', text: `is not a URL: ${JSON.stringify(endpoint.url)}` }]
+  }
+  const scheme = url.protocol.replace(/:$/, '')
+  const problems: Array<{ field?: string; text: string }> = []
+  const not = (field: string, why: string) => problems.push({ field, text: why })
+  if (!(DOCKER_URL_SCHEMES as readonly string[]).includes(scheme)) {
+    not('url', `must start with ssh://, tcp:// or unix://, got ${JSON.stringify(endpoint.url)}`)
+    return problems
+  }
+  if (scheme === 'ssh') {
+    if (url.hostname === '') not('url', 'names no host')
+    if (url.username === '') not('url', 'names no user (ssh://user@host)')
+    if (!endpoint.sshKey) not('sshKey', 'is required for ssh:// (the private key file)')
+    if (!endpoint.knownHosts)
+      not('knownHosts', "is required for ssh:// (a known_hosts file with the host's key)")
+  } else if (endpoint.sshKey || endpoint.knownHosts) {
+    not(endpoint.sshKey ? 'sshKey' : 'knownHosts', 'is only for ssh:// URLs')
+  }
+  if (scheme === 'tcp') {
+    if (url.hostname === '' || url.port === '') not('url', 'must name a host and a port')
+    if (!endpoint.tls) not('tls', 'is required for tcp:// (ca, cert and key files)')
+  } else if (endpoint.tls) {
+    not('tls', 'is only for tcp:// URLs')
+  }
+  if (scheme === 'unix' && url.pathname === '') not('url', 'names no socket path')
+  return problems
 }
 
 function mergePrices(file: FleetFile): FleetPrices {
@@ -475,7 +583,20 @@ function toHost(host: NonNullable<FleetFile['hosts']>[number]): Host {
     diskGb: host.diskGb ?? DEFAULT_HOST_DISK_GB,
     driver: host.driver ?? 'process',
     cpuFlavors: [...(host.cpuFlavors ?? [])],
-    simulated: host.simulated ?? true,
+    // A host with an engine of its own is a machine that exists, unless it says otherwise.
+    simulated: host.simulated ?? host.docker === undefined,
+    ...(host.docker
+      ? {
+          driver: 'docker' as const,
+          docker: {
+            url: host.docker.url,
+            ...(host.docker.sshKey ? { sshKey: host.docker.sshKey } : {}),
+            ...(host.docker.knownHosts ? { knownHosts: host.docker.knownHosts } : {}),
+            ...(host.docker.tls ? { tls: { ...host.docker.tls } } : {}),
+          },
+        }
+      : {}),
+    ...(host.publicIp ? { publicIp: host.publicIp } : {}),
   }
 }
 
@@ -500,6 +621,7 @@ export function parseFleet(doc: unknown, source: string): Fleet {
       globalNetwork: dc.globalNetwork ?? false,
       networkVolumeTypes: [...(dc.networkVolumeTypes ?? ['STANDARD'])],
       compliance: [...(dc.compliance ?? [])],
+      ...(dc.networkVolumeRoot ? { networkVolumeRoot: dc.networkVolumeRoot } : {}),
     }
   })
   const setting = doc.localHost ?? {}
@@ -573,6 +695,30 @@ export function withLocalHost(
     simulated: false,
   }
   return { ...fleet, hosts: [...fleet.hosts.filter((h) => h.id !== LOCAL_HOST_ID), local] }
+}
+
+/**
+ * Where a host runs its workloads: `engine` (its own Docker engine, `docker.url`), `here`
+ * (this machine: the local host and simulated hosts), or `none`: a real host that declares no
+ * engine, which runs nothing (its pods are never started on this machine instead).
+ */
+export function hostRuntimeKind(host: Host): 'engine' | 'here' | 'none' {
+  if (host.docker) return 'engine'
+  if (host.id === LOCAL_HOST_ID || host.simulated) return 'here'
+  return 'none'
+}
+
+/**
+ * The address of a host's published ports: its `publicIp`, else the host name of its engine's
+ * ssh:// or tcp:// URL, else this server's (`localIp`: the local and simulated hosts).
+ */
+export function hostPublicIp(host: Host, localIp: string): string {
+  if (host.publicIp) return host.publicIp
+  if (host.docker) {
+    const url = new URL(host.docker.url)
+    if (url.protocol !== 'unix:' && url.hostname !== '') return url.hostname.replace(/^\[|\]$/g, '')
+  }
+  return localIp
 }
 
 export function findDataCenter(fleet: Fleet, id: string): DataCenter | undefined {

@@ -62,6 +62,11 @@ export interface PlacementSnapshot {
   hosts: readonly Host[]
   dataCenters: readonly DataCenter[]
   allocations: readonly Allocation[]
+  /**
+   * Hosts that take no new placements now, each with why as a predicate (`is DOWN since ...`,
+   * `is cordoned`): they are considered, and named when they alone could have taken it.
+   */
+  unavailable?: Readonly<Record<string, string>>
 }
 
 /** The scheduler's pure decision, injected where capacity is taken. */

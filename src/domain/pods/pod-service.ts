@@ -310,6 +310,7 @@ export class PodService {
         hosts: fleet.hosts,
         dataCenters: fleet.dataCenters,
         allocations: await unit.allocations.list(),
+        unavailable: this.deps.catalog.unavailable(),
       },
       request,
     )
@@ -508,6 +509,7 @@ export class PodService {
               hosts: fleet.hosts,
               dataCenters: fleet.dataCenters,
               allocations: [...taken, ...tentative],
+              unavailable: this.deps.catalog.unavailable(),
             },
             { ...this.placementRequest(draft), dataCenterIds: [dataCenterId] },
           )

@@ -25,14 +25,18 @@ export interface NetworkVolumeRepo {
  * Where volumes' files live. Each volume is a place a workload can mount; what `sizeGb` means to
  * an implementation (a hard quota or only an account of what is rented) is its own to document.
  */
+/**
+ * Where network volumes' files live. A volume belongs to a data center: every host of it (and
+ * this server) sees the same directory, the data center's shared storage.
+ */
 export interface VolumeStorage {
   /** Makes an empty volume; fails if one with this id already exists. */
-  create(id: string, sizeGb: number): Promise<void>
-  resize(id: string, sizeGb: number): Promise<void>
+  create(id: string, sizeGb: number, dataCenterId: string): Promise<void>
+  resize(id: string, sizeGb: number, dataCenterId: string): Promise<void>
   /** Deletes the volume and its files; nothing happens when it does not exist. */
-  remove(id: string): Promise<void>
+  remove(id: string, dataCenterId: string): Promise<void>
   /** The host path a workload mounts. */
-  path(id: string): string
+  path(id: string, dataCenterId: string): string
   /** Bytes of files in the volume now (0 when it does not exist). */
-  usedBytes(id: string): Promise<number>
+  usedBytes(id: string, dataCenterId: string): Promise<number>
 }

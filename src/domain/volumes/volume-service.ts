@@ -106,12 +106,12 @@ export class VolumeService {
       createdAt: now,
       updatedAt: now,
     }
-    await this.deps.storage.create(volume.id, volume.sizeGb)
+    await this.deps.storage.create(volume.id, volume.sizeGb, volume.dataCenterId)
     try {
       await this.deps.repo.insert(volume)
     } catch (error) {
       // Without its record nobody can reach (or delete) the storage, so it must not outlive it.
-      await this.deps.storage.remove(volume.id)
+      await this.deps.storage.remove(volume.id, volume.dataCenterId)
       throw error
     }
     return volume
@@ -152,7 +152,7 @@ export class VolumeService {
 
       const next: NetworkVolume = { ...current, name, sizeGb, updatedAt: this.now }
       // Storage first: if it cannot grow, nothing is recorded (and nothing billed) for it.
-      if (sizeGb > current.sizeGb) await this.deps.storage.resize(id, sizeGb)
+      if (sizeGb > current.sizeGb) await this.deps.storage.resize(id, sizeGb, current.dataCenterId)
       if (await this.deps.repo.update(next, current.sizeGb)) return next
     }
     throw new AppError(
@@ -178,15 +178,15 @@ export class VolumeService {
     if (!(await this.deps.repo.delete(volume.id, this.now))) {
       throw new AppError('NOT_FOUND', `network volume ${id} not found`)
     }
-    await this.deps.storage.remove(volume.id)
+    await this.deps.storage.remove(volume.id, volume.dataCenterId)
   }
 
   /** Where the volume's files are on the host, for a workload to mount. */
   hostPathOf(volume: NetworkVolume): string {
-    return this.deps.storage.path(volume.id)
+    return this.deps.storage.path(volume.id, volume.dataCenterId)
   }
 
   async usage(volume: NetworkVolume): Promise<{ usedBytes: number }> {
-    return { usedBytes: await this.deps.storage.usedBytes(volume.id) }
+    return { usedBytes: await this.deps.storage.usedBytes(volume.id, volume.dataCenterId) }
   }
 }

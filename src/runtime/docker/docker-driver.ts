@@ -11,6 +11,7 @@ import type {
   WorkloadState,
   WorkloadStats,
 } from '../driver.js'
+import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
   containerName,
@@ -38,6 +39,11 @@ export interface DockerDriverOptions {
   serverId: string
   /** The engine's socket; /var/run/docker.sock (or DOCKER_HOST) by default. */
   socketPath?: string
+  /**
+   * A remote engine instead (docker-endpoint.ts: SSH or TLS), with `where` naming it in
+   * messages; socketPath is then ignored.
+   */
+  connection?: { options: Docker.DockerOptions; where: string }
   /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
   diskLimit?: boolean
   /**
@@ -108,7 +114,20 @@ export class DockerDriver implements RuntimeDriver {
   private readonly logEnds = new Map<string, number>()
 
   constructor(private readonly options: DockerDriverOptions) {
-    this.docker = new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined)
+    this.docker = new Docker(
+      options.connection?.options ??
+        (options.socketPath ? { socketPath: options.socketPath } : undefined),
+    )
+  }
+
+  /** Where the engine is, for messages. */
+  get where(): string {
+    return (
+      this.options.connection?.where ??
+      this.options.socketPath ??
+      process.env.DOCKER_HOST ??
+      '/var/run/docker.sock'
+    )
   }
 
   /** Throws DockerEngineUnreachableError when the engine does not answer. */
@@ -116,8 +135,26 @@ export class DockerDriver implements RuntimeDriver {
     try {
       await this.docker.ping()
     } catch (error) {
-      const where = this.options.socketPath ?? process.env.DOCKER_HOST ?? '/var/run/docker.sock'
-      throw new DockerEngineUnreachableError(where, error)
+      throw new DockerEngineUnreachableError(this.where, error)
+    }
+  }
+
+  /** What the engine says of its machine (GET /info), after a ping; throws when it does not answer. */
+  async probe(): Promise<RuntimeFacts> {
+    await this.docker.ping()
+    const info = (await this.docker.info()) as {
+      Name?: string
+      NCPU?: number
+      MemTotal?: number
+      ServerVersion?: string
+      Runtimes?: Record<string, unknown>
+    }
+    return {
+      name: info.Name ?? '',
+      cpus: info.NCPU ?? 0,
+      memoryBytes: info.MemTotal ?? 0,
+      serverVersion: info.ServerVersion ?? '',
+      runtimes: Object.keys(info.Runtimes ?? {}).sort(),
     }
   }
 

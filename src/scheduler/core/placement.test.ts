@@ -766,3 +766,48 @@ describe('host requirements: vCPU and memory minimums, compliance', () => {
     })
   })
 })
+
+describe('hosts that take no new placements', () => {
+  const a = gpuHost('a', 'US-KS-2', H100, 8)
+  const b = gpuHost('b', 'US-KS-2', H100, 2)
+  const snapshot = (unavailable: Record<string, string>) => ({
+    hosts: [a, b],
+    dataCenters: DATA_CENTERS,
+    allocations: [],
+    unavailable,
+  })
+
+  it('are passed over for the hosts that do', () => {
+    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 1))
+    // Best fit alone would take b, the smaller host.
+    expect(result.ok && result.placement.hostId).toBe('a')
+  })
+
+  it('are named when only they could have taken the pod', () => {
+    const result = place(
+      snapshot({ a: 'is DOWN since 2026-01-01T00:00:00.000Z: gone', b: 'is draining' }),
+      gpu(H100, 1),
+    )
+    expect(result.ok).toBe(false)
+    if (result.ok) return
+    expect(result.detail).toBe(
+      `no host has 1 free ${H100}: the hosts that would take it take no new pods now ` +
+        '(a is DOWN since 2026-01-01T00:00:00.000Z: gone; b is draining)',
+    )
+    expect(result.rejections).toContainEqual({ hostId: 'b', reason: 'is draining' })
+  })
+
+  it('say why a pinned pod cannot go back to its host', () => {
+    const result = place(snapshot({ a: 'is cordoned' }), gpu(H100, 1, { pinnedHostId: 'a' }))
+    expect(!result.ok && result.detail).toBe(
+      "host a (where the pod's persistent volume lives) is cordoned",
+    )
+  })
+
+  it('are still reported by what they lack when they would not fit anyway', () => {
+    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 3, { pinnedHostId: 'b' }))
+    expect(!result.ok && result.detail).toBe(
+      `host b (where the pod's persistent volume lives) has only 2 ${H100} in all`,
+    )
+  })
+})

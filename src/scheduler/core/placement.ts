@@ -47,6 +47,8 @@ const Stage = {
   Units: 5,
   Share: 6,
   Disk: 7,
+  /** Everything fits, but the host takes no new placements (DOWN, cordoned, draining). */
+  Unavailable: 8,
 } as const
 type Stage = (typeof Stage)[keyof typeof Stage]
 
@@ -61,6 +63,7 @@ interface Context {
   dataCenterById: ReadonlyMap<string, DataCenter>
   /** Set when the requested GPU type is known and not NVIDIA while global networking is on. */
   needsNvidia: boolean
+  unavailable: Readonly<Record<string, string>>
 }
 
 const list = (ids: readonly string[]) => ids.join(', ')
@@ -257,9 +260,14 @@ function evaluate(host: Host, ctx: Context, allocations: readonly Allocation[]):
     return excluded(`is in ${dataCenter.id}, which is not certified ${list(missing)}`)
   }
   const free = freeCapacity(host, allocations)
-  return request.compute.kind === 'gpu'
-    ? evaluateGpu(host, request.compute, ctx, free)
-    : evaluateCpu(host, request.compute, ctx, free)
+  const evaluation =
+    request.compute.kind === 'gpu'
+      ? evaluateGpu(host, request.compute, ctx, free)
+      : evaluateCpu(host, request.compute, ctx, free)
+  const unavailable = ctx.unavailable[host.id]
+  if (evaluation.fits && unavailable !== undefined)
+    return { fits: false, host, stage: Stage.Unavailable, reason: unavailable }
+  return evaluation
 }
 
 /** Fewest units left after placement first, so that large blocks stay whole; then host id. */
@@ -336,6 +344,7 @@ export function place(snapshot: PlacementSnapshot, request: PlacementRequest): P
     dataCenterById,
     needsNvidia:
       request.globalNetworking && gpuType !== undefined && gpuType.manufacturer !== 'NVIDIA',
+    unavailable: snapshot.unavailable ?? {},
   }
 
   const evaluations = snapshot.hosts.map((host) => evaluate(host, ctx, snapshot.allocations))
@@ -386,5 +395,13 @@ function failureDetail(
   }
   let furthest: Stage = Stage.Excluded
   for (const e of evaluations) if (!e.fits && e.stage > furthest) furthest = e.stage
+  if (furthest === Stage.Unavailable) {
+    const why = evaluations
+      .flatMap((e) =>
+        !e.fits && e.stage === Stage.Unavailable ? [`${e.host.id} ${e.reason}`] : [],
+      )
+      .join('; ')
+    return `${shortage(ctx, Stage.Units)}: the hosts that would take it take no new pods now (${why})`
+  }
   return shortage(ctx, furthest)
 }

@@ -1,0 +1,158 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { HostService } from '../../domain/hosts/host-service.js'
+import { AppError } from '../../shared/app-error.js'
+import { principalOf } from '../http/authentication.js'
+import { ProblemSchema } from './problem-schema.js'
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
+  Type.Union([schema, Type.Null()])
+
+export const HostSchema = Type.Object({
+  id: Type.String(),
+  dataCenterId: Type.String(),
+  cloud: Type.String(),
+  gpu: Type.Union([
+    Type.Object({
+      typeId: Type.String(),
+      count: Type.Integer(),
+      cudaVersion: Type.Union([Type.String(), Type.Null()]),
+    }),
+    Type.Null(),
+  ]),
+  vcpus: Type.Integer(),
+  memoryGb: Type.Integer(),
+  diskGb: Type.Integer(),
+  driver: Type.String(),
+  simulated: Type.Boolean(),
+  runtime: Type.String({ description: 'where its workloads run: this machine, or its engine URL' }),
+  publicIp: Type.String({ description: "where its pods' published ports are reached" }),
+  state: Type.Union([Type.Literal('UP'), Type.Literal('DOWN'), Type.Literal('UNKNOWN')]),
+  stateReason: Nullable(Type.String()),
+  stateSince: Type.String({ format: 'date-time' }),
+  checkedAt: Nullable(Type.String({ format: 'date-time' })),
+  schedule: Type.Union([
+    Type.Literal('ACTIVE'),
+    Type.Literal('CORDONED'),
+    Type.Literal('DRAINING'),
+  ]),
+  placeable: Type.Boolean(),
+  unplaceableReason: Nullable(Type.String()),
+  reported: Type.Union([
+    Type.Object({
+      name: Type.String(),
+      cpus: Type.Integer(),
+      memoryGb: Type.Number(),
+      serverVersion: Type.String(),
+      runtimes: Type.Array(Type.String()),
+    }),
+    Type.Null(),
+  ]),
+  warnings: Type.Array(Type.String()),
+  podCount: Type.Integer(),
+})
+
+const PodOnHostSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  accountId: Type.String(),
+  status: Type.String(),
+})
+
+const HostParams = Type.Object({ hostId: Type.String({ minLength: 1, maxLength: 200 }) })
+type HostParams = Static<typeof HostParams>
+const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
+const tags = ['Admin']
+
+function requireAdmin(request: FastifyRequest): void {
+  if (!principalOf(request).isAdmin)
+    throw new AppError('FORBIDDEN', "only the admin account may see and manage the fleet's hosts")
+}
+
+/**
+ * The operator's hosts (docs/fleet.md, "Host state"): their state and schedule, cordon,
+ * uncordon and drain. Admin only; an extension of ours, not part of RunPod's API.
+ */
+export async function adminHostRoutes(
+  app: FastifyInstance,
+  { hosts }: { hosts: HostService },
+): Promise<void> {
+  app.get(
+    '/admin/hosts',
+    {
+      schema: {
+        tags,
+        operationId: 'listHosts',
+        summary: "The fleet's hosts with their state and schedule",
+        response: { 200: Type.Object({ hosts: Type.Array(HostSchema) }), ...errors },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      return { hosts: await hosts.list() }
+    },
+  )
+
+  app.get<{ Params: HostParams }>(
+    '/admin/hosts/:hostId',
+    {
+      schema: {
+        tags,
+        operationId: 'getHost',
+        summary: 'A host with its state, schedule and the pods on it',
+        params: HostParams,
+        response: {
+          200: Type.Intersect([HostSchema, Type.Object({ pods: Type.Array(PodOnHostSchema) })]),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      return hosts.get(request.params.hostId)
+    },
+  )
+
+  for (const action of ['cordon', 'uncordon'] as const) {
+    app.post<{ Params: HostParams }>(
+      `/admin/hosts/:hostId/${action}`,
+      {
+        schema: {
+          tags,
+          operationId: `${action}Host`,
+          summary:
+            action === 'cordon'
+              ? 'Place no new pods or workers on the host'
+              : 'Place pods and workers on the host again (ends a cordon or a drain)',
+          params: HostParams,
+          response: { 200: HostSchema, ...errors },
+        },
+      },
+      async (request) => {
+        requireAdmin(request)
+        return hosts[action](request.params.hostId)
+      },
+    )
+  }
+
+  app.post<{ Params: HostParams }>(
+    '/admin/hosts/:hostId/drain',
+    {
+      schema: {
+        tags,
+        operationId: 'drainHost',
+        summary:
+          'No new placements on the host, its serverless workers moved off; lists the pods left',
+        params: HostParams,
+        response: {
+          200: Type.Object({ host: HostSchema, podsLeft: Type.Array(PodOnHostSchema) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      return hosts.drain(request.params.hostId)
+    },
+  )
+}

@@ -1,0 +1,139 @@
+import type { Command } from 'commander'
+import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import { formatTable } from './format-table.js'
+
+interface HostJson {
+  id: string
+  dataCenterId: string
+  gpu: { typeId: string; count: number } | null
+  vcpus: number
+  memoryGb: number
+  runtime: string
+  publicIp: string
+  state: string
+  stateReason: string | null
+  stateSince: string
+  schedule: string
+  reported: {
+    name: string
+    cpus: number
+    memoryGb: number
+    serverVersion: string
+    runtimes: string[]
+  } | null
+  warnings: string[]
+  podCount: number
+}
+
+interface PodOnHostJson {
+  id: string
+  name: string
+  accountId: string
+  status: string
+}
+
+export interface HostsCommandDeps {
+  print(text: string): void
+}
+
+const hostTable = (list: HostJson[]) =>
+  formatTable(
+    ['ID', 'DATA CENTER', 'STATE', 'SCHEDULE', 'GPUS', 'PODS', 'RUNTIME'],
+    list.map((h) => [
+      h.id,
+      h.dataCenterId,
+      h.state,
+      h.schedule,
+      h.gpu ? `${h.gpu.count} × ${h.gpu.typeId}` : '-',
+      String(h.podCount),
+      h.runtime,
+    ]),
+  )
+
+const podTable = (pods: PodOnHostJson[]) =>
+  formatTable(
+    ['POD', 'NAME', 'ACCOUNT', 'STATUS'],
+    pods.map((p) => [p.id, p.name, p.accountId, p.status]),
+  )
+
+/** One host, as lines a person reads. */
+function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
+  const lines = [
+    `host        ${host.id} in ${host.dataCenterId}`,
+    `state       ${host.state} since ${host.stateSince}${host.stateReason ? `: ${host.stateReason}` : ''}`,
+    `schedule    ${host.schedule}`,
+    `runtime     ${host.runtime}`,
+    `public ip   ${host.publicIp}`,
+    `declared    ${host.gpu ? `${host.gpu.count} × ${host.gpu.typeId}, ` : ''}${host.vcpus} vCPUs, ${host.memoryGb} GB`,
+  ]
+  if (host.reported) {
+    const r = host.reported
+    lines.push(
+      `reported    ${r.name}: ${r.cpus} CPUs, ${r.memoryGb} GB, Docker ${r.serverVersion}, runtimes ${r.runtimes.join(', ')}`,
+    )
+  }
+  for (const warning of host.warnings) lines.push(`warning     ${warning}`)
+  if (host.pods) lines.push('', host.pods.length > 0 ? podTable(host.pods) : 'no pods')
+  return lines.join('\n')
+}
+
+/** `podyard hosts ...`: the fleet's hosts for the admin (docs/fleet.md, "Host state"). */
+export function addHostsCommands(program: Command, deps: HostsCommandDeps): void {
+  const hosts = program
+    .command('hosts')
+    .description("the fleet's hosts: state, cordon, drain (admin key), on a running server")
+  const path = (id: string, action = '') =>
+    `/v2/admin/hosts/${encodeURIComponent(id)}${action ? `/${action}` : ''}`
+
+  withClientOptions(hosts.command('list').description('every host, its state and schedule')).action(
+    async (flags: ClientFlags) => {
+      const { hosts: list } = await clientFrom(flags).get<{ hosts: HostJson[] }>('/v2/admin/hosts')
+      deps.print(flags.json ? JSON.stringify(list, null, 2) : hostTable(list))
+    },
+  )
+
+  withClientOptions(
+    hosts
+      .command('get')
+      .description('one host, what it reports and its pods')
+      .argument('<host-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    const host = await clientFrom(flags).get<HostJson & { pods: PodOnHostJson[] }>(path(id))
+    deps.print(flags.json ? JSON.stringify(host, null, 2) : describeHost(host))
+  })
+
+  for (const [action, description] of [
+    ['cordon', 'place no new pods or workers on the host'],
+    ['uncordon', 'place pods and workers on the host again (ends a drain too)'],
+  ] as const) {
+    withClientOptions(hosts.command(action).description(description).argument('<host-id>')).action(
+      async (id: string, flags: ClientFlags) => {
+        const host = await clientFrom(flags).request<HostJson>('POST', path(id, action))
+        deps.print(
+          flags.json ? JSON.stringify(host, null, 2) : `host ${host.id} is ${host.schedule}`,
+        )
+      },
+    )
+  }
+
+  withClientOptions(
+    hosts
+      .command('drain')
+      .description('no new placements, serverless workers moved off; lists the pods left')
+      .argument('<host-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    const result = await clientFrom(flags).request<{
+      host: HostJson
+      podsLeft: PodOnHostJson[]
+    }>('POST', path(id, 'drain'))
+    if (flags.json) return deps.print(JSON.stringify(result, null, 2))
+    deps.print(
+      [
+        `host ${result.host.id} is ${result.host.schedule}`,
+        result.podsLeft.length > 0
+          ? `pods left on it (stop or terminate them):\n${podTable(result.podsLeft)}`
+          : 'no pods left on it',
+      ].join('\n'),
+    )
+  })
+}

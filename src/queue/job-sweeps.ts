@@ -1,0 +1,154 @@
+import { sql } from 'kysely'
+import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
+import { addWebhookDelivery, chunks, finishFields, iso, RUNNING, type Db } from './job-rows.js'
+import { addStop, STOP_NOTICE_RETENTION_MS } from './stop-notices.js'
+
+/**
+ * The queue's sweeps (docs/serverless-queue.md, "Taking and leases" and "Timeouts, ttl and
+ * retention"), run by the leader's JobSweeper. Each is one transaction, and returns what it
+ * changed so that the queue wakes the long polls concerned once it has committed.
+ */
+
+/**
+ * Sweeps on PostgreSQL run under this transaction-scoped advisory lock, tried not waited for:
+ * when another replica is sweeping, this one skips (its turn comes next time), and two sweeps
+ * never delete overlapping rows in different orders.
+ */
+const SWEEP_LOCK_KEY = 7_341_005
+
+/** What a sweep changed, for the wake-ups after its commit. */
+export interface SweepEffects {
+  /** Jobs whose status changed or that are gone; `requeued` when they are takeable again. */
+  touched: Array<{ endpointId: string; id: string; requeued: boolean }>
+  /** Wake-up keys of the stop notices it wrote. */
+  stopKeys: Set<string>
+  /** It added webhook deliveries. */
+  webhooks: boolean
+}
+
+const noEffects = (): SweepEffects => ({ touched: [], stopKeys: new Set(), webhooks: false })
+
+/** False when another replica's sweep holds the lock (PostgreSQL); always true on SQLite. */
+async function sweepLock(tx: Db, postgres: boolean): Promise<boolean> {
+  if (!postgres) return true
+  const result = await sql<{
+    ok: boolean
+  }>`select pg_try_advisory_xact_lock(${SWEEP_LOCK_KEY}) as ok`.execute(tx)
+  return result.rows[0]?.ok === true
+}
+
+/**
+ * IN_PROGRESS jobs whose lease ended by `at` go back to the queue, or become TIMED_OUT when their
+ * deadline has passed too, or FAILED when their worker was lost MAX_JOB_ATTEMPTS times. Their
+ * workers get stop notices.
+ */
+export async function requeueExpiredLeases(
+  db: Db,
+  postgres: boolean,
+  at: number,
+): Promise<SweepEffects> {
+  const effects = noEffects()
+  await db.transaction().execute(async (tx) => {
+    if (!(await sweepLock(tx, postgres))) return
+    let query = tx
+      .selectFrom('jobs')
+      .selectAll()
+      .where(RUNNING)
+      .where('lease_expires_at', '<=', iso(at))
+    if (postgres) query = query.forUpdate().skipLocked()
+    for (const row of await query.execute()) {
+      const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
+      const exhausted = !timedOut && Number(row.attempts) >= MAX_JOB_ATTEMPTS
+      const update = tx.updateTable('jobs')
+      const set = timedOut
+        ? update.set(finishFields(row, 'TIMED_OUT', at))
+        : exhausted
+          ? update.set({
+              ...finishFields(row, 'FAILED', at),
+              error: lostWorkerError(Number(row.attempts)),
+            })
+          : update.set({
+              status: 'IN_QUEUE',
+              worker_id: null,
+              started_at: null,
+              lease_expires_at: null,
+              deadline_at: null,
+              output: null,
+              version: sql`version + 1`,
+            })
+      const updated = await set.where('seq', '=', row.seq).returningAll().executeTakeFirst()
+      const finished = timedOut || exhausted
+      if (finished && updated && (await addWebhookDelivery(tx, updated, at))) {
+        effects.webhooks = true
+      }
+      const key = await addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
+      if (key !== undefined) effects.stopKeys.add(key)
+      effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: !finished })
+    }
+  })
+  return effects
+}
+
+/** Renews every running lease that ends before `until` to `until`; returns how many. */
+export async function renewRunningLeases(db: Db, until: number): Promise<number> {
+  const result = await db
+    .updateTable('jobs')
+    .set({ lease_expires_at: iso(until) })
+    .where(RUNNING)
+    .where('lease_expires_at', '<', iso(until))
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
+
+/**
+ * ttl passed: deleted in any state; retention passed: deleted; deadline passed: TIMED_OUT. Workers
+ * of running jobs so ended get stop notices; notices nobody collected for an hour are dropped.
+ */
+export async function expireJobs(
+  db: Db,
+  postgres: boolean,
+  now: number,
+): Promise<SweepEffects & { timedOut: string[]; deleted: string[] }> {
+  const at = iso(now)
+  const effects = { ...noEffects(), timedOut: [] as string[], deleted: [] as string[] }
+  await db.transaction().execute(async (tx) => {
+    if (!(await sweepLock(tx, postgres))) return
+    // ttl first: a job past both its ttl and its deadline is simply gone.
+    const gone = await tx
+      .deleteFrom('jobs')
+      .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
+      .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
+      .execute()
+    for (const row of gone) {
+      if (row.status === 'IN_PROGRESS') {
+        const key = await addStop(tx, row, 'expired', now)
+        if (key !== undefined) effects.stopKeys.add(key)
+      }
+      effects.deleted.push(row.id)
+      effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: false })
+    }
+    for (const ids of chunks(effects.deleted)) {
+      await tx.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
+    }
+    let late = tx.selectFrom('jobs').selectAll().where(RUNNING).where('deadline_at', '<=', at)
+    if (postgres) late = late.forUpdate().skipLocked()
+    for (const row of await late.execute()) {
+      const updated = await tx
+        .updateTable('jobs')
+        .set(finishFields(row, 'TIMED_OUT', now))
+        .where('seq', '=', row.seq)
+        .returningAll()
+        .executeTakeFirst()
+      if (updated && (await addWebhookDelivery(tx, updated, now))) effects.webhooks = true
+      const key = await addStop(tx, row, 'timed-out', now)
+      if (key !== undefined) effects.stopKeys.add(key)
+      effects.timedOut.push(row.id)
+      effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: false })
+    }
+    await tx
+      .deleteFrom('job_stops')
+      .where('created_at', '<=', iso(now - STOP_NOTICE_RETENTION_MS))
+      .execute()
+  })
+  return effects
+}

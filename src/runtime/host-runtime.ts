@@ -1,0 +1,25 @@
+import type { RuntimeDriver } from './driver.js'
+
+/** What a host's engine reports of its machine (docker-driver.ts probe()). */
+export interface RuntimeFacts {
+  name: string
+  cpus: number
+  memoryBytes: number
+  serverVersion: string
+  runtimes: string[]
+}
+
+/**
+ * How podyard reaches one host of the fleet: the driver that runs its workloads, where it is
+ * (for people: `this machine (process driver)`, `ssh://podyard@gpu-node-2`), and its probe,
+ * which resolves with what the engine reports (null for a host without an engine: the process
+ * driver) or throws when the host cannot be reached.
+ */
+export interface HostRuntime {
+  hostId: string
+  driver: RuntimeDriver
+  where: string
+  /** The driver runs on another machine (a remote engine): its ports are on that machine. */
+  remote: boolean
+  probe(): Promise<RuntimeFacts | null>
+}
