@@ -10,7 +10,9 @@ import { pino, type Logger } from 'pino'
 import { jobLimiterOf } from './api/app.js'
 import type { BillingMeter } from './control/billing-meter.js'
 import type { PodLifecycle } from './control/pod-lifecycle.js'
+import { POD_LABEL_KIND } from './control/pod-workload.js'
 import type { WorkerAutoscaler } from './control/worker-autoscaler.js'
+import { WORKER_LABEL_ENDPOINT } from './control/worker-workload.js'
 import { FleetError, type Fleet } from './domain/catalog/fleet.js'
 import type { HostResolver } from './domain/egress/egress-guard.js'
 import { ModelConfigError } from './domain/models/model-registry.js'
@@ -63,12 +65,28 @@ export interface Platform {
   banner: string
   /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
   generatedAdminKey?: string
+  /** The pods and serverless workers running now on this server's hosts. */
+  workloads(): Promise<RunningWorkloads>
+  /**
+   * Stops the server (workloads outlive it by design: the next start adopts them,
+   * docs/runtime.md).
+   */
   close(): Promise<void>
+  /** Stops the server and removes every workload it runs: `podyard dev` (docs/dev.md). */
+  closeWithWorkloads(): Promise<void>
+}
+
+export interface RunningWorkloads {
+  pods: string[]
+  workers: Array<{ id: string; endpointId: string }>
 }
 
 export interface StartOptions {
   clock?: Clock
   logger?: Logger
+  /** Where the default logger writes: stdout (serve), or stderr (podyard dev's stdout is its own). */
+  logTo?: 'stdout' | 'stderr'
+
   /** Resolves host names for the egress policy; default the system's resolver. */
   resolveHost?: HostResolver
 }
@@ -78,7 +96,9 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
-  const logger = options.logger ?? pino({ level: config.logLevel })
+  const logger =
+    options.logger ??
+    pino({ level: config.logLevel }, pino.destination(options.logTo === 'stderr' ? 2 : 1))
   const serving = await openServingStore(config, logger)
   const { store } = serving
   const { context, listening } = platformContext({ config, clock, logger, store })
@@ -128,6 +148,14 @@ export async function startPlatform(
       },
       'podyard is serving',
     )
+    const stopServing = async () => {
+      await app.close()
+      await leadership.stop()
+    }
+    const release = async () => {
+      for (const driver of parts.fleet.drivers) await driver.close()
+      await serving.close()
+    }
     const adminKey = parts.accounts.generatedAdminKey
     const banner = [
       `podyard ${version} is serving at ${url}`,
@@ -162,11 +190,19 @@ export async function startPlatform(
       autoscaler: parts.serverless.autoscaler,
       meter: parts.billing.meter,
       drivers: parts.fleet.drivers,
+      workloads: () => runningWorkloads(parts.fleet.drivers),
       close: async () => {
-        await app.close()
-        await leadership.stop()
-        for (const driver of parts.fleet.drivers) await driver.close()
-        await serving.close()
+        await stopServing()
+        await release()
+      },
+      closeWithWorkloads: async () => {
+        // The server and the loops that start workloads stop first, so that nothing starts one
+        // after the listing below.
+        await stopServing()
+        for (const driver of parts.fleet.drivers) {
+          for (const workload of await driver.list()) await driver.remove(workload.id)
+        }
+        await release()
       },
     }
   } catch (error) {
@@ -174,6 +210,22 @@ export async function startPlatform(
     await serving.close()
     throw error
   }
+}
+
+async function runningWorkloads(drivers: RuntimeDriver[]): Promise<RunningWorkloads> {
+  const running: RunningWorkloads = { pods: [], workers: [] }
+  for (const driver of drivers) {
+    for (const workload of await driver.list()) {
+      if (workload.phase === 'exited') continue
+      if (workload.labels[POD_LABEL_KIND] === 'worker') {
+        running.workers.push({
+          id: workload.id,
+          endpointId: workload.labels[WORKER_LABEL_ENDPOINT] ?? '?',
+        })
+      } else running.pods.push(workload.id)
+    }
+  }
+  return running
 }
 
 /** Errors that mean "this installation refuses to start as configured" (exit code 2). */
