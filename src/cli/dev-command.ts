@@ -4,7 +4,13 @@ import path from 'node:path'
 import { InvalidArgumentError, type Command } from 'commander'
 import { collect, parseEnvPairs } from './client-options.js'
 import { DevSession, type DevPlatform } from './dev-session.js'
-import { HANDLER_EXTENSIONS, handlerKind, workerCommand, workerEnv } from './dev-worker.js'
+import {
+  HANDLER_EXTENSIONS,
+  handlerKind,
+  TEST_INPUT_FILE,
+  workerCommand,
+  workerEnv,
+} from './dev-worker.js'
 
 /** The flags of `podyard dev` that shape the platform it starts (main.ts starts it). */
 export interface DevPlatformFlags {
@@ -31,9 +37,6 @@ interface DevFlags extends DevPlatformFlags {
   workers: number
   env: string[]
 }
-
-/** runpod-python's convention: the job a handler is tried with, beside it. */
-export const TEST_INPUT_FILE = 'test_input.json'
 
 const positiveInt = (flag: string) => (value: string) => {
   if (!/^\d+$/.test(value) || Number(value) < 1) {

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { ApiClient, readEvents } from '../client/api-client.js'
 import { devBanner } from './dev-banner.js'
+import { HANDLER_EXTENSIONS, TEST_INPUT_FILE } from './dev-worker.js'
 
 /** The platform `podyard dev` started in-process (main.ts), and how to stop all of it. */
 export interface DevPlatform {
@@ -22,6 +23,18 @@ export const DEV_IMAGE = 'podyard/dev'
 export const RELOAD_VARIABLE = 'PODYARD_DEV_RELOAD'
 /** Folders a `--watch` of the handler's folder ignores. */
 const IGNORED_SEGMENTS = new Set(['node_modules', '.git', '__pycache__', '.podyard', 'dist'])
+/**
+ * The files whose change restarts the worker under `--watch`: code and configuration, not what
+ * a handler writes (outputs, logs, pid files), which would restart it in a loop.
+ */
+const WATCHED_EXTENSIONS = new Set([
+  ...HANDLER_EXTENSIONS,
+  '.json',
+  '.yaml',
+  '.yml',
+  '.toml',
+  '.txt',
+])
 const WORKER_POLL_MS = 500
 const STATUS_POLL_MS = 200
 const DEBOUNCE_MS = 150
@@ -179,14 +192,23 @@ export class DevSession {
       const name = changed?.toString()
       if (!watchFolder) {
         if (name !== undefined && name !== path.basename(file)) return
-      } else if (name !== undefined) {
-        const full = path.resolve(folder, name)
-        if (full === dataDir || full.startsWith(`${dataDir}${path.sep}`)) return
-        if (name.split(/[\\/]/).some((segment) => IGNORED_SEGMENTS.has(segment))) return
-      }
+      } else if (name !== undefined && !this.restartsOnChange(name, folder, dataDir)) return
       clearTimeout(this.debounce)
       this.debounce = setTimeout(() => this.onChange(name), DEBOUNCE_MS)
     })
+  }
+
+  /** Under `--watch`: whether a change to `name` (relative to the folder) restarts the worker. */
+  private restartsOnChange(name: string, folder: string, dataDir: string): boolean {
+    const full = path.resolve(folder, name)
+    if (full === dataDir || full.startsWith(`${dataDir}${path.sep}`)) return false
+    const segments = name.split(/[\\/]/)
+    if (segments.some((segment) => IGNORED_SEGMENTS.has(segment) || segment.startsWith('.'))) {
+      return false
+    }
+    // The test job is input, not code: it runs once at start.
+    if (full === path.join(folder, TEST_INPUT_FILE)) return false
+    return WATCHED_EXTENSIONS.has(path.extname(name).toLowerCase())
   }
 
   private onChange(name: string | undefined): void {
@@ -248,10 +270,15 @@ export class DevSession {
   }
 
   private async followLogs(workerId: string): Promise<void> {
+    // A signal of its own per stream: fetch leaves its abort listener on the signal it is given,
+    // and a session that restarts its worker a hundred times would pile them up on one.
+    const stream = new AbortController()
+    const stop = () => stream.abort()
+    this.closing.signal.addEventListener('abort', stop, { once: true })
     try {
       const response = await this.client.open(
         `/v2/serverless/${this.endpointId}/workers/${workerId}/logs?tail=5000`,
-        { signal: this.closing.signal },
+        { signal: stream.signal },
       )
       for await (const event of readEvents(response)) {
         const { source, line } = JSON.parse(event.data) as { source: string; line: string }
@@ -261,6 +288,8 @@ export class DevSession {
       if (!this.closing.signal.aborted) {
         this.options.progress(`podyard dev: the log of ${workerId}: ${(error as Error).message}`)
       }
+    } finally {
+      this.closing.signal.removeEventListener('abort', stop)
     }
   }
 

@@ -15,6 +15,9 @@ const KINDS: Record<string, HandlerKind> = {
 
 export const HANDLER_EXTENSIONS = Object.keys(KINDS)
 
+/** runpod-python's convention: the job a handler is tried with, beside it. */
+export const TEST_INPUT_FILE = 'test_input.json'
+
 export function handlerKind(file: string): HandlerKind | undefined {
   return KINDS[path.extname(file).toLowerCase()]
 }
