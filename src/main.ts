@@ -74,12 +74,16 @@ export async function run(argv: string[]): Promise<number> {
     },
     migrate: async (flags) => {
       const config = configFromFlags(flags)
-      const { store, applied } = await (await platform()).openMigratedStore(config)
+      const { store, applied } = await (await platform()).openMigratedStore(config, undefined, {
+        mustExist: !flags.init,
+      })
       await store.close()
       return { applied, storeUrl: store.displayUrl }
     },
     withStore: async (flags, use) =>
-      (await platform()).withStoreCommands(configFromFlags(flags), use),
+      (await platform()).withStoreCommands(configFromFlags(flags), use, {
+        init: flags.init ?? false,
+      }),
     startDevPlatform: (flags) =>
       startDevPlatform(flags, async (config, options) =>
         (await platform()).startPlatform(config, options),

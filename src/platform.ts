@@ -38,7 +38,7 @@ import { platformContext } from './wiring/platform-context.js'
 import { wirePods } from './wiring/pod-wiring.js'
 import { wireReplicas } from './wiring/replica-wiring.js'
 import { wireServerless } from './wiring/serverless-wiring.js'
-import { openServingStore } from './wiring/store-wiring.js'
+import { NoDatabaseError, openServingStore } from './wiring/store-wiring.js'
 
 export { openMigratedStore } from './wiring/store-wiring.js'
 export { withStoreCommands } from './wiring/store-commands.js'
@@ -237,6 +237,7 @@ export function isStartupRefusal(error: unknown): error is Error {
     error instanceof DatabaseTooNewError ||
     error instanceof EncryptionKeyMismatchError ||
     error instanceof EncryptionKeyFormatError ||
-    error instanceof ModelConfigError
+    error instanceof ModelConfigError ||
+    error instanceof NoDatabaseError
   )
 }

@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli, startServe } from './support/cli.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { TEST_ADMIN_KEY, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 describe('podyard CLI against the store', () => {
@@ -15,8 +16,49 @@ describe('podyard CLI against the store', () => {
   })
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
-  it('migrates once, then reports the database up to date', async () => {
-    const first = await runCli(withDir('migrate'))
+  it('creates no database by accident: store commands need one, or --init', async () => {
+    for (const args of [
+      ['migrate'],
+      ['keys', 'list'],
+      ['accounts', 'list'],
+      ['credits', 'show', 'x'],
+    ]) {
+      const refused = await runCli(withDir(...args))
+      expect(refused.code, args.join(' ')).toBe(2)
+      expect(refused.stderr).toContain(
+        `no podyard database at sqlite:${path.join(dataDir, 'podyard.db')}: name an existing one`,
+      )
+      expect(refused.stderr).toContain('or pass --init to create it there')
+    }
+    expect(readdirSync(dataDir)).toEqual([])
+    // An empty file where the database should be is no podyard database either.
+    writeFileSync(path.join(dataDir, 'podyard.db'), '')
+    const empty = await runCli(withDir('keys', 'list'))
+    expect(empty.code).toBe(2)
+    expect(empty.stderr).toMatch(/no podyard database at sqlite:/)
+    rmSync(path.join(dataDir, 'podyard.db'))
+  })
+
+  it.runIf(process.env[POSTGRES_URL_ENV])(
+    'on PostgreSQL: refuses a database podyard never migrated, until migrate --init',
+    async () => {
+      const { url, drop } = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
+      try {
+        const refused = await runCli(['keys', 'list', '--store-url', url])
+        expect(refused.code).toBe(2)
+        expect(refused.stderr).toMatch(/no podyard database at postgres:\/\/podyard:\*+@/)
+        expect((await runCli(['migrate', '--init', '--store-url', url])).code).toBe(0)
+        const listed = await runCli(['keys', 'list', '--store-url', url])
+        expect(listed.code, listed.stderr).toBe(0)
+        expect(listed.stderr).toMatch(/^database postgres:\/\//m)
+      } finally {
+        await drop()
+      }
+    },
+  )
+
+  it('migrates once with --init, then reports the database up to date', async () => {
+    const first = await runCli(withDir('migrate', '--init'))
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/applied 0001-accounts-and-capacity/)
     const second = await runCli(withDir('migrate', '--json'))
@@ -41,6 +83,7 @@ describe('podyard CLI against the store', () => {
 
     const listed = await runCli(withDir('keys', 'list', '--json'))
     expect(listed.code).toBe(0)
+    expect(listed.stderr).toContain(`database sqlite:${path.join(dataDir, 'podyard.db')}`)
     expect(listed.stdout).not.toContain(key.key)
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((k) => k.id)).toContain(key.id)
 
@@ -94,7 +137,7 @@ describe('podyard CLI against the store', () => {
 
   it('refuses a database migrated by a newer podyard', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'podyard-newer-'))
-    expect((await runCli(['migrate', '--data-dir', dir])).code).toBe(0)
+    expect((await runCli(['migrate', '--init', '--data-dir', dir])).code).toBe(0)
     const db = new SqliteDatabase(path.join(dir, 'podyard.db'))
     db.prepare('insert into podyard_migration (name, timestamp) values (?, ?)').run(
       '0999-future',
