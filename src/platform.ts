@@ -63,6 +63,16 @@ export interface Platform {
   url: string
   /** What `serve` prints once it is ready (includes a generated admin key, if any). */
   banner: string
+  /** The banner's facts, for `serve --json`. */
+  summary: {
+    version: string
+    url: string
+    store: string
+    fleet: string
+    replica: string
+    leader: boolean
+    generatedAdminKey?: string
+  }
   /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
   generatedAdminKey?: string
   /** The pods and serverless workers running now on this server's hosts. */
@@ -185,6 +195,15 @@ export async function startPlatform(
       fleet: parts.fleet.fleet,
       url,
       banner,
+      summary: {
+        version,
+        url,
+        store: store.displayUrl,
+        fleet: config.fleet,
+        replica: replicaId,
+        leader: leadership.isLeader(),
+        ...(adminKey ? { generatedAdminKey: adminKey } : {}),
+      },
       ...(adminKey ? { generatedAdminKey: adminKey } : {}),
       lifecycle: parts.pods.lifecycle,
       autoscaler: parts.serverless.autoscaler,

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import {
   copyFileSync,
   existsSync,
@@ -16,8 +16,12 @@ import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
 import { alive, processesIn, startDev, type DevBanner } from './support/dev-process.js'
+import { until } from './support/until.js'
 
 const run = promisify(execFile)
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON read back from podyard dev
+type Json = Record<string, any>
 
 interface JobJson {
   id: string
@@ -139,6 +143,66 @@ describe('podyard dev', () => {
       expect(pids.filter(alive)).toEqual([])
       expect(processesIn(dir)).toEqual([])
       expect(existsSync(dataDirOf(dev.stdout()))).toBe(false)
+    },
+  )
+
+  it(
+    'prints JSON lines with --json: ready, then the test job; a JavaScript handler',
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const dir = tempDir()
+      mkdirSync(path.join(dir, 'node_modules', '@podyard'), { recursive: true })
+      symlinkSync(
+        path.join(repoRoot, 'packages', 'worker'),
+        path.join(dir, 'node_modules', '@podyard', 'worker'),
+      )
+      writeFileSync(
+        path.join(dir, 'worker.mjs'),
+        `import { serve } from '@podyard/worker'
+const worker = serve((job) => ({ doubled: job.input.n * 2 }))
+process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
+`,
+      )
+      writeFileSync(path.join(dir, 'test_input.json'), '{"input": {"n": 21}}')
+      const child = spawn(
+        process.execPath,
+        [path.join(repoRoot, 'bin', 'podyard.js'), 'dev', 'worker.mjs', '--port', '0', '--json'],
+        { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      )
+      let stdout = ''
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+      try {
+        const lines = await until(
+          'the ready and test job lines',
+          async () => stdout.split('\n').filter((line) => line !== ''),
+          (found) => found.length >= 2,
+          60_000,
+        )
+        const [ready, testJob] = lines.map((line) => JSON.parse(line) as Json)
+        expect(ready!.ready).toMatchObject({
+          handler: 'worker.mjs',
+          endpointName: 'worker',
+          apiKey: expect.stringMatching(/^pyd_dev_/),
+          openaiBaseUrl: `${ready!.ready.baseUrl}/v2/${ready!.ready.endpointId}/openai/v1`,
+          worker: { workers: 1, concurrency: 1 },
+          throwaway: true,
+          snippets: { curl: expect.stringContaining('/runsync') },
+        })
+        expect(testJob!.testJob).toMatchObject({
+          from: 'test_input.json',
+          status: 'COMPLETED',
+          output: { doubled: 42 },
+          totalMs: expect.any(Number),
+          executionTime: expect.any(Number),
+        })
+      } finally {
+        process.kill(-child.pid!, 'SIGINT')
+      }
+      expect(await exited).toBe(0)
+      expect(processesIn(dir)).toEqual([])
     },
   )
 

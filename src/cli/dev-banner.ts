@@ -59,6 +59,27 @@ const indent = (text: string) =>
     .map((line) => `    ${line}`)
     .join('\n')
 
+/** What `podyard dev --json` prints once ready: the banner's facts as one JSON line. */
+export function devReadyJson(view: DevBannerView): string {
+  const jobUrl = `${view.baseUrl}/v2/${view.endpointId}`
+  return JSON.stringify({
+    ready: {
+      handler: view.handlerName,
+      baseUrl: view.baseUrl,
+      apiKey: view.apiKey,
+      endpointId: view.endpointId,
+      endpointName: view.endpointName,
+      jobApiUrl: jobUrl,
+      openaiBaseUrl: `${jobUrl}/openai/v1`,
+      worker: { command: view.command, workers: view.workers, concurrency: view.concurrency ?? 1 },
+      dataDir: view.dataDir,
+      throwaway: view.throwaway,
+      watching: view.watching,
+      snippets: devSnippets(view),
+    },
+  })
+}
+
 export function devBanner(view: DevBannerView): string {
   const jobUrl = `${view.baseUrl}/v2/${view.endpointId}`
   const snippets = devSnippets(view)

@@ -36,6 +36,7 @@ interface DevFlags extends DevPlatformFlags {
   concurrency?: number
   workers: number
   env: string[]
+  json?: boolean
 }
 
 const positiveInt = (flag: string) => (value: string) => {
@@ -112,6 +113,7 @@ export function addDevCommand(program: Command, deps: DevDeps): void {
     )
     .option('-c, --config <file>', 'configuration file (default ./podyard.yaml if present)')
     .option('--log-level <level>', "the platform's log level (default error)")
+    .option('--json', 'print JSON lines (ready, test job) on stdout; worker output on stderr')
     .action(async (handler: string, flags: DevFlags) => {
       const file = path.resolve(handler)
       if (!existsSync(file) || !statSync(file).isFile()) {
@@ -160,6 +162,7 @@ export function addDevCommand(program: Command, deps: DevDeps): void {
         workers: flags.workers,
         concurrency: flags.concurrency,
         watchFolder: flags.watch ?? false,
+        json: flags.json ?? false,
         testJob,
         print: deps.print,
         progress: deps.progress,

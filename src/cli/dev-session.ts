@@ -3,7 +3,7 @@ import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { ApiClient, readEvents } from '../client/api-client.js'
-import { devBanner } from './dev-banner.js'
+import { devBanner, devReadyJson } from './dev-banner.js'
 import { HANDLER_EXTENSIONS, TEST_INPUT_FILE } from './dev-worker.js'
 
 /** The platform `podyard dev` started in-process (main.ts), and how to stop all of it. */
@@ -48,6 +48,11 @@ export interface DevSessionOptions {
   concurrency: number | undefined
   /** The folder watched (`--watch`), else only the file. */
   watchFolder: boolean
+  /**
+   * `--json`: one JSON line when ready and one per test job on stdout (print); the workers'
+   * output and restarts go to stderr (progress) as text.
+   */
+  json: boolean
   /** The job run once at start: `--input`, else test_input.json beside the handler. */
   testJob: { from: string; body: Record<string, unknown> } | undefined
   print(text: string): void
@@ -103,6 +108,12 @@ export class DevSession {
     this.client = new ApiClient(platform.url, platform.apiKey)
   }
 
+  /** A line for people: stdout, or stderr under --json (stdout is JSON then). */
+  private say(text: string): void {
+    if (this.options.json) this.options.progress(text)
+    else this.options.print(text)
+  }
+
   get name(): string {
     return path.basename(this.options.file).replace(/\.[^.]+$/, '') || 'handler'
   }
@@ -112,22 +123,21 @@ export class DevSession {
     this.endpointId = endpoint.id
     const { file, watchFolder, workers, concurrency, command } = this.options
     this.lastContent = this.fingerprint()
-    this.options.print(
-      devBanner({
-        handlerName: path.basename(file),
-        baseUrl: this.platform.url,
-        apiKey: this.platform.apiKey,
-        endpointId: endpoint.id,
-        endpointName: endpoint.name,
-        command,
-        workers,
-        concurrency,
-        dataDir: this.platform.dataDir,
-        throwaway: this.platform.throwaway,
-        watching: watchFolder ? `${path.dirname(file)}/` : path.basename(file),
-        exampleInput: this.options.testJob?.body.input ?? { prompt: 'hello' },
-      }),
-    )
+    const view = {
+      handlerName: path.basename(file),
+      baseUrl: this.platform.url,
+      apiKey: this.platform.apiKey,
+      endpointId: endpoint.id,
+      endpointName: endpoint.name,
+      command,
+      workers,
+      concurrency,
+      dataDir: this.platform.dataDir,
+      throwaway: this.platform.throwaway,
+      watching: watchFolder ? `${path.dirname(file)}/` : path.basename(file),
+      exampleInput: this.options.testJob?.body.input ?? { prompt: 'hello' },
+    }
+    this.options.print(this.options.json ? devReadyJson(view) : devBanner(view))
     this.tasks.push(this.followWorkers())
     this.watch()
     if (this.options.testJob) this.tasks.push(this.runTestJob(this.options.testJob))
@@ -231,7 +241,7 @@ export class DevSession {
         `/v2/serverless/${this.endpointId}`,
         this.endpointBody(this.revision),
       )
-      this.options.print(
+      this.say(
         `${name ?? path.basename(this.options.file)} changed: restarting the worker ` +
           `(endpoint version ${endpoint.version}; queued jobs wait for it)`,
       )
@@ -282,7 +292,7 @@ export class DevSession {
       )
       for await (const event of readEvents(response)) {
         const { source, line } = JSON.parse(event.data) as { source: string; line: string }
-        this.options.print(`${workerId} ${source === 'system' ? '*' : '|'} ${line}`)
+        this.say(`${workerId} ${source === 'system' ? '*' : '|'} ${line}`)
       }
     } catch (error) {
       if (!this.closing.signal.aborted) {
@@ -303,18 +313,34 @@ export class DevSession {
         `/v2/${this.endpointId}/run`,
         job.body,
       )
-      this.options.print(`${job.from}: queued as job ${queued.id}`)
+      this.say(`${job.from}: queued as job ${queued.id}`)
       let status = queued
       while (!TERMINAL.has(status.status)) {
         await sleep(STATUS_POLL_MS, signal)
         if (signal.aborted) return
         status = await this.client.get<JobJson>(`/v2/${this.endpointId}/status/${queued.id}`)
       }
+      const totalMs = Date.now() - started
+      if (this.options.json) {
+        return this.options.print(
+          JSON.stringify({
+            testJob: {
+              from: job.from,
+              id: status.id,
+              status: status.status,
+              totalMs,
+              delayTime: status.delayTime ?? null,
+              executionTime: status.executionTime ?? null,
+              ...(status.error === undefined ? { output: status.output } : { error: status.error }),
+            },
+          }),
+        )
+      }
       const seconds = (ms: number | undefined) =>
         ms === undefined ? '?' : `${(ms / 1000).toFixed(2)} s`
       this.options.print(
         [
-          `${job.from}: ${status.status} in ${seconds(Date.now() - started)} ` +
+          `${job.from}: ${status.status} in ${seconds(totalMs)} ` +
             `(queued ${seconds(status.delayTime)}, ran ${seconds(status.executionTime)})`,
           JSON.stringify(
             status.error === undefined ? { output: status.output } : { error: status.error },

@@ -1,7 +1,9 @@
 import { Command } from 'commander'
+import { addAccountCommand } from './account-commands.js'
 import { addBillingCommands } from './billing-commands.js'
 import { addCatalogCommands } from './catalog-commands.js'
 import { addClustersCommands } from './clusters-commands.js'
+import { addConfigCommands } from './config-commands.js'
 import { addConfigOptions, type ConfigFlags } from './config-options.js'
 import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
@@ -17,7 +19,11 @@ import { addVolumesCommands } from './volumes-commands.js'
 export type { ConfigFlags } from './config-options.js'
 
 export interface CliDeps extends DevDeps, StoreCommandDeps {
-  serve(flags: ConfigFlags): Promise<void>
+  /** podyard's version, for --version. */
+  version: string
+  /** Where commander's own errors (usage, unknown options) go. */
+  writeError(text: string): void
+  serve(flags: ConfigFlags & { json?: boolean }): Promise<void>
   progress(text: string): void
   sleep(ms: number): Promise<void>
   print(text: string): void
@@ -27,16 +33,27 @@ export interface CliDeps extends DevDeps, StoreCommandDeps {
 export function buildProgram(deps: CliDeps): Command {
   const program = new Command('podyard')
     .description('Self-hostable GPU and CPU compute platform that speaks RunPod’s API')
+    .version(deps.version, '-V, --version', "print podyard's version")
     .showHelpAfterError()
-    .configureOutput({ writeOut: (s) => deps.print(s.trimEnd()) })
+    .configureOutput({
+      writeOut: (s) => deps.print(s.trimEnd()),
+      writeErr: (s) => deps.writeError(s),
+    })
+    // Set before the commands are added, so that they inherit it: commander's errors (usage,
+    // unknown options) are thrown to run(), which reports them, as JSON with --json.
+    .exitOverride()
 
   addConfigOptions(
     program.command('serve').description('run the platform (API, GraphQL, job API)'),
     true,
-  ).action((flags: ConfigFlags) => deps.serve(flags))
+  )
+    .option('--json', 'print a JSON line when ready and one when stopped; the log on stderr')
+    .action((flags: ConfigFlags & { json?: boolean }) => deps.serve(flags))
 
   addDevCommand(program, deps)
+  addConfigCommands(program, deps)
   addStoreCommands(program, deps)
+  addAccountCommand(program, deps)
   addCatalogCommands(program, deps)
   addPodsCommands(program, deps)
   addClustersCommands(program, deps)

@@ -1,6 +1,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander'
+import { createdOutput } from './client-options.js'
 import { addConfigOptions, type ConfigFlags } from './config-options.js'
 import { formatTable } from './format-table.js'
+import { formatUsd } from './format-usd.js'
 import { parseExpiry } from './parse-expiry.js'
 
 export interface KeyView {
@@ -85,10 +87,6 @@ function parseUsd(value: string): number {
   return Number(value)
 }
 
-function usd(amount: number): string {
-  return `${amount < 0 ? '-' : ''}$${Math.abs(amount).toFixed(2)}`
-}
-
 function json(value: unknown): string {
   return JSON.stringify(value, null, 2)
 }
@@ -168,6 +166,7 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
       [] as string[],
     )
     .option('--expires <when>', 'expiry: a duration (30d, 12h, 90m) or an ISO date-time')
+    .option('-q, --quiet', 'print only the key itself (for scripts; it is shown this once)')
     .option('--json', 'print JSON')
     .action(
       async (
@@ -178,6 +177,7 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
           endpoint: string[]
           expires?: string
           json?: boolean
+          quiet?: boolean
         },
       ) => {
         let expiresAt: string | null = null
@@ -198,6 +198,8 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
           }),
         )
         if (flags.json) return deps.print(json({ ...key, key: secret }))
+        // The key, not its id: an id alone would leave the key lost (docs/cli.md, "Scripting").
+        if (flags.quiet) return deps.print(secret)
         deps.print(
           [
             `Created API key ${key.id} (${key.permission}) for account ${key.accountId}.`,
@@ -234,13 +236,20 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
   addConfigOptions(accounts.command('create').description('create an account with one user'), false)
     .requiredOption('--email <email>', 'email of the account’s user')
     .option('--name <name>', 'account name (default: the email)')
+    .option('-q, --quiet', 'print only the id of the account')
     .option('--json', 'print JSON')
-    .action(async (flags: ConfigFlags & { email: string; name?: string; json?: boolean }) => {
-      const account = await deps.withStore(flags, (store) =>
-        store.createAccount({ email: flags.email, ...(flags.name ? { name: flags.name } : {}) }),
-      )
-      deps.print(flags.json ? json(account) : `Created account ${account.id} (${account.email}).`)
-    })
+    .action(
+      async (
+        flags: ConfigFlags & { email: string; name?: string; json?: boolean; quiet?: boolean },
+      ) => {
+        const account = await deps.withStore(flags, (store) =>
+          store.createAccount({ email: flags.email, ...(flags.name ? { name: flags.name } : {}) }),
+        )
+        deps.print(
+          createdOutput(flags, account, `Created account ${account.id} (${account.email}).`),
+        )
+      },
+    )
 
   addConfigOptions(accounts.command('list').description('list accounts'), false)
     .option('--json', 'print JSON')
@@ -276,7 +285,7 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
         deps.print(
           flags.json
             ? json(added)
-            : `Added ${usd(added.entry.amount)} to ${added.accountId}; balance ${usd(added.balance)}.`,
+            : `Added ${formatUsd(added.entry.amount)} to ${added.accountId}; balance ${formatUsd(added.balance)}.`,
         )
       },
     )
@@ -293,10 +302,10 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
         flags.json
           ? json(shown)
           : [
-              `Account ${shown.accountId}: balance ${usd(shown.balance)}, spend limit ${usd(shown.spendLimit)}/h`,
+              `Account ${shown.accountId}: balance ${formatUsd(shown.balance)}, spend limit ${formatUsd(shown.spendLimit)}/h`,
               formatTable(
                 ['WHEN', 'AMOUNT', 'KIND', 'NOTE'],
-                shown.entries.map((e) => [e.createdAt, usd(e.amount), e.kind, e.note]),
+                shown.entries.map((e) => [e.createdAt, formatUsd(e.amount), e.kind, e.note]),
               ),
             ].join('\n'),
       )
@@ -314,7 +323,7 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
     .action(async (account: string, limit: number, flags: ConfigFlags & { json?: boolean }) => {
       const set = await deps.withStore(flags, (store) => store.setSpendLimit(account, limit))
       deps.print(
-        flags.json ? json(set) : `Spend limit of ${set.accountId}: ${usd(set.spendLimit)}/h.`,
+        flags.json ? json(set) : `Spend limit of ${set.accountId}: ${formatUsd(set.spendLimit)}/h.`,
       )
     })
 }
