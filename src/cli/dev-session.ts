@@ -38,6 +38,8 @@ const WATCHED_EXTENSIONS = new Set([
 const WORKER_POLL_MS = 500
 const STATUS_POLL_MS = 200
 const DEBOUNCE_MS = 150
+/** How long a worker gone from the list is still followed, for its last lines (events poll at 500 ms). */
+const GONE_GRACE_MS = 2_000
 
 export interface DevSessionOptions {
   /** The handler file, absolute. */
@@ -91,7 +93,12 @@ const sleep = (ms: number, signal: AbortSignal) =>
 export class DevSession {
   private readonly client: ApiClient
   private readonly closing = new AbortController()
-  private readonly followed = new Set<string>()
+  /** The workers whose output is followed, each with what ends its stream. */
+  private readonly followed = new Map<string, { stream: AbortController; goneSince?: number }>()
+  /** Workers gone (or the session closing): never followed again. */
+  private readonly done = new Set<string>()
+  /** Where each worker's stream was: a stream the server ends early is resumed from there. */
+  private readonly lastEventIds = new Map<string, string>()
   private readonly throttledSeen = new Set<string>()
   private watcher: FSWatcher | undefined
   private endpointId = ''
@@ -268,10 +275,12 @@ export class DevSession {
             }
             continue
           }
-          if (this.followed.has(worker.id)) continue
-          this.followed.add(worker.id)
-          this.tasks.push(this.followLogs(worker.id))
+          if (this.followed.has(worker.id) || this.done.has(worker.id)) continue
+          const stream = new AbortController()
+          this.followed.set(worker.id, { stream })
+          this.tasks.push(this.followLogs(worker.id, stream))
         }
+        this.endFollowsOfGone(new Set(workers.map((w) => w.id)))
       } catch (error) {
         if (!signal.aborted) this.options.progress(`podyard dev: ${(error as Error).message}`)
       }
@@ -279,27 +288,54 @@ export class DevSession {
     }
   }
 
-  private async followLogs(workerId: string): Promise<void> {
+  /**
+   * A stopped worker leaves the list, but the server follows its system log until the reader
+   * hangs up: its stream is ended once it has been gone long enough for its last lines.
+   */
+  private endFollowsOfGone(listed: Set<string>): void {
+    const now = Date.now()
+    for (const [workerId, follow] of this.followed) {
+      if (listed.has(workerId)) {
+        follow.goneSince = undefined
+        continue
+      }
+      follow.goneSince ??= now
+      if (now - follow.goneSince >= GONE_GRACE_MS) {
+        this.done.add(workerId)
+        this.followed.delete(workerId)
+        this.lastEventIds.delete(workerId)
+        follow.stream.abort()
+      }
+    }
+  }
+
+  private async followLogs(workerId: string, stream: AbortController): Promise<void> {
     // A signal of its own per stream: fetch leaves its abort listener on the signal it is given,
     // and a session that restarts its worker a hundred times would pile them up on one.
-    const stream = new AbortController()
     const stop = () => stream.abort()
     this.closing.signal.addEventListener('abort', stop, { once: true })
     try {
+      const resumeFrom = this.lastEventIds.get(workerId)
       const response = await this.client.open(
         `/v2/serverless/${this.endpointId}/workers/${workerId}/logs?tail=5000`,
-        { signal: stream.signal },
+        {
+          signal: stream.signal,
+          ...(resumeFrom ? { headers: { 'last-event-id': resumeFrom } } : {}),
+        },
       )
       for await (const event of readEvents(response)) {
+        if (event.id !== undefined) this.lastEventIds.set(workerId, event.id)
         const { source, line } = JSON.parse(event.data) as { source: string; line: string }
         this.say(`${workerId} ${source === 'system' ? '*' : '|'} ${line}`)
       }
     } catch (error) {
-      if (!this.closing.signal.aborted) {
+      if (!stream.signal.aborted) {
         this.options.progress(`podyard dev: the log of ${workerId}: ${(error as Error).message}`)
       }
     } finally {
       this.closing.signal.removeEventListener('abort', stop)
+      // Ended by the server while the worker is still there: the next poll follows it again.
+      if (this.followed.get(workerId)?.stream === stream) this.followed.delete(workerId)
     }
   }
 

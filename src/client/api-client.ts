@@ -24,8 +24,11 @@ export class ApiClient {
   }
 
   /** The raw response of a GET, for streams; non-2xx still throws ApiError. */
-  async open(path: string, init: { signal?: AbortSignal } = {}): Promise<Response> {
-    const response = await this.fetch('GET', path, undefined, init.signal)
+  async open(
+    path: string,
+    init: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
+    const response = await this.fetch('GET', path, undefined, init.signal, init.headers)
     if (!response.ok) {
       const text = await response.text()
       throw new ApiError(
@@ -41,12 +44,14 @@ export class ApiClient {
     path: string,
     body?: unknown,
     signal?: AbortSignal,
+    headers: Record<string, string> = {},
   ): Promise<Response> {
     const url = `${this.baseUrl.replace(/\/+$/, '')}${path}`
     try {
       return await fetch(url, {
         method,
         headers: {
+          ...headers,
           ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
