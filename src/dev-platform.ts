@@ -58,6 +58,12 @@ export async function startDevPlatform(
       adminKey: apiKey,
       logLevel: flags.logLevel === undefined ? 'error' : base.logLevel,
       workers: { ...base.workers, intervalMs: 500, stopGraceMs: 3000, startBackoffMaxMs: 5000 },
+      // Webhooks may go to receivers on this machine (a developer's test server); the egress
+      // policy refuses loopback addresses otherwise (docs/security.md, "Egress policy").
+      webhooks: {
+        ...base.webhooks,
+        allowInternal: [...base.webhooks.allowInternal, '127.0.0.0/8', '::1'],
+      },
     }
     const running = await startPlatform(config, { logTo: 'stderr' })
     return {

@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
 import { alive, processesIn, startDev, type DevBanner } from './support/dev-process.js'
 import { until } from './support/until.js'
+import { startWebhookReceiver } from './support/webhook-receiver.js'
 
 const run = promisify(execFile)
 
@@ -198,6 +199,25 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
           totalMs: expect.any(Number),
           executionTime: expect.any(Number),
         })
+
+        // Webhooks may go to a receiver on this machine (the egress policy allows loopback here).
+        const receiver = await startWebhookReceiver()
+        try {
+          const { baseUrl, apiKey, endpointId } = ready!.ready as Record<string, string>
+          const submitted = await fetch(`${baseUrl}/v2/${endpointId}/run`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ input: { n: 5 }, webhook: receiver.url }),
+          })
+          expect(submitted.status, await submitted.clone().text()).toBe(200)
+          await receiver.waitFor(1, 30_000)
+          expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({
+            status: 'COMPLETED',
+            output: { doubled: 10 },
+          })
+        } finally {
+          await receiver.close()
+        }
       } finally {
         process.kill(-child.pid!, 'SIGINT')
       }

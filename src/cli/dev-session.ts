@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -103,6 +103,8 @@ export class DevSession {
   private watcher: FSWatcher | undefined
   private endpointId = ''
   private revision = 0
+  /** Tells this session's endpoint versions from an earlier session's. */
+  private readonly session = randomBytes(4).toString('hex')
   private lastContent: string | undefined
   private restarting: Promise<void> = Promise.resolve()
   private debounce: NodeJS.Timeout | undefined
@@ -158,15 +160,17 @@ export class DevSession {
     await Promise.allSettled(this.tasks)
   }
 
-  private endpointBody(reload: number | undefined) {
+  /**
+   * The endpoint's definition. The reload variable differs in every session and restart, so that
+   * each moves the endpoint's version: workers left from an earlier session on a kept data
+   * directory (`podyard dev` killed) are replaced, never reused with older code.
+   */
+  private endpointBody() {
     return {
       name: this.name,
       image: DEV_IMAGE,
       args: this.options.command,
-      env: {
-        ...this.options.env,
-        ...(reload === undefined ? {} : { [RELOAD_VARIABLE]: String(reload) }),
-      },
+      env: { ...this.options.env, [RELOAD_VARIABLE]: `${this.session}.${this.revision}` },
       disk: 1,
       cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
       workers: { min: this.options.workers, max: this.options.workers },
@@ -178,16 +182,12 @@ export class DevSession {
     const { endpoints } = await this.client.get<{ endpoints: EndpointJson[] }>('/v2/serverless')
     const existing = endpoints.find((e) => e.name === this.name)
     if (existing === undefined) {
-      return this.client.request<EndpointJson>(
-        'POST',
-        '/v2/serverless',
-        this.endpointBody(undefined),
-      )
+      return this.client.request<EndpointJson>('POST', '/v2/serverless', this.endpointBody())
     }
     return this.client.request<EndpointJson>(
       'PATCH',
       `/v2/serverless/${existing.id}`,
-      this.endpointBody(undefined),
+      this.endpointBody(),
     )
   }
 
@@ -246,7 +246,7 @@ export class DevSession {
       const endpoint = await this.client.request<EndpointJson>(
         'PATCH',
         `/v2/serverless/${this.endpointId}`,
-        this.endpointBody(this.revision),
+        this.endpointBody(),
       )
       this.say(
         `${name ?? path.basename(this.options.file)} changed: restarting the worker ` +
