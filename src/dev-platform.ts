@@ -11,6 +11,12 @@ import type { DevPlatform } from './cli/dev-session.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
 
+/**
+ * runpod-python's `--rp_serve_api` port, and not `serve`'s 8080: a `podyard serve` running
+ * beside it is left alone.
+ */
+export const DEV_DEFAULT_PORT = 8000
+
 /** What of platform.ts's Platform dev needs (only main.ts may import platform.ts). */
 interface StartedPlatform {
   url: string
@@ -46,7 +52,12 @@ export async function startDevPlatform(
     const apiKey = devApiKey(dataDir)
     const base = loadConfig({
       configFile: flags.config,
-      flags: { host: flags.host, port: flags.port, dataDir, logLevel: flags.logLevel },
+      flags: {
+        host: flags.host,
+        port: flags.port ?? String(DEV_DEFAULT_PORT),
+        dataDir,
+        logLevel: flags.logLevel,
+      },
     })
     const config: Config = {
       ...base,

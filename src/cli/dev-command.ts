@@ -105,7 +105,7 @@ export function addDevCommand(program: Command, deps: DevDeps): void {
       collect,
       [] as string[],
     )
-    .option('-p, --port <port>', 'listen port (default 8080; 0 picks a free one)')
+    .option('-p, --port <port>', 'listen port (default 8000; 0 picks a free one)')
     .option('--host <host>', 'listen address (default 127.0.0.1)')
     .option(
       '--data-dir <dir>',
