@@ -59,9 +59,13 @@ function waitForStop(): Promise<string> {
 
 /** Runs the CLI; resolves with the exit code. */
 export async function run(argv: string[]): Promise<number> {
+  // Whether commander printed an error itself (a parse error); one thrown by an action (an
+  // InvalidArgumentError of ours) it leaves to run().
+  let commanderPrinted = false
   const program = buildProgram({
     version,
     writeError: (text) => {
+      commanderPrinted = true
       // With --json, run() reports commander's errors as JSON instead.
       if (!wantsJson(argv)) process.stderr.write(text)
     },
@@ -131,8 +135,7 @@ export async function run(argv: string[]): Promise<number> {
     if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0
     if (code?.startsWith('commander.')) {
       const exitCode = (error as { exitCode?: number }).exitCode ?? 2
-      // Without --json commander has printed it already.
-      if (!json) return exitCode
+      if (!json && commanderPrinted) return exitCode
       return fail(error, (error as Error).message.replace(/^error: /, ''), exitCode)
     }
     if (error instanceof ConfigError || (loaded && (await loaded).isStartupRefusal(error))) {

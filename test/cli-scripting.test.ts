@@ -128,6 +128,12 @@ describe('podyard CLI for people and scripts', () => {
     expect(JSON.parse(option.stderr)).toEqual({
       error: { message: "unknown option '--bogus'", exitCode: 1 },
     })
+    // An argument refused by a command itself (not by commander's parsing) is printed too.
+    const badDev = await cli(['dev', path.join(home, 'handler.rb')])
+    expect(badDev.code).toBe(1)
+    expect(badDev.stderr).toBe(`podyard: ${path.join(home, 'handler.rb')}: no such file\n`)
+    const badExpiry = await cli(['keys', 'create', '--expires', 'someday', '--data-dir', home])
+    expect(badExpiry.stderr).toMatch(/^podyard: .*someday/)
     // Without --json, the same as text.
     const text = await cli(['pods', 'get', 'nope00000000000', ...auth()])
     expect(text.stderr).toMatch(/^podyard: 404 Not Found: pod nope00000000000 not found/)
