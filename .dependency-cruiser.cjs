@@ -77,8 +77,8 @@ module.exports = {
       name: 'sdk-without-dependencies',
       severity: 'error',
       comment:
-        "The worker SDK (podyard/worker) runs inside users' workers, and src/models/ inside the platform's model workers: Node built-ins only, so they load none of the server's packages.",
-      from: { path: '^src/(sdk|models)/' },
+        "The worker SDK (@podyard/worker, packages/worker; podyard/worker re-exports it) runs inside users' workers, and src/models/ inside the platform's model workers: Node built-ins only, so they load none of the server's packages and the SDK package has no dependency.",
+      from: { path: '^(src/(sdk|models)|packages/worker/src)/' },
       to: {
         dependencyTypes: [
           'npm',
@@ -97,6 +97,14 @@ module.exports = {
         'The web console talks to the server only through its public HTTP API (DESIGN.md): nothing of src/ is bundled into it.',
       from: { path: '^console/src/' },
       to: { path: '^src/' },
+    },
+    {
+      name: 'sdk-package-self-contained',
+      severity: 'error',
+      comment:
+        'packages/worker is published on its own (@podyard/worker): it imports nothing of the platform.',
+      from: { path: '^packages/worker/src/' },
+      to: { dependencyTypesNot: ['core'], pathNot: '^packages/worker/src/' },
     },
     ...layers.map((name) => ({
       name: `layer-${name}`,

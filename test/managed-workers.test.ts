@@ -335,6 +335,33 @@ describe('managed serverless workers', () => {
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 90_000)
 
+  it('hands no job to a worker of the older version once an update is answered', async () => {
+    const id = await createEndpoint({
+      env: { TEST_DIR: dir, MODE: 'one' },
+      workers: { min: 1, max: 1, idleTimeout: 2 },
+    })
+    await until(
+      'an idle worker, waiting in its long poll',
+      () => workersOf(id),
+      (list) => list.workers.some((w: Json) => w.status === 'IDLE'),
+    )
+    const patched = await call(`/v2/serverless/${id}`, {
+      method: 'PATCH',
+      json: { env: { TEST_DIR: dir, MODE: 'two' } },
+    })
+    expect(patched.body.version).toBe(2)
+    // Submitted before the autoscaler's next tick: the stale worker's long poll must not get it.
+    const jobId = await run(id, { n: 1 })
+    const done = await until(
+      'the job done',
+      () => status(id, jobId),
+      (j) => j.status === 'COMPLETED',
+      45_000,
+    )
+    expect(done.output.mode).toBe('two')
+    await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 90_000)
+
   it('answers the OpenAI route from a TS worker, streaming and not', async () => {
     const id = await createEndpoint({ workers: { min: 1, max: 1, idleTimeout: 2 } })
     const openai = (body: unknown) =>

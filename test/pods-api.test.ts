@@ -283,6 +283,14 @@ describe('REST pods', () => {
     await terminate(pod.id)
     const { detail } = await problem(await create({ gpu: { id: RTX_5090, count: 3 } }), 409)
     expect(detail).toMatch(/^no host has 3 free NVIDIA GeForce RTX 5090 in the SECURE cloud/)
+    expect(detail).not.toContain('COMMUNITY')
+    // The demo fleet has RTX 3090s in the COMMUNITY cloud only: a SECURE create is told so.
+    const secure = await problem(await create({ gpu: { id: 'NVIDIA GeForce RTX 3090' } }), 409)
+    expect(secure.detail).toMatch(
+      /^no host has 1 free NVIDIA GeForce RTX 3090 in the SECURE cloud.*; the COMMUNITY cloud has room for it$/,
+    )
+    const community = await created({ gpu: { id: 'NVIDIA GeForce RTX 3090' }, cloud: 'COMMUNITY' })
+    await terminate(community.id)
     const global = await created({ gpu: { id: 'NVIDIA H100 80GB HBM3' }, globalNetworking: true })
     expect(global.globalNetworking).toEqual({
       enabled: true,

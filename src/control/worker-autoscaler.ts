@@ -102,6 +102,7 @@ function staleReason(worker: ManagedWorker, endpoint: Endpoint, keyGeneration: n
 /** What the loop last saw of a managed worker, for the job service and the workers list. */
 interface Seen {
   endpointId: string
+  version: number
   status: WorkerStatus
   takesJobs: boolean
 }
@@ -143,6 +144,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    */
   private retired = new Set<string>()
   private seen = new Map<string, Seen>()
+  /** Each endpoint's newest version as its updates said (drainOlderVersions). */
+  private readonly newestVersion = new Map<string, number>()
   /**
    * The running jobs the store has leased to each worker, as of this tick: a worker holding one
    * is RUNNING whatever its last heartbeat said (a late first ping names no job).
@@ -299,6 +302,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       const status = this.observedStatus(worker)
       out.set(worker.id, {
         endpointId: endpoint.id,
+        version: worker.version,
         status,
         takesJobs:
           worker.version === endpoint.version &&
@@ -317,11 +321,29 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return this.deps.hostDraining?.(worker.hostId) ? `its host ${worker.hostId} is draining` : null
   }
 
+  /**
+   * An endpoint has a new version: its older workers take no job from now on, and their long
+   * polls end (a job waiting for one would be handed to it), without waiting for the next tick.
+   * Replicas that follow learn it on their next pass (the gap of docs/serverless-workers.md).
+   */
+  async drainOlderVersions(endpoint: Pick<Endpoint, 'id' | 'version'>): Promise<void> {
+    // Kept apart from `seen`: a tick that read the endpoint before the update would put it back.
+    const known = this.newestVersion.get(endpoint.id) ?? 0
+    this.newestVersion.set(endpoint.id, Math.max(known, endpoint.version))
+    const older = [...this.seen].filter(
+      ([, seen]) => seen.endpointId === endpoint.id && seen.version < endpoint.version,
+    )
+    await Promise.all(older.map(([workerId]) => this.deps.endPolls?.(endpoint.id, workerId)))
+  }
+
   // ---- WorkerRoster ----
 
   takesJobs(_endpointId: string, workerId: string): boolean {
     if (this.stopping.has(workerId) || this.retired.has(workerId)) return false
-    return this.seen.get(workerId)?.takesJobs ?? true
+    const seen = this.seen.get(workerId)
+    if (seen === undefined) return true
+    if (seen.version < (this.newestVersion.get(seen.endpointId) ?? 0)) return false
+    return seen.takesJobs
   }
 
   counts(endpointId: string): WorkerCounts {

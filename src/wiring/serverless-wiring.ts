@@ -61,6 +61,8 @@ export function wireServerless(
     clock,
     jobApiBaseUrl: context.serverUrl,
     releases: releaseRepo,
+    // The autoscaler is made below; an update reaches this only once the server is up.
+    onNewVersion: (endpoint) => autoscaler.drainOlderVersions(endpoint),
     deleteJobsOf: (endpointId) => {
       // Its worker key must stop verifying at once, not when the verification cache expires.
       workerKeys.forget()

@@ -84,14 +84,7 @@ export function callPlatform(
 /** Stops a platform and removes the workloads it started, keeping its store and data dir. */
 export async function stopPlatform(platform: Platform): Promise<void> {
   // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
-  // No request may start one after the listing below: the server stops first, then the loop.
-  await platform.app.close()
-  await platform.autoscaler.stop()
-  await platform.lifecycle.stop()
-  for (const driver of platform.drivers) {
-    for (const workload of await driver.list()) await driver.remove(workload.id)
-  }
-  await platform.close()
+  await platform.closeWithWorkloads()
 }
 
 /** A second account with a read-write key, to check that accounts never see each other. */
