@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { pino, type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { jobLimiterOf } from './api/app.js'
 import type { BillingMeter } from './control/billing-meter.js'
 import type { PodLifecycle } from './control/pod-lifecycle.js'
@@ -30,6 +30,7 @@ import { wireApi } from './wiring/api-wiring.js'
 import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
 import { wireHosts } from './wiring/host-wiring.js'
+import { serverLogger } from './wiring/log-output.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
 import { platformContext } from './wiring/platform-context.js'
@@ -78,7 +79,7 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
-  const logger = options.logger ?? pino({ level: config.logLevel })
+  const logger = options.logger ?? serverLogger(config)
   const serving = await openServingStore(config, logger)
   const { store } = serving
   const { context, listening } = platformContext({ config, clock, logger, store })

@@ -22,6 +22,9 @@ import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
 import type { Clock } from '../shared/clock.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
+import { installRequestIdHeader, requestIdOf } from './http/request-ids.js'
+import { installServerClosing } from './http/server-closing.js'
+import { installTraceContext } from './http/trace-context.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
@@ -76,6 +79,11 @@ export interface AppDeps {
   models?: { service: ModelService; signer: ObjectUrlSigner }
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
   hosts?: HostService
+  /**
+   * Config `telemetry` (docs/production.md, "Monitoring" and "Tracing"): W3C traceparent in and
+   * out, and per-endpoint labels on the job metrics.
+   */
+  telemetry?: { traceContext: boolean; endpointMetrics: boolean }
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
@@ -109,10 +117,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
     clientErrorHandler,
+    // The caller's X-Request-Id when it is safe to log, else a UUID (docs/api.md, "Request ids").
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    requestIdLogLabel: 'requestId',
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
   installJsonBodyParser(app)
+  installRequestIdHeader(app)
+  if (deps.telemetry?.traceContext) installTraceContext(app)
+  installServerClosing(app)
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())

@@ -203,6 +203,9 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
           }
         }
         if (isTerminal(read.status)) break
+        // A closing server answers what it has: the job goes on, and its end is told as
+        // "still running, poll its status" instead of holding the close up.
+        if (request.server.closing.aborted) break
         if (started && read.chunks.length === 0) write(framer.keepAlive())
       }
       if (!client.gone) job = await jobs.get(endpoint.id, jobId)
