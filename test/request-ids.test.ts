@@ -32,7 +32,7 @@ describe('request ids', () => {
     const response = await platform.call('/v2/catalog/gpus', { headers: { 'x-request-id': id } })
     expect(response.status).toBe(200)
     expect(response.headers.get('x-request-id')).toBe(id)
-    const logged = lines.filter((l) => l.requestId === id)
+    const logged = lines.filter((l) => l.reqId === id)
     expect(logged.map((l) => l.msg)).toEqual(['incoming request', 'request completed'])
   })
 
@@ -67,8 +67,6 @@ describe('request ids', () => {
     const response = await platform.call('/v2/pods/nope', { headers: { 'x-request-id': 'err-1' } })
     expect(response.status).toBe(404)
     expect(response.headers.get('x-request-id')).toBe('err-1')
-    expect(
-      lines.find((l) => l.requestId === 'err-1' && l.msg === 'request completed'),
-    ).toBeDefined()
+    expect(lines.find((l) => l.reqId === 'err-1' && l.msg === 'request completed')).toBeDefined()
   })
 })

@@ -38,7 +38,7 @@ describe('trace context (telemetry.traceContext)', () => {
     expect(answered?.[1]).toBe(TRACE)
     const spanId = answered![2]
     expect(spanId).not.toBe('00f067aa0ba902b7')
-    const completed = lines.find((l) => l.requestId === 'traced-1' && l.msg === 'request completed')
+    const completed = lines.find((l) => l.reqId === 'traced-1' && l.msg === 'request completed')
     expect(completed).toMatchObject({ traceId: TRACE, spanId })
   })
 

@@ -120,7 +120,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // The caller's X-Request-Id when it is safe to log, else a UUID (docs/api.md, "Request ids").
     requestIdHeader: false,
     genReqId: requestIdOf,
-    requestIdLogLabel: 'requestId',
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)

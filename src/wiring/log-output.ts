@@ -8,15 +8,17 @@ export function prettyLogs(format: Config['logFormat'], stdoutIsTerminal: boolea
 }
 
 /**
- * The server's logger. Pretty lines are formatted in this thread and written synchronously, as
- * JSON lines are: a worker-thread transport would write them whenever it gets to them, in the
- * middle of the start banner (docs/production.md, "Logs").
+ * The server's logger. Lines are written synchronously, JSON or pretty (formatted in this thread,
+ * not a worker's): written later, they would land in the middle of the start banner, which
+ * main.ts prints once the server is up (docs/production.md, "Logs").
  */
 export function serverLogger(
   config: Pick<Config, 'logLevel' | 'logFormat'>,
   stdoutIsTerminal = process.stdout.isTTY === true,
 ): Logger {
-  if (!prettyLogs(config.logFormat, stdoutIsTerminal)) return pino({ level: config.logLevel })
+  if (!prettyLogs(config.logFormat, stdoutIsTerminal)) {
+    return pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }))
+  }
   return pino(
     { level: config.logLevel },
     pinoPretty({
