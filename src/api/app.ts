@@ -35,6 +35,8 @@ import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
 import { modelRoutes } from './models/model-routes.js'
+import { docsPageOptions } from './openapi/docs-page.js'
+import { openapiOptions } from './openapi/openapi-document.js'
 import { opsRoutes } from './ops-routes.js'
 import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import { restRoutes } from './rest/rest-routes.js'
@@ -135,22 +137,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
   if (deps.hosts) installHostMetrics(metrics, deps.hosts)
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'podyard REST API',
-        version: '2.0.0',
-        description:
-          'RunPod-compatible management API. Errors are application/problem+json with title, status, detail and errors.',
-      },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      },
-      security: [{ bearer: [] }],
-    },
-  })
-  await app.register(swaggerUi, { routePrefix: '/v2/docs', staticCSP: true })
+  await app.register(swagger, openapiOptions(deps.version))
+  await app.register(swaggerUi, docsPageOptions)
   app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })

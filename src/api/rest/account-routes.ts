@@ -14,7 +14,7 @@ const Permission = Type.Union([
   Type.Literal('RESTRICTED'),
 ])
 
-const ApiKeySchema = Type.Object({
+export const ApiKeySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   prefix: Type.String({ description: 'the first characters of the key, to recognise it' }),
@@ -28,7 +28,7 @@ const ApiKeySchema = Type.Object({
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 })
 
-const CreatedApiKeySchema = Type.Intersect([
+export const CreatedApiKeySchema = Type.Intersect([
   ApiKeySchema,
   Type.Object({
     key: Type.String({ description: 'the API key itself; returned only here, once' }),
@@ -45,7 +45,7 @@ const CreateApiKeyBody = Type.Object(
   { additionalProperties: false },
 )
 
-const AccountSchema = Type.Object({
+export const AccountSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   email: Type.String(),
@@ -82,6 +82,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'getAccount',
+        summary: 'The account of the key',
         response: { 200: AccountSchema, ...errors },
       },
     },
@@ -134,6 +135,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'listApiKeys',
+        summary: "The account's API keys (never their secrets)",
         response: { 200: Type.Object({ apiKeys: Type.Array(ApiKeySchema) }), ...errors },
       },
     },
@@ -148,6 +150,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'createApiKey',
+        summary: 'Create an API key; its secret is shown once',
         body: CreateApiKeyBody,
         response: { 201: CreatedApiKeySchema, 400: ProblemSchema, 422: ProblemSchema, ...errors },
       },
@@ -170,6 +173,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
         params: Type.Object({ id: Type.String({ minLength: 1 }) }),
         response: { 204: Type.Null(), 404: ProblemSchema, ...errors },
       },
