@@ -11,12 +11,16 @@ const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="150" height="40" vi
  * The docs page at /v2/docs (Swagger UI over /v2/openapi.json). Its content security policy is
  * @fastify/swagger-ui's without `upgrade-insecure-requests`: that directive makes the browser
  * fetch every asset of the page over https, so a server reached over plain HTTP by a host name
- * (not loopback, which browsers exempt) showed a blank page.
+ * (not loopback, which browsers exempt) showed a blank page. Inline styles are allowed (scripts
+ * stay `'self'` only): Swagger UI colors its code examples with style attributes.
  */
 export const docsPageOptions: FastifySwaggerUiOptions = {
   routePrefix: '/v2/docs',
   staticCSP: true,
-  transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/g, ''),
+  transformStaticCSP: (header) =>
+    header
+      .replace(/\s*upgrade-insecure-requests;?/g, '')
+      .replace("style-src 'self'", "style-src 'self' 'unsafe-inline'"),
   theme: { title: 'podyard API docs' },
   logo: { type: 'image/svg+xml', content: Buffer.from(LOGO), href: '/v2/docs', target: '_self' },
   uiConfig: { deepLinking: true, displayOperationId: true },
