@@ -31,6 +31,7 @@ import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
 import { wireHosts } from './wiring/host-wiring.js'
 import { serverLogger } from './wiring/log-output.js'
+import { platformMetrics } from './wiring/platform-metrics.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
 import { platformContext } from './wiring/platform-context.js'
@@ -80,9 +81,10 @@ export async function startPlatform(
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? serverLogger(config)
-  const serving = await openServingStore(config, logger)
+  const metrics = platformMetrics(config)
+  const serving = await openServingStore(config, logger, metrics.onQuery)
   const { store } = serving
-  const { context, listening } = platformContext({ config, clock, logger, store })
+  const { context, listening } = platformContext({ config, clock, logger, store, metrics })
   const { parts } = context
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
@@ -101,6 +103,11 @@ export async function startPlatform(
       resolveHost: options.resolveHost ?? resolveWithSystem,
     })
     parts.models = await wireModels(context)
+    metrics.watch({
+      store,
+      meter: parts.billing.meter,
+      meterIntervalMs: config.billing.meterIntervalMs,
+    })
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)

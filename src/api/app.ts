@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Registry } from 'prom-client'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
@@ -86,6 +87,8 @@ export interface AppDeps {
    * out, and per-endpoint labels on the job metrics.
    */
   telemetry?: { traceContext: boolean; endpointMetrics: boolean }
+  /** The registry `/metrics` serves, holding the platform's metrics; a new one when absent. */
+  metrics?: Registry
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
@@ -133,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
   installProblemHandlers(app)
-  const metrics = installMetrics(app)
+  const metrics = installMetrics(app, deps.metrics)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
   if (deps.hosts) installHostMetrics(metrics, deps.hosts)
 

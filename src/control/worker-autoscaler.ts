@@ -43,6 +43,25 @@ export interface WorkerAutoscalerSettings {
   startBackoffMaxMs: number
 }
 
+/** Why workers are stopped, as the metrics label them (bounded, unlike the logged reasons). */
+export const SCALE_DOWN_REASONS = [
+  'idle',
+  'never_placed',
+  'stale',
+  'recycled',
+  'credits',
+  'other',
+] as const
+
+export function scaleDownReason(reason: string): (typeof SCALE_DOWN_REASONS)[number] {
+  if (reason.startsWith('idle')) return 'idle'
+  if (reason.includes('never placed')) return 'never_placed'
+  if (reason.startsWith('stale')) return 'stale'
+  if (reason.startsWith('recycled')) return 'recycled'
+  if (reason.includes('out of credits')) return 'credits'
+  return 'other'
+}
+
 export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
   intervalMs: 1000,
   pingIntervalMs: 10_000,
@@ -68,6 +87,11 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
    * when those this server holds have answered.
    */
   endPolls?: (endpointId: string, workerId: string) => void | Promise<void>
+  /**
+   * Told of each scale-up (`count` new workers, `reason` the endpoint's scaler type) and each
+   * worker stopped (`reason` one of SCALE_DOWN_REASONS), for the metrics.
+   */
+  onScale?: (direction: 'up' | 'down', reason: string, count: number) => void
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -401,6 +425,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       }),
     )
     const kept = current.filter((w) => !stopped.has(w.id))
+    if (decision.start > 0) {
+      this.deps.onScale?.('up', endpoint.scaling.type.toLowerCase(), decision.start)
+    }
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
@@ -638,6 +665,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         return false
       }
       await this.remove(worker, reason)
+      this.deps.onScale?.('down', scaleDownReason(reason), 1)
       return true
     } finally {
       this.stopping.delete(worker.id)

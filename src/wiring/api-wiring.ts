@@ -42,6 +42,7 @@ export function wireApi(
       ...(replicas.wakeUps ? { listening: () => replicas.wakeUps!.listening } : {}),
     },
     rateLimits: config.rateLimit,
+    metrics: context.metrics.registry,
     telemetry: config.telemetry,
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,

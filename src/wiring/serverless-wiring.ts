@@ -86,6 +86,7 @@ export function wireServerless(
     logger,
     retryDelayMs: config.webhooks.retryDelayMs,
     timeoutMs: config.webhooks.timeoutMs,
+    onAttempt: context.metrics.onWebhookAttempt,
   })
   const queue = new KyselyJobQueue({
     db: store.db,
@@ -123,6 +124,7 @@ export function wireServerless(
     billing: parts.billing.guard,
     webhookEgress,
     onJobFinished: (job) => parts.models.service.onJobCompleted(job),
+    events: context.metrics.jobs,
   })
   return {
     endpoints,
@@ -149,7 +151,13 @@ export function wireServerless(
     webhooks: new WebhookService({ endpoints, queue, deliveries }),
     webhookEgress,
     dispatcher,
-    sweeper: new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs }),
+    sweeper: new JobSweeper({
+      queue,
+      clock,
+      logger,
+      leaseMs: config.workers.jobLeaseMs,
+      events: context.metrics.jobs,
+    }),
   }
 }
 
@@ -239,6 +247,7 @@ function workerAutoscalerOf(
         : [],
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
+    onScale: context.metrics.onScale,
   })
 }
 

@@ -17,8 +17,11 @@ import { lockForServing, type ServingLock } from '../store/serving-lock.js'
 export async function openMigratedStore(
   config: Readonly<Config>,
   logger?: Pick<Logger, 'warn'>,
-  /** A serving platform checkpoints a SQLite file's WAL on a thread of its own. */
-  options: { serving?: boolean } = {},
+  /**
+   * A serving platform checkpoints a SQLite file's WAL on a thread of its own, and times its
+   * statements for the metrics (`onQuery`).
+   */
+  options: { serving?: boolean; onQuery?: (seconds: number, failed: boolean) => void } = {},
 ): Promise<{ store: Store; applied: string[] }> {
   if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config.storeUrl, {
@@ -27,6 +30,7 @@ export async function openMigratedStore(
         { err: error },
         'PostgreSQL closed an idle connection; the next query reconnects',
       ),
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     ...(options.serving
       ? {
           checkpointInBackground: true,
@@ -57,13 +61,17 @@ export interface ServingStore {
 export async function openServingStore(
   config: Readonly<Config>,
   logger: Logger,
+  onQuery?: (seconds: number, failed: boolean) => void,
 ): Promise<ServingStore> {
   const locks = lockSqliteStore(config)
   const release = () => {
     for (const lock of locks) lock.release()
   }
   try {
-    const { store, applied } = await openMigratedStore(config, logger, { serving: true })
+    const { store, applied } = await openMigratedStore(config, logger, {
+      serving: true,
+      ...(onQuery ? { onQuery } : {}),
+    })
     return {
       store,
       applied,
