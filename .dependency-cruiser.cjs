@@ -1,5 +1,5 @@
 /**
- * The allowed imports of ../shared/DESIGN.md ("Layers and the direction of imports").
+ * The allowed imports of docs/architecture.md ("Layers and the direction of imports").
  * Each layer lists what it must NOT reach; `shared` is open to everyone.
  */
 const layer = (name) => `^src/${name}/`
@@ -54,7 +54,7 @@ module.exports = {
       name: 'only-platform-imports-wiring',
       severity: 'error',
       comment:
-        'src/wiring/ is the composition split by area (DESIGN.md); only platform.ts puts it together.',
+        'src/wiring/ is the composition split by area (docs/architecture.md); only platform.ts puts it together.',
       from: { path: '^src/', pathNot: '^src/(platform\\.ts$|wiring/)' },
       to: { path: '^src/wiring/' },
     },
@@ -109,7 +109,7 @@ module.exports = {
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',
-      comment: `${name} may import only: ${[name, ...allowed[name]].join(', ')} (DESIGN.md)`,
+      comment: `${name} may import only: ${[name, ...allowed[name]].join(', ')} (docs/architecture.md)`,
       from: { path: layer(name) },
       to: {
         path: `^src/(${layers.filter((other) => other !== name && !allowed[name].includes(other)).join('|')})/`,

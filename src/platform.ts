@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { pino, type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { jobLimiterOf } from './api/app.js'
 import type { BillingMeter } from './control/billing-meter.js'
 import type { PodLifecycle } from './control/pod-lifecycle.js'
@@ -32,6 +32,8 @@ import { wireApi } from './wiring/api-wiring.js'
 import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
 import { wireHosts } from './wiring/host-wiring.js'
+import { serverLogger } from './wiring/log-output.js'
+import { platformMetrics } from './wiring/platform-metrics.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
 import { platformContext } from './wiring/platform-context.js'
@@ -108,12 +110,11 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
-  const logger =
-    options.logger ??
-    pino({ level: config.logLevel }, pino.destination(options.logTo === 'stderr' ? 2 : 1))
-  const serving = await openServingStore(config, logger)
+  const logger = options.logger ?? serverLogger(config, options.logTo === 'stderr' ? 2 : 1)
+  const metrics = platformMetrics(config)
+  const serving = await openServingStore(config, logger, metrics.onQuery)
   const { store } = serving
-  const { context, listening } = platformContext({ config, clock, logger, store })
+  const { context, listening } = platformContext({ config, clock, logger, store, metrics })
   const { parts } = context
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
@@ -132,6 +133,11 @@ export async function startPlatform(
       resolveHost: options.resolveHost ?? resolveWithSystem,
     })
     parts.models = await wireModels(context)
+    metrics.watch({
+      store,
+      meter: parts.billing.meter,
+      meterIntervalMs: config.billing.meterIntervalMs,
+    })
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)

@@ -54,6 +54,25 @@ export interface WorkerAutoscalerSettings {
  */
 export const WAKE_MIN_SPACING_MS = 50
 
+/** Why workers are stopped, as the metrics label them (bounded, unlike the logged reasons). */
+export const SCALE_DOWN_REASONS = [
+  'idle',
+  'never_placed',
+  'stale',
+  'recycled',
+  'credits',
+  'other',
+] as const
+
+export function scaleDownReason(reason: string): (typeof SCALE_DOWN_REASONS)[number] {
+  if (reason.startsWith('idle')) return 'idle'
+  if (reason.includes('never placed')) return 'never_placed'
+  if (reason.startsWith('stale')) return 'stale'
+  if (reason.startsWith('recycled')) return 'recycled'
+  if (reason.includes('out of credits')) return 'credits'
+  return 'other'
+}
+
 export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
   intervalMs: 1000,
   pingIntervalMs: 10_000,
@@ -85,6 +104,11 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   hostDraining?: (hostId: string) => boolean
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
+  /**
+   * Told of each scale-up (`count` new workers, `reason` the endpoint's scaler type) and each
+   * worker stopped (`reason` one of SCALE_DOWN_REASONS), for the metrics.
+   */
+  onScale?: (direction: 'up' | 'down', reason: string, count: number) => void
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -543,6 +567,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       }),
     )
     const kept = marked.filter((w) => !stopped.has(w.id))
+    if (decision.start > 0) {
+      this.deps.onScale?.('up', endpoint.scaling.type.toLowerCase(), decision.start)
+    }
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
@@ -826,6 +853,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         return false
       }
       await this.remove(worker, reason)
+      this.deps.onScale?.('down', scaleDownReason(reason), 1)
       return true
     } finally {
       this.stopping.delete(worker.id)

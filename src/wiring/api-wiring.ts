@@ -55,6 +55,8 @@ export async function wireApi(
       ...(replicas.wakeUps ? { listening: () => replicas.wakeUps!.listening } : {}),
     },
     rateLimits: config.rateLimit,
+    metrics: context.metrics.registry,
+    telemetry: config.telemetry,
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
     models: { service: models.service, signer: models.signer },

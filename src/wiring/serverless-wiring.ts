@@ -87,6 +87,7 @@ export function wireServerless(
     logger,
     retryDelayMs: config.webhooks.retryDelayMs,
     timeoutMs: config.webhooks.timeoutMs,
+    onAttempt: context.metrics.onWebhookAttempt,
   })
   const queue = new KyselyJobQueue({
     db: store.db,
@@ -129,6 +130,7 @@ export function wireServerless(
     webhookEgress,
     onJobFinished: (job) => parts.models.service.onJobCompleted(job),
     onQueued: (endpointId) => autoscaler.jobQueued(endpointId),
+    events: context.metrics.jobs,
   })
   return {
     endpoints,
@@ -155,7 +157,13 @@ export function wireServerless(
     webhooks: new WebhookService({ endpoints, queue, deliveries }),
     webhookEgress,
     dispatcher,
-    sweeper: new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs }),
+    sweeper: new JobSweeper({
+      queue,
+      clock,
+      logger,
+      leaseMs: config.workers.jobLeaseMs,
+      events: context.metrics.jobs,
+    }),
   }
 }
 
@@ -245,6 +253,7 @@ function workerAutoscalerOf(
         : [],
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
+    onScale: context.metrics.onScale,
   })
 }
 

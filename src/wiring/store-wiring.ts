@@ -35,8 +35,15 @@ const noDatabase = (where: string) =>
 export async function openMigratedStore(
   config: Readonly<Config>,
   logger?: Pick<Logger, 'warn'>,
-  /** A serving platform checkpoints a SQLite file's WAL on a thread of its own. */
-  options: { serving?: boolean; mustExist?: boolean } = {},
+  /**
+   * A serving platform checkpoints a SQLite file's WAL on a thread of its own, and times its
+   * statements for the metrics (`onQuery`).
+   */
+  options: {
+    serving?: boolean
+    mustExist?: boolean
+    onQuery?: (seconds: number, failed: boolean) => void
+  } = {},
 ): Promise<{ store: Store; applied: string[] }> {
   if (config.storeUrl.startsWith('sqlite:')) {
     const file = config.storeUrl.slice('sqlite:'.length)
@@ -51,6 +58,7 @@ export async function openMigratedStore(
         { err: error },
         'PostgreSQL closed an idle connection; the next query reconnects',
       ),
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     ...(options.serving
       ? {
           checkpointInBackground: true,
@@ -84,13 +92,17 @@ export interface ServingStore {
 export async function openServingStore(
   config: Readonly<Config>,
   logger: Logger,
+  onQuery?: (seconds: number, failed: boolean) => void,
 ): Promise<ServingStore> {
   const locks = lockSqliteStore(config)
   const release = () => {
     for (const lock of locks) lock.release()
   }
   try {
-    const { store, applied } = await openMigratedStore(config, logger, { serving: true })
+    const { store, applied } = await openMigratedStore(config, logger, {
+      serving: true,
+      ...(onQuery ? { onQuery } : {}),
+    })
     return {
       store,
       applied,

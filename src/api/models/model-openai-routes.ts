@@ -30,7 +30,8 @@ export interface ModelOpenAIRoutesDeps {
   ) => Promise<T>
 }
 
-const tags = ['Public models']
+/** Left out of the OpenAPI document, as the other per-model routes (model-routes.ts). */
+const perModel = { tags: ['Public models'], hide: true }
 
 /** Why a job gave no OpenAI answer, as OpenAI's error body and an HTTP status. */
 function failure(body: JobBody): { status: number; message: string; code: string } {
@@ -105,7 +106,7 @@ export async function modelOpenAIRoutes(
       `${base}/chat/completions`,
       {
         schema: {
-          tags,
+          ...perModel,
           summary: `OpenAI chat completion with ${modelId}; "stream": true for server-sent events`,
         },
       },
@@ -113,11 +114,13 @@ export async function modelOpenAIRoutes(
     )
     app.post(
       `${base}/completions`,
-      { schema: { tags, summary: `OpenAI (legacy) completion with ${modelId}` } },
+      { schema: { ...perModel, summary: `OpenAI (legacy) completion with ${modelId}` } },
       complete(modelId, 'completion'),
     )
-    app.get(`${base}/models`, { schema: { tags, summary: `The model behind ${base}` } }, async () =>
-      openaiModelList(modelId, Math.floor(clock.now().getTime() / 1000)),
+    app.get(
+      `${base}/models`,
+      { schema: { ...perModel, summary: `The model behind ${base}` } },
+      async () => openaiModelList(modelId, Math.floor(clock.now().getTime() / 1000)),
     )
   }
 }

@@ -58,6 +58,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'getAccount',
+        summary: 'The account of the key',
         response: { 200: AccountWithSpendSchema, ...errors },
       },
     },
@@ -138,6 +139,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'listApiKeys',
+        summary: "The account's API keys (never their secrets)",
         response: { 200: Type.Object({ apiKeys: Type.Array(ApiKeySchema) }), ...errors },
       },
     },
@@ -152,6 +154,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'createApiKey',
+        summary: 'Create an API key; its secret is shown once',
         body: CreateApiKeyBody,
         response: { 201: CreatedApiKeySchema, 400: ProblemSchema, 422: ProblemSchema, ...errors },
       },
@@ -174,6 +177,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
         params: Type.Object({ id: Type.String({ minLength: 1 }) }),
         response: { 204: Type.Null(), 404: ProblemSchema, ...errors },
       },

@@ -104,6 +104,11 @@ export async function sendLogStream(
 
   const abort = new AbortController()
   request.raw.on('close', () => abort.abort())
+  // A closing server ends its followers at once; the client resumes elsewhere with Last-Event-ID.
+  const closing = request.server.closing
+  const endOnClose = () => abort.abort()
+  closing.addEventListener('abort', endOnClose, { once: true })
+  if (closing.aborted) abort.abort()
   reply.hijack()
   const out = reply.raw
   out.writeHead(200, {
@@ -135,7 +140,10 @@ export async function sendLogStream(
     out.write(sseEvent(line, sources[index]!.source, sent))
   }
   for (const { index, line } of history) send(index, line)
-  if (query.follow === false) return void out.end()
+  if (query.follow === false) {
+    closing.removeEventListener('abort', endOnClose)
+    return void out.end()
+  }
   const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
   try {
     for await (const { index, line } of merged(sources, cursor, abort.signal)) send(index, line)
@@ -143,6 +151,7 @@ export async function sendLogStream(
     if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
   } finally {
     clearInterval(keepalive)
+    closing.removeEventListener('abort', endOnClose)
     out.end()
   }
 }

@@ -5,8 +5,10 @@ import { timeOrderedUuid } from '../../shared/ids.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import type { EndpointView } from './endpoint.js'
 import type { EndpointService } from './endpoint-service.js'
+import type { JobEvents } from './job-events.js'
 import {
   isTerminal,
+  jobTimings,
   newJob,
   resolvePolicy,
   SYNC_JOB_ID_PREFIX,
@@ -68,6 +70,8 @@ export interface JobServiceDeps {
    * may have workers (`workers.max` > 0): the autoscaler reacts at once (a cold start).
    */
   onQueued?: (endpointId: string) => void
+  /** Told of submissions, starts and ends, for the metrics. */
+  events?: JobEvents
 }
 
 const badRequest = (problems: string[]) =>
@@ -247,6 +251,7 @@ export class JobService {
       ...fields,
     })
     await this.deps.queue.submit(job)
+    this.deps.events?.submitted(endpoint.id)
     if (!job.policy.lowPriority && endpoint.workers.max > 0) this.deps.onQueued?.(endpoint.id)
     const { s3Config: _hidden, ...view } = job
     return view
@@ -342,8 +347,12 @@ export class JobService {
   }
 
   async cancel(endpointId: string, jobId: string): Promise<JobView> {
+    const before = this.deps.events ? await this.deps.queue.get(endpointId, jobId) : undefined
     const job = await this.deps.queue.cancel(endpointId, jobId)
     if (job === undefined) throw jobNotFound(jobId)
+    if (before !== undefined && !isTerminal(before.status) && job.status === 'CANCELLED') {
+      this.deps.events?.ended(endpointId, 'CANCELLED')
+    }
     return job
   }
 
@@ -465,6 +474,11 @@ export class JobService {
             : []
       if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
+        const events = this.deps.events
+        if (events) {
+          const nowMs = this.deps.clock.now().getTime()
+          for (const job of jobs) events.started(endpointId, nowMs - Date.parse(job.createdAt))
+        }
         return jobs
       }
     }
@@ -490,6 +504,11 @@ export class JobService {
       ...(report.output !== undefined ? { output: report.output } : {}),
       ...(report.error !== undefined ? { error: report.error } : {}),
     })
+    if (result.applied) {
+      const { executionTime } = jobTimings(result.job, this.deps.clock.now())
+      const status = result.job.status === 'COMPLETED' ? 'COMPLETED' : 'FAILED'
+      this.deps.events?.ended(endpointId, status, executionTime)
+    }
     if (result.applied && this.deps.onJobFinished) {
       await this.deps.onJobFinished(result.job).catch(() => undefined)
     }
