@@ -132,11 +132,19 @@ export const EndpointHealth = Type.Object(
     }),
     startBackoff: Type.Optional(
       Type.Object(
-        {},
         {
-          additionalProperties: true,
-          description: 'present while worker starts are backed off after failures in a row',
+          failures: count('workers that failed in a row since the last healthy start'),
+          lastFailure: Type.Object({
+            workerId: Type.String(),
+            reason: Type.String({ description: "the worker's reason in the workers list" }),
+            at: Type.String({ format: 'date-time' }),
+          }),
+          nextStartAt: Type.String({
+            format: 'date-time',
+            description: 'no worker of the endpoint starts before this',
+          }),
         },
+        { description: 'present while worker starts are backed off after failures in a row' },
       ),
     ),
   },
