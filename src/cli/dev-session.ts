@@ -1,10 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs'
+import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { ApiClient, readEvents } from '../client/api-client.js'
 import { devBanner, devReadyJson } from './dev-banner.js'
-import { HANDLER_EXTENSIONS, TEST_INPUT_FILE } from './dev-worker.js'
+import { HandlerWatch } from './dev-watch.js'
 
 /** The platform `podyard dev` started in-process (main.ts), and how to stop all of it. */
 export interface DevPlatform {
@@ -21,23 +20,8 @@ export interface DevPlatform {
 export const DEV_IMAGE = 'podyard/dev'
 /** Changed on each restart: a new endpoint version rolls the workers (docs/serverless-workers.md). */
 export const RELOAD_VARIABLE = 'PODYARD_DEV_RELOAD'
-/** Folders a `--watch` of the handler's folder ignores. */
-const IGNORED_SEGMENTS = new Set(['node_modules', '.git', '__pycache__', '.podyard', 'dist'])
-/**
- * The files whose change restarts the worker under `--watch`: code and configuration, not what
- * a handler writes (outputs, logs, pid files), which would restart it in a loop.
- */
-const WATCHED_EXTENSIONS = new Set([
-  ...HANDLER_EXTENSIONS,
-  '.json',
-  '.yaml',
-  '.yml',
-  '.toml',
-  '.txt',
-])
 const WORKER_POLL_MS = 500
 const STATUS_POLL_MS = 200
-const DEBOUNCE_MS = 150
 /** How long a worker gone from the list is still followed, for its last lines (events poll at 500 ms). */
 const GONE_GRACE_MS = 2_000
 
@@ -100,14 +84,12 @@ export class DevSession {
   /** Where each worker's stream was: a stream the server ends early is resumed from there. */
   private readonly lastEventIds = new Map<string, string>()
   private readonly throttledSeen = new Set<string>()
-  private watcher: FSWatcher | undefined
+  private watch: HandlerWatch | undefined
   private endpointId = ''
   private revision = 0
   /** Tells this session's endpoint versions from an earlier session's. */
   private readonly session = randomBytes(4).toString('hex')
-  private lastContent: string | undefined
   private restarting: Promise<void> = Promise.resolve()
-  private debounce: NodeJS.Timeout | undefined
   private readonly tasks: Promise<unknown>[] = []
 
   constructor(
@@ -131,7 +113,6 @@ export class DevSession {
     const endpoint = await this.ensureEndpoint()
     this.endpointId = endpoint.id
     const { file, watchFolder, workers, concurrency, command } = this.options
-    this.lastContent = this.fingerprint()
     const view = {
       handlerName: path.basename(file),
       baseUrl: this.platform.url,
@@ -148,14 +129,19 @@ export class DevSession {
     }
     this.options.print(this.options.json ? devReadyJson(view) : devBanner(view))
     this.tasks.push(this.followWorkers())
-    this.watch()
+    this.watch = new HandlerWatch({
+      file,
+      folder: watchFolder,
+      dataDir: this.platform.dataDir,
+      onChange: (name) => this.onChange(name),
+    })
+    this.watch.start()
     if (this.options.testJob) this.tasks.push(this.runTestJob(this.options.testJob))
   }
 
   async close(): Promise<void> {
     this.closing.abort()
-    clearTimeout(this.debounce)
-    this.watcher?.close()
+    this.watch?.close()
     await this.restarting
     await Promise.allSettled(this.tasks)
   }
@@ -191,51 +177,8 @@ export class DevSession {
     )
   }
 
-  /** What the single watched file holds now (undefined while it is missing, mid-save). */
-  private fingerprint(): string | undefined {
-    if (this.options.watchFolder) return undefined
-    try {
-      return createHash('sha256').update(readFileSync(this.options.file)).digest('hex')
-    } catch {
-      return undefined
-    }
-  }
-
-  private watch(): void {
-    const { file, watchFolder } = this.options
-    const folder = path.dirname(file)
-    const dataDir = path.resolve(this.platform.dataDir)
-    this.watcher = watch(folder, { recursive: watchFolder }, (_event, changed) => {
-      const name = changed?.toString()
-      if (!watchFolder) {
-        if (name !== undefined && name !== path.basename(file)) return
-      } else if (name !== undefined && !this.restartsOnChange(name, folder, dataDir)) return
-      clearTimeout(this.debounce)
-      this.debounce = setTimeout(() => this.onChange(name), DEBOUNCE_MS)
-    })
-  }
-
-  /** Under `--watch`: whether a change to `name` (relative to the folder) restarts the worker. */
-  private restartsOnChange(name: string, folder: string, dataDir: string): boolean {
-    const full = path.resolve(folder, name)
-    if (full === dataDir || full.startsWith(`${dataDir}${path.sep}`)) return false
-    const segments = name.split(/[\\/]/)
-    if (segments.some((segment) => IGNORED_SEGMENTS.has(segment) || segment.startsWith('.'))) {
-      return false
-    }
-    // The test job is input, not code: it runs once at start.
-    if (full === path.join(folder, TEST_INPUT_FILE)) return false
-    return WATCHED_EXTENSIONS.has(path.extname(name).toLowerCase())
-  }
-
   private onChange(name: string | undefined): void {
     if (this.closing.signal.aborted) return
-    if (!this.options.watchFolder) {
-      if (!existsSync(this.options.file)) return
-      const content = this.fingerprint()
-      if (content === undefined || content === this.lastContent) return
-      this.lastContent = content
-    }
     this.restarting = this.restarting.then(() => this.restart(name))
   }
 
