@@ -65,18 +65,21 @@ describe('the console against the served OpenAPI document', { timeout: 240_000 }
   })
 
   it('fails to type-check when a field it reads is renamed in a route’s schema', async () => {
+    type ObjectSchema = { required: string[]; properties: Record<string, unknown> }
     const changed = structuredClone(document) as {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
+      components: { schemas: Record<string, ObjectSchema> }
     }
-    const schema = (
+    const answer = (
       changed.paths['/v2/pods/{id}']!.get!.responses['200'] as {
-        content: {
-          'application/json': {
-            schema: { required: string[]; properties: Record<string, unknown> }
-          }
-        }
+        content: { 'application/json': { schema: ObjectSchema | { $ref: string } } }
       }
     ).content['application/json'].schema
+    // The pod is a named component schema ($ref); rename the field where it is defined.
+    const schema =
+      '$ref' in answer
+        ? changed.components.schemas[answer.$ref.replace('#/components/schemas/', '')]!
+        : answer
     schema.properties.state = schema.properties.status
     delete schema.properties.status
     schema.required = schema.required.map((name) => (name === 'status' ? 'state' : name))
