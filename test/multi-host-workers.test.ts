@@ -9,6 +9,7 @@ import { startPlatform, type Platform } from '../src/platform.js'
 import { json } from './support/http.js'
 import {
   holdRig,
+  rigFleetYaml,
   localDocker,
   multiHostEnabled,
   readRigLayout,
@@ -18,6 +19,7 @@ import {
   type RigHost,
   type RigLayout,
 } from './support/multi-host-rig.js'
+import { until as untilDone } from './support/until.js'
 import { callPlatform, stopPlatform, testConfig, type CallInit } from './support/platform.js'
 import { restartableStores } from './support/restartable-platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
@@ -54,45 +56,13 @@ interface HostJson {
   state: string
 }
 
-function fleetYaml(layout: RigLayout, volumeRoot: string): string {
-  const hosts = layout.hosts.map((host) => {
-    const docker =
-      host.transport === 'ssh'
-        ? `{ url: "${host.dockerUrl}", sshKey: "${layout.ssh.privateKeyFile}", knownHosts: "${layout.ssh.knownHostsFile}" }`
-        : `{ url: "${host.dockerUrl}", tls: { ca: "${layout.tls.caFile}", cert: "${layout.tls.certFile}", key: "${layout.tls.keyFile}" } }`
-    return `  - id: ${host.name}
-    dataCenterId: EU-RO-1
-    cpuFlavors: [cpu3c]
-    vcpus: 2
-    memoryGb: 8
-    publicIp: ${host.address}
-    docker: ${docker}`
-  })
-  return `dataCenters:
-  - id: EU-RO-1
-    name: EU Romania 1
-    region: EUROPE
-    networkVolumeRoot: ${volumeRoot}
-hosts:
-${hosts.join('\n')}
-localHost: false
-`
-}
-
-async function until<T>(
+/** Rig operations (engines, SSH sessions) are slow: a longer wait than the default. */
+const until = <T>(
   what: string,
   read: () => Promise<T>,
   done: (v: T) => boolean,
   timeoutMs = 90_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await read()
-    if (done(value)) return value
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-}
+) => untilDone(what, read, done, timeoutMs)
 
 /** A port free now on `address`, so that the server can listen on the same one after a restart. */
 function freePortOn(address: string): Promise<number> {
@@ -219,7 +189,7 @@ describe.runIf(enabled).each(restartableStores())(
       dir = mkdtempSync(path.join(tmpdir(), 'podyard-fleet-workers-'))
       volumeRoot = path.join(dir, 'eu-ro-1-shared')
       mkdirSync(path.join(dir, '.podyard'))
-      writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml(layout, volumeRoot))
+      writeFileSync(path.join(dir, 'fleet.yaml'), rigFleetYaml(layout, volumeRoot))
       port = await freePortOn(layout.bridge.address)
       if (store === 'postgres')
         database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)

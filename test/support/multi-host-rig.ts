@@ -250,3 +250,32 @@ export async function holdRig(timeoutMs = 900_000): Promise<() => void> {
     await sleep(500)
   }
 }
+
+/**
+ * A fleet file whose hosts are the rig's engines (SSH or TCP+TLS, each host's address as its
+ * publicIp) in one data center whose network volumes live under `volumeRoot`.
+ */
+export function rigFleetYaml(layout: RigLayout, volumeRoot: string): string {
+  const hosts = layout.hosts.map((host) => {
+    const docker =
+      host.transport === 'ssh'
+        ? `{ url: "${host.dockerUrl}", sshKey: "${layout.ssh.privateKeyFile}", knownHosts: "${layout.ssh.knownHostsFile}" }`
+        : `{ url: "${host.dockerUrl}", tls: { ca: "${layout.tls.caFile}", cert: "${layout.tls.certFile}", key: "${layout.tls.keyFile}" } }`
+    return `  - id: ${host.name}
+    dataCenterId: EU-RO-1
+    cpuFlavors: [cpu3c]
+    vcpus: 2
+    memoryGb: 8
+    publicIp: ${host.address}
+    docker: ${docker}`
+  })
+  return `dataCenters:
+  - id: EU-RO-1
+    name: EU Romania 1
+    region: EUROPE
+    networkVolumeRoot: ${volumeRoot}
+hosts:
+${hosts.join('\n')}
+localHost: false
+`
+}
