@@ -26,7 +26,9 @@ describe.runIf(BUILD)("podyard's image (Dockerfile)", () => {
     async () => {
       const base = (await run('bash', [path.join(repoRoot, 'deploy', 'base-image.sh')])).stdout
       const built = await run('bash', [path.join(repoRoot, 'deploy', 'build-image.sh')], {
-        env: { ...process.env, BASE_IMAGE: base.trim(), IMAGE },
+        // dist/ is built (npm install, the suite's global setup); rebuilding it here would
+        // rewrite files other suites are running from at the same time.
+        env: { ...process.env, BASE_IMAGE: base.trim(), IMAGE, SKIP_BUILD: '1' },
         maxBuffer: 16 * 1024 * 1024,
       })
       expect(built.stdout.trim()).toBe(IMAGE)
@@ -48,7 +50,14 @@ describe.runIf(BUILD)("podyard's image (Dockerfile)", () => {
       const url = `http://127.0.0.1:${/:(\d+)/.exec(published)![1]}`
       await until(
         'the container is ready',
-        async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status,
+        // Each probe bounded: a connection docker-proxy accepts before the server listens
+        // can stay open with no answer.
+        async () =>
+          (
+            await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(
+              () => undefined,
+            )
+          )?.status,
         (status) => status === 200,
         60_000,
       )

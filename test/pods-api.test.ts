@@ -600,6 +600,33 @@ describe('REST pods', () => {
     ).toMatch(/^querystring\.source/)
   })
 
+  it('follows the container log of a pod that is still being placed, from its first line', async () => {
+    const pod = await created({
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: 'echo first-line; sleep 300',
+    })
+    // Right after the create the pod has no workload yet; following waits for it.
+    expect((await getPod(pod.id)).status).toBe('PROVISIONING')
+    const follow = new AbortController()
+    const streaming = await platform.call(`/v2/pods/${pod.id}/logs?source=container`, {
+      signal: follow.signal,
+    })
+    expect(streaming.status).toBe(200)
+    const reader = streaming.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    try {
+      while (!text.includes('first-line')) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += value
+      }
+    } finally {
+      follow.abort()
+    }
+    expect(text).toContain('"line":"first-line"')
+    await terminate(pod.id)
+  })
+
   it('resumes a following log stream after Last-Event-ID with each later line once', async () => {
     const pod = await created({
       cpu: { id: 'cpu3c', vcpuCount: 2 },

@@ -42,7 +42,13 @@ describe('SIGTERM with clients connected', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-shutdown-'))
   const marker = `${6_000_000 + Math.floor(Math.random() * 1_000_000)}`
   afterAll(() => {
-    for (const pid of processesWith(`tick-${marker}`)) process.kill(pid, 'SIGKILL')
+    for (const pid of processesWith(`tick-${marker}`)) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // Gone between the listing and the kill.
+      }
+    }
     rmSync(dataDir, { recursive: true, force: true })
   })
 

@@ -1,5 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Fleet } from '../domain/catalog/fleet.js'
 import { hostLostAt, hostLostReason } from '../domain/hosts/host-state.js'
@@ -29,6 +30,8 @@ const TICK_MS = 500
 const LIST_TIMEOUT_MS = 15_000
 /** Starts on a remote host tried with new random ports when the engine says one is taken. */
 const PORT_ATTEMPTS = 3
+/** How often a log follower of a pod still being placed looks whether its workload exists. */
+const LAUNCH_WAIT_POLL_MS = 100
 const REMOTE_PORTS = { from: 30_000, count: 30_000 }
 
 function randomRemotePort(): number {
@@ -484,7 +487,26 @@ export class PodLifecycle implements PodRuntimeReader {
     return this.driverOf(pod).readLogs(pod.id, query)
   }
 
-  followContainerLogs(pod: Pod, afterSeq: number, signal: AbortSignal): AsyncIterable<PodLogLine> {
-    return this.driverOf(pod).followLogs(pod.id, afterSeq, signal)
+  async *followContainerLogs(
+    pod: Pod,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<PodLogLine> {
+    const launched = await this.untilLaunched(pod, signal)
+    if (launched) yield* this.driverOf(launched).followLogs(launched.id, afterSeq, signal)
+  }
+
+  /**
+   * A PROVISIONING pod has no workload (nor, before placement, a host) to follow yet: waits
+   * until it leaves that status, so that a follower connected right after the create sees the
+   * first line. Undefined when the follower went away or the pod did.
+   */
+  private async untilLaunched(pod: Pod, signal: AbortSignal): Promise<Pod | undefined> {
+    let current: Pod | undefined = pod
+    while (current?.status === 'PROVISIONING' && !signal.aborted) {
+      await sleep(LAUNCH_WAIT_POLL_MS, undefined, { signal }).catch(() => undefined)
+      current = await this.deps.store.pods.findById(pod.id)
+    }
+    return signal.aborted ? undefined : current
   }
 }

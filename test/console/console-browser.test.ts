@@ -139,6 +139,8 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     const own = await browser.newContext()
     const keyboard = await own.newPage()
     await keyboard.goto(`${base}/`)
+    // The page is rendered by script after load: Tab once the sign-in form is there.
+    await keyboard.getByLabel('API key').waitFor()
     await keyboard.keyboard.press('Tab')
     expect(await keyboard.evaluate(() => document.activeElement?.id)).toBe('api-key')
     await keyboard.keyboard.type(TEST_ADMIN_KEY)
