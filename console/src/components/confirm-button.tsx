@@ -1,4 +1,5 @@
 import { useState } from 'react'
+import type { Action } from '../hooks/use-action'
 
 /**
  * A destructive action in two presses: the first asks, the second does it. No modal dialog,
@@ -52,5 +53,25 @@ export function ConfirmButton({
         Cancel
       </button>
     </span>
+  )
+}
+
+/** A row's destructive action ("Delete", "Revoke"): asks, then runs `action` with the item's id. */
+export function ConfirmRowAction({
+  label,
+  item,
+  action,
+}: {
+  label: string
+  item: { id: string; name: string }
+  action: Action<[string]>
+}) {
+  return (
+    <ConfirmButton
+      label={label}
+      subject={item.name}
+      busy={action.busy}
+      onConfirm={() => void action.run(item.id)}
+    />
   )
 }

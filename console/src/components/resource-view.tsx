@@ -23,3 +23,22 @@ export function ResourceView<T>({
     </>
   )
 }
+
+/** A list as a ResourceView, with `empty` in place of the list while it has nothing. */
+export function ListView<T>({
+  resource,
+  what,
+  empty,
+  children,
+}: {
+  resource: Resource<T[]>
+  what: string
+  empty: ReactNode
+  children: (list: T[]) => ReactNode
+}) {
+  return (
+    <ResourceView resource={resource} what={what}>
+      {(list) => (list.length === 0 ? empty : children(list))}
+    </ResourceView>
+  )
+}

@@ -1,10 +1,12 @@
 import { Link } from 'wouter'
 import { ok } from '../api/client'
 import { jobApi, type EndpointHealth, type JobRequest } from '../api/job-api'
+import { DataTable } from '../components/data-table'
 import { EmptyState } from '../components/empty-state'
-import { perHour, usd, when } from '../components/format'
+import { perHour, when } from '../components/format'
 import { Page, Section } from '../components/page'
-import { ResourceView } from '../components/resource-view'
+import { ListView, ResourceView } from '../components/resource-view'
+import { SpendStats } from '../components/spend-stats'
 import { StatusBadge } from '../components/status-badge'
 import { useResource } from '../hooks/use-resource'
 import { useSession } from '../session/session'
@@ -50,9 +52,7 @@ export function DashboardPage() {
   return (
     <Page title="Dashboard">
       <div className="stats" aria-label="Account">
-        <Stat label="Balance" value={usd(account.balance)} />
-        <Stat label="Spending now" value={perHour(account.currentSpendPerHour)} />
-        <Stat label="Spend limit" value={perHour(account.spendLimit)} />
+        <SpendStats account={account} />
       </div>
 
       <Section
@@ -63,46 +63,38 @@ export function DashboardPage() {
           </Link>
         }
       >
-        <ResourceView resource={pods} what="pods">
-          {(list) =>
-            list.length === 0 ? (
-              <EmptyState title="No pod is running.">
-                <Link href="/pods/new">Deploy a pod</Link> from a GPU or CPU of the catalog.
-              </EmptyState>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Pod</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Compute</th>
-                    <th scope="col">Cost</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((pod) => (
-                    <tr key={pod.id}>
-                      <td>
-                        <Link href={`/pods/${pod.id}`}>{pod.name}</Link>
-                      </td>
-                      <td>
-                        <StatusBadge status={pod.status} />
-                      </td>
-                      <td>
-                        {pod.gpu
-                          ? `${pod.gpu.count} × ${pod.gpu.id}`
-                          : pod.cpu
-                            ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}`
-                            : '—'}
-                      </td>
-                      <td>{perHour(pod.cost)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
+        <ListView
+          resource={pods}
+          what="pods"
+          empty={
+            <EmptyState title="No pod is running.">
+              <Link href="/pods/new">Deploy a pod</Link> from a GPU or CPU of the catalog.
+            </EmptyState>
           }
-        </ResourceView>
+        >
+          {(list) => (
+            <DataTable columns={['Pod', 'Status', 'Compute', 'Cost']}>
+              {list.map((pod) => (
+                <tr key={pod.id}>
+                  <td>
+                    <Link href={`/pods/${pod.id}`}>{pod.name}</Link>
+                  </td>
+                  <td>
+                    <StatusBadge status={pod.status} />
+                  </td>
+                  <td>
+                    {pod.gpu
+                      ? `${pod.gpu.count} × ${pod.gpu.id}`
+                      : pod.cpu
+                        ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}`
+                        : '—'}
+                  </td>
+                  <td>{perHour(pod.cost)}</td>
+                </tr>
+              ))}
+            </DataTable>
+          )}
+        </ListView>
       </Section>
 
       <Section
@@ -113,38 +105,31 @@ export function DashboardPage() {
           </Link>
         }
       >
-        <ResourceView resource={endpoints} what="endpoints">
-          {(rows) =>
-            rows.length === 0 ? (
-              <EmptyState title="No serverless endpoint yet.">
-                <Link href="/serverless/new">Create an endpoint</Link> and its workers start when
-                jobs come.
-              </EmptyState>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Endpoint</th>
-                    <th scope="col">In queue</th>
-                    <th scope="col">In progress</th>
-                    <th scope="col">Workers ready</th>
-                    <th scope="col">Workers starting</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map(({ endpoint, health }) => (
-                    <tr key={endpoint.id}>
-                      <td>
-                        <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
-                      </td>
-                      <HealthCells health={health} />
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
+        <ListView
+          resource={endpoints}
+          what="endpoints"
+          empty={
+            <EmptyState title="No serverless endpoint yet.">
+              <Link href="/serverless/new">Create an endpoint</Link> and its workers start when jobs
+              come.
+            </EmptyState>
           }
-        </ResourceView>
+        >
+          {(rows) => (
+            <DataTable
+              columns={['Endpoint', 'In queue', 'In progress', 'Workers ready', 'Workers starting']}
+            >
+              {rows.map(({ endpoint, health }) => (
+                <tr key={endpoint.id}>
+                  <td>
+                    <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+                  </td>
+                  <HealthCells health={health} />
+                </tr>
+              ))}
+            </DataTable>
+          )}
+        </ListView>
       </Section>
 
       <Section title="Recent jobs">
@@ -153,15 +138,6 @@ export function DashboardPage() {
         </ResourceView>
       </Section>
     </Page>
-  )
-}
-
-function Stat({ label, value }: { label: string; value: string }) {
-  return (
-    <div className="stat">
-      <span className="stat-label">{label}</span>
-      <span className="stat-value">{value}</span>
-    </div>
   )
 }
 
@@ -189,31 +165,20 @@ function RecentJobs({
     .slice(0, 10)
   if (jobs.length === 0) return <EmptyState title="No job has run yet." />
   return (
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Job</th>
-          <th scope="col">Endpoint</th>
-          <th scope="col">Status</th>
-          <th scope="col">Submitted</th>
-          <th scope="col">Run time</th>
+    <DataTable columns={['Job', 'Endpoint', 'Status', 'Submitted', 'Run time']}>
+      {jobs.map(({ endpoint, job }) => (
+        <tr key={job.id}>
+          <td className="mono">{job.id}</td>
+          <td>
+            <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+          </td>
+          <td>
+            <StatusBadge status={job.status} />
+          </td>
+          <td>{when(job.createdAt)}</td>
+          <td>{job.executionTime} ms</td>
         </tr>
-      </thead>
-      <tbody>
-        {jobs.map(({ endpoint, job }) => (
-          <tr key={job.id}>
-            <td className="mono">{job.id}</td>
-            <td>
-              <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
-            </td>
-            <td>
-              <StatusBadge status={job.status} />
-            </td>
-            <td>{when(job.createdAt)}</td>
-            <td>{job.executionTime} ms</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      ))}
+    </DataTable>
   )
 }

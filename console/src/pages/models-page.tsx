@@ -1,9 +1,11 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { jobApi, type JobView } from '../api/job-api'
 import { modelsApi, type PublicModel } from '../api/models-api'
+import { ActionForm } from '../components/action-form'
 import { EmptyState } from '../components/empty-state'
 import { ErrorMessage } from '../components/error-message'
 import { Field } from '../components/field'
+import { NumberField } from '../components/form-fields'
 import { usd } from '../components/format'
 import { Page, Section } from '../components/page'
 import { ResourceView } from '../components/resource-view'
@@ -57,10 +59,6 @@ function ModelCard({ model }: { model: PublicModel }) {
     void refreshAccount()
   })
   const output = (job?.output ?? {}) as { image_url?: string; text?: string; cost?: number }
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    void run.run()
-  }
   return (
     <Section title={model.name}>
       <p>
@@ -69,7 +67,7 @@ function ModelCard({ model }: { model: PublicModel }) {
         {model.reference ? ' · reference model (not AI)' : ''}
       </p>
       <p className="muted">{model.description}</p>
-      <form className="form" onSubmit={submit} aria-label={`Try ${model.name}`}>
+      <ActionForm label={`Try ${model.name}`} onSubmit={() => void run.run()}>
         <Field label={`Prompt for ${model.id}`}>
           {(props) => (
             <textarea
@@ -83,39 +81,15 @@ function ModelCard({ model }: { model: PublicModel }) {
         </Field>
         {model.kind === 'image' ? (
           <div className="row">
-            <Field label="Width">
-              {(props) => (
-                <input
-                  {...props}
-                  type="number"
-                  min={64}
-                  max={2048}
-                  step={8}
-                  value={width}
-                  onChange={(e) => setWidth(Number(e.target.value))}
-                />
-              )}
-            </Field>
-            <Field label="Height">
-              {(props) => (
-                <input
-                  {...props}
-                  type="number"
-                  min={64}
-                  max={2048}
-                  step={8}
-                  value={height}
-                  onChange={(e) => setHeight(Number(e.target.value))}
-                />
-              )}
-            </Field>
+            <ImageSizeField label="Width" value={width} onChange={setWidth} />
+            <ImageSizeField label="Height" value={height} onChange={setHeight} />
           </div>
         ) : null}
         <ErrorMessage error={run.error} />
         <button type="submit" className="button primary" disabled={run.busy}>
           {run.busy ? 'Running…' : `Run ${model.id}`}
         </button>
-      </form>
+      </ActionForm>
       <div aria-live="polite">
         {job ? (
           <div className="model-result">
@@ -137,4 +111,12 @@ function ModelCard({ model }: { model: PublicModel }) {
       </div>
     </Section>
   )
+}
+
+function ImageSizeField(props: {
+  label: string
+  value: number
+  onChange: (value: number) => void
+}) {
+  return <NumberField {...props} min={64} max={2048} step={8} />
 }

@@ -1,14 +1,17 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { ok } from '../../api/client'
 import type { Answer } from '../../api/types'
-import { ConfirmButton } from '../../components/confirm-button'
-import { CopyButton } from '../../components/copy-button'
+import { ActionForm } from '../../components/action-form'
+import { CheckOption, toggled } from '../../components/choices'
+import { ConfirmRowAction } from '../../components/confirm-button'
+import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
+import { SelectField, TextField } from '../../components/form-fields'
 import { when } from '../../components/format'
 import { Page, Section } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView } from '../../components/resource-view'
+import { ShownOnce } from '../../components/shown-once'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
@@ -47,58 +50,37 @@ export function ApiKeysPage() {
       </Section>
       <Section title="Keys">
         <ErrorMessage error={revoke.error} />
-        <ResourceView resource={keys} what="API keys">
-          {(list) =>
-            list.length === 0 ? (
-              <EmptyState title="No API key." />
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Key starts with</th>
-                    <th scope="col">Permission</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">
-                      <span className="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((key) => (
-                    <tr key={key.id}>
-                      <td>{key.name}</td>
-                      <td className="mono">{key.prefix}…</td>
-                      <td>
-                        {key.permission}
-                        {key.endpoints.length > 0 ? (
-                          <div className="muted">{key.endpoints.join(', ')}</div>
-                        ) : null}
-                      </td>
-                      <td>{when(key.createdAt)}</td>
-                      <td>{key.expiresAt ? when(key.expiresAt) : 'never'}</td>
-                      <td>{when(key.lastUsedAt)}</td>
-                      <td>
-                        {key.revokedAt ? (
-                          <span className="badge badge-idle">revoked</span>
-                        ) : (
-                          <ConfirmButton
-                            label="Revoke"
-                            subject={key.name}
-                            busy={revoke.busy}
-                            onConfirm={() => void revoke.run(key.id)}
-                          />
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </ResourceView>
+        <ListView resource={keys} what="API keys" empty={<EmptyState title="No API key." />}>
+          {(list) => (
+            <DataTable
+              columns={['Name', 'Key starts with', 'Permission', 'Created', 'Expires', 'Last used']}
+              actions
+            >
+              {list.map((key) => (
+                <tr key={key.id}>
+                  <td>{key.name}</td>
+                  <td className="mono">{key.prefix}…</td>
+                  <td>
+                    {key.permission}
+                    {key.endpoints.length > 0 ? (
+                      <div className="muted">{key.endpoints.join(', ')}</div>
+                    ) : null}
+                  </td>
+                  <td>{when(key.createdAt)}</td>
+                  <td>{key.expiresAt ? when(key.expiresAt) : 'never'}</td>
+                  <td>{when(key.lastUsedAt)}</td>
+                  <td>
+                    {key.revokedAt ? (
+                      <span className="badge badge-idle">revoked</span>
+                    ) : (
+                      <ConfirmRowAction label="Revoke" item={key} action={revoke} />
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )}
+        </ListView>
       </Section>
     </Page>
   )
@@ -107,23 +89,15 @@ export function ApiKeysPage() {
 /** The only time a key is shown: copy it now. */
 function NewKey({ created, onDone }: { created: CreatedKey; onDone: () => void }) {
   return (
-    <div className="card new-key" role="region" aria-labelledby="new-key-title">
-      <h2 id="new-key-title">Key “{created.name}” created</h2>
-      <p>Copy it now: it is shown only this once, and podyard keeps only its hash.</p>
-      <p>
-        <input
-          className="mono wide"
-          readOnly
-          aria-label="New API key"
-          value={created.key}
-          onFocus={(e) => e.target.select()}
-        />{' '}
-        <CopyButton text={created.key} label="Copy key" />
-      </p>
-      <button type="button" className="button" onClick={onDone}>
-        I have stored it
-      </button>
-    </div>
+    <ShownOnce
+      id="new-key-title"
+      title={`Key “${created.name}” created`}
+      note="Copy it now: it is shown only this once, and podyard keeps only its hash."
+      label="New API key"
+      secret={created.key}
+      doneLabel="I have stored it"
+      onDone={onDone}
+    />
   )
 }
 
@@ -155,61 +129,39 @@ function CreateKeyForm({
     setExpires('')
     onCreated(key)
   })
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    void create.run()
-  }
   return (
-    <form className="form" onSubmit={submit} aria-label="Create an API key">
+    <ActionForm label="Create an API key" onSubmit={() => void create.run()}>
       <div className="row">
-        <Field label="Key name">
-          {(props) => (
-            <input {...props} required value={name} onChange={(e) => setName(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Permission">
-          {(props) => (
-            <select
-              {...props}
-              value={permission}
-              onChange={(e) => setPermission(e.target.value as Permission)}
-            >
-              <option value="READ_WRITE">read and write</option>
-              <option value="READ_ONLY">read only</option>
-              <option value="RESTRICTED">restricted to endpoints</option>
-            </select>
-          )}
-        </Field>
-        <Field label="Expires" hint="Empty: never.">
-          {(props) => (
-            <input
-              {...props}
-              type="datetime-local"
-              value={expires}
-              onChange={(e) => setExpires(e.target.value)}
-            />
-          )}
-        </Field>
+        <TextField label="Key name" required value={name} onChange={setName} />
+        <SelectField
+          label="Permission"
+          value={permission}
+          onChange={(value) => setPermission(value as Permission)}
+        >
+          <option value="READ_WRITE">read and write</option>
+          <option value="READ_ONLY">read only</option>
+          <option value="RESTRICTED">restricted to endpoints</option>
+        </SelectField>
+        <TextField
+          label="Expires"
+          hint="Empty: never."
+          type="datetime-local"
+          value={expires}
+          onChange={setExpires}
+        />
       </div>
       {permission === 'RESTRICTED' ? (
         <fieldset className="options">
           <legend>Endpoints the key may call</legend>
           {endpoints.length === 0 ? <p className="muted">No endpoint yet.</p> : null}
           {endpoints.map((endpoint) => (
-            <label key={endpoint.id} className="check">
-              <input
-                type="checkbox"
-                checked={allowed.includes(endpoint.id)}
-                onChange={() =>
-                  setAllowed((current) =>
-                    current.includes(endpoint.id)
-                      ? current.filter((id) => id !== endpoint.id)
-                      : [...current, endpoint.id],
-                  )
-                }
-              />
+            <CheckOption
+              key={endpoint.id}
+              checked={allowed.includes(endpoint.id)}
+              onChange={() => setAllowed((current) => toggled(current, endpoint.id))}
+            >
               {endpoint.name} <span className="muted mono">{endpoint.id}</span>
-            </label>
+            </CheckOption>
           ))}
         </fieldset>
       ) : null}
@@ -219,6 +171,6 @@ function CreateKeyForm({
           Create key
         </button>
       </div>
-    </form>
+    </ActionForm>
   )
 }

@@ -1,8 +1,10 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { ok } from '../../api/client'
+import { ActionForm } from '../../components/action-form'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
-import { perHour, usd, when } from '../../components/format'
+import { NumberField, TextField } from '../../components/form-fields'
+import { perHour, usd } from '../../components/format'
+import { LedgerTable } from '../../components/ledger-table'
 import { Section } from '../../components/page'
 import { ResourceView } from '../../components/resource-view'
 import { useAction } from '../../hooks/use-action'
@@ -61,82 +63,41 @@ export function AccountBilling({
               Balance <strong>{usd(data.balance)}</strong>, spend limit{' '}
               <strong>{perHour(data.spendLimit)}</strong>
             </p>
-            <form
-              className="form row"
-              aria-label="Add credits"
-              onSubmit={(event: FormEvent) => {
-                event.preventDefault()
-                void add.run()
-              }}
-            >
-              <Field label="Credits (USD)">
-                {(props) => (
-                  <input
-                    {...props}
-                    type="number"
-                    min={0.01}
-                    step={0.01}
-                    value={amount}
-                    onChange={(e) => setAmount(Number(e.target.value))}
-                  />
-                )}
-              </Field>
-              <Field label="Note">
-                {(props) => (
-                  <input {...props} value={note} onChange={(e) => setNote(e.target.value)} />
-                )}
-              </Field>
+            <ActionForm className="form row" label="Add credits" onSubmit={() => void add.run()}>
+              <NumberField
+                label="Credits (USD)"
+                min={0.01}
+                step={0.01}
+                value={amount}
+                onChange={setAmount}
+              />
+              <TextField label="Note" value={note} onChange={setNote} />
               <button type="submit" className="button primary" disabled={add.busy}>
                 Add credits
               </button>
-            </form>
+            </ActionForm>
             <ErrorMessage error={add.error} />
-            <form
+            <ActionForm
               className="form row"
-              aria-label="Spend limit"
-              onSubmit={(event: FormEvent) => {
-                event.preventDefault()
-                void setSpendLimit.run(limit ?? data.spendLimit)
-              }}
+              label="Spend limit"
+              onSubmit={() => void setSpendLimit.run(limit ?? data.spendLimit)}
             >
-              <Field label="Spend limit (USD per hour)">
-                {(props) => (
-                  <input
-                    {...props}
-                    type="number"
-                    min={0}
-                    step={0.01}
-                    value={limit ?? data.spendLimit}
-                    onChange={(e) => setLimit(Number(e.target.value))}
-                  />
-                )}
-              </Field>
+              <NumberField
+                label="Spend limit (USD per hour)"
+                min={0}
+                step={0.01}
+                value={limit ?? data.spendLimit}
+                onChange={setLimit}
+              />
               <button type="submit" className="button" disabled={setSpendLimit.busy}>
                 Set spend limit
               </button>
-            </form>
+            </ActionForm>
             <ErrorMessage error={setSpendLimit.error} />
-            <table>
-              <caption>Latest ledger entries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Note</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.entries.map((entry) => (
-                  <tr key={entry.id}>
-                    <td>{when(entry.createdAt)}</td>
-                    <td>{usd(entry.amount)}</td>
-                    <td>{entry.kind}</td>
-                    <td>{entry.note}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <LedgerTable
+              entries={data.entries}
+              caption={<caption>Latest ledger entries</caption>}
+            />
           </>
         )}
       </ResourceView>

@@ -3,10 +3,11 @@ import { ok } from '../../api/client'
 import type { Host, HostDrain } from '../../api/types'
 import { ConfirmButton } from '../../components/confirm-button'
 import { EmptyState } from '../../components/empty-state'
+import { DataTable } from '../../components/data-table'
 import { ErrorMessage } from '../../components/error-message'
 import { when } from '../../components/format'
 import { Page, Section } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView } from '../../components/resource-view'
 import { StatusBadge } from '../../components/status-badge'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
@@ -38,39 +39,20 @@ export function AdminHostsPage() {
     <Page title="Hosts">
       {drained ? <DrainResult drained={drained} onDone={() => setDrained(undefined)} /> : null}
       <ErrorMessage error={change.error} />
-      <ResourceView resource={hosts} what="hosts">
-        {(list) =>
-          list.length === 0 ? (
-            <EmptyState title="The fleet has no host." />
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Host</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Schedule</th>
-                  <th scope="col">Hardware</th>
-                  <th scope="col">Runtime</th>
-                  <th scope="col">Pods</th>
-                  <th scope="col">
-                    <span className="offscreen">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((host) => (
-                  <HostRow
-                    key={host.id}
-                    host={host}
-                    busy={change.busy}
-                    onChange={(action) => void change.run(host.id, action)}
-                  />
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </ResourceView>
+      <ListView resource={hosts} what="hosts" empty={<EmptyState title="The fleet has no host." />}>
+        {(list) => (
+          <DataTable columns={['Host', 'State', 'Schedule', 'Hardware', 'Runtime', 'Pods']} actions>
+            {list.map((host) => (
+              <HostRow
+                key={host.id}
+                host={host}
+                busy={change.busy}
+                onChange={(action) => void change.run(host.id, action)}
+              />
+            ))}
+          </DataTable>
+        )}
+      </ListView>
     </Page>
   )
 }
@@ -84,6 +66,7 @@ function HostRow({
   busy: boolean
   onChange: (action: Change) => void
 }) {
+  const cordoned = host.schedule !== 'ACTIVE'
   return (
     <tr>
       <td>
@@ -118,25 +101,14 @@ function HostRow({
       <td className="mono">{host.runtime}</td>
       <td>{host.podCount}</td>
       <td className="actions">
-        {host.schedule === 'ACTIVE' ? (
-          <button
-            type="button"
-            className="button small"
-            disabled={busy}
-            onClick={() => onChange('cordon')}
-          >
-            Cordon <span className="offscreen">{host.id}</span>
-          </button>
-        ) : (
-          <button
-            type="button"
-            className="button small"
-            disabled={busy}
-            onClick={() => onChange('uncordon')}
-          >
-            Uncordon <span className="offscreen">{host.id}</span>
-          </button>
-        )}
+        <button
+          type="button"
+          className="button small"
+          disabled={busy}
+          onClick={() => onChange(cordoned ? 'uncordon' : 'cordon')}
+        >
+          {cordoned ? 'Uncordon' : 'Cordon'} <span className="offscreen">{host.id}</span>
+        </button>
         {host.schedule !== 'DRAINING' ? (
           <ConfirmButton
             label="Drain"

@@ -1,13 +1,15 @@
 import { useMemo, useState } from 'react'
 import { ok } from '../../api/client'
 import { EmptyState } from '../../components/empty-state'
-import { Field } from '../../components/field'
-import { perHour, usd, when } from '../../components/format'
+import { SelectField } from '../../components/form-fields'
+import { usd } from '../../components/format'
+import { LedgerTable } from '../../components/ledger-table'
 import { Page, Section } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView, ResourceView } from '../../components/resource-view'
+import { SpendStats } from '../../components/spend-stats'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
-import { SpendChart } from './spend-chart'
+import { SpendChart, type Series } from './spend-chart'
 import { bucketLabel, byKind, byResource } from './spend-series'
 
 const RANGES = {
@@ -47,7 +49,7 @@ export default function BillingPage() {
     { refreshMs: 30_000 },
   )
   const ledger = useResource(
-    async (signal) => ok(api.GET('/v2/account/credits', { signal })),
+    async (signal) => (await ok(api.GET('/v2/account/credits', { signal }))).entries,
     [api],
   )
 
@@ -66,32 +68,17 @@ export default function BillingPage() {
   return (
     <Page title="Billing">
       <div className="stats">
-        <div className="stat">
-          <span className="stat-label">Balance</span>
-          <span className="stat-value">{usd(account.balance)}</span>
-        </div>
-        <div className="stat">
-          <span className="stat-label">Spending now</span>
-          <span className="stat-value">{perHour(account.currentSpendPerHour)}</span>
-        </div>
-        <div className="stat">
-          <span className="stat-label">Spend limit</span>
-          <span className="stat-value">{perHour(account.spendLimit)}</span>
-        </div>
+        <SpendStats account={account} />
       </div>
       <p className="hint">The spend limit and credits are set by the admin of this podyard.</p>
 
-      <Field label="Period">
-        {(props) => (
-          <select {...props} value={range} onChange={(e) => setRange(e.target.value as Range)}>
-            {Object.entries(RANGES).map(([key, value]) => (
-              <option key={key} value={key}>
-                {value.label}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <SelectField label="Period" value={range} onChange={(value) => setRange(value as Range)}>
+        {Object.entries(RANGES).map(([key, value]) => (
+          <option key={key} value={key}>
+            {value.label}
+          </option>
+        ))}
+      </SelectField>
 
       <ResourceView resource={report} what="the billing report">
         {() =>
@@ -100,63 +87,58 @@ export default function BillingPage() {
               <p>
                 Spent in this period: <strong>{usd(charts.total)}</strong>
               </p>
-              <Section title="Spend by kind of resource">
-                {charts.kinds.length === 0 ? (
-                  <EmptyState title="Nothing was spent in this period." />
-                ) : (
-                  <SpendChart
-                    title="Spend by kind"
-                    buckets={charts.buckets}
-                    series={charts.kinds}
-                  />
-                )}
-              </Section>
-              <Section title="Spend by pod and endpoint">
-                {charts.resources.length === 0 ? (
-                  <EmptyState title="No pod or endpoint spent anything in this period." />
-                ) : (
-                  <SpendChart
-                    title="Spend by pod and endpoint"
-                    buckets={charts.buckets}
-                    series={charts.resources}
-                  />
-                )}
-              </Section>
+              <ChartSection
+                title="Spend by kind of resource"
+                chartTitle="Spend by kind"
+                empty="Nothing was spent in this period."
+                buckets={charts.buckets}
+                series={charts.kinds}
+              />
+              <ChartSection
+                title="Spend by pod and endpoint"
+                chartTitle="Spend by pod and endpoint"
+                empty="No pod or endpoint spent anything in this period."
+                buckets={charts.buckets}
+                series={charts.resources}
+              />
             </>
           ) : null
         }
       </ResourceView>
 
       <Section title="Ledger">
-        <ResourceView resource={ledger} what="the ledger">
-          {(data) =>
-            data.entries.length === 0 ? (
-              <EmptyState title="No credit or charge yet." />
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Amount</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Note</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.entries.map((entry) => (
-                    <tr key={entry.id}>
-                      <td>{when(entry.createdAt)}</td>
-                      <td>{usd(entry.amount)}</td>
-                      <td>{entry.kind}</td>
-                      <td>{entry.note}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </ResourceView>
+        <ListView
+          resource={ledger}
+          what="the ledger"
+          empty={<EmptyState title="No credit or charge yet." />}
+        >
+          {(entries) => <LedgerTable entries={entries} />}
+        </ListView>
       </Section>
     </Page>
+  )
+}
+
+function ChartSection({
+  title,
+  chartTitle,
+  empty,
+  buckets,
+  series,
+}: {
+  title: string
+  chartTitle: string
+  empty: string
+  buckets: string[]
+  series: Series[]
+}) {
+  return (
+    <Section title={title}>
+      {series.length === 0 ? (
+        <EmptyState title={empty} />
+      ) : (
+        <SpendChart title={chartTitle} buckets={buckets} series={series} />
+      )}
+    </Section>
   )
 }

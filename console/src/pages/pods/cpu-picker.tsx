@@ -1,5 +1,6 @@
 import type { CpuFlavor } from '../../api/types'
-import { Field } from '../../components/field'
+import { CountOptions } from '../../components/catalog-options'
+import { SelectField } from '../../components/form-fields'
 import { perHour } from '../../components/format'
 
 /** A CPU flavor and how many vCPUs of it, with the price and memory that follow. */
@@ -17,47 +18,32 @@ export function CpuPicker({
   const flavor = flavors.find((f) => f.id === flavorId)
   return (
     <div className="row">
-      <Field label="CPU flavor">
-        {(props) => (
-          <select
-            {...props}
-            value={flavorId}
-            onChange={(event) => {
-              const next = flavors.find((f) => f.id === event.target.value)
-              onChange(event.target.value, next?.vcpuCounts[0] ?? 2)
-            }}
-          >
-            {flavors.map((f) => (
-              <option key={f.id} value={f.id}>
-                {f.name} ({f.id}) · {perHour(f.price.securePerVcpu)} per vCPU · stock{' '}
-                {f.availability}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field
+      <SelectField
+        label="CPU flavor"
+        value={flavorId}
+        onChange={(id) => {
+          const next = flavors.find((f) => f.id === id)
+          onChange(id, next?.vcpuCounts[0] ?? 2)
+        }}
+      >
+        {flavors.map((f) => (
+          <option key={f.id} value={f.id}>
+            {f.name} ({f.id}) · {perHour(f.price.securePerVcpu)} per vCPU · stock {f.availability}
+          </option>
+        ))}
+      </SelectField>
+      <SelectField
         label="vCPUs"
         hint={
           flavor
             ? `${vcpuCount * flavor.ramGbPerVcpu} GB memory · ${perHour(vcpuCount * flavor.price.securePerVcpu)}`
             : undefined
         }
+        value={vcpuCount}
+        onChange={(count) => onChange(flavorId, Number(count))}
       >
-        {(props) => (
-          <select
-            {...props}
-            value={vcpuCount}
-            onChange={(event) => onChange(flavorId, Number(event.target.value))}
-          >
-            {(flavor?.vcpuCounts ?? []).map((count) => (
-              <option key={count} value={count}>
-                {count}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+        <CountOptions counts={flavor?.vcpuCounts ?? []} />
+      </SelectField>
     </div>
   )
 }

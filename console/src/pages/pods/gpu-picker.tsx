@@ -1,4 +1,5 @@
 import type { GpuType } from '../../api/types'
+import { DataTable } from '../../components/data-table'
 import { perHour } from '../../components/format'
 
 /**
@@ -19,46 +20,37 @@ export function GpuPicker({
   const offered = gpus.filter((gpu) => (cloud === 'SECURE' ? gpu.secure : gpu.community))
   if (offered.length === 0) return <p>No GPU type is offered in the {cloud} cloud.</p>
   return (
-    <table className="picker">
-      <caption className="offscreen">GPU types in the {cloud} cloud</caption>
-      <thead>
-        <tr>
-          <th scope="col">GPU</th>
-          <th scope="col">Memory</th>
-          <th scope="col">Price</th>
-          <th scope="col">Stock</th>
-          <th scope="col">Data centers</th>
-          <th scope="col">CUDA</th>
-        </tr>
-      </thead>
-      <tbody>
-        {offered.map((gpu) => {
-          const price = cloud === 'SECURE' ? gpu.price.secure : gpu.price.community
-          const centers = (gpu.dataCenters ?? []).filter((dc) => dc.availability !== 'NONE')
-          const cuda = (gpu.cudaVersions ?? []).filter((v) => v.available).map((v) => v.version)
-          return (
-            <tr key={gpu.id} className={value === gpu.id ? 'selected' : undefined}>
-              <td>
-                <label className="check">
-                  <input
-                    type="radio"
-                    name="gpu-type"
-                    value={gpu.id}
-                    checked={value === gpu.id}
-                    onChange={() => onChange(gpu.id)}
-                  />
-                  {gpu.name}
-                </label>
-              </td>
-              <td>{gpu.memory} GB</td>
-              <td>{perHour(price)}</td>
-              <td>{gpu.availability}</td>
-              <td>{centers.length > 0 ? centers.map((dc) => dc.id).join(', ') : 'none free'}</td>
-              <td>{cuda.length > 0 ? cuda.join(', ') : '—'}</td>
-            </tr>
-          )
-        })}
-      </tbody>
-    </table>
+    <DataTable
+      className="picker"
+      caption={<caption className="offscreen">GPU types in the {cloud} cloud</caption>}
+      columns={['GPU', 'Memory', 'Price', 'Stock', 'Data centers', 'CUDA']}
+    >
+      {offered.map((gpu) => {
+        const price = cloud === 'SECURE' ? gpu.price.secure : gpu.price.community
+        const centers = (gpu.dataCenters ?? []).filter((dc) => dc.availability !== 'NONE')
+        const cuda = (gpu.cudaVersions ?? []).filter((v) => v.available).map((v) => v.version)
+        return (
+          <tr key={gpu.id} className={value === gpu.id ? 'selected' : undefined}>
+            <td>
+              <label className="check">
+                <input
+                  type="radio"
+                  name="gpu-type"
+                  value={gpu.id}
+                  checked={value === gpu.id}
+                  onChange={() => onChange(gpu.id)}
+                />
+                {gpu.name}
+              </label>
+            </td>
+            <td>{gpu.memory} GB</td>
+            <td>{perHour(price)}</td>
+            <td>{gpu.availability}</td>
+            <td>{centers.length > 0 ? centers.map((dc) => dc.id).join(', ') : 'none free'}</td>
+            <td>{cuda.length > 0 ? cuda.join(', ') : '—'}</td>
+          </tr>
+        )
+      })}
+    </DataTable>
   )
 }

@@ -1,9 +1,12 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { ok } from '../../api/client'
 import type { CreatePodBody } from '../../api/types'
+import { ActionForm } from '../../components/action-form'
+import { DataCenterOptions, TemplateOptions, VolumeOptions } from '../../components/catalog-options'
+import { CheckOption, ChoiceGroup } from '../../components/choices'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
+import { NumberField, SelectField, TextField } from '../../components/form-fields'
 import { portsOf } from '../../components/format'
 import { envOf, KeyValueEditor } from '../../components/key-value-editor'
 import { Page, Section } from '../../components/page'
@@ -15,12 +18,13 @@ import { CpuPicker } from './cpu-picker'
 import { GpuPicker } from './gpu-picker'
 
 type Volume = 'none' | 'persistent' | 'network'
+type Cloud = 'SECURE' | 'COMMUNITY'
 
 /** Deploy a pod: a GPU of the catalog or a CPU flavor, a template or an image, storage, ports, env. */
 export function PodCreatePage() {
   const { api } = useSession()
   const [, navigate] = useLocation()
-  const [cloud, setCloud] = useState<'SECURE' | 'COMMUNITY'>('SECURE')
+  const [cloud, setCloud] = useState<Cloud>('SECURE')
   const catalog = useResource(
     async (signal) => {
       const [gpus, cpus, dataCenters, templates, volumes] = await Promise.all([
@@ -69,8 +73,7 @@ export function PodCreatePage() {
     navigate(`/pods/${pod.id}`)
   })
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
+  const submit = () => {
     const flavors = catalog.data?.cpus ?? []
     const chosenCpu =
       cpu ??
@@ -109,115 +112,67 @@ export function PodCreatePage() {
               ? { id: data.cpus[0].id, vcpuCount: data.cpus[0].vcpuCounts[0] ?? 2 }
               : undefined)
           return (
-            <form onSubmit={submit} className="form" aria-label="Deploy a pod">
+            <ActionForm label="Deploy a pod" onSubmit={submit}>
               <Section title="Pod">
                 <div className="row">
-                  <Field label="Name">
-                    {(props) => (
-                      <input
-                        {...props}
-                        required
-                        value={name}
-                        onChange={(e) => setName(e.target.value)}
-                      />
-                    )}
-                  </Field>
-                  <Field
+                  <TextField label="Name" required value={name} onChange={setName} />
+                  <SelectField
                     label="Template"
                     hint="Its image, command, disk, ports and env become the defaults."
+                    value={templateId}
+                    onChange={setTemplateId}
                   >
-                    {(props) => (
-                      <select
-                        {...props}
-                        value={templateId}
-                        onChange={(e) => setTemplateId(e.target.value)}
-                      >
-                        <option value="">none</option>
-                        {data.templates.map((t) => (
-                          <option key={t.id} value={t.id}>
-                            {t.name} ({t.image})
-                          </option>
-                        ))}
-                      </select>
-                    )}
-                  </Field>
+                    <option value="">none</option>
+                    <TemplateOptions templates={data.templates} />
+                  </SelectField>
                 </div>
                 <div className="row">
-                  <Field
+                  <TextField
                     label="Image"
                     hint={templateId ? 'Leave empty to use the template’s.' : 'e.g. runpod/pytorch'}
-                  >
-                    {(props) => (
-                      <input
-                        {...props}
-                        required={!templateId}
-                        value={image}
-                        onChange={(e) => setImage(e.target.value)}
-                      />
-                    )}
-                  </Field>
-                  <Field label="Command" hint="Run through /bin/sh -c; empty runs the image’s own.">
-                    {(props) => (
-                      <input
-                        {...props}
-                        className="mono"
-                        value={args}
-                        onChange={(e) => setArgs(e.target.value)}
-                      />
-                    )}
-                  </Field>
+                    required={!templateId}
+                    value={image}
+                    onChange={setImage}
+                  />
+                  <TextField
+                    label="Command"
+                    hint="Run through /bin/sh -c; empty runs the image’s own."
+                    mono
+                    value={args}
+                    onChange={setArgs}
+                  />
                 </div>
               </Section>
 
               <Section title="Compute">
-                <fieldset className="choices">
-                  <legend>Kind</legend>
-                  <label className="check">
-                    <input
-                      type="radio"
-                      name="compute"
-                      checked={compute === 'gpu'}
-                      onChange={() => setCompute('gpu')}
-                    />
-                    GPU
-                  </label>
-                  <label className="check">
-                    <input
-                      type="radio"
-                      name="compute"
-                      checked={compute === 'cpu'}
-                      onChange={() => setCompute('cpu')}
-                    />
-                    CPU
-                  </label>
-                </fieldset>
+                <ChoiceGroup
+                  legend="Kind"
+                  name="compute"
+                  value={compute}
+                  choices={[
+                    ['gpu', 'GPU'],
+                    ['cpu', 'CPU'],
+                  ]}
+                  onChange={setCompute}
+                />
                 {compute === 'gpu' ? (
                   <>
                     <div className="row">
-                      <Field label="Cloud">
-                        {(props) => (
-                          <select
-                            {...props}
-                            value={cloud}
-                            onChange={(e) => setCloud(e.target.value as 'SECURE' | 'COMMUNITY')}
-                          >
-                            <option value="SECURE">Secure cloud</option>
-                            <option value="COMMUNITY">Community cloud</option>
-                          </select>
-                        )}
-                      </Field>
-                      <Field label="GPU count">
-                        {(props) => (
-                          <input
-                            {...props}
-                            type="number"
-                            min={1}
-                            max={8}
-                            value={gpuCount}
-                            onChange={(e) => setGpuCount(Number(e.target.value))}
-                          />
-                        )}
-                      </Field>
+                      <SelectField
+                        label="Cloud"
+                        value={cloud}
+                        onChange={(value) => setCloud(value as Cloud)}
+                      >
+                        <option value="SECURE">Secure cloud</option>
+                        <option value="COMMUNITY">Community cloud</option>
+                      </SelectField>
+                      <NumberField
+                        label="GPU count"
+                        min={1}
+                        max={8}
+                        value={gpuCount}
+                        onChange={setGpuCount}
+                      />
                     </div>
                     <GpuPicker gpus={data.gpus} cloud={cloud} value={gpuId} onChange={setGpuId} />
                   </>
@@ -231,122 +186,75 @@ export function PodCreatePage() {
                 ) : (
                   <p>The catalog has no CPU flavor.</p>
                 )}
-                <Field label="Data center" hint="Empty lets the scheduler choose.">
-                  {(props) => (
-                    <select
-                      {...props}
-                      value={dataCenterId}
-                      onChange={(e) => setDataCenterId(e.target.value)}
-                    >
-                      <option value="">any</option>
-                      {data.dataCenters.map((dc) => (
-                        <option key={dc.id} value={dc.id}>
-                          {dc.id} · {dc.name}
-                        </option>
-                      ))}
-                    </select>
-                  )}
-                </Field>
+                <SelectField
+                  label="Data center"
+                  hint="Empty lets the scheduler choose."
+                  value={dataCenterId}
+                  onChange={setDataCenterId}
+                >
+                  <option value="">any</option>
+                  <DataCenterOptions dataCenters={data.dataCenters} />
+                </SelectField>
               </Section>
 
               <Section title="Storage">
                 <div className="row">
-                  <Field label="Container disk (GB)" hint="Emptied at every start.">
-                    {(props) => (
-                      <input
-                        {...props}
-                        type="number"
-                        min={1}
-                        value={disk}
-                        onChange={(e) => setDisk(Number(e.target.value))}
-                      />
-                    )}
-                  </Field>
-                  <Field label="Volume">
-                    {(props) => (
-                      <select
-                        {...props}
-                        value={volume}
-                        onChange={(e) => setVolume(e.target.value as Volume)}
-                      >
-                        <option value="none">none</option>
-                        {compute === 'gpu' ? (
-                          <option value="persistent">persistent volume on the host</option>
-                        ) : null}
-                        <option value="network">network volume</option>
-                      </select>
-                    )}
-                  </Field>
+                  <NumberField
+                    label="Container disk (GB)"
+                    hint="Emptied at every start."
+                    min={1}
+                    value={disk}
+                    onChange={setDisk}
+                  />
+                  <SelectField
+                    label="Volume"
+                    value={volume}
+                    onChange={(value) => setVolume(value as Volume)}
+                  >
+                    <option value="none">none</option>
+                    {compute === 'gpu' ? (
+                      <option value="persistent">persistent volume on the host</option>
+                    ) : null}
+                    <option value="network">network volume</option>
+                  </SelectField>
                 </div>
                 {volume !== 'none' ? (
                   <div className="row">
                     {volume === 'persistent' ? (
-                      <Field label="Volume size (GB)">
-                        {(props) => (
-                          <input
-                            {...props}
-                            type="number"
-                            min={10}
-                            value={persistentSize}
-                            onChange={(e) => setPersistentSize(Number(e.target.value))}
-                          />
-                        )}
-                      </Field>
+                      <NumberField
+                        label="Volume size (GB)"
+                        min={10}
+                        value={persistentSize}
+                        onChange={setPersistentSize}
+                      />
                     ) : (
-                      <Field
+                      <SelectField
                         label="Network volume"
                         hint="The pod runs in the volume’s data center."
+                        required
+                        value={volumeId}
+                        onChange={setVolumeId}
                       >
-                        {(props) => (
-                          <select
-                            {...props}
-                            required
-                            value={volumeId}
-                            onChange={(e) => setVolumeId(e.target.value)}
-                          >
-                            <option value="">choose…</option>
-                            {data.volumes.map((v) => (
-                              <option key={v.id} value={v.id}>
-                                {v.name} ({v.size} GB, {v.dataCenter})
-                              </option>
-                            ))}
-                          </select>
-                        )}
-                      </Field>
+                        <option value="">choose…</option>
+                        <VolumeOptions volumes={data.volumes} />
+                      </SelectField>
                     )}
-                    <Field label="Mount path">
-                      {(props) => (
-                        <input
-                          {...props}
-                          className="mono"
-                          value={mountPath}
-                          onChange={(e) => setMountPath(e.target.value)}
-                        />
-                      )}
-                    </Field>
+                    <TextField label="Mount path" mono value={mountPath} onChange={setMountPath} />
                   </div>
                 ) : null}
               </Section>
 
               <Section title="Network and environment">
-                <Field label="Ports" hint="Comma-separated port/protocol, e.g. 8888/http, 22/tcp.">
-                  {(props) => (
-                    <input
-                      {...props}
-                      className="mono"
-                      value={ports}
-                      onChange={(e) => setPorts(e.target.value)}
-                    />
-                  )}
-                </Field>
-                <label className="check">
-                  <input
-                    type="checkbox"
-                    checked={startSsh}
-                    onChange={(e) => setStartSsh(e.target.checked)}
-                  />
+                <TextField
+                  label="Ports"
+                  hint="Comma-separated port/protocol, e.g. 8888/http, 22/tcp."
+                  mono
+                  value={ports}
+                  onChange={setPorts}
+                />
+                <CheckOption checked={startSsh} onChange={setStartSsh}>
                   Put my SSH keys in the pod (PUBLIC_KEY)
-                </label>
+                </CheckOption>
                 <KeyValueEditor label="Environment variables" value={env} onChange={setEnv} />
               </Section>
 
@@ -363,7 +271,7 @@ export function PodCreatePage() {
                   Cancel
                 </Link>
               </div>
-            </form>
+            </ActionForm>
           )
         }}
       </ResourceView>

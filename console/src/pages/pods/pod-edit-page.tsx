@@ -1,9 +1,14 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { Link, useLocation, useParams } from 'wouter'
 import { ok } from '../../api/client'
 import type { Pod } from '../../api/types'
+import { ActionForm } from '../../components/action-form'
+import {
+  ContainerFields,
+  containerSpecOf,
+  type ContainerSpec,
+} from '../../components/container-fields'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
 import { portsOf } from '../../components/format'
 import { envOf, KeyValueEditor, rowsOf } from '../../components/key-value-editor'
 import { Page } from '../../components/page'
@@ -29,16 +34,21 @@ export function PodEditPage() {
   )
 }
 
+const LABELS: Record<keyof ContainerSpec, string> = {
+  name: 'Name',
+  image: 'Image',
+  args: 'Command',
+  disk: 'Container disk (GB)',
+  ports: 'Ports',
+}
+
 function PodEditForm({ pod }: { pod: Pod }) {
   const { api } = useSession()
   const [, navigate] = useLocation()
-  const [name, setName] = useState(pod.name)
-  const [image, setImage] = useState(pod.image)
-  const [args, setArgs] = useState(pod.args)
-  const [disk, setDisk] = useState(pod.disk)
-  const [ports, setPorts] = useState(pod.ports.join(', '))
+  const [spec, setSpec] = useState(containerSpecOf(pod))
   const [env, setEnv] = useState(rowsOf(pod.env))
   const save = useAction(async () => {
+    const { name, image, args, disk, ports } = spec
     await ok(
       api.PATCH('/v2/pods/{id}', {
         params: { path: { id: pod.id } },
@@ -47,60 +57,12 @@ function PodEditForm({ pod }: { pod: Pod }) {
     )
     navigate(`/pods/${pod.id}`)
   })
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    void save.run()
-  }
   return (
-    <form className="form" onSubmit={submit} aria-label="Edit pod">
+    <ActionForm label="Edit pod" onSubmit={() => void save.run()}>
       <p className="hint">
         Changing anything but the name restarts a running pod and empties its container disk.
       </p>
-      <div className="row">
-        <Field label="Name">
-          {(props) => (
-            <input {...props} required value={name} onChange={(e) => setName(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Image">
-          {(props) => (
-            <input {...props} required value={image} onChange={(e) => setImage(e.target.value)} />
-          )}
-        </Field>
-      </div>
-      <Field label="Command">
-        {(props) => (
-          <input
-            {...props}
-            className="mono"
-            value={args}
-            onChange={(e) => setArgs(e.target.value)}
-          />
-        )}
-      </Field>
-      <div className="row">
-        <Field label="Container disk (GB)">
-          {(props) => (
-            <input
-              {...props}
-              type="number"
-              min={1}
-              value={disk}
-              onChange={(e) => setDisk(Number(e.target.value))}
-            />
-          )}
-        </Field>
-        <Field label="Ports" hint="Comma-separated port/protocol.">
-          {(props) => (
-            <input
-              {...props}
-              className="mono"
-              value={ports}
-              onChange={(e) => setPorts(e.target.value)}
-            />
-          )}
-        </Field>
-      </div>
+      <ContainerFields labels={LABELS} spec={spec} onChange={setSpec} />
       <KeyValueEditor label="Environment variables" value={env} onChange={setEnv} />
       <ErrorMessage error={save.error} />
       <div className="form-actions">
@@ -111,6 +73,6 @@ function PodEditForm({ pod }: { pod: Pod }) {
           Cancel
         </Link>
       </div>
-    </form>
+    </ActionForm>
   )
 }

@@ -2,6 +2,8 @@ import { useState } from 'react'
 import { Link } from 'wouter'
 import { ok } from '../../api/client'
 import type { PodStatus } from '../../api/types'
+import { CheckOption, toggled } from '../../components/choices'
+import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
 import { perHour, when } from '../../components/format'
 import { Page } from '../../components/page'
@@ -32,10 +34,6 @@ export function PodsPage() {
     [api, shown.join(',')],
     { refreshMs: 3000 },
   )
-  const toggle = (status: PodStatus) =>
-    setShown((current) =>
-      current.includes(status) ? current.filter((s) => s !== status) : [...current, status],
-    )
 
   return (
     <Page
@@ -54,14 +52,13 @@ export function PodsPage() {
         <fieldset>
           <legend>Status</legend>
           {STATUSES.map((status) => (
-            <label key={status} className="check">
-              <input
-                type="checkbox"
-                checked={shown.includes(status)}
-                onChange={() => toggle(status)}
-              />
+            <CheckOption
+              key={status}
+              checked={shown.includes(status)}
+              onChange={() => setShown((current) => toggled(current, status))}
+            >
               {status}
-            </label>
+            </CheckOption>
           ))}
         </fieldset>
         <div className="field inline">
@@ -91,43 +88,32 @@ export function PodsPage() {
             )
           }
           return (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Compute</th>
-                  <th scope="col">Image</th>
-                  <th scope="col">Data center</th>
-                  <th scope="col">Cost</th>
-                  <th scope="col">Created</th>
+            <DataTable
+              columns={['Name', 'Status', 'Compute', 'Image', 'Data center', 'Cost', 'Created']}
+            >
+              {matching.map((pod) => (
+                <tr key={pod.id}>
+                  <td>
+                    <Link href={`/pods/${pod.id}`}>{pod.name}</Link>
+                    {pod.locked ? <span className="badge badge-idle">locked</span> : null}
+                  </td>
+                  <td>
+                    <StatusBadge status={pod.status} />
+                  </td>
+                  <td>
+                    {pod.gpu
+                      ? `${pod.gpu.count} × ${pod.gpu.id}`
+                      : pod.cpu
+                        ? `${pod.cpu.vcpuCount} vCPU (${pod.cpu.id})`
+                        : '—'}
+                  </td>
+                  <td className="mono">{pod.image}</td>
+                  <td>{pod.dataCenterId ?? '—'}</td>
+                  <td>{perHour(pod.cost)}</td>
+                  <td>{when(pod.createdAt)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {matching.map((pod) => (
-                  <tr key={pod.id}>
-                    <td>
-                      <Link href={`/pods/${pod.id}`}>{pod.name}</Link>
-                      {pod.locked ? <span className="badge badge-idle">locked</span> : null}
-                    </td>
-                    <td>
-                      <StatusBadge status={pod.status} />
-                    </td>
-                    <td>
-                      {pod.gpu
-                        ? `${pod.gpu.count} × ${pod.gpu.id}`
-                        : pod.cpu
-                          ? `${pod.cpu.vcpuCount} vCPU (${pod.cpu.id})`
-                          : '—'}
-                    </td>
-                    <td className="mono">{pod.image}</td>
-                    <td>{pod.dataCenterId ?? '—'}</td>
-                    <td>{perHour(pod.cost)}</td>
-                    <td>{when(pod.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )
         }}
       </ResourceView>

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { Link, useLocation, useParams } from 'wouter'
 import { ok } from '../../api/client'
 import type {
@@ -9,8 +9,11 @@ import type {
   NetworkVolume,
   Template,
 } from '../../api/types'
+import { ActionForm } from '../../components/action-form'
+import { CountOptions, TemplateOptions } from '../../components/catalog-options'
+import { CheckOption, ChoiceGroup, toggled } from '../../components/choices'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
+import { NumberField, SelectField, TextField } from '../../components/form-fields'
 import { perHour } from '../../components/format'
 import { envOf, KeyValueEditor, rowsOf } from '../../components/key-value-editor'
 import { Page, Section } from '../../components/page'
@@ -19,6 +22,7 @@ import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 
+type ScalingType = 'QUEUE_DELAY' | 'REQUEST_COUNT'
 type Pool = NonNullable<NonNullable<CreateEndpointBody['gpu']>['pools']>[number]
 
 interface Choices {
@@ -101,7 +105,7 @@ function EndpointForm({ choices }: { choices: Choices }) {
   const [min, setMin] = useState(existing?.workers.min ?? 0)
   const [max, setMax] = useState(existing?.workers.max ?? 3)
   const [idleTimeout, setIdleTimeout] = useState(existing?.workers.idleTimeout ?? 10)
-  const [scalingType, setScalingType] = useState<'QUEUE_DELAY' | 'REQUEST_COUNT'>(
+  const [scalingType, setScalingType] = useState<ScalingType>(
     existing?.scaling.type ?? 'QUEUE_DELAY',
   )
   const [scalingValue, setScalingValue] = useState(
@@ -122,8 +126,7 @@ function EndpointForm({ choices }: { choices: Choices }) {
     navigate(`/serverless/${saved.id}`)
   })
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
+  const submit = () => {
     const flavor = choices.cpus.find((f) => f.id === cpuId)
     const body: CreateEndpointBody = {
       name: name.trim(),
@@ -153,247 +156,130 @@ function EndpointForm({ choices }: { choices: Choices }) {
     void save.run(body)
   }
 
-  const toggle = (list: string[], set: (next: string[]) => void, value: string) =>
-    set(list.includes(value) ? list.filter((v) => v !== value) : [...list, value])
   const flavor = choices.cpus.find((f) => f.id === cpuId)
 
   return (
-    <form
-      className="form"
-      onSubmit={submit}
-      aria-label={existing ? 'Edit endpoint' : 'New endpoint'}
-    >
+    <ActionForm label={existing ? 'Edit endpoint' : 'New endpoint'} onSubmit={submit}>
       <Section title="Endpoint">
-        <Field label="Name">
-          {(props) => (
-            <input {...props} required value={name} onChange={(e) => setName(e.target.value)} />
-          )}
-        </Field>
-        <fieldset className="choices">
-          <legend>Workers run</legend>
-          <label className="check">
-            <input
-              type="radio"
-              name="source"
-              checked={source === 'image'}
-              onChange={() => setSource('image')}
-            />
-            an image
-          </label>
-          <label className="check">
-            <input
-              type="radio"
-              name="source"
-              checked={source === 'template'}
-              onChange={() => setSource('template')}
-            />
-            a serverless template
-          </label>
-        </fieldset>
+        <TextField label="Name" required value={name} onChange={setName} />
+        <ChoiceGroup
+          legend="Workers run"
+          name="source"
+          value={source}
+          choices={[
+            ['image', 'an image'],
+            ['template', 'a serverless template'],
+          ]}
+          onChange={setSource}
+        />
         {source === 'image' ? (
-          <Field label="Image">
-            {(props) => (
-              <input {...props} required value={image} onChange={(e) => setImage(e.target.value)} />
-            )}
-          </Field>
+          <TextField label="Image" required value={image} onChange={setImage} />
         ) : (
-          <Field label="Template">
-            {(props) => (
-              <select
-                {...props}
-                required
-                value={templateId}
-                onChange={(e) => setTemplateId(e.target.value)}
-              >
-                <option value="">choose…</option>
-                {choices.templates.map((t) => (
-                  <option key={t.id} value={t.id}>
-                    {t.name} ({t.image})
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField label="Template" required value={templateId} onChange={setTemplateId}>
+            <option value="">choose…</option>
+            <TemplateOptions templates={choices.templates} />
+          </SelectField>
         )}
-        <Field
+        <TextField
           label="Command"
           hint="Run through /bin/sh -c in each worker; empty runs the image’s own."
-        >
-          {(props) => (
-            <input
-              {...props}
-              className="mono"
-              value={args}
-              onChange={(e) => setArgs(e.target.value)}
-            />
-          )}
-        </Field>
+          mono
+          value={args}
+          onChange={setArgs}
+        />
       </Section>
 
       <Section title="Compute">
         {existing ? (
           <p className="hint">The compute type is fixed when the endpoint is created.</p>
         ) : (
-          <fieldset className="choices">
-            <legend>Kind</legend>
-            <label className="check">
-              <input
-                type="radio"
-                name="compute"
-                checked={compute === 'gpu'}
-                onChange={() => setCompute('gpu')}
-              />
-              GPU pools
-            </label>
-            <label className="check">
-              <input
-                type="radio"
-                name="compute"
-                checked={compute === 'cpu'}
-                onChange={() => setCompute('cpu')}
-              />
-              CPU
-            </label>
-          </fieldset>
+          <ChoiceGroup
+            legend="Kind"
+            name="compute"
+            value={compute}
+            choices={[
+              ['gpu', 'GPU pools'],
+              ['cpu', 'CPU'],
+            ]}
+            onChange={setCompute}
+          />
         )}
         {compute === 'gpu' ? (
           <>
             <fieldset className="options">
               <legend>GPU pools</legend>
               {poolsOf(choices.gpus).map(([pool, info]) => (
-                <label key={pool} className="check">
-                  <input
-                    type="checkbox"
-                    checked={pools.includes(pool)}
-                    onChange={() => toggle(pools, setPools, pool)}
-                  />
+                <CheckOption
+                  key={pool}
+                  checked={pools.includes(pool)}
+                  onChange={() => setPools(toggled(pools, pool))}
+                >
                   <span>
                     <strong>{pool}</strong> {info.names.join(', ')} · from {perHour(info.price)}
                   </span>
-                </label>
+                </CheckOption>
               ))}
             </fieldset>
-            <Field label="GPUs per worker">
-              {(props) => (
-                <input
-                  {...props}
-                  type="number"
-                  min={1}
-                  value={gpuCount}
-                  onChange={(e) => setGpuCount(Number(e.target.value))}
-                />
-              )}
-            </Field>
+            <NumberField label="GPUs per worker" min={1} value={gpuCount} onChange={setGpuCount} />
           </>
         ) : (
           <div className="row">
-            <Field label="CPU flavor">
-              {(props) => (
-                <select {...props} value={cpuId} onChange={(e) => setCpuId(e.target.value)}>
-                  {choices.cpus.map((f) => (
-                    <option key={f.id} value={f.id}>
-                      {f.name} ({f.id}) · {perHour(f.price.serverlessPerVcpu)} per vCPU
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            <Field label="vCPUs per worker">
-              {(props) => (
-                <select
-                  {...props}
-                  value={vcpuCount}
-                  onChange={(e) => setVcpuCount(Number(e.target.value))}
-                >
-                  {(flavor?.vcpuCounts ?? []).map((count) => (
-                    <option key={count} value={count}>
-                      {count}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
+            <SelectField label="CPU flavor" value={cpuId} onChange={setCpuId}>
+              {choices.cpus.map((f) => (
+                <option key={f.id} value={f.id}>
+                  {f.name} ({f.id}) · {perHour(f.price.serverlessPerVcpu)} per vCPU
+                </option>
+              ))}
+            </SelectField>
+            <SelectField
+              label="vCPUs per worker"
+              value={vcpuCount}
+              onChange={(value) => setVcpuCount(Number(value))}
+            >
+              <CountOptions counts={flavor?.vcpuCounts ?? []} />
+            </SelectField>
           </div>
         )}
       </Section>
 
       <Section title="Scaling">
         <div className="row">
-          <Field label="Workers min">
-            {(props) => (
-              <input
-                {...props}
-                type="number"
-                min={0}
-                max={100}
-                value={min}
-                onChange={(e) => setMin(Number(e.target.value))}
-              />
-            )}
-          </Field>
-          <Field label="Workers max">
-            {(props) => (
-              <input
-                {...props}
-                type="number"
-                min={0}
-                max={100}
-                value={max}
-                onChange={(e) => setMax(Number(e.target.value))}
-              />
-            )}
-          </Field>
+          <NumberField label="Workers min" min={0} max={100} value={min} onChange={setMin} />
+          <NumberField label="Workers max" min={0} max={100} value={max} onChange={setMax} />
           {scalingType === 'QUEUE_DELAY' ? (
-            <Field label="Idle timeout (s)" hint="How long an idle worker stays.">
-              {(props) => (
-                <input
-                  {...props}
-                  type="number"
-                  min={1}
-                  max={3600}
-                  value={idleTimeout}
-                  onChange={(e) => setIdleTimeout(Number(e.target.value))}
-                />
-              )}
-            </Field>
+            <NumberField
+              label="Idle timeout (s)"
+              hint="How long an idle worker stays."
+              min={1}
+              max={3600}
+              value={idleTimeout}
+              onChange={setIdleTimeout}
+            />
           ) : null}
         </div>
         <div className="row">
-          <Field label="Scale by">
-            {(props) => (
-              <select
-                {...props}
-                value={scalingType}
-                onChange={(e) => setScalingType(e.target.value as 'QUEUE_DELAY' | 'REQUEST_COUNT')}
-              >
-                <option value="QUEUE_DELAY">queue delay</option>
-                <option value="REQUEST_COUNT">request count</option>
-              </select>
-            )}
-          </Field>
-          <Field label={scalingType === 'QUEUE_DELAY' ? 'Queue delay (s)' : 'Requests per worker'}>
-            {(props) => (
-              <input
-                {...props}
-                type="number"
-                min={scalingType === 'QUEUE_DELAY' ? 0.5 : 1}
-                step={scalingType === 'QUEUE_DELAY' ? 0.5 : 1}
-                value={scalingValue}
-                onChange={(e) => setScalingValue(Number(e.target.value))}
-              />
-            )}
-          </Field>
-          <Field label="Job timeout (s)" hint="Default execution timeout of a job.">
-            {(props) => (
-              <input
-                {...props}
-                type="number"
-                min={5}
-                value={timeoutSeconds}
-                onChange={(e) => setTimeoutSeconds(Number(e.target.value))}
-              />
-            )}
-          </Field>
+          <SelectField
+            label="Scale by"
+            value={scalingType}
+            onChange={(value) => setScalingType(value as ScalingType)}
+          >
+            <option value="QUEUE_DELAY">queue delay</option>
+            <option value="REQUEST_COUNT">request count</option>
+          </SelectField>
+          <NumberField
+            label={scalingType === 'QUEUE_DELAY' ? 'Queue delay (s)' : 'Requests per worker'}
+            min={scalingType === 'QUEUE_DELAY' ? 0.5 : 1}
+            step={scalingType === 'QUEUE_DELAY' ? 0.5 : 1}
+            value={scalingValue}
+            onChange={setScalingValue}
+          />
+          <NumberField
+            label="Job timeout (s)"
+            hint="Default execution timeout of a job."
+            min={5}
+            value={timeoutSeconds}
+            onChange={setTimeoutSeconds}
+          />
         </div>
       </Section>
 
@@ -402,14 +288,13 @@ function EndpointForm({ choices }: { choices: Choices }) {
           <fieldset className="options">
             <legend>Network volumes</legend>
             {choices.volumes.map((v) => (
-              <label key={v.id} className="check">
-                <input
-                  type="checkbox"
-                  checked={volumes.includes(v.id)}
-                  onChange={() => toggle(volumes, setVolumes, v.id)}
-                />
+              <CheckOption
+                key={v.id}
+                checked={volumes.includes(v.id)}
+                onChange={() => setVolumes(toggled(volumes, v.id))}
+              >
                 {v.name} ({v.size} GB, {v.dataCenter})
-              </label>
+              </CheckOption>
             ))}
           </fieldset>
         ) : (
@@ -430,6 +315,6 @@ function EndpointForm({ choices }: { choices: Choices }) {
           Cancel
         </Link>
       </div>
-    </form>
+    </ActionForm>
   )
 }

@@ -3,6 +3,7 @@ import { ok } from '../../api/client'
 import { jobApi } from '../../api/job-api'
 import type { Endpoint } from '../../api/types'
 import { ConfirmButton } from '../../components/confirm-button'
+import { DataTable } from '../../components/data-table'
 import { ErrorMessage } from '../../components/error-message'
 import { when } from '../../components/format'
 import { Page, Section } from '../../components/page'
@@ -122,32 +123,20 @@ function RecentRequests({ endpointId }: { endpointId: string }) {
           page.requests.length === 0 ? (
             <p className="muted">No job has been sent to this endpoint yet.</p>
           ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Job</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Submitted</th>
-                  <th scope="col">Waited</th>
-                  <th scope="col">Ran</th>
-                  <th scope="col">Worker</th>
+            <DataTable columns={['Job', 'Status', 'Submitted', 'Waited', 'Ran', 'Worker']}>
+              {page.requests.map((job) => (
+                <tr key={job.id}>
+                  <td className="mono">{job.id}</td>
+                  <td>
+                    <StatusBadge status={job.status} />
+                  </td>
+                  <td>{when(job.createdAt)}</td>
+                  <td>{job.delayTime} ms</td>
+                  <td>{job.executionTime} ms</td>
+                  <td className="mono">{job.workerId ?? '—'}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {page.requests.map((job) => (
-                  <tr key={job.id}>
-                    <td className="mono">{job.id}</td>
-                    <td>
-                      <StatusBadge status={job.status} />
-                    </td>
-                    <td>{when(job.createdAt)}</td>
-                    <td>{job.delayTime} ms</td>
-                    <td>{job.executionTime} ms</td>
-                    <td className="mono">{job.workerId ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )
         }
       </ResourceView>

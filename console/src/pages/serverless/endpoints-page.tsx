@@ -1,9 +1,10 @@
 import { Link } from 'wouter'
 import { ok } from '../../api/client'
 import { jobApi } from '../../api/job-api'
+import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
 import { Page } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView } from '../../components/resource-view'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 
@@ -32,56 +33,48 @@ export function EndpointsPage() {
         </Link>
       }
     >
-      <ResourceView resource={endpoints} what="endpoints">
-        {(rows) =>
-          rows.length === 0 ? (
-            <EmptyState title="No serverless endpoint yet.">
-              <Link href="/serverless/new">Create an endpoint</Link>: jobs sent to it are queued and
-              run by workers that the platform starts and stops by itself.
-            </EmptyState>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Runs</th>
-                  <th scope="col">Compute</th>
-                  <th scope="col">Workers (min–max)</th>
-                  <th scope="col">In queue</th>
-                  <th scope="col">Workers ready</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map(({ endpoint, health }) => (
-                  <tr key={endpoint.id}>
-                    <td>
-                      <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
-                      <div className="muted mono">{endpoint.id}</div>
-                    </td>
-                    <td className="mono">
-                      {endpoint.templateId ? `template ${endpoint.templateId}` : endpoint.image}
-                    </td>
-                    <td>
-                      {endpoint.gpu
-                        ? `${endpoint.gpu.count} GPU · ${endpoint.gpu.pools.join(', ')}`
-                        : endpoint.cpu?.map((c) => `${c.vcpuCount} vCPU ${c.id}`).join(', ')}
-                    </td>
-                    <td>
-                      {endpoint.workers.min}–{endpoint.workers.max}
-                    </td>
-                    <td>{health ? health.jobs.inQueue : '—'}</td>
-                    <td>
-                      {health
-                        ? (health.workers.ready ?? health.workers.idle + health.workers.running)
-                        : '—'}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
+      <ListView
+        resource={endpoints}
+        what="endpoints"
+        empty={
+          <EmptyState title="No serverless endpoint yet.">
+            <Link href="/serverless/new">Create an endpoint</Link>: jobs sent to it are queued and
+            run by workers that the platform starts and stops by itself.
+          </EmptyState>
         }
-      </ResourceView>
+      >
+        {(rows) => (
+          <DataTable
+            columns={['Name', 'Runs', 'Compute', 'Workers (min–max)', 'In queue', 'Workers ready']}
+          >
+            {rows.map(({ endpoint, health }) => (
+              <tr key={endpoint.id}>
+                <td>
+                  <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+                  <div className="muted mono">{endpoint.id}</div>
+                </td>
+                <td className="mono">
+                  {endpoint.templateId ? `template ${endpoint.templateId}` : endpoint.image}
+                </td>
+                <td>
+                  {endpoint.gpu
+                    ? `${endpoint.gpu.count} GPU · ${endpoint.gpu.pools.join(', ')}`
+                    : endpoint.cpu?.map((c) => `${c.vcpuCount} vCPU ${c.id}`).join(', ')}
+                </td>
+                <td>
+                  {endpoint.workers.min}–{endpoint.workers.max}
+                </td>
+                <td>{health ? health.jobs.inQueue : '—'}</td>
+                <td>
+                  {health
+                    ? (health.workers.ready ?? health.workers.idle + health.workers.running)
+                    : '—'}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </ListView>
     </Page>
   )
 }

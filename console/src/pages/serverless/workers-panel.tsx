@@ -2,6 +2,7 @@ import { useState } from 'react'
 import { ok } from '../../api/client'
 import { routeOf } from '../../api/raw-api'
 import { duration } from '../../components/format'
+import { DataTable } from '../../components/data-table'
 import { LogView } from '../../components/log-view'
 import { Section } from '../../components/page'
 import { ResourceView } from '../../components/resource-view'
@@ -28,49 +29,35 @@ export function WorkersPanel({ endpointId }: { endpointId: string }) {
               No worker now: they start when jobs arrive (or to keep the minimum).
             </p>
           ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Worker</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Up</th>
-                  <th scope="col">Where</th>
-                  <th scope="col">Why</th>
-                  <th scope="col">Logs</th>
+            <DataTable columns={['Worker', 'State', 'Up', 'Where', 'Why', 'Logs']}>
+              {data.workers.map((worker) => (
+                <tr key={worker.id}>
+                  <td className="mono">
+                    {worker.id}
+                    {worker.isStale ? <span className="badge badge-idle">old version</span> : null}
+                  </td>
+                  <td>
+                    <StatusBadge status={worker.status} />
+                  </td>
+                  <td>{duration(worker.uptimeSeconds)}</td>
+                  <td>
+                    {[worker.gpuTypeId, worker.dataCenterId].filter(Boolean).join(' · ') || '—'}
+                  </td>
+                  <td>{worker.reason ?? ''}</td>
+                  <td>
+                    <button
+                      type="button"
+                      className="button small"
+                      aria-pressed={shown === worker.id}
+                      onClick={() => setShown(shown === worker.id ? undefined : worker.id)}
+                    >
+                      {shown === worker.id ? 'Hide logs' : 'Show logs'}
+                      <span className="offscreen"> of worker {worker.id}</span>
+                    </button>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {data.workers.map((worker) => (
-                  <tr key={worker.id}>
-                    <td className="mono">
-                      {worker.id}
-                      {worker.isStale ? (
-                        <span className="badge badge-idle">old version</span>
-                      ) : null}
-                    </td>
-                    <td>
-                      <StatusBadge status={worker.status} />
-                    </td>
-                    <td>{duration(worker.uptimeSeconds)}</td>
-                    <td>
-                      {[worker.gpuTypeId, worker.dataCenterId].filter(Boolean).join(' · ') || '—'}
-                    </td>
-                    <td>{worker.reason ?? ''}</td>
-                    <td>
-                      <button
-                        type="button"
-                        className="button small"
-                        aria-pressed={shown === worker.id}
-                        onClick={() => setShown(shown === worker.id ? undefined : worker.id)}
-                      >
-                        {shown === worker.id ? 'Hide logs' : 'Show logs'}
-                        <span className="offscreen"> of worker {worker.id}</span>
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )
         }
       </ResourceView>

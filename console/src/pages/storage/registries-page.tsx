@@ -1,11 +1,13 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { ok } from '../../api/client'
-import { ConfirmButton } from '../../components/confirm-button'
+import { ActionForm } from '../../components/action-form'
+import { ConfirmRowAction } from '../../components/confirm-button'
+import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
+import { TextField } from '../../components/form-fields'
 import { Page, Section } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView } from '../../components/resource-view'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
@@ -35,86 +37,52 @@ export function RegistriesPage() {
     <Page title="Registries">
       <Section title="Credentials">
         <ErrorMessage error={remove.error} />
-        <ResourceView resource={registries} what="registries">
-          {(list) =>
-            list.length === 0 ? (
-              <EmptyState title="No registry credential yet." />
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">ID (give it as a pod’s registry)</th>
-                    <th scope="col">
-                      <span className="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((registry) => (
-                    <tr key={registry.id}>
-                      <td>{registry.name}</td>
-                      <td className="mono">{registry.id}</td>
-                      <td>
-                        <ConfirmButton
-                          label="Delete"
-                          subject={registry.name}
-                          busy={remove.busy}
-                          onConfirm={() => void remove.run(registry.id)}
-                        />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </ResourceView>
+        <ListView
+          resource={registries}
+          what="registries"
+          empty={<EmptyState title="No registry credential yet." />}
+        >
+          {(list) => (
+            <DataTable columns={['Name', 'ID (give it as a pod’s registry)']} actions>
+              {list.map((registry) => (
+                <tr key={registry.id}>
+                  <td>{registry.name}</td>
+                  <td className="mono">{registry.id}</td>
+                  <td>
+                    <ConfirmRowAction label="Delete" item={registry} action={remove} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )}
+        </ListView>
       </Section>
       <Section title="Add credentials">
-        <form
-          className="form"
-          aria-label="Add registry credentials"
-          onSubmit={(event: FormEvent) => {
-            event.preventDefault()
-            void create.run()
-          }}
-        >
+        <ActionForm label="Add registry credentials" onSubmit={() => void create.run()}>
           <div className="row">
-            <Field label="Registry name">
-              {(props) => (
-                <input {...props} required value={name} onChange={(e) => setName(e.target.value)} />
-              )}
-            </Field>
-            <Field label="Username">
-              {(props) => (
-                <input
-                  {...props}
-                  required
-                  autoComplete="off"
-                  value={username}
-                  onChange={(e) => setUsername(e.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Password" hint="Stored encrypted; never shown again.">
-              {(props) => (
-                <input
-                  {...props}
-                  type="password"
-                  required
-                  autoComplete="new-password"
-                  value={password}
-                  onChange={(e) => setPassword(e.target.value)}
-                />
-              )}
-            </Field>
+            <TextField label="Registry name" required value={name} onChange={setName} />
+            <TextField
+              label="Username"
+              required
+              autoComplete="off"
+              value={username}
+              onChange={setUsername}
+            />
+            <TextField
+              label="Password"
+              hint="Stored encrypted; never shown again."
+              type="password"
+              required
+              autoComplete="new-password"
+              value={password}
+              onChange={setPassword}
+            />
           </div>
           <ErrorMessage error={create.error} />
           <button type="submit" className="button primary" disabled={create.busy}>
             Add credentials
           </button>
-        </form>
+        </ActionForm>
       </Section>
     </Page>
   )

@@ -1,15 +1,18 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { ok } from '../../api/client'
 import type { NetworkVolume } from '../../api/types'
-import { ConfirmButton } from '../../components/confirm-button'
+import { ActionForm } from '../../components/action-form'
+import { ConfirmRowAction } from '../../components/confirm-button'
+import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
 import { ErrorMessage } from '../../components/error-message'
-import { Field } from '../../components/field'
+import { NumberField, SelectField, TextField } from '../../components/form-fields'
 import { Page, Section } from '../../components/page'
-import { ResourceView } from '../../components/resource-view'
+import { ListView } from '../../components/resource-view'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
+import { DataCenterOptions } from '../../components/catalog-options'
 
 /** Network volumes: storage in a data center that pods and workers there can mount. */
 export function VolumesPage() {
@@ -30,48 +33,31 @@ export function VolumesPage() {
     <Page title="Network volumes">
       <Section title="Volumes">
         <ErrorMessage error={remove.error} />
-        <ResourceView resource={volumes} what="network volumes">
-          {(list) =>
-            list.length === 0 ? (
-              <EmptyState title="No network volume yet." />
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Size</th>
-                    <th scope="col">Data center</th>
-                    <th scope="col">
-                      <span className="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((volume) => (
-                    <tr key={volume.id}>
-                      <td>
-                        {volume.name}
-                        <div className="muted mono">{volume.id}</div>
-                      </td>
-                      <td>
-                        <ResizeForm volume={volume} onDone={volumes.reload} />
-                      </td>
-                      <td>{volume.dataCenter}</td>
-                      <td>
-                        <ConfirmButton
-                          label="Delete"
-                          subject={volume.name}
-                          busy={remove.busy}
-                          onConfirm={() => void remove.run(volume.id)}
-                        />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </ResourceView>
+        <ListView
+          resource={volumes}
+          what="network volumes"
+          empty={<EmptyState title="No network volume yet." />}
+        >
+          {(list) => (
+            <DataTable columns={['Name', 'Size', 'Data center']} actions>
+              {list.map((volume) => (
+                <tr key={volume.id}>
+                  <td>
+                    {volume.name}
+                    <div className="muted mono">{volume.id}</div>
+                  </td>
+                  <td>
+                    <ResizeForm volume={volume} onDone={volumes.reload} />
+                  </td>
+                  <td>{volume.dataCenter}</td>
+                  <td>
+                    <ConfirmRowAction label="Delete" item={volume} action={remove} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )}
+        </ListView>
       </Section>
       <Section title="New volume">
         <CreateVolumeForm dataCenters={dataCenters.data ?? []} onCreated={volumes.reload} />
@@ -93,13 +79,7 @@ function ResizeForm({ volume, onDone }: { volume: NetworkVolume; onDone: () => v
     onDone()
   })
   return (
-    <form
-      className="inline-form"
-      onSubmit={(event) => {
-        event.preventDefault()
-        void resize.run()
-      }}
-    >
+    <ActionForm className="inline-form" onSubmit={() => void resize.run()}>
       <input
         type="number"
         min={volume.size}
@@ -115,7 +95,7 @@ function ResizeForm({ volume, onDone }: { volume: NetworkVolume; onDone: () => v
         </button>
       ) : null}
       <ErrorMessage error={resize.error} />
-    </form>
+    </ActionForm>
   )
 }
 
@@ -140,52 +120,25 @@ function CreateVolumeForm({
     onCreated()
   })
   return (
-    <form
-      className="form"
-      aria-label="New network volume"
-      onSubmit={(event: FormEvent) => {
-        event.preventDefault()
-        void create.run()
-      }}
-    >
+    <ActionForm label="New network volume" onSubmit={() => void create.run()}>
       <div className="row">
-        <Field label="Volume name">
-          {(props) => (
-            <input {...props} required value={name} onChange={(e) => setName(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Size (GB)" hint="10 to 4096; it can grow, never shrink.">
-          {(props) => (
-            <input
-              {...props}
-              type="number"
-              min={10}
-              max={4096}
-              value={size}
-              onChange={(e) => setSize(Number(e.target.value))}
-            />
-          )}
-        </Field>
-        <Field label="Data center">
-          {(props) => (
-            <select
-              {...props}
-              value={dataCenterId}
-              onChange={(e) => setDataCenterId(e.target.value)}
-            >
-              {dataCenters.map((dc) => (
-                <option key={dc.id} value={dc.id}>
-                  {dc.id} · {dc.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <TextField label="Volume name" required value={name} onChange={setName} />
+        <NumberField
+          label="Size (GB)"
+          hint="10 to 4096; it can grow, never shrink."
+          min={10}
+          max={4096}
+          value={size}
+          onChange={setSize}
+        />
+        <SelectField label="Data center" value={dataCenterId} onChange={setDataCenterId}>
+          <DataCenterOptions dataCenters={dataCenters} />
+        </SelectField>
       </div>
       <ErrorMessage error={create.error} />
       <button type="submit" className="button primary" disabled={create.busy}>
         Create volume
       </button>
-    </form>
+    </ActionForm>
   )
 }
