@@ -59,14 +59,28 @@ export class HostMonitor {
       .finally(() => (this.running = undefined))
   }
 
-  /** One probe of every host; exposed so tests can step it. */
+  /**
+   * One probe of every host; exposed so tests can step it. Hosts whose runtimes share one probe
+   * (every host the process driver runs here) are probed once: the answer is the same machine's.
+   */
   async probeAll(): Promise<void> {
-    await Promise.all(this.options.hosts.map((host) => this.probeHost(host)))
+    const probes = new Map<HostRuntime['probe'], Promise<ProbeOutcome>>()
+    await Promise.all(
+      this.options.hosts.map((host) => {
+        const runtime = this.options.runtimeOf(host.id)
+        let outcome = probes.get(runtime.probe)
+        if (!outcome) {
+          outcome = this.probe(runtime)
+          probes.set(runtime.probe, outcome)
+        }
+        return this.probeHost(host, outcome)
+      }),
+    )
   }
 
-  private async probeHost(host: Host): Promise<void> {
+  private async probeHost(host: Host, probed: Promise<ProbeOutcome>): Promise<void> {
     const { board, clock, logger } = this.options
-    const outcome = await this.probe(this.options.runtimeOf(host.id))
+    const outcome = await probed
     const failures = outcome.ok ? 0 : (this.failures.get(host.id) ?? 0) + 1
     this.failures.set(host.id, failures)
     const previous = board.state(host.id)

@@ -138,6 +138,9 @@ async function hostRuntimesOf(
     }
     return docker
   }
+  // One probe per engine, shared by the hosts it serves: the monitor probes each engine once.
+  const probes = new Map<RuntimeDriver, HostRuntime['probe']>()
+  const probeHere = async () => null
   for (const host of fleet.hosts) {
     const kind = hostRuntimeKind(host)
     if (kind === 'here' && host.driver === 'process') {
@@ -146,11 +149,16 @@ async function hostRuntimesOf(
         driver: processDriver,
         where: 'this machine (process driver)',
         remote: false,
-        probe: async () => null,
+        probe: probeHere,
       })
     } else if (kind === 'here') {
       const docker = await localEngine(host.simulated)
-      runtimes.set(host.id, engineRuntime(host.id, docker, false))
+      let probe = probes.get(docker)
+      if (!probe) {
+        probe = () => docker.probe()
+        probes.set(docker, probe)
+      }
+      runtimes.set(host.id, { ...engineRuntime(host.id, docker, false), probe })
     } else if (kind === 'engine' && host.docker) {
       let connection: { options: Docker.DockerOptions; where: string } | undefined
       let refusal: string | undefined

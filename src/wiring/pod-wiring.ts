@@ -20,6 +20,7 @@ import { podStoreOf } from '../store/pod-repo.js'
 import { KyselyRegistryRepo } from '../store/registry-repo.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
 import { hostPublicIp } from '../domain/catalog/fleet.js'
+import type { RuntimeDriver } from '../runtime/driver.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
 
 /**
@@ -79,6 +80,11 @@ export function wirePods(context: PlatformContext): PodParts {
     ],
   })
   const { fleet, board, runtimeOf, driverFor } = parts.fleet
+  const servedBy = new Map<RuntimeDriver, string[]>()
+  for (const host of fleet.hosts) {
+    const driver = driverFor(host.id)
+    servedBy.set(driver, [...(servedBy.get(driver) ?? []), host.id])
+  }
   const lifecycle = new PodLifecycle({
     store: podStore,
     fleet,
@@ -87,7 +93,7 @@ export function wirePods(context: PlatformContext): PodParts {
     dataDir: config.dataDir,
     publicIp: config.publicIp,
     hostNetwork: (hostId) => {
-      const host = fleet.hosts.find((h) => h.id === hostId)
+      const host = board.host(hostId)
       return {
         publicIp: host ? hostPublicIp(host, config.publicIp) : config.publicIp,
         remote: runtimeOf(hostId).remote,
@@ -95,8 +101,8 @@ export function wirePods(context: PlatformContext): PodParts {
     },
     hostDown: (hostId) => board.down(hostId),
     driverDown: (driver) => {
-      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
-      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+      const served = servedBy.get(driver) ?? []
+      return served.length > 0 && served.every((id) => board.down(id) !== undefined)
     },
     // A pod's network volume is in its data center (placement keeps them together).
     volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),

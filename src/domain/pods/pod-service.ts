@@ -143,7 +143,7 @@ export class PodService {
       throw new AppError('RULE_CONFLICT', 'give either gpu or cpu, not both')
     if (!input.gpu && !input.cpu) throw new AppError('RULE_CONFLICT', 'give one of gpu or cpu')
     if (input.gpu) {
-      if (!(await this.deps.catalog.getGpuType(input.gpu.id))) {
+      if (!this.deps.catalog.offersGpuType(input.gpu.id)) {
         throw new AppError(
           'RULE_CONFLICT',
           `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
@@ -161,20 +161,20 @@ export class PodService {
       }
     }
     const { id, vcpuCount } = input.cpu!
-    const flavor = await this.deps.catalog.getCpuType(id)
-    if (!flavor)
+    const offer = this.deps.catalog.cpuFlavorOffer(id)
+    if (!offer)
       throw new AppError('RULE_CONFLICT', `unknown CPU flavor "${id}": see GET /v2/catalog/cpus`)
-    if (!flavor.vcpuCounts.includes(vcpuCount)) {
+    if (!offer.vcpuCounts.includes(vcpuCount)) {
       throw new AppError(
         'RULE_CONFLICT',
-        `CPU flavor ${id} does not offer ${vcpuCount} vCPUs; it offers ${flavor.vcpuCounts.join(', ')}`,
+        `CPU flavor ${id} does not offer ${vcpuCount} vCPUs; it offers ${offer.vcpuCounts.join(', ')}`,
       )
     }
     return {
       kind: 'cpu',
       flavorId: id,
       vcpuCount,
-      memoryGb: Math.round(vcpuCount * flavor.ramGbPerVcpu),
+      memoryGb: Math.round(vcpuCount * offer.flavor.ramGbPerVcpu),
     }
   }
 
