@@ -8,6 +8,8 @@ import type {
   PodRepo,
   PodStore,
 } from '../domain/pods/ports.js'
+import type { Host } from '../domain/catalog/fleet.js'
+import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
 import type { Database } from './database-schema.js'
 import type { Dialect, Store } from './open-store.js'
@@ -111,7 +113,8 @@ export class KyselyPodEventRepo implements PodEventRepo {
 const CAPACITY_LOCK_KEY = 7_341_001
 
 function unitOf(db: Kysely<Database>): CapacityUnit {
-  return { pods: new KyselyPodRepo(db), allocations: new KyselyAllocationRepo(db) }
+  const allocations = new KyselyAllocationRepo(db)
+  return { pods: new KyselyPodRepo(db), allocations, holdings: () => allocations.list() }
 }
 
 async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<void> {
@@ -121,14 +124,40 @@ async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<voi
     await sql`select pg_advisory_xact_lock(${CAPACITY_LOCK_KEY})`.execute(db)
 }
 
-export function podStoreOf(store: Store): PodStore {
+/**
+ * The store as pods need it. Given the fleet's hosts, capacity units place from an index of
+ * the allocations kept in memory (allocation-ledger.ts); without, from every allocation read
+ * afresh.
+ */
+export function podStoreOf(store: Store, hosts?: readonly Host[]): PodStore {
+  const events = new KyselyPodEventRepo(store.db)
+  if (!hosts) {
+    return {
+      ...unitOf(store.db),
+      events,
+      exclusive: (work) =>
+        store.db.transaction().execute(async (tx) => {
+          await lockCapacity(tx, store.dialect)
+          return work(unitOf(tx))
+        }),
+    }
+  }
+  const ledger = new AllocationLedger(store.db, hosts)
+  const pods = new KyselyPodRepo(store.db)
   return {
-    ...unitOf(store.db),
-    events: new KyselyPodEventRepo(store.db),
+    pods,
+    allocations: ledger.repo(),
+    holdings: () => new KyselyAllocationRepo(store.db).list(),
+    events,
     exclusive: (work) =>
-      store.db.transaction().execute(async (tx) => {
-        await lockCapacity(tx, store.dialect)
-        return work(unitOf(tx))
-      }),
+      ledger.exclusive(
+        (tx) => lockCapacity(tx, store.dialect),
+        (tx, allocations) =>
+          work({
+            pods: new KyselyPodRepo(tx),
+            allocations,
+            holdings: async () => allocations.index,
+          }),
+      ),
   }
 }

@@ -30,7 +30,7 @@ import type { PlatformContext, PodParts } from './platform-context.js'
  */
 export function wirePods(context: PlatformContext): PodParts {
   const { config, store, clock, logger, parts } = context
-  const podStore = podStoreOf(store)
+  const podStore = podStoreOf(store, parts.fleet.fleet.hosts)
   const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
     parts.serverless.endpoints.usersOf(accountId, uses)
   const templateRepo = new KyselyTemplateRepo(store.db)

@@ -309,7 +309,7 @@ export class PodService {
       {
         hosts: fleet.hosts,
         dataCenters: fleet.dataCenters,
-        allocations: await unit.allocations.list(),
+        allocations: await unit.holdings(),
         unavailable: this.deps.catalog.unavailable(),
       },
       request,

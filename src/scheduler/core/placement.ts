@@ -353,7 +353,7 @@ export function place(snapshot: PlacementSnapshot, request: PlacementRequest): P
   const held = snapshot.allocations
   const index = held instanceof CapacityIndex ? held : undefined
   const freeOf: FreeOf = index
-    ? (host) => index.free(host.id) ?? freeCapacity(host, [])
+    ? (host) => index.free(host.id) ?? freeCapacity(host, index.allocations())
     : (host) => freeCapacity(host, held as readonly Allocation[])
   if (index && index.hosts === snapshot.hosts) {
     const fit = indexedFit(index, ctx, requested.length > 0, freeOf)
