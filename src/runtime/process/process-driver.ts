@@ -32,13 +32,18 @@ import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
 import { cpuPercent, cpuSample, memoryPercent, type CpuSample } from './proc-stat.js'
 import {
   currentBootId,
-  groupMembers,
+  groupLives,
   leaderIsRunning,
+  leaderIsStranger,
+  membersIn,
+  pidExists,
+  ProcessTable,
   readProcStatSync,
   signalGroup,
   systemPageSize,
   type GroupIdentity,
 } from './process-group.js'
+import { watchOutput } from './output-watch.js'
 import { DEFAULT_SANDBOX_UID_BASE, SandboxUsers } from './sandbox-users.js'
 import {
   buildLaunch,
@@ -84,7 +89,13 @@ export const DEFAULT_LOG_POLL_MS = 250
 export const STATS_SAMPLE_MS = 200
 /** A previous stats() sample older than this says little about now; measure afresh. */
 const STATS_SAMPLE_MAX_AGE_MS = 60_000
+/** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
 const STOP_POLL_MS = 25
+/**
+ * How often the workloads adopted from a previous server (not this process's children, whose
+ * exit Node reports) are looked at: one kill(0) each.
+ */
+export const ADOPTED_POLL_MS = 1000
 /**
  * After SIGKILL a process may still be leaving (a large address space to free, a read from a
  * dead NFS server in D state); past this bound stop() reports the survivors.
@@ -112,8 +123,13 @@ interface Ended {
 interface Tracked {
   record: WorkloadRecord
   pump: LogPump
-  timer: NodeJS.Timeout | undefined
-  ticking: boolean
+  /** Stops watching output.log for new output (watchOutput). */
+  unwatch: (() => void) | undefined
+  /** A pump of its output is running, and whether output came meanwhile. */
+  pumping: boolean
+  pumpAgain: boolean
+  /** Its end was taken in (last output pumped, listeners told). */
+  settled: boolean
   ended: Ended | undefined
   cpu: CpuSample | undefined
   removed: boolean
@@ -169,6 +185,11 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly sandboxMode: SandboxMode
   private readonly logPollMs: number
   private readonly workloads = new Map<string, Tracked>()
+  /** Running workloads this process did not start: their exit is looked for (ADOPTED_POLL_MS). */
+  private readonly adopted = new Set<Tracked>()
+  private livenessTimer: NodeJS.Timeout | undefined
+  private readonly listeners = new Set<(id: string) => void>()
+  private readonly processes = new ProcessTable()
   private readonly locks = new Map<string, Promise<unknown>>()
   private readonly closing = new AbortController()
   /** Whether this driver runs the workloads of its state directory (see setActive). */
@@ -206,8 +227,29 @@ export class ProcessDriver implements RuntimeDriver {
   setActive(active: boolean): void {
     this.active = active
     // Either way, what was known may be stale: start again from the files.
+    this.forgetAll()
+  }
+
+  /**
+   * Calls `listener` with a workload's id when it ended on its own (or was found ended): its
+   * own child's exit at once, an adopted one's within ADOPTED_POLL_MS. Only while active.
+   */
+  watch(listener: (id: string) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private forgetAll(): void {
     for (const tracked of this.workloads.values()) this.stopPumping(tracked)
     this.workloads.clear()
+    this.adopted.clear()
+    clearInterval(this.livenessTimer)
+    this.livenessTimer = undefined
+  }
+
+  /** Reads of the whole process table so far (stats and stops share them). */
+  get processTableReads(): number {
+    return this.processes.reads
   }
 
   /** The sandbox new workloads get: decided once, on first use. */
@@ -263,17 +305,21 @@ export class ProcessDriver implements RuntimeDriver {
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
+  /**
+   * Reads the process table (shared with the other stats() and stops running at the time),
+   * so measuring many workloads at once costs a few reads of /proc, not one each.
+   */
   async stats(id: string): Promise<WorkloadStats | undefined> {
     const tracked = await this.load(id)
     if (!tracked || !(await this.isRunning(tracked.record))) return undefined
     const group = groupOf(tracked.record)
     let previous = tracked.cpu
     if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
-      previous = cpuSample(performance.now(), await groupMembers(group))
+      previous = cpuSample(performance.now(), membersIn(await this.processes.read(), group))
     }
     const wait = STATS_SAMPLE_MS - (performance.now() - previous.atMs)
     if (wait > 0) await sleep(wait)
-    const members = await groupMembers(group)
+    const members = membersIn(await this.processes.read(), group)
     const next = cpuSample(performance.now(), members)
     tracked.cpu = next
     const rssBytes = members.reduce((sum, m) => sum + m.rssPages, 0) * (await systemPageSize())
@@ -321,6 +367,7 @@ export class ProcessDriver implements RuntimeDriver {
         await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS)
         tracked.removed = true
         this.workloads.delete(id)
+        this.adopted.delete(tracked)
         await rm(tracked.record.spec.containerDiskPath, {
           recursive: true,
           force: true,
@@ -336,8 +383,7 @@ export class ProcessDriver implements RuntimeDriver {
   /** Ends timers and followers; the driver still answers (reading logs on demand). */
   async close(): Promise<void> {
     this.closing.abort()
-    for (const tracked of this.workloads.values()) this.stopPumping(tracked)
-    this.workloads.clear()
+    this.forgetAll()
   }
 
   // --- starting ---------------------------------------------------------------------------
@@ -400,7 +446,9 @@ export class ProcessDriver implements RuntimeDriver {
     const tracked = existing ?? this.track(record)
     tracked.record = record
     tracked.ended = undefined
+    tracked.settled = false
     tracked.cpu = undefined
+    this.adopted.delete(tracked)
     this.workloads.set(spec.id, tracked)
     try {
       await this.save(tracked)
@@ -496,7 +544,7 @@ export class ProcessDriver implements RuntimeDriver {
     return { pid, startTicks }
   }
 
-  /** Our own child ended: note the time, and collect its last output without waiting. */
+  /** Our own child ended: note the time, collect its last output and say so. */
   private childExited(id: string, pid: number): void {
     if (this.closing.signal.aborted) return
     const tracked = this.workloads.get(id)
@@ -505,7 +553,39 @@ export class ProcessDriver implements RuntimeDriver {
       tracked.record = { ...tracked.record, stoppedAt: this.clock.now().toISOString() }
       this.save(tracked).catch(() => undefined)
     }
-    void this.tick(tracked)
+    void this.ended(tracked)
+  }
+
+  /** The workload ended by itself: its last output, how it ended, and the listeners told. */
+  private async ended(tracked: Tracked): Promise<void> {
+    if (tracked.settled || tracked.removed) return
+    try {
+      await this.settle(tracked)
+    } catch {
+      // Its last lines are read again by readLogs(); the end is known either way.
+    }
+    if (tracked.removed || !this.active) return
+    for (const listener of this.listeners) listener(tracked.record.spec.id)
+  }
+
+  /** One kill(0) per adopted workload: those whose leader is gone have ended. */
+  private checkAdopted(): void {
+    for (const tracked of this.adopted) {
+      if (pidExists(tracked.record.pid)) continue
+      this.adopted.delete(tracked)
+      void this.ended(tracked)
+    }
+    if (this.adopted.size === 0) {
+      clearInterval(this.livenessTimer)
+      this.livenessTimer = undefined
+    }
+  }
+
+  private adopt(tracked: Tracked): void {
+    this.adopted.add(tracked)
+    if (this.livenessTimer || this.closing.signal.aborted) return
+    this.livenessTimer = setInterval(() => this.checkAdopted(), ADOPTED_POLL_MS)
+    this.livenessTimer.unref()
   }
 
   private chooseSandbox(): Promise<BubblewrapSandbox | null> {
@@ -538,42 +618,60 @@ export class ProcessDriver implements RuntimeDriver {
 
   // --- stopping ---------------------------------------------------------------------------
 
+  /**
+   * SIGTERM to the group (and to session members that left it), SIGKILL after `graceMs`. The
+   * wait looks whether the group is gone with one kill(0), not by reading every process of the
+   * machine: stopping many workloads costs each its own group, plus the few reads of /proc
+   * they share to find the session members that left their group (processes that leave it
+   * after those reads are not followed).
+   */
   private async stopNow(tracked: Tracked, graceMs: number): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
-    const members = record.bootId === currentBootId() ? await groupMembers(group) : []
-    if (members.length > 0) {
-      signalGroup(group, members, 'SIGTERM')
-      let left = await this.waitForGroupEnd(group, graceMs, null)
-      if (left.length > 0) {
-        left = await this.waitForGroupEnd(group, KILL_WAIT_MS, 'SIGKILL')
-        if (left.length > 0) {
-          const pids = left.map((m) => m.pid).join(', ')
-          throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
+    if (record.bootId === currentBootId() && groupLives(group.pgid)) {
+      const members = await this.liveMembers(group)
+      if (members !== undefined) {
+        signalGroup(group, members, 'SIGTERM')
+        const others = members.filter((m) => m.pgrp !== group.pgid).map((m) => m.pid)
+        if (!(await this.waitForGroupEnd(group.pgid, others, graceMs))) {
+          const left = (await this.liveMembers(group)) ?? []
+          signalGroup(group, left, 'SIGKILL')
+          const leftOthers = left.filter((m) => m.pgrp !== group.pgid).map((m) => m.pid)
+          if (!(await this.waitForGroupEnd(group.pgid, leftOthers, KILL_WAIT_MS))) {
+            const pids = ((await this.liveMembers(group)) ?? []).map((m) => m.pid).join(', ')
+            throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
+          }
         }
       }
     }
+    this.adopted.delete(tracked)
     await this.settle(tracked)
   }
 
-  /** Polls until the group is gone or `ms` pass; resends `signal` to late forks each time. */
-  private async waitForGroupEnd(
+  /**
+   * The group's members and session members that left it, from a shared read of the process
+   * table; undefined when the group ended and its leader's pid is another process's now.
+   */
+  private async liveMembers(
     group: GroupIdentity,
-    ms: number,
-    signal: NodeJS.Signals | null,
-  ): Promise<Awaited<ReturnType<typeof groupMembers>>> {
+  ): Promise<Awaited<ReturnType<ProcessTable['read']>> | undefined> {
+    if (await leaderIsStranger(group)) return undefined
+    return membersIn(await this.processes.read(), group)
+  }
+
+  /** Until the group and `others` are gone (true) or `ms` pass (false). */
+  private async waitForGroupEnd(pgid: number, others: number[], ms: number): Promise<boolean> {
     const deadline = performance.now() + ms
-    for (;;) {
-      const members = await groupMembers(group)
-      if (members.length === 0) return members
-      if (signal) signalGroup(group, members, signal)
-      if (performance.now() >= deadline) return members
-      await sleep(STOP_POLL_MS)
+    for (let pause = 2; ; pause = Math.min(STOP_POLL_MS, pause * 2)) {
+      if (!groupLives(pgid, others)) return true
+      if (performance.now() >= deadline) return false
+      await sleep(pause)
     }
   }
 
-  /** The workload is over: stop its timer, take its last output and note how it ended. */
+  /** The workload is over: stop watching its output, take the last of it, note how it ended. */
   private async settle(tracked: Tracked): Promise<void> {
+    tracked.settled = true
     this.stopPumping(tracked)
     await tracked.pump.pump(true)
     await this.noteEnded(tracked)
@@ -635,41 +733,54 @@ export class ProcessDriver implements RuntimeDriver {
     // Written by a version that kept the environment (worker keys) in it: write it again
     // without.
     if (/"(env|registryAuth)"\s*:/.test(text)) await this.save(tracked).catch(() => undefined)
-    // Adopted: pump its output again; the first tick also collects the last lines of one
-    // that ended while no driver was running.
-    this.startPumping(tracked)
+    // Adopted: running, its exit is looked for and its output pumped as it comes; ended while
+    // no driver was running, its last lines are collected now.
+    if (await this.isRunning(record)) {
+      this.adopt(tracked)
+      this.startPumping(tracked)
+    } else void this.ended(tracked)
     return tracked
   }
 
   // --- log pumping ------------------------------------------------------------------------
 
+  /**
+   * Copies output into the log as it is written: output.log is watched (inotify), and a change
+   * pumps within logPollMs. A workload that writes nothing costs nothing.
+   */
   private startPumping(tracked: Tracked): void {
-    if (tracked.timer !== undefined || this.closing.signal.aborted) return
-    tracked.timer = setInterval(() => void this.tick(tracked), this.logPollMs)
-    tracked.timer.unref()
+    if (tracked.unwatch !== undefined || this.closing.signal.aborted) return
+    const output = this.file(tracked.record.spec.id, OUTPUT_FILE)
+    tracked.unwatch = watchOutput(output, this.logPollMs, () => this.pumpSoon(tracked))
+    // What it wrote before the watch began.
+    this.pumpSoon(tracked)
   }
 
   private stopPumping(tracked: Tracked): void {
-    if (tracked.timer !== undefined) clearInterval(tracked.timer)
-    tracked.timer = undefined
+    tracked.unwatch?.()
+    tracked.unwatch = undefined
   }
 
-  private async tick(tracked: Tracked): Promise<void> {
-    if (tracked.ticking || tracked.removed) return
-    tracked.ticking = true
-    try {
-      const running = await this.isRunning(tracked.record)
-      if (tracked.removed) return
-      await tracked.pump.pump(!running)
-      if (!running) {
-        this.stopPumping(tracked)
-        await this.noteEnded(tracked)
-      }
-    } catch {
-      // A failed read or append is retried on the next tick; readLogs() reports it.
-    } finally {
-      tracked.ticking = false
+  private pumpSoon(tracked: Tracked): void {
+    if (tracked.removed || tracked.settled) return
+    if (tracked.pumping) {
+      // Written while a pump read: read again once it is done.
+      tracked.pumpAgain = true
+      return
     }
+    tracked.pumping = true
+    tracked.pump
+      .pump(false)
+      .catch(() => {
+        // A failed read or append is retried at the next change; readLogs() reports it.
+      })
+      .finally(() => {
+        tracked.pumping = false
+        if (tracked.pumpAgain) {
+          tracked.pumpAgain = false
+          this.pumpSoon(tracked)
+        }
+      })
   }
 
   // --- files ------------------------------------------------------------------------------
@@ -687,8 +798,10 @@ export class ProcessDriver implements RuntimeDriver {
     return {
       record,
       pump: new LogPump(this.file(id, OUTPUT_FILE), this.file(id, LOG_FILE), this.clock),
-      timer: undefined,
-      ticking: false,
+      unwatch: undefined,
+      pumping: false,
+      pumpAgain: false,
+      settled: false,
       ended: undefined,
       cpu: undefined,
       removed: false,

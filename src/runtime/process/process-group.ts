@@ -74,17 +74,8 @@ export async function leaderIsRunning(group: GroupIdentity): Promise<boolean> {
   return stat !== undefined && !isGone(stat) && stat.starttime === group.leaderStartTicks
 }
 
-/**
- * Every live process of the workload: those in its process group or its session (a shell with
- * job control moves jobs to groups of their own, but they stay in the session). A process
- * that called setsid() itself escapes; only a cgroup or a PID namespace would hold it.
- */
-export async function groupMembers(group: GroupIdentity): Promise<ProcStat[]> {
-  // The kernel does not hand out a pid while it is some process's pgid or sid. So if a
-  // process other than our leader now holds the leader's pid, the group has ended, and the
-  // processes in a group of that number are a stranger's.
-  const leader = await readProcStat(group.pgid)
-  if (leader !== undefined && leader.starttime !== group.leaderStartTicks) return []
+/** Every process readable in /proc now (one read of each /proc/<pid>/stat). */
+async function readProcessTable(): Promise<ProcStat[]> {
   let entries: string[]
   try {
     entries = await readdir('/proc')
@@ -94,10 +85,78 @@ export async function groupMembers(group: GroupIdentity): Promise<ProcStat[]> {
   const stats = await Promise.all(
     entries.filter((name) => /^\d+$/.test(name)).map((name) => readProcStat(Number(name))),
   )
-  return stats.filter(
-    (s): s is ProcStat =>
-      s !== undefined && !isGone(s) && (s.pgrp === group.pgid || s.session === group.pgid),
-  )
+  return stats.filter((s): s is ProcStat => s !== undefined)
+}
+
+/**
+ * Reads of the process table shared by whoever asks while one runs: stopping or measuring a
+ * hundred workloads at once costs a few reads of /proc, not one each (the machine's process
+ * count times theirs).
+ */
+export class ProcessTable {
+  private current: Promise<ProcStat[]> | undefined
+  /** Reads of /proc made so far (each serves every caller of its time). */
+  reads = 0
+
+  read(): Promise<ProcStat[]> {
+    if (!this.current) {
+      this.reads += 1
+      this.current = readProcessTable().finally(() => (this.current = undefined))
+    }
+    return this.current
+  }
+}
+
+/**
+ * The workload's live processes in a read of the process table: those in its process group
+ * or its session (a shell with job control moves jobs to groups of their own, but they stay
+ * in the session). A process that called setsid() itself escapes; only a cgroup or a PID
+ * namespace would hold it.
+ */
+export function membersIn(table: readonly ProcStat[], group: GroupIdentity): ProcStat[] {
+  // The kernel does not hand out a pid while it is some process's pgid or sid. So if a
+  // process other than our leader now holds the leader's pid, the group has ended, and the
+  // processes in a group of that number are a stranger's.
+  const leader = table.find((s) => s.pid === group.pgid)
+  if (leader !== undefined && leader.starttime !== group.leaderStartTicks) return []
+  return table.filter((s) => !isGone(s) && (s.pgrp === group.pgid || s.session === group.pgid))
+}
+
+/** Every live process of the workload (membersIn, on a read of its own). */
+export async function groupMembers(group: GroupIdentity): Promise<ProcStat[]> {
+  return membersIn(await readProcessTable(), group)
+}
+
+/**
+ * Whether the group's leader pid now belongs to another process (the group ended and the pid
+ * was given out again): then nothing of that number may be signalled. One read of /proc.
+ */
+export async function leaderIsStranger(group: GroupIdentity): Promise<boolean> {
+  const leader = await readProcStat(group.pgid)
+  return leader !== undefined && leader.starttime !== group.leaderStartTicks
+}
+
+function exists(target: number): boolean {
+  try {
+    process.kill(target, 0)
+    return true
+  } catch (error) {
+    // EPERM: it exists, as another user's (a sandboxed workload seen by an unprivileged server).
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Whether any process is still in the group, or still among `others`: one kill(0) each, whatever
+ * else runs on the machine. A zombie still counts until its parent reaps it.
+ */
+export function groupLives(pgid: number, others: readonly number[] = []): boolean {
+  return exists(-pgid) || others.some((pid) => exists(pid))
+}
+
+/** Whether a process of that pid exists (a zombie too). */
+export function pidExists(pid: number): boolean {
+  return exists(pid)
 }
 
 function sendSignal(target: number, signal: NodeJS.Signals): void {
