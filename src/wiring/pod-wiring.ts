@@ -22,6 +22,7 @@ import { KyselyTemplateRepo } from '../store/template-repo.js'
 import { hostPublicIp } from '../domain/catalog/fleet.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
+import { podChangedKey } from './replica-wiring.js'
 
 /**
  * Pods (docs/pods.md) and what they are made of: templates, network volumes, registries, the
@@ -124,7 +125,11 @@ export function wirePods(context: PlatformContext): PodParts {
       networkVolume: (accountId, id) => volumes.find(accountId, id),
     },
     clock,
-    nudge: lifecycle.nudge,
+    // The leader runs the lifecycle: another replica's change reaches it as a wake-up.
+    nudge: (podId) => {
+      lifecycle.nudge(podId)
+      parts.replicas.wakeUps?.notify(podChangedKey(podId))
+    },
     spendGuard: parts.billing.guard,
   })
   return {

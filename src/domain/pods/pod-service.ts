@@ -101,8 +101,8 @@ export interface PodServiceDeps {
   runtime: PodRuntimeReader
   references: PodReferences
   clock: Clock
-  /** Wakes the lifecycle loop after a change so it acts now rather than at its next tick. */
-  nudge: () => void
+  /** Tells the lifecycle loop a pod changed, so that it acts on it now. */
+  nudge: (podId: string) => void
   /** The spend-limit policy (docs/billing.md); without it nothing is refused for money. */
   spendGuard?: {
     assertWithinSpendLimit(accountId: string, addedUsdPerHour: number, what: string): Promise<void>
@@ -389,7 +389,7 @@ export class PodService {
       pod.createdAt,
       `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
     )
-    this.deps.nudge()
+    this.deps.nudge(pod.id)
     return pod
   }
 
@@ -551,8 +551,8 @@ export class PodService {
         pod.createdAt,
         `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
       )
+      this.deps.nudge(pod.id)
     }
-    this.deps.nudge()
     return pods
   }
 
@@ -613,7 +613,7 @@ export class PodService {
         return { pod: stored, written: await unit.pods.update(stored) }
       })
       if (result.written) {
-        this.deps.nudge()
+        this.deps.nudge(id)
         return result.pod
       }
     }

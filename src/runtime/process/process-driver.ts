@@ -29,13 +29,20 @@ import type {
 import { probeBubblewrap } from './bubblewrap.js'
 import { selectLogLines } from './log-lines.js'
 import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
-import { cpuPercent, cpuSample, memoryPercent, type CpuSample } from './proc-stat.js'
+import {
+  CLOCK_TICKS_PER_SECOND,
+  cpuPercent,
+  cpuSample,
+  memoryPercent,
+  type CpuSample,
+} from './proc-stat.js'
 import {
   currentBootId,
   groupLives,
   leaderIsRunning,
   leaderIsStranger,
   membersIn,
+  millisecondsSinceBoot,
   pidExists,
   ProcessTable,
   readProcStatSync,
@@ -85,7 +92,10 @@ export interface ProcessDriverOptions {
 export const DEFAULT_STOP_GRACE_MS = 10_000
 export const DEFAULT_LOG_POLL_MS = 250
 
-/** Window of the first stats() measurement of a workload (later ones use the previous call). */
+/**
+ * Least time a stats() measurement covers: the first one covers the workload's life so far
+ * (waiting until it is this old), later ones the time since the previous call.
+ */
 export const STATS_SAMPLE_MS = 200
 /** A previous stats() sample older than this says little about now; measure afresh. */
 const STATS_SAMPLE_MAX_AGE_MS = 60_000
@@ -314,6 +324,12 @@ export class ProcessDriver implements RuntimeDriver {
     if (!tracked || !(await this.isRunning(tracked.record))) return undefined
     const group = groupOf(tracked.record)
     let previous = tracked.cpu
+    const startTicks = tracked.record.processStartTicks
+    if (previous === undefined && startTicks !== null) {
+      // The first measurement: its use since its leader started (at least STATS_SAMPLE_MS of it).
+      const aliveMs = millisecondsSinceBoot() - startTicks * (1000 / CLOCK_TICKS_PER_SECOND)
+      previous = { atMs: performance.now() - Math.max(0, aliveMs), ticks: new Map() }
+    }
     if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
       previous = cpuSample(performance.now(), membersIn(await this.processes.read(), group))
     }

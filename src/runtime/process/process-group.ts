@@ -38,6 +38,11 @@ export function currentBootId(): string {
   return bootId
 }
 
+/** Milliseconds since boot (/proc/uptime): the clock of the start ticks in /proc/<pid>/stat. */
+export function millisecondsSinceBoot(): number {
+  return Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000
+}
+
 let pageSize: Promise<number> | undefined
 
 /** Bytes per page, for RSS (4 KiB on x86; arm64 kernels may use 16 or 64 KiB). */
