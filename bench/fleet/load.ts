@@ -40,9 +40,13 @@ export function loadAverage(): string {
 }
 
 export interface LoadResult {
+  /** Answered with the expected status. */
   requests: number
   perSecond: number
   latenciesMs: number[]
+  /** Answered otherwise, or failed (the first few, for the report). */
+  failures: number
+  firstFailures: string[]
 }
 
 /**
@@ -59,7 +63,9 @@ export async function closedLoop(
 ): Promise<LoadResult> {
   const connections = Array.from({ length: clients }, () => new RawHttpConnection(new URL(url)))
   const latenciesMs: number[] = []
+  const firstFailures: string[] = []
   let requests = 0
+  let failures = 0
   const started = performance.now()
   const deadline = started + seconds * 1000
   try {
@@ -68,12 +74,24 @@ export async function closedLoop(
         while (performance.now() < deadline) {
           const { method, path, body = '' } = next()
           const before = performance.now()
-          const response = await connection.request(method, path, body, headers)
-          latenciesMs.push(performance.now() - before)
-          if (response.status !== expect) {
-            throw new Error(`${method} ${path} answered ${response.status}: ${response.body}`)
+          let failure: string | undefined
+          try {
+            const response = await connection.request(method, path, body, headers)
+            if (response.status !== expect) {
+              failure = `${method} ${path} answered ${response.status}: ${response.body.slice(0, 200)}`
+            }
+          } catch (error) {
+            failure = `${method} ${path}: ${(error as Error).message}`
           }
-          requests += 1
+          latenciesMs.push(performance.now() - before)
+          if (failure === undefined) {
+            requests += 1
+            continue
+          }
+          failures += 1
+          if (firstFailures.length < 3) firstFailures.push(failure)
+          // A connection that failed is not used again.
+          if (failure.includes(': ') && !failure.includes('answered')) return
         }
       }),
     )
@@ -81,7 +99,7 @@ export async function closedLoop(
     for (const connection of connections) connection.close()
   }
   const elapsed = (performance.now() - started) / 1000
-  return { requests, perSecond: requests / elapsed, latenciesMs }
+  return { requests, perSecond: requests / elapsed, latenciesMs, failures, firstFailures }
 }
 
 /** One client, `count` requests one after the other: the latency of a request on its own. */

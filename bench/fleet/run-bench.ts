@@ -17,9 +17,10 @@
  * Every server is a child process (`bench/fleet/fleet-server.ts`, `podyard serve` with the
  * bench's options) on a fresh SQLite data dir in the temp directory.
  *
- * Options: --hosts=10000 --pods=2000 --creators=16 --clients=50 --seconds=3 --rounds=3
+ * Options: --hosts=10000 --pods=2000 --warmup=500 --creators=16 --clients=50 --seconds=3 --rounds=3
  * --latency-requests=2000 --idle-seconds=10 --process-pods=2000 --terminate=1000
- * --port-pods=20 --part=all|record|process --max-create-seconds=300 --cpu-prof --keep
+ * --port-pods=20 --part=all|record|process --max-create-seconds=300 --cpu-prof --idle-only
+ * (part 1 ends after the idle measurement) --keep
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import {
@@ -63,18 +64,22 @@ const flag = (name: string) => process.argv.includes(`--${name}`)
 const settings = {
   hosts: Number(option('hosts', '10000')),
   pods: Number(option('pods', '2000')),
+  /** Pods created before the measured ones, not counted: the server's JIT warm-up. */
+  warmup: Number(option('warmup', '500')),
   creators: Number(option('creators', '16')),
   clients: Number(option('clients', '50')),
   seconds: Number(option('seconds', '3')),
   rounds: Number(option('rounds', '3')),
   latencyRequests: Number(option('latency-requests', '2000')),
-  idleSeconds: Number(option('idle-seconds', '10')),
+  idleSeconds: Number(option('idle-seconds', '60')),
   processPods: Number(option('process-pods', '2000')),
   terminate: Number(option('terminate', '1000')),
   portPods: Number(option('port-pods', '20')),
   part: option('part', 'all'),
   maxCreateSeconds: Number(option('max-create-seconds', '300')),
   cpuProf: flag('cpu-prof'),
+  /** Part 1 stops after the idle measurement (for a profile of the idle server). */
+  idleOnly: flag('idle-only'),
   keep: flag('keep'),
 }
 
@@ -306,13 +311,19 @@ async function podReads(server: Server, ids: string[], label: string): Promise<v
     const theirs: number[] = []
     const cpuBefore = cpuSeconds(server.pid)
     let served = 0
+    let failures = 0
+    const failed: string[] = []
     for (let round = 0; round < settings.rounds; round++) {
       const a = await closedLoop(anchor.url, settings.clients, settings.seconds, pick, AUTH)
       const b = await closedLoop(server.url, settings.clients, settings.seconds, pick, AUTH)
       theirs.push(a.perSecond)
       ours.push(b.perSecond)
       served += b.requests
+      failures += b.failures
+      failed.push(...b.firstFailures)
     }
+    if (failures > 0)
+      console.log(`  ${failures} reads failed, e.g. ${failed.slice(0, 2).join('; ')}`)
     const cpuPerRead = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / served
     const p50 = percentile(latency, 50)
     const runtime = (sample.json as { runtime: unknown }).runtime
@@ -342,6 +353,14 @@ async function partRecord(): Promise<void> {
     { record: true },
   )
   try {
+    if (settings.warmup > 0) {
+      await createPods(server, settings.warmup, (i) => ({
+        name: `warmup-${i}`,
+        image: 'runpod/base:0.6.2',
+        disk: 10,
+        cpu: { id: 'cpu3g', vcpuCount: 2 },
+      }))
+    }
     const created = await createPods(server, settings.pods, (i) => ({
       name: `bench-${i}`,
       image: 'runpod/base:0.6.2',
@@ -351,15 +370,17 @@ async function partRecord(): Promise<void> {
         : { cpu: { id: 'cpu3c', vcpuCount: 2 } }),
     }))
     console.log(
-      `  creates: ${fmt(created.perSecond, 0)}/s over ${created.ids.length} pods from ${settings.creators} clients (${fmt(created.cpuMsPerCreate)} ms of server CPU each); target >= ${TARGETS.createsPerSecond}/s: ${met(created.perSecond >= TARGETS.createsPerSecond)}`,
+      `  creates: ${fmt(created.perSecond, 0)}/s over ${created.ids.length} pods from ${settings.creators} clients, after ${settings.warmup} not counted (${fmt(created.cpuMsPerCreate)} ms of server CPU each, with the lifecycle starting them meanwhile); target >= ${TARGETS.createsPerSecond}/s: ${met(created.perSecond >= TARGETS.createsPerSecond)}`,
     )
     console.log(`  per 500 pods: ${created.windows.map((w) => `${fmt(w, 0)}/s`).join(', ')}`)
     const pending = await waitSettled(server, 120_000)
     if (pending > 0) console.log(`  (${pending} pods still not RUNNING after 120 s)`)
     const idle = await idleCpu(server)
     console.log(
-      `  idle with ${created.ids.length} RUNNING pods: ${fmt(idle.percent)} % of a core over ${settings.idleSeconds} s (RSS ${fmt(idle.rssMb, 0)} MB); target < ${TARGETS.idleCpuPercent} %: ${met(idle.percent < TARGETS.idleCpuPercent)}`,
+      `  idle with ${created.ids.length + settings.warmup} RUNNING pods: ${fmt(idle.percent)} % of a core over ${settings.idleSeconds} s (RSS ${fmt(idle.rssMb, 0)} MB); target < ${TARGETS.idleCpuPercent} %: ${met(idle.percent < TARGETS.idleCpuPercent)}`,
     )
+    // With --cpu-prof, a profile of the idle server alone.
+    if (settings.idleOnly) return
     await podReads(server, created.ids, 'Part 1')
     const more = await createPods(server, Math.min(500, settings.pods), (i) => ({
       name: `bench-more-${i}`,

@@ -7,6 +7,7 @@ import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { POD_LABEL_GENERATION, POD_LABEL_KIND } from './pod-workload.js'
 import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-reconcile.js'
 import { PodRuntimeSampler } from './pod-runtime-sampler.js'
+import { DueQueue } from '../shared/due-queue.js'
 
 export { HTTP_READY_TIMEOUT_MS, STARTUP_GRACE_MS, STOP_GRACE_MS } from './pod-reconcile.js'
 
@@ -57,7 +58,9 @@ export class PodLifecycle implements PodRuntimeReader {
   private readonly sampler: PodRuntimeSampler
   private readonly dirty = new Set<string>()
   /** Pods to look at again, at a time (ms on performance.now()). */
-  private readonly due = new Map<string, number>()
+  private readonly due = new DueQueue()
+  /** When the timer will wake the loop (ms on performance.now()). */
+  private timerAt = Infinity
   /** Each pod's step in flight (one at a time per pod). */
   private readonly steps = new Map<string, Promise<void>>()
   private readonly waiting: Array<() => void> = []
@@ -113,6 +116,7 @@ export class PodLifecycle implements PodRuntimeReader {
     this.unwatch = []
     clearTimeout(this.timer)
     this.timer = undefined
+    this.timerAt = Infinity
     await this.running
     await Promise.all(this.steps.values())
     await this.sampler.stop()
@@ -131,6 +135,7 @@ export class PodLifecycle implements PodRuntimeReader {
     }
     clearTimeout(this.timer)
     this.timer = undefined
+    this.timerAt = Infinity
     this.running = this.pass()
       .catch((error: unknown) =>
         this.deps.logger.error({ err: error }, 'pod lifecycle pass failed'),
@@ -148,19 +153,25 @@ export class PodLifecycle implements PodRuntimeReader {
   private sleep(): void {
     if (this.stopped) return
     const now = performance.now()
-    let next = this.lastFull + FULL_PASS_INTERVAL_MS
-    for (const at of this.due.values()) next = Math.min(next, at)
+    let next = Math.min(this.lastFull + FULL_PASS_INTERVAL_MS, this.due.next() ?? Infinity)
     if (this.deps.drivers.some((d) => !d.watch)) {
       next = Math.min(next, this.lastListing + LIST_INTERVAL_MS)
     }
     if (this.dirty.size > 0 || this.fullWanted) next = now
+    this.wakeAt(next)
+  }
+
+  private wakeAt(at: number): void {
+    if (this.timer && this.timerAt <= at) return
     clearTimeout(this.timer)
+    this.timerAt = at
     this.timer = setTimeout(
       () => {
         this.timer = undefined
+        this.timerAt = Infinity
         this.wake()
       },
-      Math.max(0, next - now),
+      Math.max(0, at - performance.now()),
     )
     this.timer.unref()
   }
@@ -173,12 +184,7 @@ export class PodLifecycle implements PodRuntimeReader {
     }
     const ids = new Set(this.dirty)
     this.dirty.clear()
-    for (const [id, at] of this.due) {
-      if (at <= now) {
-        ids.add(id)
-        this.due.delete(id)
-      }
-    }
+    for (const id of this.due.takeDue(now)) ids.add(id)
     if (now - this.lastListing >= LIST_INTERVAL_MS) {
       for (const id of await this.listChanges()) ids.add(id)
     }
@@ -270,10 +276,16 @@ export class PodLifecycle implements PodRuntimeReader {
   ): Promise<void> {
     if (pod.status !== 'RUNNING') this.sampler.forget(pod.id)
     const next: NextLook = await this.reconciler.step(pod, workload, known)
-    if (next === undefined) this.due.delete(pod.id)
-    else if (next === 0) this.dirty.add(pod.id)
-    else this.due.set(pod.id, performance.now() + next)
-    if (next !== undefined && !this.running) this.sleep()
+    if (next === undefined) {
+      this.due.delete(pod.id)
+    } else if (next === 0) {
+      this.dirty.add(pod.id)
+      if (!this.running) this.wakeAt(performance.now())
+    } else {
+      const at = performance.now() + next
+      this.due.set(pod.id, at)
+      if (!this.running) this.wakeAt(at)
+    }
   }
 
   /** Ids whose workload changed in the list of a driver without watch(). */

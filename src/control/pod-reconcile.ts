@@ -271,7 +271,9 @@ export class PodReconciler {
           if (network.remote && attempt < PORT_ATTEMPTS && portTaken(error)) continue
           throw error
         }
-        return (await this.transition(pod, 'STARTING', null, { portMappings })) ? 0 : undefined
+        if (!(await this.transition(pod, 'STARTING', null, { portMappings }))) return undefined
+        // Just started: its port is worth a try soon, its grace is a whole second away.
+        return portMappings.some((p) => p.type === 'http') ? PORT_RETRY_MIN_MS : STARTUP_GRACE_MS
       }
     } catch (error) {
       await this.releaseAndSet(pod, 'ERROR', `could not start: ${(error as Error).message}`)

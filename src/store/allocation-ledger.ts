@@ -5,14 +5,11 @@ import type { Host } from '../domain/catalog/fleet.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
 import type { Database } from './database-schema.js'
+import { podStatements, rowsOf } from './pod-statements.js'
 
 async function readEpoch(db: Kysely<Database>): Promise<number> {
-  const row = await db
-    .selectFrom('allocation_epoch')
-    .select('epoch')
-    .where('id', '=', 1)
-    .executeTakeFirstOrThrow()
-  return Number(row.epoch)
+  const [row] = await rowsOf<{ epoch: number | string }>(db, podStatements(db).allocationEpoch, [])
+  return Number(row!.epoch)
 }
 
 /** One at a time, in the order asked. */
@@ -45,9 +42,14 @@ export class AllocationLedger {
   /** Indexes built from the store (tests and the bench read it: after the first, a rebuild means someone else wrote). */
   rebuilds = 0
 
+  /**
+   * @param sharedStore other processes may write the allocations while a unit runs (PostgreSQL:
+   *   replicas' writes outside units); on SQLite a unit's transaction holds the one connection
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly hosts: readonly Host[],
+    private readonly sharedStore = true,
   ) {}
 
   /**
@@ -73,7 +75,11 @@ export class AllocationLedger {
           unit = new UnitAllocations(tx, this.index)
           const value = await work(tx, unit)
           // Everything this unit changed, and nothing else: then the index is the store's.
-          if (unit.changes > 0 && (await readEpoch(tx)) !== start + unit.changes) {
+          if (
+            this.sharedStore &&
+            unit.changes > 0 &&
+            (await readEpoch(tx)) !== start + unit.changes
+          ) {
             unit.foreign = true
           }
           return value
@@ -159,6 +165,8 @@ export class UnitAllocations implements AllocationRepo {
   }
 
   async remove(ownerKind: AllocationOwnerKind, ownerId: string): Promise<boolean> {
+    // The index is the store's inside the unit: an owner it does not know holds no row.
+    if (!this.index.findByOwner(ownerKind, ownerId)) return false
     const removed = await this.rows.remove(ownerKind, ownerId)
     if (!removed) return false
     this.changes += 1

@@ -11,6 +11,7 @@ import type {
 import type { Host } from '../domain/catalog/fleet.js'
 import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
+import { changesOf, podStatements, rowsOf } from './pod-statements.js'
 import type { Database } from './database-schema.js'
 import type { Dialect, Store } from './open-store.js'
 
@@ -32,15 +33,22 @@ export class KyselyPodRepo implements PodRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async insert(pod: Pod): Promise<void> {
-    await this.db.insertInto('pods').values(columnsOf(pod)).execute()
+    const c = columnsOf(pod)
+    await changesOf(this.db, podStatements(this.db).podInsert, [
+      c.id,
+      c.account_id,
+      c.name,
+      c.status,
+      c.host_id,
+      c.version,
+      c.created_at,
+      c.terminated_at,
+      c.doc,
+    ])
   }
 
   async findById(id: string): Promise<Pod | undefined> {
-    const row = await this.db
-      .selectFrom('pods')
-      .select('doc')
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const [row] = await rowsOf<{ doc: string }>(this.db, podStatements(this.db).podById, [id])
     return row && (JSON.parse(row.doc) as Pod)
   }
 
@@ -54,13 +62,20 @@ export class KyselyPodRepo implements PodRepo {
   }
 
   async update(pod: Pod): Promise<boolean> {
-    const result = await this.db
-      .updateTable('pods')
-      .set(columnsOf(pod))
-      .where('id', '=', pod.id)
-      .where('version', '=', pod.version - 1)
-      .executeTakeFirst()
-    return Number(result.numUpdatedRows) === 1
+    const c = columnsOf(pod)
+    const changed = await changesOf(this.db, podStatements(this.db).podUpdate, [
+      c.account_id,
+      c.name,
+      c.status,
+      c.host_id,
+      c.version,
+      c.created_at,
+      c.terminated_at,
+      c.doc,
+      pod.id,
+      pod.version - 1,
+    ])
+    return changed === 1
   }
 
   async purgeTerminated(before: string): Promise<string[]> {
@@ -88,7 +103,7 @@ export class KyselyPodEventRepo implements PodEventRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async append(podId: string, ts: string, line: string): Promise<void> {
-    await this.db.insertInto('pod_events').values({ pod_id: podId, ts, line }).execute()
+    await changesOf(this.db, podStatements(this.db).eventAppend, [podId, ts, line])
   }
 
   async list(
@@ -142,7 +157,7 @@ export function podStoreOf(store: Store, hosts?: readonly Host[]): PodStore {
         }),
     }
   }
-  const ledger = new AllocationLedger(store.db, hosts)
+  const ledger = new AllocationLedger(store.db, hosts, store.dialect === 'postgres')
   const pods = new KyselyPodRepo(store.db)
   return {
     pods,

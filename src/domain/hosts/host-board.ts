@@ -107,22 +107,26 @@ export class HostBoard {
   }
 
   /**
-   * Keeps a probe's result, and writes it to the store when it changed anything but the probe
-   * time, or when the stored probe time is older than CHECKED_AT_WRITE_INTERVAL_MS.
+   * Keeps probes' results, and writes to the store those that changed anything but the probe
+   * time, or whose stored probe time is older than CHECKED_AT_WRITE_INTERVAL_MS, in one go.
    */
-  async saveProbe(record: Omit<HostStateRecord, 'schedule'>): Promise<void> {
-    const previous = this.records.get(record.hostId)
-    const nowMs = Date.parse(record.checkedAt ?? this.now())
-    const changed = previous === undefined || !sameExceptCheckedAt(record, previous)
-    const stale =
-      nowMs - (this.writtenAt.get(record.hostId) ?? -Infinity) >= CHECKED_AT_WRITE_INTERVAL_MS
-    if (changed || stale) {
-      await this.repo.saveProbe(record)
-      this.writtenAt.set(record.hostId, nowMs)
+  async saveProbes(records: ReadonlyArray<Omit<HostStateRecord, 'schedule'>>): Promise<void> {
+    const writes: Array<Omit<HostStateRecord, 'schedule'>> = []
+    let changedAny = false
+    for (const record of records) {
+      const previous = this.records.get(record.hostId)
+      const nowMs = Date.parse(record.checkedAt ?? this.now())
+      const changed = previous === undefined || !sameExceptCheckedAt(record, previous)
+      const writtenAt = this.writtenAt.get(record.hostId) ?? -Infinity
+      if (changed || nowMs - writtenAt >= CHECKED_AT_WRITE_INTERVAL_MS) {
+        writes.push(record)
+        this.writtenAt.set(record.hostId, nowMs)
+      }
+      this.records.set(record.hostId, { ...record, schedule: previous?.schedule ?? 'ACTIVE' })
+      changedAny ||= changed
     }
-    const schedule = this.records.get(record.hostId)?.schedule ?? 'ACTIVE'
-    this.records.set(record.hostId, { ...record, schedule })
-    if (changed) this.unplaceableCache = undefined
+    if (changedAny) this.unplaceableCache = undefined
+    await this.repo.saveProbes(writes)
   }
 
   async setSchedule(hostId: string, schedule: HostSchedule): Promise<void> {
