@@ -35,18 +35,22 @@ import {
   cpuSample,
   memoryPercent,
   type CpuSample,
+  type ProcStat,
 } from './proc-stat.js'
 import {
   currentBootId,
+  followProcesses,
   groupLives,
   leaderIsRunning,
   leaderIsStranger,
+  leaderRunsIn,
   membersIn,
   millisecondsSinceBoot,
   pidExists,
   ProcessTable,
   readProcStatSync,
   signalGroup,
+  signalPid,
   systemPageSize,
   type GroupIdentity,
 } from './process-group.js'
@@ -99,6 +103,14 @@ export const DEFAULT_LOG_POLL_MS = 250
 export const STATS_SAMPLE_MS = 200
 /** A previous stats() sample older than this says little about now; measure afresh. */
 const STATS_SAMPLE_MAX_AGE_MS = 60_000
+/** A read of the process table this recent serves a stats() call (measurements share reads). */
+const STATS_TABLE_MAX_AGE_MS = 1000
+/**
+ * A read of the process table this recent finds the session members of a workload being
+ * stopped (stops share reads): a process that left the group in this time before the stop, or
+ * during it, is not followed.
+ */
+const STOP_TABLE_MAX_AGE_MS = 250
 /** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
 const STOP_POLL_MS = 25
 /**
@@ -321,8 +333,14 @@ export class ProcessDriver implements RuntimeDriver {
    */
   async stats(id: string): Promise<WorkloadStats | undefined> {
     const tracked = await this.load(id)
-    if (!tracked || !(await this.isRunning(tracked.record))) return undefined
+    // Ended (known, or its leader's pid is free): no need to look further.
+    if (!tracked || tracked.settled || tracked.record.bootId !== currentBootId()) return undefined
+    if (!pidExists(tracked.record.pid)) return undefined
     const group = groupOf(tracked.record)
+    const asked = performance.now()
+    if (!leaderRunsIn(await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS), group)) {
+      return undefined
+    }
     let previous = tracked.cpu
     const startTicks = tracked.record.processStartTicks
     if (previous === undefined && startTicks !== null) {
@@ -331,12 +349,16 @@ export class ProcessDriver implements RuntimeDriver {
       previous = { atMs: performance.now() - Math.max(0, aliveMs), ticks: new Map() }
     }
     if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
-      previous = cpuSample(performance.now(), membersIn(await this.processes.read(), group))
+      const table = await this.processes.read(performance.now())
+      previous = cpuSample(table.startedAt, membersIn(table, group))
     }
     const wait = STATS_SAMPLE_MS - (performance.now() - previous.atMs)
     if (wait > 0) await sleep(wait)
-    const members = membersIn(await this.processes.read(), group)
-    const next = cpuSample(performance.now(), members)
+    const table = await this.processes.read(
+      Math.max(previous.atMs + STATS_SAMPLE_MS, asked - STATS_TABLE_MAX_AGE_MS),
+    )
+    const members = membersIn(table, group)
+    const next = cpuSample(table.startedAt, members)
     tracked.cpu = next
     const rssBytes = members.reduce((sum, m) => sum + m.rssPages, 0) * (await systemPageSize())
     return {
@@ -636,10 +658,11 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * SIGTERM to the group (and to session members that left it), SIGKILL after `graceMs`. The
-   * wait looks whether the group is gone with one kill(0), not by reading every process of the
-   * machine: stopping many workloads costs each its own group, plus the few reads of /proc
-   * they share to find the session members that left their group (processes that leave it
-   * after those reads are not followed).
+   * processes to stop are found in a read of /proc shared with the stops (and measurements)
+   * running at the same moment; the wait then follows only them and their children (a kill(0)
+   * of the group, a read of each one's /proc entry), so stopping many workloads costs each its
+   * own processes, not a read of every process on the machine. Zombies count as ended: an init
+   * that reaps orphans late (some containers') does not hold a stop up.
    */
   private async stopNow(tracked: Tracked, graceMs: number): Promise<void> {
     const { record } = tracked
@@ -648,13 +671,13 @@ export class ProcessDriver implements RuntimeDriver {
       const members = await this.liveMembers(group)
       if (members !== undefined) {
         signalGroup(group, members, 'SIGTERM')
-        const others = members.filter((m) => m.pgrp !== group.pgid).map((m) => m.pid)
-        if (!(await this.waitForGroupEnd(group.pgid, others, graceMs))) {
+        const known = new Map(members.map((m) => [m.pid, m.starttime]))
+        if (!(await this.waitForEnd(known, graceMs, null))) {
           const left = (await this.liveMembers(group)) ?? []
           signalGroup(group, left, 'SIGKILL')
-          const leftOthers = left.filter((m) => m.pgrp !== group.pgid).map((m) => m.pid)
-          if (!(await this.waitForGroupEnd(group.pgid, leftOthers, KILL_WAIT_MS))) {
-            const pids = ((await this.liveMembers(group)) ?? []).map((m) => m.pid).join(', ')
+          for (const member of left) known.set(member.pid, member.starttime)
+          if (!(await this.waitForEnd(known, KILL_WAIT_MS, 'SIGKILL'))) {
+            const pids = [...known.keys()].join(', ')
             throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
           }
         }
@@ -668,18 +691,24 @@ export class ProcessDriver implements RuntimeDriver {
    * The group's members and session members that left it, from a shared read of the process
    * table; undefined when the group ended and its leader's pid is another process's now.
    */
-  private async liveMembers(
-    group: GroupIdentity,
-  ): Promise<Awaited<ReturnType<ProcessTable['read']>> | undefined> {
+  private async liveMembers(group: GroupIdentity): Promise<ProcStat[] | undefined> {
     if (await leaderIsStranger(group)) return undefined
-    return membersIn(await this.processes.read(), group)
+    return membersIn(await this.processes.read(performance.now() - STOP_TABLE_MAX_AGE_MS), group)
   }
 
-  /** Until the group and `others` are gone (true) or `ms` pass (false). */
-  private async waitForGroupEnd(pgid: number, others: number[], ms: number): Promise<boolean> {
+  /**
+   * Until the `known` processes (and the children they had) are gone or zombies (true) or `ms`
+   * pass (false); `signal` is sent again to those still there each time.
+   */
+  private async waitForEnd(
+    known: Map<number, number>,
+    ms: number,
+    signal: NodeJS.Signals | null,
+  ): Promise<boolean> {
     const deadline = performance.now() + ms
     for (let pause = 2; ; pause = Math.min(STOP_POLL_MS, pause * 2)) {
-      if (!groupLives(pgid, others)) return true
+      if (followProcesses(known) === 0) return true
+      if (signal) for (const pid of known.keys()) signalPid(pid, signal)
       if (performance.now() >= deadline) return false
       await sleep(pause)
     }
