@@ -20,7 +20,7 @@
  * Options: --hosts=10000 --pods=2000 --warmup=500 --creators=16 --clients=50 --seconds=3 --rounds=3
  * --latency-requests=2000 --idle-seconds=10 --process-pods=2000 --terminate=1000
  * --port-pods=20 --part=all|record|process --max-create-seconds=300 --cpu-prof --idle-only
- * (part 1 ends after the idle measurement) --keep
+ * (each part ends after its idle measurement) --keep
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import {
@@ -78,7 +78,7 @@ const settings = {
   part: option('part', 'all'),
   maxCreateSeconds: Number(option('max-create-seconds', '300')),
   cpuProf: flag('cpu-prof'),
-  /** Part 1 stops after the idle measurement (for a profile of the idle server). */
+  /** Each part stops after its idle measurement (for a profile of the idle server). */
   idleOnly: flag('idle-only'),
   keep: flag('keep'),
 }
@@ -504,6 +504,10 @@ async function partProcess(): Promise<void> {
     console.log(
       `  idle with ${created.ids.length} RUNNING pods (${created.ids.length} processes): ${fmt(idle.percent)} % of a core over ${settings.idleSeconds} s (RSS ${fmt(idle.rssMb, 0)} MB); target < ${TARGETS.idleCpuPercent} %: ${met(idle.percent < TARGETS.idleCpuPercent)}`,
     )
+    if (settings.idleOnly) {
+      await terminate(server, created.ids)
+      return
+    }
     await podReads(server, created.ids, 'Part 2')
     const doomed = created.ids.slice(0, Math.min(settings.terminate, created.ids.length))
     await terminate(server, doomed)

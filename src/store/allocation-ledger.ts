@@ -5,10 +5,11 @@ import type { Host } from '../domain/catalog/fleet.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
 import type { Database } from './database-schema.js'
-import { podStatements, rowsOf } from './pod-statements.js'
+import { podStatements } from './pod-statements.js'
+import { rowsOf } from './raw-sql.js'
 
 async function readEpoch(db: Kysely<Database>): Promise<number> {
-  const [row] = await rowsOf<{ epoch: number | string }>(db, podStatements(db).allocationEpoch, [])
+  const [row] = await rowsOf<{ epoch: number | string }>(db, podStatements.allocationEpoch, [])
   return Number(row!.epoch)
 }
 

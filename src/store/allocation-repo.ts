@@ -2,7 +2,8 @@ import type { Kysely, Selectable } from 'kysely'
 import type { Allocation, AllocationOwnerKind } from '../domain/catalog/capacity.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
 import type { AllocationsTable, Database } from './database-schema.js'
-import { changesOf, podStatements, rowsOf } from './pod-statements.js'
+import { podStatements } from './pod-statements.js'
+import { changesOf, rowsOf } from './raw-sql.js'
 
 const toAllocation = (row: Selectable<AllocationsTable>): Allocation => ({
   id: row.id,
@@ -42,7 +43,7 @@ export class KyselyAllocationRepo implements AllocationRepo {
   }
 
   async insert(allocation: Allocation): Promise<void> {
-    await changesOf(this.db, podStatements(this.db).allocationInsert, [
+    await changesOf(this.db, podStatements.allocationInsert, [
       allocation.id,
       allocation.hostId,
       allocation.ownerKind,
@@ -58,7 +59,7 @@ export class KyselyAllocationRepo implements AllocationRepo {
   }
 
   async remove(ownerKind: AllocationOwnerKind, ownerId: string): Promise<boolean> {
-    const statement = podStatements(this.db).allocationDelete
+    const statement = podStatements.allocationDelete
     return (await changesOf(this.db, statement, [ownerKind, ownerId])) > 0
   }
 
@@ -66,7 +67,7 @@ export class KyselyAllocationRepo implements AllocationRepo {
     ownerKind: AllocationOwnerKind,
     ownerId: string,
   ): Promise<Allocation | undefined> {
-    const statement = podStatements(this.db).allocationByOwner
+    const statement = podStatements.allocationByOwner
     const [row] = await rowsOf<Selectable<AllocationsTable>>(this.db, statement, [
       ownerKind,
       ownerId,

@@ -11,7 +11,8 @@ import type {
 import type { Host } from '../domain/catalog/fleet.js'
 import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
-import { changesOf, podStatements, rowsOf } from './pod-statements.js'
+import { podStatements } from './pod-statements.js'
+import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
 import type { Dialect, Store } from './open-store.js'
 
@@ -34,7 +35,7 @@ export class KyselyPodRepo implements PodRepo {
 
   async insert(pod: Pod): Promise<void> {
     const c = columnsOf(pod)
-    await changesOf(this.db, podStatements(this.db).podInsert, [
+    await changesOf(this.db, podStatements.podInsert, [
       c.id,
       c.account_id,
       c.name,
@@ -48,7 +49,7 @@ export class KyselyPodRepo implements PodRepo {
   }
 
   async findById(id: string): Promise<Pod | undefined> {
-    const [row] = await rowsOf<{ doc: string }>(this.db, podStatements(this.db).podById, [id])
+    const [row] = await rowsOf<{ doc: string }>(this.db, podStatements.podById, [id])
     return row && (JSON.parse(row.doc) as Pod)
   }
 
@@ -63,7 +64,7 @@ export class KyselyPodRepo implements PodRepo {
 
   async update(pod: Pod): Promise<boolean> {
     const c = columnsOf(pod)
-    const changed = await changesOf(this.db, podStatements(this.db).podUpdate, [
+    const changed = await changesOf(this.db, podStatements.podUpdate, [
       c.account_id,
       c.name,
       c.status,
@@ -103,7 +104,7 @@ export class KyselyPodEventRepo implements PodEventRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async append(podId: string, ts: string, line: string): Promise<void> {
-    await changesOf(this.db, podStatements(this.db).eventAppend, [podId, ts, line])
+    await changesOf(this.db, podStatements.eventAppend, [podId, ts, line])
   }
 
   async list(

@@ -349,7 +349,7 @@ export class ProcessDriver implements RuntimeDriver {
       previous = { atMs: performance.now() - Math.max(0, aliveMs), ticks: new Map() }
     }
     if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
-      const table = await this.processes.read(performance.now())
+      const table = await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS)
       previous = cpuSample(table.startedAt, membersIn(table, group))
     }
     const wait = STATS_SAMPLE_MS - (performance.now() - previous.atMs)
@@ -728,10 +728,24 @@ export class ProcessDriver implements RuntimeDriver {
     return record.bootId === currentBootId() && leaderIsRunning(groupOf(record))
   }
 
+  /**
+   * Whether a workload this driver tracks runs. One it watches (its own child, whose exit Node
+   * reports; one adopted, looked at every second) was identified by its start ticks when it
+   * was started or adopted, and runs until its end is seen: a kill(0) is enough, not a read of
+   * its /proc entry.
+   */
+  private async trackedRuns(tracked: Tracked): Promise<boolean> {
+    if (tracked.settled) return false
+    if (this.active && this.workloads.get(tracked.record.spec.id) === tracked) {
+      return tracked.record.bootId === currentBootId() && pidExists(tracked.record.pid)
+    }
+    return this.isRunning(tracked.record)
+  }
+
   private async stateOf(tracked: Tracked): Promise<WorkloadState> {
     const { record } = tracked
     const base = { id: record.spec.id, startedAt: record.startedAt, labels: record.spec.labels }
-    if (await this.isRunning(record)) {
+    if (await this.trackedRuns(tracked)) {
       return { ...base, phase: 'running', exitCode: null, finishedAt: null }
     }
     const ended = await this.noteEnded(tracked)
