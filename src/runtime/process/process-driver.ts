@@ -402,7 +402,8 @@ export class ProcessDriver implements RuntimeDriver {
     return this.exclusive(id, async () => {
       const tracked = await this.load(id)
       if (tracked) {
-        await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS)
+        // Its log and state go with it: how it ended is not written down first.
+        await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS, false)
         tracked.removed = true
         this.workloads.delete(id)
         this.adopted.delete(tracked)
@@ -664,7 +665,7 @@ export class ProcessDriver implements RuntimeDriver {
    * own processes, not a read of every process on the machine. Zombies count as ended: an init
    * that reaps orphans late (some containers') does not hold a stop up.
    */
-  private async stopNow(tracked: Tracked, graceMs: number): Promise<void> {
+  private async stopNow(tracked: Tracked, graceMs: number, settle = true): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
     if (record.bootId === currentBootId() && groupLives(group.pgid)) {
@@ -684,7 +685,11 @@ export class ProcessDriver implements RuntimeDriver {
       }
     }
     this.adopted.delete(tracked)
-    await this.settle(tracked)
+    if (settle) await this.settle(tracked)
+    else {
+      tracked.settled = true
+      this.stopPumping(tracked)
+    }
   }
 
   /**
