@@ -4,6 +4,7 @@
  * and what /proc says of the server process.
  */
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
 import { RawHttpConnection } from '../jobs/raw-http.js'
@@ -145,6 +146,49 @@ export async function startBareHttp(body: string): Promise<{ url: string; stop()
     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
   `
   const worker = new Worker(source, { eval: true, workerData: { body } })
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.once('message', resolve)
+    worker.once('error', reject)
+  })
+  return { url: `http://127.0.0.1:${port}`, stop: async () => void (await worker.terminate()) }
+}
+
+/**
+ * The second anchor: Fastify reading the pod's document by primary key from SQLite (in memory)
+ * on a worker thread of this process: the framework and the store the server is built on,
+ * without anything of the platform (authentication, quotas, metrics, the pod's view).
+ */
+export async function startFastifySqlite(
+  ids: readonly string[],
+  body: string,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const require = createRequire(import.meta.url)
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const Fastify = require(workerData.fastify)
+    const Database = require(workerData.sqlite)
+    const db = new Database(':memory:')
+    db.exec('create table pods (id text primary key, doc text not null)')
+    const insert = db.prepare('insert into pods (id, doc) values (?, ?)')
+    for (const id of workerData.ids) insert.run(id, workerData.body)
+    const byId = db.prepare('select doc from pods where id = ?')
+    const app = Fastify({ logger: false })
+    app.get('/v2/pods/:id', (request, reply) => {
+      const row = byId.get(request.params.id)
+      if (!row) return reply.code(404).send({ status: 404 })
+      reply.type('application/json').send(row.doc)
+    })
+    app.listen({ port: 0, host: '127.0.0.1' }).then(() => parentPort.postMessage(app.server.address().port))
+  `
+  const worker = new Worker(source, {
+    eval: true,
+    workerData: {
+      ids,
+      body,
+      fastify: require.resolve('fastify'),
+      sqlite: require.resolve('better-sqlite3'),
+    },
+  })
   const port = await new Promise<number>((resolve, reject) => {
     worker.once('message', resolve)
     worker.once('error', reject)

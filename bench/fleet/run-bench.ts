@@ -47,6 +47,7 @@ import {
   sequential,
   sleep,
   startBareHttp,
+  startFastifySqlite,
 } from './load.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -301,14 +302,17 @@ async function podReads(server: Server, ids: string[], label: string): Promise<v
   const sample = await call(server, 'GET', `/v2/pods/${ids[0]}`)
   const body = JSON.stringify(sample.json)
   const anchor = await startBareHttp(body)
+  const framework = await startFastifySqlite(ids, body)
   try {
-    // Warm-up of both (JIT), not counted.
+    // Warm-up of all three (JIT), not counted.
     await closedLoop(server.url, settings.clients, 1, pick, AUTH)
     await closedLoop(anchor.url, settings.clients, 1, pick, AUTH)
+    await closedLoop(framework.url, settings.clients, 1, pick, AUTH)
     const latency = await sequential(server.url, settings.latencyRequests, pick, AUTH)
     const anchorLatency = await sequential(anchor.url, settings.latencyRequests, pick, AUTH)
     const ours: number[] = []
     const theirs: number[] = []
+    const frameworks: number[] = []
     const cpuBefore = cpuSeconds(server.pid)
     let served = 0
     let failures = 0
@@ -316,8 +320,10 @@ async function podReads(server: Server, ids: string[], label: string): Promise<v
     for (let round = 0; round < settings.rounds; round++) {
       const a = await closedLoop(anchor.url, settings.clients, settings.seconds, pick, AUTH)
       const b = await closedLoop(server.url, settings.clients, settings.seconds, pick, AUTH)
+      const c = await closedLoop(framework.url, settings.clients, settings.seconds, pick, AUTH)
       theirs.push(a.perSecond)
       ours.push(b.perSecond)
+      frameworks.push(c.perSecond)
       served += b.requests
       failures += b.failures
       failed.push(...b.firstFailures)
@@ -338,8 +344,13 @@ async function podReads(server: Server, ids: string[], label: string): Promise<v
     console.log(
       `  ${settings.clients} clients: ${fmt(rps, 0)} req/s (rounds ${ours.map((r) => fmt(r, 0)).join(', ')}), bare node:http ${fmt(anchorRps, 0)} req/s (rounds ${theirs.map((r) => fmt(r, 0)).join(', ')}): ${ratio(rps, anchorRps)} of the anchor; target >= ${TARGETS.getRatio}x: ${met(rps / anchorRps >= TARGETS.getRatio)}; server CPU ${fmt(cpuPerRead, 0)} µs per read`,
     )
+    const frameworkRps = median(frameworks)
+    console.log(
+      `  for scale: Fastify reading the document by primary key from SQLite, nothing else, ${fmt(frameworkRps, 0)} req/s (rounds ${frameworks.map((r) => fmt(r, 0)).join(', ')}): ${ratio(frameworkRps, anchorRps)} of bare node:http; podyard is ${ratio(rps, frameworkRps)} of it`,
+    )
   } finally {
     await anchor.stop()
+    await framework.stop()
   }
 }
 

@@ -338,7 +338,11 @@ export class ProcessDriver implements RuntimeDriver {
     if (!pidExists(tracked.record.pid)) return undefined
     const group = groupOf(tracked.record)
     const asked = performance.now()
-    if (!leaderRunsIn(await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS), group)) {
+    // Not in a read up to a second old: the read may be older than the workload; a fresh one.
+    if (
+      !leaderRunsIn(await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS), group) &&
+      !leaderRunsIn(await this.processes.read(asked), group)
+    ) {
       return undefined
     }
     let previous = tracked.cpu
