@@ -1,5 +1,5 @@
 /**
- * The allowed imports of ../shared/DESIGN.md ("Layers and the direction of imports").
+ * The allowed imports of docs/architecture.md ("Layers and the direction of imports").
  * Each layer lists what it must NOT reach; `shared` is open to everyone.
  */
 const layer = (name) => `^src/${name}/`
@@ -54,7 +54,7 @@ module.exports = {
       name: 'only-platform-imports-wiring',
       severity: 'error',
       comment:
-        'src/wiring/ is the composition split by area (DESIGN.md); only platform.ts puts it together.',
+        'src/wiring/ is the composition split by area (docs/architecture.md); only platform.ts puts it together.',
       from: { path: '^src/', pathNot: '^src/(platform\\.ts$|wiring/)' },
       to: { path: '^src/wiring/' },
     },
@@ -77,8 +77,8 @@ module.exports = {
       name: 'sdk-without-dependencies',
       severity: 'error',
       comment:
-        "The worker SDK (podyard/worker) runs inside users' workers, and src/models/ inside the platform's model workers: Node built-ins only, so they load none of the server's packages.",
-      from: { path: '^src/(sdk|models)/' },
+        "The worker SDK (@podyard/worker, packages/worker; podyard/worker re-exports it) runs inside users' workers, and src/models/ inside the platform's model workers: Node built-ins only, so they load none of the server's packages and the SDK package has no dependency.",
+      from: { path: '^(src/(sdk|models)|packages/worker/src)/' },
       to: {
         dependencyTypes: [
           'npm',
@@ -90,10 +90,26 @@ module.exports = {
         ],
       },
     },
+    {
+      name: 'console-public-api-only',
+      severity: 'error',
+      comment:
+        'The web console talks to the server only through its public HTTP API (DESIGN.md): nothing of src/ is bundled into it.',
+      from: { path: '^console/src/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'sdk-package-self-contained',
+      severity: 'error',
+      comment:
+        'packages/worker is published on its own (@podyard/worker): it imports nothing of the platform.',
+      from: { path: '^packages/worker/src/' },
+      to: { dependencyTypesNot: ['core'], pathNot: '^packages/worker/src/' },
+    },
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',
-      comment: `${name} may import only: ${[name, ...allowed[name]].join(', ')} (DESIGN.md)`,
+      comment: `${name} may import only: ${[name, ...allowed[name]].join(', ')} (docs/architecture.md)`,
       from: { path: layer(name) },
       to: {
         path: `^src/(${layers.filter((other) => other !== name && !allowed[name].includes(other)).join('|')})/`,

@@ -1,8 +1,18 @@
 import js from '@eslint/js'
+import reactHooks from 'eslint-plugin-react-hooks'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.podyard/', 'coverage/', 'bench/jobs/profiles/'] },
+  {
+    ignores: [
+      '**/dist/',
+      'node_modules/',
+      '.podyard/',
+      'coverage/',
+      'bench/jobs/profiles/',
+      'console/src/api/generated/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -28,6 +38,13 @@ export default tseslint.config(
       sourceType: 'commonjs',
       globals: { module: 'writable', require: 'readonly' },
     },
+  },
+  {
+    // The web console (console/src) is React: hooks are called unconditionally and list what
+    // they read.
+    files: ['console/src/**/*.{ts,tsx}'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
   },
   {
     files: ['src/cli/**'],

@@ -6,8 +6,10 @@
  *
  *   npm run build && npx tsx examples/echo-worker.ts
  *
- * Input `{"text": "..."}` echoes the text back; `{"text": "...", "stream": true}` streams it
- * word by word (read it with /stream); `{"fail": true}` fails the job.
+ * Input `{"text": "..."}` echoes the text back at once; `{"text": "...", "sleepMs": 2000}` first
+ * posts a progress update (read it with /status) and works for that long;
+ * `{"text": "...", "stream": true}` streams it word by word (read it with /stream);
+ * `{"fail": true}` fails the job.
  */
 import { serve } from 'podyard/worker'
 
@@ -15,6 +17,7 @@ interface EchoInput {
   text?: string
   stream?: boolean
   fail?: boolean
+  sleepMs?: number
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -35,11 +38,14 @@ async function* words(text: string, signal: AbortSignal) {
 
 const worker = serve<EchoInput>(
   async (job, context) => {
-    const { text = '', stream = false, fail = false } = job.input
+    const { text = '', stream = false, fail = false, sleepMs = 0 } = job.input
     if (fail) throw new Error('asked to fail')
     if (stream) return words(text, context.signal)
-    await context.progress({ received: text.length })
-    await sleep(200, context.signal)
+    if (sleepMs > 0) {
+      // A long job: tell the caller where it is, then work.
+      await context.progress({ received: text.length })
+      await sleep(sleepMs, context.signal)
+    }
     return { echo: text }
   },
   {

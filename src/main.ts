@@ -3,10 +3,14 @@
  * server and the store are composed in platform.ts, imported only by the commands that use
  * them, so client commands (`pods`, `catalog`, ...) start fast.
  */
+import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
+import { errorJson, wantsJson } from './cli/error-output.js'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
+import { leftRunningMessage } from './cli/serve-shutdown.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
+import { startDevPlatform } from './dev-platform.js'
 import type * as PlatformModule from './platform.js'
 import { isAppError } from './shared/app-error.js'
 import { systemClock } from './shared/clock.js'
@@ -26,55 +30,118 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
   })
 }
 
+/** podyard's version, from its package.json (one level above src/ and dist/). */
+const version = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string
+  }
+).version
+
 let loaded: Promise<typeof PlatformModule> | undefined
 const platform = () => (loaded ??= import('./platform.js'))
 
+/** Resolves on the first SIGINT or SIGTERM; later ones say that stopping is under way. */
+function waitForStop(): Promise<string> {
+  return new Promise((resolve) => {
+    let stopping = false
+    const on = (signal: string) => {
+      if (stopping) {
+        process.stderr.write(`podyard: ${signal}: still stopping what was started\n`)
+        return
+      }
+      stopping = true
+      resolve(signal)
+    }
+    process.on('SIGINT', () => on('SIGINT'))
+    process.on('SIGTERM', () => on('SIGTERM'))
+  })
+}
+
 /** Runs the CLI; resolves with the exit code. */
 export async function run(argv: string[]): Promise<number> {
+  // Whether commander printed an error itself (a parse error); one thrown by an action (an
+  // InvalidArgumentError of ours) it leaves to run().
+  let commanderPrinted = false
   const program = buildProgram({
+    version,
+    writeError: (text) => {
+      commanderPrinted = true
+      // With --json, run() reports commander's errors as JSON instead.
+      if (!wantsJson(argv)) process.stderr.write(text)
+    },
     print: (text) => process.stdout.write(`${text}\n`),
     progress: (text) => process.stderr.write(`${text}\n`),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: () => systemClock.now(),
     serve: async (flags) => {
       const config = configFromFlags(flags)
-      const running = await (await platform()).startPlatform(config)
+      // With --json stdout carries JSON lines only: the log goes to stderr.
+      const running = await (
+        await platform()
+      ).startPlatform(config, flags.json ? { logTo: 'stderr' } : {})
       const shutdown = async (signal: string) => {
         running.app.log.info({ signal }, 'shutting down')
+        const left = await running.workloads()
         await running.close()
+        if (flags.json) {
+          process.stdout.write(`${JSON.stringify({ stopped: { signal, leftRunning: left } })}\n`)
+        } else {
+          const message = leftRunningMessage(left)
+          if (message !== undefined) process.stderr.write(`${message}\n`)
+        }
         process.exit(0)
       }
       process.once('SIGTERM', () => void shutdown('SIGTERM'))
       process.once('SIGINT', () => void shutdown('SIGINT'))
       // Printed only once the signal handlers are in place: whoever reads it may stop us at once.
-      process.stdout.write(running.banner)
+      process.stdout.write(
+        flags.json ? `${JSON.stringify({ ready: running.summary })}\n` : running.banner,
+      )
       await new Promise(() => {})
     },
     migrate: async (flags) => {
       const config = configFromFlags(flags)
-      const { store, applied } = await (await platform()).openMigratedStore(config)
+      const { store, applied } = await (
+        await platform()
+      ).openMigratedStore(config, undefined, {
+        mustExist: !flags.init,
+      })
       await store.close()
       return { applied, storeUrl: store.displayUrl }
     },
     withStore: async (flags, use) =>
-      (await platform()).withStoreCommands(configFromFlags(flags), use),
+      (await platform()).withStoreCommands(configFromFlags(flags), use, {
+        init: flags.init ?? false,
+      }),
+    startDevPlatform: (flags) =>
+      startDevPlatform(flags, async (config, options) =>
+        (await platform()).startPlatform(config, options),
+      ),
+    waitForStop,
   })
   program.exitOverride()
+  const json = wantsJson(argv)
+  const fail = (error: unknown, message: string, exitCode: number) => {
+    process.stderr.write(
+      json ? `${errorJson(error, message, exitCode)}\n` : `podyard: ${message}\n`,
+    )
+    return exitCode
+  }
   try {
     await program.parseAsync(argv)
     return 0
   } catch (error) {
     const code = (error as { code?: string }).code
     if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0
-    if (code?.startsWith('commander.')) return (error as { exitCode?: number }).exitCode ?? 2
-    if (error instanceof ConfigError || (loaded && (await loaded).isStartupRefusal(error))) {
-      process.stderr.write(`podyard: ${(error as Error).message}\n`)
-      return 2
+    if (code?.startsWith('commander.')) {
+      const exitCode = (error as { exitCode?: number }).exitCode ?? 2
+      if (!json && commanderPrinted) return exitCode
+      return fail(error, (error as Error).message.replace(/^error: /, ''), exitCode)
     }
-    process.stderr.write(
-      `podyard: ${isAppError(error) ? error.detail : (error as Error).message}\n`,
-    )
-    return 1
+    if (error instanceof ConfigError || (loaded && (await loaded).isStartupRefusal(error))) {
+      return fail(error, (error as Error).message, 2)
+    }
+    return fail(error, isAppError(error) ? error.detail : (error as Error).message, 1)
   }
 }
 

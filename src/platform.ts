@@ -6,11 +6,13 @@
  */
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { pino, type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { jobLimiterOf } from './api/app.js'
 import type { BillingMeter } from './control/billing-meter.js'
 import type { PodLifecycle } from './control/pod-lifecycle.js'
+import { POD_LABEL_KIND } from './control/pod-workload.js'
 import type { WorkerAutoscaler } from './control/worker-autoscaler.js'
+import { WORKER_LABEL_ENDPOINT } from './control/worker-workload.js'
 import { FleetError, type Fleet } from './domain/catalog/fleet.js'
 import type { HostResolver } from './domain/egress/egress-guard.js'
 import { ModelConfigError } from './domain/models/model-registry.js'
@@ -30,13 +32,15 @@ import { wireApi } from './wiring/api-wiring.js'
 import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
 import { wireHosts } from './wiring/host-wiring.js'
+import { serverLogger } from './wiring/log-output.js'
+import { platformMetrics } from './wiring/platform-metrics.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
 import { platformContext } from './wiring/platform-context.js'
 import { wirePods } from './wiring/pod-wiring.js'
 import { wireReplicas } from './wiring/replica-wiring.js'
 import { wireServerless } from './wiring/serverless-wiring.js'
-import { openServingStore } from './wiring/store-wiring.js'
+import { NoDatabaseError, openServingStore } from './wiring/store-wiring.js'
 
 export { openMigratedStore } from './wiring/store-wiring.js'
 export { withStoreCommands } from './wiring/store-commands.js'
@@ -61,14 +65,40 @@ export interface Platform {
   url: string
   /** What `serve` prints once it is ready (includes a generated admin key, if any). */
   banner: string
+  /** The banner's facts, for `serve --json`. */
+  summary: {
+    version: string
+    url: string
+    store: string
+    fleet: string
+    replica: string
+    leader: boolean
+    generatedAdminKey?: string
+  }
   /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
   generatedAdminKey?: string
+  /** The pods and serverless workers running now on this server's hosts. */
+  workloads(): Promise<RunningWorkloads>
+  /**
+   * Stops the server (workloads outlive it by design: the next start adopts them,
+   * docs/runtime.md).
+   */
   close(): Promise<void>
+  /** Stops the server and removes every workload it runs: `podyard dev` (docs/dev.md). */
+  closeWithWorkloads(): Promise<void>
+}
+
+export interface RunningWorkloads {
+  pods: string[]
+  workers: Array<{ id: string; endpointId: string }>
 }
 
 export interface StartOptions {
   clock?: Clock
   logger?: Logger
+  /** Where the default logger writes: stdout (serve), or stderr (podyard dev's stdout is its own). */
+  logTo?: 'stdout' | 'stderr'
+
   /** Resolves host names for the egress policy; default the system's resolver. */
   resolveHost?: HostResolver
   /**
@@ -76,6 +106,8 @@ export interface StartOptions {
    * For benchmarks (bench/fleet: a driver that only records workloads), never for serving.
    */
   localDriver?: RuntimeDriver
+  /** The built web console to serve at `/`; default dist/console of this package. */
+  consoleDir?: string
 }
 
 export async function startPlatform(
@@ -83,10 +115,11 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<Platform> {
   const clock = options.clock ?? systemClock
-  const logger = options.logger ?? pino({ level: config.logLevel })
-  const serving = await openServingStore(config, logger)
+  const logger = options.logger ?? serverLogger(config, options.logTo === 'stderr' ? 2 : 1)
+  const metrics = platformMetrics(config)
+  const serving = await openServingStore(config, logger, metrics.onQuery)
   const { store } = serving
-  const { context, listening } = platformContext({ config, clock, logger, store })
+  const { context, listening } = platformContext({ config, clock, logger, store, metrics })
   const { parts } = context
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
@@ -108,10 +141,20 @@ export async function startPlatform(
       resolveHost: options.resolveHost ?? resolveWithSystem,
     })
     parts.models = await wireModels(context)
+    metrics.watch({
+      store,
+      meter: parts.billing.meter,
+      meterIntervalMs: config.billing.meterIntervalMs,
+    })
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })
     const leadership = wireLeadership(context, jobLimiter)
-    const app = await wireApi(context, { version, jobLimiter, leadership })
+    const { app, servesConsole } = await wireApi(context, {
+      version,
+      jobLimiter,
+      leadership,
+      ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
+    })
 
     const address = await app.listen({ host: config.host, port: config.port })
     const url = address.replace('[::1]', 'localhost')
@@ -136,10 +179,22 @@ export async function startPlatform(
       },
       'podyard is serving',
     )
+    const stopServing = async () => {
+      await app.close()
+      await leadership.stop()
+    }
+    const release = async () => {
+      for (const driver of parts.fleet.drivers) await driver.close()
+      await serving.close()
+    }
     const adminKey = parts.accounts.generatedAdminKey
     const banner = [
       `podyard ${version} is serving at ${url}`,
       `  REST API      ${url}/v2   (docs ${url}/v2/docs)`,
+      // The web console is served at `/` when it was built (docs/console.md).
+      servesConsole
+        ? `  console       ${url}/   (sign in with an API key)`
+        : `  console       not built: npm run build:console`,
       `  store         ${store.displayUrl}`,
       ...(clustered
         ? [
@@ -165,16 +220,33 @@ export async function startPlatform(
       fleet: parts.fleet.fleet,
       url,
       banner,
+      summary: {
+        version,
+        url,
+        store: store.displayUrl,
+        fleet: config.fleet,
+        replica: replicaId,
+        leader: leadership.isLeader(),
+        ...(adminKey ? { generatedAdminKey: adminKey } : {}),
+      },
       ...(adminKey ? { generatedAdminKey: adminKey } : {}),
       lifecycle: parts.pods.lifecycle,
       autoscaler: parts.serverless.autoscaler,
       meter: parts.billing.meter,
       drivers: parts.fleet.drivers,
+      workloads: () => runningWorkloads(parts.fleet.drivers),
       close: async () => {
-        await app.close()
-        await leadership.stop()
-        for (const driver of parts.fleet.drivers) await driver.close()
-        await serving.close()
+        await stopServing()
+        await release()
+      },
+      closeWithWorkloads: async () => {
+        // The server and the loops that start workloads stop first, so that nothing starts one
+        // after the listing below.
+        await stopServing()
+        for (const driver of parts.fleet.drivers) {
+          for (const workload of await driver.list()) await driver.remove(workload.id)
+        }
+        await release()
       },
     }
   } catch (error) {
@@ -182,6 +254,22 @@ export async function startPlatform(
     await serving.close()
     throw error
   }
+}
+
+async function runningWorkloads(drivers: RuntimeDriver[]): Promise<RunningWorkloads> {
+  const running: RunningWorkloads = { pods: [], workers: [] }
+  for (const driver of drivers) {
+    for (const workload of await driver.list()) {
+      if (workload.phase === 'exited') continue
+      if (workload.labels[POD_LABEL_KIND] === 'worker') {
+        running.workers.push({
+          id: workload.id,
+          endpointId: workload.labels[WORKER_LABEL_ENDPOINT] ?? '?',
+        })
+      } else running.pods.push(workload.id)
+    }
+  }
+  return running
 }
 
 /** Errors that mean "this installation refuses to start as configured" (exit code 2). */
@@ -193,6 +281,7 @@ export function isStartupRefusal(error: unknown): error is Error {
     error instanceof DatabaseTooNewError ||
     error instanceof EncryptionKeyMismatchError ||
     error instanceof EncryptionKeyFormatError ||
-    error instanceof ModelConfigError
+    error instanceof ModelConfigError ||
+    error instanceof NoDatabaseError
   )
 }

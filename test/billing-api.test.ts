@@ -211,7 +211,8 @@ describe('enforcement (billing.enforce)', () => {
       await platform.call('/v2/serverless', {
         method: 'POST',
         key,
-        json: { name: 'ep', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+        // No worker ever starts: its cost would blur the sums below.
+        json: { name: 'ep', image: 'worker:1', gpu: { pools: ['ADA_24'] }, workers: { max: 0 } },
       }),
       201,
     )

@@ -1,9 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli, startServe } from './support/cli.js'
+import { processesIn } from './support/dev-process.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
+import { until } from './support/until.js'
 import { TEST_ADMIN_KEY, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 describe('podyard CLI against the store', () => {
@@ -15,8 +18,49 @@ describe('podyard CLI against the store', () => {
   })
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
-  it('migrates once, then reports the database up to date', async () => {
-    const first = await runCli(withDir('migrate'))
+  it('creates no database by accident: store commands need one, or --init', async () => {
+    for (const args of [
+      ['migrate'],
+      ['keys', 'list'],
+      ['accounts', 'list'],
+      ['credits', 'show', 'x'],
+    ]) {
+      const refused = await runCli(withDir(...args))
+      expect(refused.code, args.join(' ')).toBe(2)
+      expect(refused.stderr).toContain(
+        `no podyard database at sqlite:${path.join(dataDir, 'podyard.db')}: name an existing one`,
+      )
+      expect(refused.stderr).toContain('or pass --init to create it there')
+    }
+    expect(readdirSync(dataDir)).toEqual([])
+    // An empty file where the database should be is no podyard database either.
+    writeFileSync(path.join(dataDir, 'podyard.db'), '')
+    const empty = await runCli(withDir('keys', 'list'))
+    expect(empty.code).toBe(2)
+    expect(empty.stderr).toMatch(/no podyard database at sqlite:/)
+    rmSync(path.join(dataDir, 'podyard.db'))
+  })
+
+  it.runIf(process.env[POSTGRES_URL_ENV])(
+    'on PostgreSQL: refuses a database podyard never migrated, until migrate --init',
+    async () => {
+      const { url, drop } = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
+      try {
+        const refused = await runCli(['keys', 'list', '--store-url', url])
+        expect(refused.code).toBe(2)
+        expect(refused.stderr).toMatch(/no podyard database at postgres:\/\/podyard:\*+@/)
+        expect((await runCli(['migrate', '--init', '--store-url', url])).code).toBe(0)
+        const listed = await runCli(['keys', 'list', '--store-url', url])
+        expect(listed.code, listed.stderr).toBe(0)
+        expect(listed.stderr).toMatch(/^database postgres:\/\//m)
+      } finally {
+        await drop()
+      }
+    },
+  )
+
+  it('migrates once with --init, then reports the database up to date', async () => {
+    const first = await runCli(withDir('migrate', '--init'))
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/applied 0001-accounts-and-capacity/)
     const second = await runCli(withDir('migrate', '--json'))
@@ -41,6 +85,7 @@ describe('podyard CLI against the store', () => {
 
     const listed = await runCli(withDir('keys', 'list', '--json'))
     expect(listed.code).toBe(0)
+    expect(listed.stderr).toContain(`database sqlite:${path.join(dataDir, 'podyard.db')}`)
     expect(listed.stdout).not.toContain(key.key)
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((k) => k.id)).toContain(key.id)
 
@@ -94,7 +139,7 @@ describe('podyard CLI against the store', () => {
 
   it('refuses a database migrated by a newer podyard', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'podyard-newer-'))
-    expect((await runCli(['migrate', '--data-dir', dir])).code).toBe(0)
+    expect((await runCli(['migrate', '--init', '--data-dir', dir])).code).toBe(0)
     const db = new SqliteDatabase(path.join(dir, 'podyard.db'))
     db.prepare('insert into podyard_migration (name, timestamp) values (?, ?)').run(
       '0999-future',
@@ -178,9 +223,9 @@ describe('podyard serve (the README’s first command)', () => {
   it('starts on an empty data dir, prints the admin key once, serves the catalog, stops on SIGTERM', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-serve-'))
     const server = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'])
+    const key = /Admin API key.*\n\s+(pyd_\S+)/.exec(server.banner)?.[1]
     try {
       expect(server.banner).toMatch(/fleet\s+demo: \d+ hosts \(\d+ simulated\)/)
-      const key = /Admin API key.*\n\s+(pyd_\S+)/.exec(server.banner)?.[1]
       expect(key).toBeDefined()
       const response = await fetch(`${server.url}/v2/catalog/gpus`, {
         headers: { authorization: `Bearer ${key}` },
@@ -192,10 +237,70 @@ describe('podyard serve (the README’s first command)', () => {
     }
     expect(await server.exited).toBe(0)
 
-    const again = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'])
+    // Pods outlive the server; on shutdown it says which, and how to stop them.
+    const again = await startServe(
+      ['--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--fleet', 'none'],
+      { PODYARD_SANDBOX: 'none' },
+    )
     expect(again.banner).not.toMatch(/Admin API key/)
-    again.child.kill('SIGTERM')
+    let podId: string
+    try {
+      const created = await fetch(`${again.url}/v2/pods`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'outlives',
+          image: 'shell',
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: 'sleep 300',
+        }),
+      })
+      expect(created.status, await created.clone().text()).toBe(201)
+      podId = ((await created.json()) as { id: string }).id
+      await until(
+        'the pod running',
+        async () => {
+          const pod = await fetch(`${again.url}/v2/pods/${podId}`, {
+            headers: { authorization: `Bearer ${key}` },
+          })
+          return ((await pod.json()) as { status: string }).status
+        },
+        (status) => status === 'RUNNING',
+      )
+    } finally {
+      again.child.kill('SIGTERM')
+    }
     expect(await again.exited).toBe(0)
+    expect(again.stderr()).toContain(`These keep running`)
+    expect(again.stderr()).toContain(`1 pod: ${podId}`)
+    expect(again.stderr()).toContain('podyard pods stop <pod-id>')
+    for (const pid of processesIn(dataDir)) process.kill(pid, 'SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('prints a JSON line when ready and one when stopped with --json, the log on stderr', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-serve-'))
+    const server = await startServe(['--port', '0', '--data-dir', dataDir, '--json'])
+    const ready = JSON.parse(server.stdout().trim()) as { ready: Record<string, unknown> }
+    expect(ready.ready).toMatchObject({
+      url: server.url,
+      store: `sqlite:${path.join(dataDir, 'podyard.db')}`,
+      fleet: 'demo',
+      leader: true,
+      generatedAdminKey: expect.stringMatching(/^pyd_/),
+    })
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toBe(0)
+    const lines = server
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(lines).toHaveLength(2)
+    expect(lines[1]).toEqual({
+      stopped: { signal: 'SIGTERM', leftRunning: { pods: [], workers: [] } },
+    })
+    expect(server.stderr()).toMatch(/"msg":"podyard is serving"/)
     rmSync(dataDir, { recursive: true, force: true })
   })
 

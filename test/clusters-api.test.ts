@@ -225,7 +225,7 @@ describe('instant clusters', () => {
     expect(list.stdout).toMatch(/ID\s+NAME\s+TYPE\s+COMPUTE\s+DATA CENTER\s+PODS\s+PRIMARY/)
     expect(list.stdout).toContain(`${cluster.id}  cli`)
     const pods = await cli('pods', cluster.id)
-    expect(pods.stdout).toMatch(/RANK\s+ROLE\s+POD\s+NAME\s+STATUS\s+ADDRESS\n0 /)
+    expect(pods.stdout).toMatch(/RANK\s+ROLE\s+POD\s+NAME\s+STATUS\s+ADDRESS\n\s*0 /)
     expect((await cli('rename', cluster.id, 'cli-2')).stdout).toBe(
       `Renamed cluster ${cluster.id} to cli-2.\n`,
     )

@@ -188,7 +188,7 @@ describe('credits over REST, GraphQL and the CLI', () => {
     const withDir = (...args: string[]) => [...args, '--data-dir', dataDir]
     try {
       const created = await runCli(
-        withDir('accounts', 'create', '--email', 'dev@example.com', '--json'),
+        withDir('accounts', 'create', '--email', 'dev@example.com', '--json', '--init'),
       )
       expect(created.code).toBe(0)
       const added = await runCli(

@@ -84,7 +84,7 @@ describe('podyard endpoints', () => {
     expect(releases.code, releases.stderr).toBe(0)
     expect(releases.stdout).toMatch(/^Version 1: 0 of 0 worker\(s\) on it\.\n/)
     expect(releases.stdout).toMatch(/VERSION\s+CREATED\s+WORKERS\s+CHANGED/)
-    expect(releases.stdout).toMatch(/\n1\s+\S+\s+0\s+image, args, disk, env, ports/)
+    expect(releases.stdout).toMatch(/\n\s*1\s+\S+\s+0\s+image, args, disk, env, ports/)
 
     const deleted = await endpoints('delete', created.id)
     expect(deleted.code, deleted.stderr).toBe(0)

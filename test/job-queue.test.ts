@@ -152,6 +152,46 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.get(EP, job.id))?.output).toBe('ok')
   })
 
+  it("requeues a lost worker's jobs at once, whatever their leases, and fences the worker off", async () => {
+    const running = await submit()
+    const late = await submit({ policy: { executionTimeout: 5_000 } })
+    const other = await submit()
+    await queue.take(EP, 'lost', { max: 2, leaseMs: LEASE })
+    await queue.take(EP, 'alive', { max: 1, leaseMs: LEASE })
+    clock.advance(5_000)
+    // Well within their leases: a sweep would leave them.
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({
+      requeued: [running.id],
+      ended: [late.id],
+    })
+    expect(await queue.get(EP, running.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
+    expect(await queue.get(EP, late.id)).toMatchObject({ status: 'TIMED_OUT' })
+    expect(await queue.get(EP, other.id)).toMatchObject({ status: 'IN_PROGRESS' })
+    expect(await queue.takeStops(EP, 'lost')).toEqual(
+      expect.arrayContaining([
+        { jobId: running.id, reason: 'lease-lost' },
+        { jobId: late.id, reason: 'timed-out' },
+      ]),
+    )
+    // Nothing the lost worker sends counts any more: no heartbeat renews, no result lands.
+    expect(await queue.heartbeat(EP, 'lost', [running.id], LEASE)).toEqual([])
+    expect(await queue.complete(EP, running.id, 'lost', { output: 'late' })).toEqual({
+      applied: false,
+      reason: 'not-in-progress',
+    })
+    const [again] = await queue.take(EP, 'alive', { max: 1, leaseMs: LEASE })
+    expect(again).toMatchObject({ id: running.id, attempts: 2 })
+    expect(await queue.complete(EP, running.id, 'lost', { output: 'late' })).toEqual({
+      applied: false,
+      reason: 'not-owner',
+    })
+    expect(await queue.complete(EP, running.id, 'alive', { output: 'ok' })).toMatchObject({
+      applied: true,
+    })
+    expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({ requeued: [], ended: [] })
+  })
+
   it('retires a stop notice of an earlier attempt when the same worker takes the job again', async () => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
@@ -613,6 +653,18 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       const job = await submit()
       expect(await waiting).toBe(true)
       expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE' })
+    })
+
+    it('hands a job to a batch taker that holds none, as to a worker of one job', async () => {
+      const waiting = queue.waitToTake(
+        EP,
+        { workerId: 'w-idle-batch', leaseMs: LEASE, max: 10, holdsNothing: true },
+        10_000,
+      )
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const job = await submit()
+      expect(await waiting).toMatchObject({ id: job.id, workerId: 'w-idle-batch' })
+      expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_PROGRESS' })
     })
 
     it('hands nothing to a worker that stopped waiting or hung up', async () => {

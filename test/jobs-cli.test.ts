@@ -197,7 +197,10 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     expect(failed.code).toBe(1)
     const job = JSON.parse(failed.stdout) as { id: string }
     expect(job).toMatchObject({ status: 'FAILED', error: 'boom' })
-    expect(failed.stderr).toBe(`podyard: job ${job.id} ended FAILED: boom\n`)
+    // With --json the error is JSON too (docs/cli.md, "Scripting").
+    expect(JSON.parse(failed.stderr)).toEqual({
+      error: { message: `job ${job.id} ended FAILED: boom`, exitCode: 1 },
+    })
     const retried = await jobs(['retry', served, job.id])
     expect(retried.code, retried.stderr).toBe(0)
     expect(retried.stdout).toBe(`Requeued job ${job.id} (IN_QUEUE).\n`)

@@ -335,6 +335,33 @@ describe('managed serverless workers', () => {
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 90_000)
 
+  it('hands no job to a worker of the older version once an update is answered', async () => {
+    const id = await createEndpoint({
+      env: { TEST_DIR: dir, MODE: 'one' },
+      workers: { min: 1, max: 1, idleTimeout: 2 },
+    })
+    await until(
+      'an idle worker, waiting in its long poll',
+      () => workersOf(id),
+      (list) => list.workers.some((w: Json) => w.status === 'IDLE'),
+    )
+    const patched = await call(`/v2/serverless/${id}`, {
+      method: 'PATCH',
+      json: { env: { TEST_DIR: dir, MODE: 'two' } },
+    })
+    expect(patched.body.version).toBe(2)
+    // Submitted before the autoscaler's next tick: the stale worker's long poll must not get it.
+    const jobId = await run(id, { n: 1 })
+    const done = await until(
+      'the job done',
+      () => status(id, jobId),
+      (j) => j.status === 'COMPLETED',
+      45_000,
+    )
+    expect(done.output.mode).toBe('two')
+    await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 90_000)
+
   it('answers the OpenAI route from a TS worker, streaming and not', async () => {
     const id = await createEndpoint({ workers: { min: 1, max: 1, idleTimeout: 2 } })
     const openai = (body: unknown) =>
@@ -518,4 +545,54 @@ describe('managed serverless workers', () => {
     )
     expect(readdirSync(dir).length).toBeGreaterThan(0)
   }, 30_000)
+})
+
+/**
+ * Cold start (issue 22): a queued job wakes the autoscaler at once, and from zero workers one
+ * starts without waiting out `queueDelay`. The loop here ticks once at start and then only
+ * every 10 minutes, so only the wake-up can start the worker that runs the job.
+ */
+describe('managed serverless workers from zero', () => {
+  let platform: TestPlatform
+  let dir: string
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-workers-'))
+    platform = await startTestPlatform({
+      sandbox: 'none',
+      workers: { intervalMs: 600_000, startTimeoutMs: 30_000, stopGraceMs: 2000 },
+    })
+  })
+
+  afterAll(async () => {
+    await platform?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('starts a worker as soon as a job is queued on an endpoint with none', async () => {
+    const created = await callJson(platform, '/v2/serverless', {
+      method: 'POST',
+      json: {
+        name: 'cold',
+        image: 'podyard/test-worker',
+        args: `${process.execPath} ${FIXTURE}`,
+        disk: 5,
+        env: { TEST_DIR: dir },
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        workers: { min: 0, max: 1, idleTimeout: 60 },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 30 },
+      },
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    const id = created.body.id as string
+    // Past the loop's first tick, which saw no job.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const answer = await callJson(platform, `/v2/${id}/runsync?wait=60000`, {
+      method: 'POST',
+      json: { input: { n: 1 } },
+    })
+    expect(answer.body.status, JSON.stringify(answer.body)).toBe('COMPLETED')
+    expect((await callJson(platform, `/v2/serverless/${id}/workers`)).body.summary.total).toBe(1)
+    await callJson(platform, `/v2/serverless/${id}`, { method: 'DELETE' })
+  }, 60_000)
 })

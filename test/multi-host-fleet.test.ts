@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { json } from './support/http.js'
 import {
+  holdRig,
+  rigFleetYaml,
   multiHostEnabled,
   readRigLayout,
   rigHost,
@@ -14,6 +16,7 @@ import {
   stopEngine,
   type RigLayout,
 } from './support/multi-host-rig.js'
+import { until as untilDone } from './support/until.js'
 import {
   callPlatform,
   stopPlatform,
@@ -57,40 +60,13 @@ interface HostJson {
   reported: { cpus: number; runtimes: string[]; serverVersion: string } | null
 }
 
-function fleetYaml(layout: RigLayout, volumeRoot: string): string {
-  const hosts = layout.hosts.map((host) => {
-    const docker =
-      host.transport === 'ssh'
-        ? `{ url: "${host.dockerUrl}", sshKey: "${layout.ssh.privateKeyFile}", knownHosts: "${layout.ssh.knownHostsFile}" }`
-        : `{ url: "${host.dockerUrl}", tls: { ca: "${layout.tls.caFile}", cert: "${layout.tls.certFile}", key: "${layout.tls.keyFile}" } }`
-    return `  - id: ${host.name}
-    dataCenterId: EU-RO-1
-    cpuFlavors: [cpu3c]
-    vcpus: 2
-    memoryGb: 8
-    publicIp: ${host.address}
-    docker: ${docker}`
-  })
-  return `dataCenters:
-  - id: EU-RO-1
-    name: EU Romania 1
-    region: EUROPE
-    networkVolumeRoot: ${volumeRoot}
-hosts:
-${hosts.join('\n')}
-localHost: false
-`
-}
-
-async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const value = await read()
-    if (done(value)) return value
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
+/** Rig operations (engines, SSH sessions) are slow: a longer wait than the default. */
+const until = <T>(
+  what: string,
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 60_000,
+) => untilDone(what, read, done, timeoutMs)
 
 async function fetchText(url: string): Promise<string> {
   const response = await fetch(url, { signal: AbortSignal.timeout(5_000) })
@@ -103,6 +79,7 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
   let volumeRoot: string
   let database: { url: string; drop(): Promise<void> } | undefined
   let platform: Platform
+  let release: (() => void) | undefined
   const call = (p: string, init?: CallInit) => callPlatform(platform.url, p, init)
   const hosts = async () => (await json<{ hosts: HostJson[] }>(await call('/v2/admin/hosts'))).hosts
   const pod = (id: string) => call(`/v2/pods/${id}`).then((r) => json<PodJson>(r))
@@ -120,23 +97,28 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
   const served = new Map<string, string>()
 
   beforeAll(async () => {
+    release = await holdRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-fleet-'))
     volumeRoot = path.join(dir, 'eu-ro-1-shared')
     mkdirSync(path.join(dir, '.podyard'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml(layout, volumeRoot))
+    writeFileSync(path.join(dir, 'fleet.yaml'), rigFleetYaml(layout, volumeRoot))
     if (store === 'postgres') database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
     await start()
-  }, 60_000)
+  }, 960_000)
 
   afterAll(async () => {
-    // Every engine answers again before the pods' containers are removed through it.
-    if (layout) await startEngine(layout, rigHost(layout, 'gpu-node-2')).catch(() => undefined)
-    if (platform) await stopPlatform(platform)
-    await database?.drop()
-    if (dir) rmSync(dir, { recursive: true, force: true })
+    try {
+      // Every engine answers again before the pods' containers are removed through it.
+      if (layout) await startEngine(layout, rigHost(layout, 'gpu-node-2')).catch(() => undefined)
+      if (platform) await stopPlatform(platform)
+      await database?.drop()
+      if (dir) rmSync(dir, { recursive: true, force: true })
+    } finally {
+      release?.()
+    }
   }, 120_000)
 
   it('probes every host over its transport and sees it UP', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   cutHost,
   healHost,
+  holdRig,
   localDocker,
   multiHostEnabled,
   readRigLayout,
@@ -71,20 +72,26 @@ async function removeTestContainers(host: RigHost): Promise<void> {
 
 describe.runIf(enabled)('the multi-host rig', () => {
   let layout: RigLayout
+  let release: (() => void) | undefined
 
   beforeAll(async () => {
+    release = await holdRig()
     const reason = await rigUnavailableReason()
     if (reason) throw new Error(`PODYARD_TEST_MULTIHOST=1 but the rig is not usable: ${reason}`)
     layout = readRigLayout()
-  })
+  }, 960_000)
 
   afterAll(async () => {
-    if (!layout) return
-    // Leave the rig as it was found, even when a test stopped in the middle.
-    for (const host of layout.hosts) {
-      await healHost(layout, host)
-      await startEngine(layout, host)
-      await removeTestContainers(host)
+    try {
+      if (!layout) return
+      // Leave the rig as it was found, even when a test stopped in the middle.
+      for (const host of layout.hosts) {
+        await healHost(layout, host)
+        await startEngine(layout, host)
+        await removeTestContainers(host)
+      }
+    } finally {
+      release?.()
     }
   })
 

@@ -284,6 +284,14 @@ describe('REST pods', () => {
     await terminate(pod.id)
     const { detail } = await problem(await create({ gpu: { id: RTX_5090, count: 3 } }), 409)
     expect(detail).toMatch(/^no host has 3 free NVIDIA GeForce RTX 5090 in the SECURE cloud/)
+    expect(detail).not.toContain('COMMUNITY')
+    // The demo fleet has RTX 3090s in the COMMUNITY cloud only: a SECURE create is told so.
+    const secure = await problem(await create({ gpu: { id: 'NVIDIA GeForce RTX 3090' } }), 409)
+    expect(secure.detail).toMatch(
+      /^no host has 1 free NVIDIA GeForce RTX 3090 in the SECURE cloud.*; the COMMUNITY cloud has room for it$/,
+    )
+    const community = await created({ gpu: { id: 'NVIDIA GeForce RTX 3090' }, cloud: 'COMMUNITY' })
+    await terminate(community.id)
     const global = await created({ gpu: { id: 'NVIDIA H100 80GB HBM3' }, globalNetworking: true })
     expect(global.globalNetworking).toEqual({
       enabled: true,
@@ -600,6 +608,74 @@ describe('REST pods', () => {
     expect(
       (await problem(await platform.call(`/v2/pods/${pod.id}/logs?source=fish`), 422)).errors?.[0],
     ).toMatch(/^querystring\.source/)
+  })
+
+  it('follows the container log of a pod that is still being placed, from its first line', async () => {
+    const pod = await created({
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: 'echo first-line; sleep 300',
+    })
+    // Right after the create the pod has no workload yet; following waits for it.
+    expect((await getPod(pod.id)).status).toBe('PROVISIONING')
+    const follow = new AbortController()
+    const streaming = await platform.call(`/v2/pods/${pod.id}/logs?source=container`, {
+      signal: follow.signal,
+    })
+    expect(streaming.status).toBe(200)
+    const reader = streaming.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    try {
+      while (!text.includes('first-line')) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += value
+      }
+    } finally {
+      follow.abort()
+    }
+    expect(text).toContain('"line":"first-line"')
+    await terminate(pod.id)
+  })
+
+  it('resumes a following log stream after Last-Event-ID with each later line once', async () => {
+    const pod = await created({
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: 'for i in 1 2 3 4 5; do echo line-$i; done; sleep 300',
+    })
+    await waitFor(pod.id, 'RUNNING')
+    const ids = async () =>
+      [
+        ...(
+          await (
+            await platform.call(`/v2/pods/${pod.id}/logs?follow=false&source=container`)
+          ).text()
+        ).matchAll(/^id: (.+)$/gm),
+      ].map((match) => match[1]!)
+    await expect.poll(async () => (await ids()).length).toBe(5)
+    const afterSecond = (await ids())[1]!
+
+    // A client that lost its stream after line-2 and reconnects, as EventSource does.
+    const follow = new AbortController()
+    const resumed = await platform.call(`/v2/pods/${pod.id}/logs?source=container`, {
+      headers: { 'last-event-id': afterSecond },
+      signal: follow.signal,
+    })
+    const reader = resumed.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    const lines = () => [...text.matchAll(/"line":"([^"]+)"/g)].map((match) => match[1])
+    // The process prints nothing more: what comes within a second of line-5 is all there is.
+    const deadline = { at: Infinity }
+    while (Date.now() < deadline.at) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<undefined>((resolve) => setTimeout(resolve, 250)),
+      ])
+      if (chunk?.value) text += chunk.value
+      if (deadline.at === Infinity && lines().includes('line-5')) deadline.at = Date.now() + 1000
+    }
+    follow.abort()
+    expect(lines()).toEqual(['line-3', 'line-4', 'line-5'])
+    await platform.call(`/v2/pods/${pod.id}`, { method: 'DELETE' })
   })
 })
 

@@ -278,6 +278,74 @@ describe('podyard/worker: TypeScript workers over HTTP, runpod-sdk as the client
     ])
   })
 
+  it("takes as many jobs as runpod-python's concurrency_modifier says, asked before each take", async () => {
+    const id = await createEndpoint()
+    const sdk = sdkFor(id)
+    const runs = await Promise.all(
+      [1, 2, 3].map(async (n) => (await sdk.run({ input: { n } })) as Json),
+    )
+    const release = gate()
+    let active = 0
+    const asked: number[] = []
+    const worker = start(
+      id,
+      async (job) => {
+        active += 1
+        await release.opened
+        active -= 1
+        return (job.input as { n: number }).n
+      },
+      {
+        concurrency: (current) => {
+          asked.push(current)
+          return current < 3 ? current + 1 : 3
+        },
+      },
+    )
+    await eventually(() => active === 3)
+    expect(worker.activeJobs).toBe(3)
+    // It starts at 1; the first take already asks with 1 and gets 2.
+    expect(asked.slice(0, 2)).toEqual([1, 2])
+    expect(workerCalls(id, 'job-take-batch')[0]).toBe(
+      `/v2/${id}/job-take-batch/${worker.workerId}?batch_size=2&job_in_progress=0`,
+    )
+    release.open()
+    for (const run of runs) {
+      expect(await sdk.statusSync(run.id as string, 10_000)).toMatchObject({ status: 'COMPLETED' })
+    }
+  })
+
+  it('reads its concurrency from PODYARD_WORKER_CONCURRENCY, and refuses a bad one', async () => {
+    const id = await createEndpoint()
+    const sdk = sdkFor(id)
+    const runs = await Promise.all(
+      [1, 2].map(async (n) => (await sdk.run({ input: { n } })) as Json),
+    )
+    const release = gate()
+    let active = 0
+    const worker = start(
+      id,
+      async () => {
+        active += 1
+        await release.opened
+        active -= 1
+        return 'ok'
+      },
+      { env: { PODYARD_WORKER_CONCURRENCY: '2' } },
+    )
+    await eventually(() => active === 2)
+    expect(workerCalls(id, 'job-take-batch')[0]).toBe(
+      `/v2/${id}/job-take-batch/${worker.workerId}?batch_size=2&job_in_progress=0`,
+    )
+    release.open()
+    for (const run of runs) {
+      expect(await sdk.statusSync(run.id as string, 10_000)).toMatchObject({ status: 'COMPLETED' })
+    }
+    expect(() => start(id, () => 'x', { env: { PODYARD_WORKER_CONCURRENCY: 'two' } })).toThrow(
+      'PODYARD_WORKER_CONCURRENCY must be a positive integer, not two',
+    )
+  })
+
   it('job-done-batch: the results of several jobs in one post; malformed batches are 400', async () => {
     const id = await createEndpoint()
     const sdk = sdkFor(id)

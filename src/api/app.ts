@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Registry } from 'prom-client'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
@@ -19,9 +20,15 @@ import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { ModelService } from '../domain/models/model-service.js'
 import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
+import { AppError } from '../shared/app-error.js'
 import type { Clock } from '../shared/clock.js'
+import { loadConsoleAssets } from './console/console-assets.js'
+import { consoleRoutes, isConsolePage, sendAsset } from './console/console-routes.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
+import { installRequestIdHeader, requestIdOf } from './http/request-ids.js'
+import { installServerClosing } from './http/server-closing.js'
+import { installTraceContext } from './http/trace-context.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
@@ -32,6 +39,8 @@ import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
 import { modelRoutes } from './models/model-routes.js'
+import { docsPageOptions } from './openapi/docs-page.js'
+import { openapiOptions } from './openapi/openapi-document.js'
 import { opsRoutes } from './ops-routes.js'
 import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import { restRoutes } from './rest/rest-routes.js'
@@ -72,10 +81,19 @@ export interface AppDeps {
   clusters: ClusterService
   rateLimits: RateLimitQuotas
   readiness: () => Promise<void>
+  /** The built web console (dist/console), served at `/` (docs/console.md); none when absent. */
+  consoleDir?: string
   /** Public models and the signer of their result URLs (docs/public-endpoints.md). */
   models?: { service: ModelService; signer: ObjectUrlSigner }
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
   hosts?: HostService
+  /**
+   * Config `telemetry` (docs/production.md, "Monitoring" and "Tracing"): W3C traceparent in and
+   * out, and per-endpoint labels on the job metrics.
+   */
+  telemetry?: { traceContext: boolean; endpointMetrics: boolean }
+  /** The registry `/metrics` serves, holding the platform's metrics; a new one when absent. */
+  metrics?: Registry
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
@@ -109,36 +127,42 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
     clientErrorHandler,
+    // The caller's X-Request-Id when it is safe to log, else a UUID (docs/api.md, "Request ids").
+    requestIdHeader: false,
+    genReqId: requestIdOf,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
   installJsonBodyParser(app)
+  installRequestIdHeader(app)
+  if (deps.telemetry?.traceContext) installTraceContext(app)
+  installServerClosing(app)
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
-  installProblemHandlers(app)
-  const metrics = installMetrics(app)
+  const consoleAssets = deps.consoleDir ? loadConsoleAssets(deps.consoleDir) : undefined
+  const consolePage = consoleAssets?.get('/index.html')
+  installProblemHandlers(app, {
+    page: (request, reply) =>
+      consolePage && isConsolePage(request) ? sendAsset(request, reply, consolePage) : undefined,
+  })
+  const metrics = installMetrics(app, deps.metrics)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
   if (deps.hosts) installHostMetrics(metrics, deps.hosts)
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'podyard REST API',
-        version: '2.0.0',
-        description:
-          'RunPod-compatible management API. Errors are application/problem+json with title, status, detail and errors.',
-      },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      },
-      security: [{ bearer: [] }],
-    },
-  })
-  await app.register(swaggerUi, { routePrefix: '/v2/docs', staticCSP: true })
+  await app.register(swagger, openapiOptions(deps.version))
+  await app.register(swaggerUi, docsPageOptions)
   app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
+  if (consoleAssets) await app.register(consoleRoutes, { assets: consoleAssets })
+  else if (deps.consoleDir) {
+    app.get('/', { schema: { hide: true } }, async () => {
+      throw new AppError(
+        'ROUTE_NOT_FOUND',
+        'the web console is not built: run npm run build:console (npm install does it)',
+      )
+    })
+  }
   await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
   // One account's REST and GraphQL requests count against the same windows.
   const rateLimiter = new RateLimiter(deps.rateLimits, deps.clock)
@@ -174,7 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: deps.webhooks,
     rateLimiter,
     ...(deps.models ? { models: deps.models.service } : {}),
-    ...(deps.billing ? { billingReports: deps.billing.reports } : {}),
+    ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
     ...(deps.hosts ? { hosts: deps.hosts } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.

@@ -1,33 +1,55 @@
 import type { Command } from 'commander'
 import { ApiClient } from '../client/api-client.js'
+import { resolveTarget } from './profiles.js'
 
 export interface ClientFlags {
-  /** Absent: $PODYARD_URL, else DEFAULT_SERVER_URL. */
+  /** Absent: $PODYARD_URL, else the profile's, else DEFAULT_SERVER_URL. */
   url?: string
   apiKey?: string
+  /** The saved profile (docs/cli.md, "Profiles"); absent: $PODYARD_PROFILE, else `default`. */
+  profile?: string
   json?: boolean
 }
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8080'
 
 /**
- * `--url`, `--api-key` and `--json`, for commands that talk to a running server. The
- * environment's values are read when the command runs (clientFrom), never given to commander
- * as defaults: commander prints defaults in every `--help` and after every usage error, which
- * would show the API key (or a URL with a password in it) to whoever reads the terminal.
+ * `--url`, `--api-key`, `--profile` and `--json`, for commands that talk to a running server.
+ * The environment's and the profile's values are read when the command runs (clientFrom),
+ * never given to commander as defaults: commander prints defaults in every `--help` and after
+ * every usage error, which would show the API key (or a URL with a password in it) to whoever
+ * reads the terminal.
  */
 export function withClientOptions(command: Command): Command {
   return command
-    .option('--url <url>', `server base URL (default $PODYARD_URL, else ${DEFAULT_SERVER_URL})`)
-    .option('--api-key <key>', 'API key (default $PODYARD_API_KEY)')
-    .option('--json', 'print JSON')
+    .option(
+      '--url <url>',
+      `server base URL (default $PODYARD_URL, else the profile's, else ${DEFAULT_SERVER_URL})`,
+    )
+    .option('--api-key <key>', "API key (default $PODYARD_API_KEY, else the profile's)")
+    .option('--profile <name>', 'a saved profile (podyard config; default $PODYARD_PROFILE)')
+    .option('--json', 'print JSON (errors too, on stderr)')
 }
 
 export function clientFrom(flags: ClientFlags): ApiClient {
-  return new ApiClient(
-    flags.url ?? (process.env.PODYARD_URL || DEFAULT_SERVER_URL),
-    flags.apiKey ?? (process.env.PODYARD_API_KEY || undefined),
-  )
+  const target = resolveTarget(flags, process.env, DEFAULT_SERVER_URL)
+  return new ApiClient(target.url, target.apiKey)
+}
+
+/** `-q, --quiet` for commands that create: only the new id is printed (for scripts). */
+export function withQuietOption(command: Command): Command {
+  return command.option('-q, --quiet', 'print only the id of what was created')
+}
+
+/** What a create prints: the JSON with --json, the bare id with --quiet, else `text`. */
+export function createdOutput(
+  flags: { json?: boolean; quiet?: boolean },
+  created: { id: string },
+  text: string,
+): string {
+  if (flags.json) return JSON.stringify(created, null, 2)
+  if (flags.quiet) return created.id
+  return text
 }
 
 /** For repeatable options: `--port 80/http --port 22/tcp`. */

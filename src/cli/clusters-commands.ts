@@ -2,11 +2,14 @@ import type { Command } from 'commander'
 import {
   clientFrom,
   collect,
+  createdOutput,
   parseEnvPairs,
   withClientOptions,
+  withQuietOption,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { gpuTypeIds } from './gpu-names.js'
 
 interface ClusterJson {
   id: string
@@ -59,6 +62,7 @@ interface CreateFlags extends ClientFlags {
   env: string[]
   dataCenter: string[]
   startSsh?: boolean
+  quiet?: boolean
 }
 
 const number = (value: string) => Number(value)
@@ -108,10 +112,10 @@ export function addClustersCommands(program: Command, deps: { print(text: string
     )
   })
 
-  withClientOptions(clusters.command('create').description('create a cluster'))
+  withQuietOption(withClientOptions(clusters.command('create').description('create a cluster')))
     .requiredOption('--name <name>', 'cluster name')
     .option('--type <type>', 'TRAINING, APPLICATION, SLURM or RAY', 'TRAINING')
-    .requiredOption('--gpu <type>', 'GPU type id of every pod, e.g. "NVIDIA H100 80GB HBM3"')
+    .requiredOption('--gpu <type>', 'GPU type of every pod: an id or a name, e.g. "H100 SXM"')
     .option('--gpu-count <n>', 'GPUs per pod', number, 1)
     .requiredOption('--pods <n>', 'pods (nodes), 2 to 250', number)
     .option('--image <image>', 'container image (or --template)')
@@ -123,10 +127,12 @@ export function addClustersCommands(program: Command, deps: { print(text: string
     .option('--data-center <id>', 'allowed data center (repeatable)', collect, [] as string[])
     .option('--start-ssh', "put the account's SSH keys in PUBLIC_KEY")
     .action(async (flags: CreateFlags) => {
-      const cluster = await clientFrom(flags).request<ClusterJson>('POST', '/v2/clusters', {
+      const client = clientFrom(flags)
+      const [gpuTypeId] = await gpuTypeIds(client, [flags.gpu])
+      const cluster = await client.request<ClusterJson>('POST', '/v2/clusters', {
         name: flags.name,
         type: flags.type,
-        compute: { gpuTypeId: flags.gpu, gpuCountPerPod: flags.gpuCount, podCount: flags.pods },
+        compute: { gpuTypeId, gpuCountPerPod: flags.gpuCount, podCount: flags.pods },
         ...(flags.image ? { image: flags.image } : {}),
         ...(flags.template ? { templateId: flags.template } : {}),
         ...(flags.args !== undefined ? { args: flags.args } : {}),
@@ -137,9 +143,11 @@ export function addClustersCommands(program: Command, deps: { print(text: string
         ...(flags.startSsh ? { startSsh: true } : {}),
       })
       deps.print(
-        flags.json
-          ? json(cluster)
-          : `Created cluster ${cluster.id} (${cluster.name}): ${cluster.pods.total} pods in ${cluster.dataCenterId}, primary ${cluster.primary?.podId ?? '-'}`,
+        createdOutput(
+          flags,
+          cluster,
+          `Created cluster ${cluster.id} (${cluster.name}): ${cluster.pods.total} pods in ${cluster.dataCenterId}, primary ${cluster.primary?.podId ?? '-'}`,
+        ),
       )
     })
 

@@ -1,16 +1,34 @@
-/** A plain left-aligned text table for terminals; `--json` is the machine form. */
+/** Amounts, counts and prices: what a column is right-aligned for. */
+const NUMERIC = /^[-+]?\$?\d[\d,]*(\.\d+)?$/
+
+/**
+ * A plain text table for terminals, padded to the widest cell of each column: numbers (and
+ * dollar amounts) right-aligned so their digits line up, the rest left-aligned. `--json` is the
+ * machine form.
+ */
 export function formatTable(
   headers: string[],
   rows: Array<Array<string | number | boolean | null>>,
 ): string {
-  const cells = rows.map((row) => row.map((cell) => (cell === null ? '-' : String(cell))))
+  const cells = rows.map((row) => headers.map((_, i) => cellText(row[i])))
   const widths = headers.map((header, i) =>
-    Math.max(header.length, ...cells.map((row) => row[i]?.length ?? 0)),
+    Math.max(header.length, ...cells.map((row) => row[i]!.length)),
   )
+  const numeric = headers.map((_, i) => {
+    const values = rows.map((row) => row[i]).filter((cell) => cell !== null && cell !== undefined)
+    return (
+      values.length > 0 &&
+      values.every((cell) => typeof cell === 'number' || NUMERIC.test(String(cell)))
+    )
+  })
   const line = (values: string[]) =>
     values
-      .map((value, i) => value.padEnd(widths[i]!))
+      .map((value, i) => (numeric[i] ? value.padStart(widths[i]!) : value.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd()
   return [line(headers), ...cells.map(line)].join('\n')
+}
+
+function cellText(cell: string | number | boolean | null | undefined): string {
+  return cell === null || cell === undefined ? '-' : String(cell)
 }

@@ -1,7 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import { InvalidArgumentError, type Command } from 'commander'
 import type { ApiClient } from '../client/api-client.js'
-import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import {
+  clientFrom,
+  createdOutput,
+  withClientOptions,
+  withQuietOption,
+  type ClientFlags,
+} from './client-options.js'
 import { formatTable } from './format-table.js'
 
 /** A job as `/status`, `/runsync` and `/cancel` show it (docs/job-api.md, "Job view"). */
@@ -72,6 +78,7 @@ interface SubmitFlags extends ClientFlags {
   executionTimeout?: number
   ttl?: number
   lowPriority?: boolean
+  quiet?: boolean
 }
 
 /** The job input from `--input` or `--input-file` (`-` = standard input), parsed as JSON. */
@@ -240,17 +247,17 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
       .option('--ttl <ms>', 'whole lifetime of the job from submission', milliseconds)
       .option('--low-priority', 'never scale workers up for this job')
 
-  withSubmitOptions(jobs.command('run').description('queue a job; prints its id')).action(
-    async (endpointId: string, flags: SubmitFlags) => {
-      const body = await submissionBody(flags, readStdin)
-      const queued = await clientFrom(flags).request<JobJson>(
-        'POST',
-        jobPath(endpointId, '/run'),
-        body,
-      )
-      deps.print(flags.json ? json(queued) : `Queued job ${queued.id} (${queued.status}).`)
-    },
-  )
+  withQuietOption(
+    withSubmitOptions(jobs.command('run').description('queue a job; prints its id')),
+  ).action(async (endpointId: string, flags: SubmitFlags) => {
+    const body = await submissionBody(flags, readStdin)
+    const queued = await clientFrom(flags).request<JobJson>(
+      'POST',
+      jobPath(endpointId, '/run'),
+      body,
+    )
+    deps.print(createdOutput(flags, queued, `Queued job ${queued.id} (${queued.status}).`))
+  })
 
   withSubmitOptions(
     jobs

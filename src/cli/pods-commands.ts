@@ -1,14 +1,17 @@
 import type { Command } from 'commander'
-import { readEvents, type ApiClient } from '../client/api-client.js'
+import { ApiError, readEvents, type ApiClient } from '../client/api-client.js'
 import {
   clientFrom,
   collect,
   containerBody,
+  createdOutput,
   withClientOptions,
   withContainerOptions,
+  withQuietOption,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { gpuTypeIds } from './gpu-names.js'
 
 interface PodJson {
   id: string
@@ -87,6 +90,14 @@ async function waitForRunning(
   }
 }
 
+/** The server's 409 says when the other cloud has room; the CLI says how to ask for it. */
+function withCloudHint(error: unknown): unknown {
+  if (!(error instanceof ApiError) || error.status !== 409) return error
+  const detail = error.problem?.detail
+  if (!detail?.endsWith('the COMMUNITY cloud has room for it')) return error
+  return new ApiError(409, { ...error.problem, detail: `${detail}: pass --cloud COMMUNITY` })
+}
+
 export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
   const pods = program.command('pods').description('rent and run pods, on a running server')
   const withClient = withClientOptions
@@ -116,15 +127,29 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
       show(flags, await clientOf(flags).get<PodJson>(`/v2/pods/${encodeURIComponent(id)}`)),
   )
 
-  withContainerOptions(withClient(pods.command('create').description('create a pod')))
+  withQuietOption(
+    withContainerOptions(withClient(pods.command('create').description('create a pod'))),
+  )
     .requiredOption('--name <name>', 'pod name')
-    .requiredOption('--image <image>', 'container image')
-    .option('--gpu <type>', 'GPU type id (see: podyard catalog gpus)')
+    .option('--image <image>', 'container image (or --template)')
+    .option(
+      '--template <id>',
+      'a pod template: its fields are the defaults (see: podyard templates)',
+    )
+    .option('--gpu <type>', 'GPU type: an id or a name such as "RTX 4090" (podyard catalog gpus)')
     .option('--gpu-count <n>', 'GPUs', (v) => Number(v))
+    .option(
+      '--cuda <version>',
+      'only hosts with this CUDA version, e.g. 12.4 (repeatable, or comma-separated)',
+      collect,
+      [] as string[],
+    )
     .option('--cpu <flavor>', 'CPU flavor id (see: podyard catalog cpus)')
     .option('--vcpus <n>', 'vCPUs of a CPU pod (a power of two)', (v) => Number(v))
     .option('--volume-size <gb>', 'persistent volume, GB (GPU pods)', (v) => Number(v))
     .option('--volume-path <path>', 'where the persistent volume is mounted', '/workspace')
+    .option('--network-volume <id>', 'a network volume of the data center (podyard volumes)')
+    .option('--network-volume-path <path>', 'where the network volume is mounted', '/workspace')
     .option('--cloud <cloud>', 'SECURE or COMMUNITY')
     .option(
       '--data-center <id>',
@@ -139,9 +164,13 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
       async (
         flags: ClientFlags & {
           name: string
-          image: string
+          image?: string
+          template?: string
           gpu?: string
           gpuCount?: number
+          cuda: string[]
+          networkVolume?: string
+          networkVolumePath: string
           cpu?: string
           vcpus?: number
           args?: string
@@ -155,25 +184,98 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
           globalNetworking?: boolean
           wait?: boolean
           timeout: number
+          quiet?: boolean
         },
       ) => {
+        const client = clientOf(flags)
+        const [gpuId] = await gpuTypeIds(client, flags.gpu ? [flags.gpu] : [])
+        const cudaVersions = flags.cuda.flatMap((v) => v.split(',')).filter((v) => v !== '')
+        if (cudaVersions.length > 0 && !gpuId) throw new Error('--cuda is for GPU pods (--gpu)')
+        if (flags.networkVolume && flags.volumeSize !== undefined) {
+          throw new Error('give --network-volume or --volume-size, not both')
+        }
         const body = {
           name: flags.name,
-          image: flags.image,
+          ...(flags.image ? { image: flags.image } : {}),
+          ...(flags.template ? { templateId: flags.template } : {}),
           ...containerBody(flags),
-          ...(flags.gpu ? { gpu: { id: flags.gpu, count: flags.gpuCount ?? 1 } } : {}),
+          ...(gpuId
+            ? {
+                gpu: {
+                  id: gpuId,
+                  count: flags.gpuCount ?? 1,
+                  ...(cudaVersions.length > 0 ? { allowedCudaVersions: cudaVersions } : {}),
+                },
+              }
+            : {}),
           ...(flags.cpu ? { cpu: { id: flags.cpu, vcpuCount: flags.vcpus ?? 2 } } : {}),
           ...(flags.volumeSize !== undefined
             ? { mounts: { persistent: { size: flags.volumeSize, path: flags.volumePath } } }
+            : {}),
+          ...(flags.networkVolume
+            ? {
+                mounts: {
+                  network: [{ volumeId: flags.networkVolume, path: flags.networkVolumePath }],
+                },
+              }
             : {}),
           ...(flags.cloud ? { cloud: flags.cloud } : {}),
           ...(flags.dataCenter.length > 0 ? { dataCenterIds: flags.dataCenter } : {}),
           ...(flags.globalNetworking ? { globalNetworking: true } : {}),
         }
-        const client = clientOf(flags)
-        let pod = await client.request<PodJson>('POST', '/v2/pods', body)
+        let pod = await client
+          .request<PodJson>('POST', '/v2/pods', body)
+          .catch((error: unknown) => {
+            throw withCloudHint(error)
+          })
         if (flags.wait) pod = await waitForRunning(client, pod.id, deps, flags.timeout * 1000)
-        show(flags, pod)
+        deps.print(createdOutput(flags, pod, podDetail(pod)))
+      },
+    )
+
+  withContainerOptions(
+    withClient(
+      pods
+        .command('update')
+        .description('change a pod; a change other than --name and --lock restarts a running pod')
+        .argument('<pod-id>'),
+    ),
+  )
+    .option('--name <name>', 'new name')
+    .option('--image <image>', 'new container image')
+    .option('--lock', 'refuse stop and reset until unlocked')
+    .option('--unlock', 'allow stop and reset again')
+    .action(
+      async (
+        id: string,
+        flags: ClientFlags & {
+          name?: string
+          image?: string
+          args?: string
+          disk?: number
+          port: string[]
+          env: string[]
+          registry?: string
+          lock?: boolean
+          unlock?: boolean
+        },
+      ) => {
+        if (flags.lock && flags.unlock) throw new Error('give --lock or --unlock, not both')
+        const body = {
+          ...(flags.name !== undefined ? { name: flags.name } : {}),
+          ...(flags.image !== undefined ? { image: flags.image } : {}),
+          ...containerBody(flags),
+          ...(flags.lock ? { locked: true } : flags.unlock ? { locked: false } : {}),
+        }
+        if (Object.keys(body).length === 0) throw new Error('nothing to change: give a flag')
+        show(
+          flags,
+          await clientOf(flags).request<PodJson>(
+            'PATCH',
+            `/v2/pods/${encodeURIComponent(id)}`,
+            body,
+          ),
+        )
       },
     )
 

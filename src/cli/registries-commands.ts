@@ -1,5 +1,11 @@
 import type { Command } from 'commander'
-import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import {
+  clientFrom,
+  createdOutput,
+  withClientOptions,
+  withQuietOption,
+  type ClientFlags,
+} from './client-options.js'
 import { formatTable } from './format-table.js'
 
 interface RegistryJson {
@@ -56,10 +62,14 @@ export function addRegistriesCommands(program: Command, deps: RegistriesCommandD
     deps.print(flags.json ? JSON.stringify(registry, null, 2) : registryTable([registry]))
   })
 
-  withClientOptions(
-    registries
-      .command('create')
-      .description('store credentials for a private registry (the password is never shown again)'),
+  withQuietOption(
+    withClientOptions(
+      registries
+        .command('create')
+        .description(
+          'store credentials for a private registry (the password is never shown again)',
+        ),
+    ),
   )
     .requiredOption('--name <name>', 'a name for these credentials')
     .requiredOption('--username <username>', 'registry user name')
@@ -72,6 +82,7 @@ export function addRegistriesCommands(program: Command, deps: RegistriesCommandD
           username: string
           passwordStdin?: boolean
           password?: string
+          quiet?: boolean
         },
       ) => {
         if (flags.passwordStdin && flags.password !== undefined) {
@@ -95,9 +106,7 @@ export function addRegistriesCommands(program: Command, deps: RegistriesCommandD
           password,
         })
         deps.print(
-          flags.json
-            ? JSON.stringify(created, null, 2)
-            : `Created registry ${created.id} (${created.name}).`,
+          createdOutput(flags, created, `Created registry ${created.id} (${created.name}).`),
         )
       },
     )

@@ -2,8 +2,10 @@ import type { Command } from 'commander'
 import {
   clientFrom,
   containerBody,
+  createdOutput,
   withClientOptions,
   withContainerOptions,
+  withQuietOption,
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
@@ -60,8 +62,10 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
     deps.print(flags.json ? json(template) : templateTable([template]))
   })
 
-  withContainerOptions(
-    withClientOptions(templates.command('create').description('create a template')),
+  withQuietOption(
+    withContainerOptions(
+      withClientOptions(templates.command('create').description('create a template')),
+    ),
   )
     .requiredOption('--name <name>', 'template name (unique in your account)')
     .requiredOption('--image <image>', 'container image')
@@ -85,6 +89,7 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
           volumePath: string
           public?: boolean
           serverless?: boolean
+          quiet?: boolean
         },
       ) => {
         const body = {
@@ -104,8 +109,55 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
           body,
         )
         deps.print(
-          flags.json ? json(template) : `Created template ${template.id} (${template.name}).`,
+          createdOutput(flags, template, `Created template ${template.id} (${template.name}).`),
         )
+      },
+    )
+
+  withContainerOptions(
+    withClientOptions(
+      templates
+        .command('update')
+        .description('change a template (pods and endpoints made from it keep what they got)')
+        .argument('<template-id>'),
+    ),
+  )
+    .option('--name <name>', 'new name')
+    .option('--image <image>', 'new container image')
+    .option('--category <category>', 'NVIDIA, AMD or CPU')
+    .option('--public', 'readable by every account')
+    .option('--private', 'readable by your account only')
+    .action(
+      async (
+        id: string,
+        flags: ClientFlags & {
+          name?: string
+          image?: string
+          args?: string
+          disk?: number
+          port: string[]
+          env: string[]
+          registry?: string
+          category?: string
+          public?: boolean
+          private?: boolean
+        },
+      ) => {
+        if (flags.public && flags.private) throw new Error('give --public or --private, not both')
+        const body = {
+          ...(flags.name !== undefined ? { name: flags.name } : {}),
+          ...(flags.image !== undefined ? { image: flags.image } : {}),
+          ...containerBody(flags),
+          ...(flags.category ? { category: flags.category } : {}),
+          ...(flags.public ? { public: true } : flags.private ? { public: false } : {}),
+        }
+        if (Object.keys(body).length === 0) throw new Error('nothing to change: give a flag')
+        const template = await clientFrom(flags).request<TemplateJson>(
+          'PATCH',
+          `/v2/templates/${encodeURIComponent(id)}`,
+          body,
+        )
+        deps.print(flags.json ? json(template) : templateTable([template]))
       },
     )
 

@@ -1,5 +1,11 @@
 import { InvalidArgumentError, type Command } from 'commander'
-import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import {
+  clientFrom,
+  createdOutput,
+  withClientOptions,
+  withQuietOption,
+  type ClientFlags,
+} from './client-options.js'
 import { formatTable } from './format-table.js'
 
 interface VolumeJson {
@@ -88,7 +94,7 @@ export function addVolumesCommands(program: Command, deps: VolumesCommandDeps): 
     show(flags, await clientOf(flags).get<VolumeJson>(pathOf(id))),
   )
 
-  withClient(volumes.command('create').description('create a network volume'))
+  withQuietOption(withClient(volumes.command('create').description('create a network volume')))
     .requiredOption('--name <name>', 'volume name')
     .requiredOption('--size <gb>', 'size in GB (10 to 4096)', wholeNumber)
     .requiredOption(
@@ -98,17 +104,22 @@ export function addVolumesCommands(program: Command, deps: VolumesCommandDeps): 
     .option('--type <type>', 'STANDARD or HIGH_PERFORMANCE', 'STANDARD')
     .action(
       async (
-        flags: ClientFlags & { name: string; size: number; dataCenter: string; type: string },
-      ) =>
-        show(
-          flags,
-          await clientOf(flags).request<VolumeJson>('POST', '/v2/network-volumes', {
-            name: flags.name,
-            size: flags.size,
-            dataCenterId: flags.dataCenter,
-            type: flags.type,
-          }),
-        ),
+        flags: ClientFlags & {
+          name: string
+          size: number
+          dataCenter: string
+          type: string
+          quiet?: boolean
+        },
+      ) => {
+        const volume = await clientOf(flags).request<VolumeJson>('POST', '/v2/network-volumes', {
+          name: flags.name,
+          size: flags.size,
+          dataCenterId: flags.dataCenter,
+          type: flags.type,
+        })
+        deps.print(createdOutput(flags, volume, volumeDetail(volume)))
+      },
     )
 
   withClient(

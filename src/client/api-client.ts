@@ -24,8 +24,11 @@ export class ApiClient {
   }
 
   /** The raw response of a GET, for streams; non-2xx still throws ApiError. */
-  async open(path: string): Promise<Response> {
-    const response = await this.fetch('GET', path)
+  async open(
+    path: string,
+    init: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
+    const response = await this.fetch('GET', path, undefined, init.signal, init.headers)
     if (!response.ok) {
       const text = await response.text()
       throw new ApiError(
@@ -36,18 +39,27 @@ export class ApiClient {
     return response
   }
 
-  private async fetch(method: string, path: string, body?: unknown): Promise<Response> {
+  private async fetch(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     const url = `${this.baseUrl.replace(/\/+$/, '')}${path}`
     try {
       return await fetch(url, {
         method,
         headers: {
+          ...headers,
           ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        ...(signal ? { signal } : {}),
       })
     } catch (error) {
+      if (signal?.aborted) throw error
       throw new Error(`cannot reach podyard at ${this.baseUrl}: ${(error as Error).message}`)
     }
   }

@@ -270,6 +270,29 @@ export const ConfigSchema = Type.Object(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info', description: 'pino log level' },
     ),
+    logFormat: Type.Union(
+      ['auto', 'json', 'pretty'].map((f) => Type.Literal(f)),
+      {
+        default: 'auto',
+        description:
+          'json (one object a line), pretty (colored lines for people), or auto: pretty when stdout is a terminal, json otherwise',
+      },
+    ),
+    telemetry: Type.Object(
+      {
+        traceContext: Type.Boolean({
+          default: false,
+          description:
+            "W3C traceparent: continue the caller's trace, answer this request's span, log traceId and spanId",
+        }),
+        endpointMetrics: Type.Boolean({
+          default: false,
+          description:
+            'label the job metrics by endpoint id too (one series per endpoint: for a bounded number of endpoints)',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 )
@@ -346,4 +369,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
+  { path: 'logFormat', env: 'PODYARD_LOG_FORMAT', type: 'string' },
+  { path: 'telemetry.traceContext', env: 'PODYARD_TRACE_CONTEXT', type: 'boolean' },
+  { path: 'telemetry.endpointMetrics', env: 'PODYARD_METRICS_PER_ENDPOINT', type: 'boolean' },
 ]

@@ -106,9 +106,17 @@ export class BillingMeter {
     await this.running
   }
 
+  /** When the last pass ended that metered everything up to its start (ms), for the metrics. */
+  meteredThroughMs: number | undefined
+
   /** One pass: meters everything up to now. Safe to call at any time (tests call it directly). */
   async tick(): Promise<void> {
     const nowMs = this.deps.clock.now().getTime()
+    await this.meter(nowMs)
+    this.meteredThroughMs = nowMs
+  }
+
+  private async meter(nowMs: number): Promise<void> {
     const states = new Map(
       (await this.deps.usage.meterStates()).map((s) => [keyOf(s.resourceKind, s.resourceId), s]),
     )

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { JobQueue } from '../domain/serverless/ports.js'
+import type { JobEvents } from '../domain/serverless/job-events.js'
 import type { Clock } from '../shared/clock.js'
 
 export const JOB_SWEEP_INTERVAL_MS = 1_000
@@ -27,6 +28,8 @@ export class JobSweeper {
       intervalMs?: number
       /** The job lease (`workers.jobLeaseMs`). */
       leaseMs: number
+      /** Told of the jobs a sweep timed out, for the metrics. */
+      events?: Pick<JobEvents, 'ended'>
     },
   ) {}
 
@@ -69,6 +72,9 @@ export class JobSweeper {
     }
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
+    for (const _ of [...leases.timedOut, ...expired.timedOut]) {
+      this.deps.events?.ended(undefined, 'TIMED_OUT')
+    }
     const moved = leases.requeued.length + leases.timedOut.length + expired.timedOut.length
     if (moved > 0) {
       this.deps.logger.info(

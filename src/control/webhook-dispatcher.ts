@@ -84,6 +84,11 @@ export interface WebhookDispatcherDeps {
   maxInFlight?: number
   /** Where each attempt may connect: the egress policy, applied again at every attempt. */
   egress: Pick<EgressGuard, 'destination'>
+  /**
+   * Told of each attempt's outcome, for the metrics: `delivered`, `retry` (failed, another
+   * attempt follows) or `gave_up` (failed, the last attempt).
+   */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'gave_up') => void
 }
 
 /**
@@ -202,6 +207,9 @@ export class WebhookDispatcher {
     // The store keeps what the account may read; the detail is for the log only.
     const shown = 'httpStatus' in result ? result : { error: result.error }
     const next = afterAttempt(number, outcome, endedAt, this.retryDelayMs)
+    this.deps.onAttempt?.(
+      next.status === 'delivered' ? 'delivered' : next.status === 'failed' ? 'gave_up' : 'retry',
+    )
     const recorded = await this.deps.deliveries.recordAttempt(
       delivery.id,
       {

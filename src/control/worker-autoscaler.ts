@@ -1,4 +1,5 @@
 import type { AllocationRepo } from '../domain/catalog/ports.js'
+import { hostLostReason } from '../domain/hosts/host-state.js'
 import { decideScaling, type ScalingWorker } from '../domain/serverless/autoscaler.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { JobQueue } from '../domain/serverless/ports.js'
@@ -20,9 +21,13 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
-import { POD_LABEL_KIND } from './pod-workload.js'
 import { WorkerFailures } from './worker-failures.js'
 import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
+import {
+  listWorkerWorkloads,
+  removeStrayWorkloads,
+  type ListedWorkload,
+} from './worker-workload-listing.js'
 
 export interface WorkerAutoscalerSettings {
   /** How often the loop reconciles. */
@@ -43,6 +48,31 @@ export interface WorkerAutoscalerSettings {
   startBackoffMaxMs: number
 }
 
+/**
+ * Passes woken by queued jobs (`jobQueued`) start at least this far apart, so that a stream of
+ * submissions to an endpoint whose worker cannot be placed does not run the loop back to back.
+ */
+export const WAKE_MIN_SPACING_MS = 50
+
+/** Why workers are stopped, as the metrics label them (bounded, unlike the logged reasons). */
+export const SCALE_DOWN_REASONS = [
+  'idle',
+  'never_placed',
+  'stale',
+  'recycled',
+  'credits',
+  'other',
+] as const
+
+export function scaleDownReason(reason: string): (typeof SCALE_DOWN_REASONS)[number] {
+  if (reason.startsWith('idle')) return 'idle'
+  if (reason.includes('never placed')) return 'never_placed'
+  if (reason.startsWith('stale')) return 'stale'
+  if (reason.startsWith('recycled')) return 'recycled'
+  if (reason.includes('out of credits')) return 'credits'
+  return 'other'
+}
+
 export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
   intervalMs: 1000,
   pingIntervalMs: 10_000,
@@ -58,7 +88,7 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   endpoints: { listAll(): Promise<Endpoint[]> }
   allocations: AllocationRepo
   drivers: RuntimeDriver[]
-  queue: Pick<JobQueue, 'releaseWorker' | 'scalingStats'>
+  queue: Pick<JobQueue, 'releaseWorker' | 'requeueWorkerJobs' | 'scalingStats'>
   presence: WorkerPresence
   /** Each endpoint's crash-loop backoff (docs/serverless-workers.md, "Crash loops"). */
   startBackoffs: StartBackoffRepo
@@ -68,6 +98,17 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
    * when those this server holds have answered.
    */
   endPolls?: (endpointId: string, workerId: string) => void | Promise<void>
+  /** The host's state when it is DOWN (the host board), else undefined. */
+  hostDown?: (hostId: string) => { since: string; reason: string | null } | undefined
+  /** Whether the operator drains the host: its workers are moved off. */
+  hostDraining?: (hostId: string) => boolean
+  /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
+  driverDown?: (driver: RuntimeDriver) => boolean
+  /**
+   * Told of each scale-up (`count` new workers, `reason` the endpoint's scaler type) and each
+   * worker stopped (`reason` one of SCALE_DOWN_REASONS), for the metrics.
+   */
+  onScale?: (direction: 'up' | 'down', reason: string, count: number) => void
 }
 
 /** Why a worker must be replaced once free, or null when it is current. */
@@ -85,6 +126,7 @@ function staleReason(worker: ManagedWorker, endpoint: Endpoint, keyGeneration: n
 /** What the loop last saw of a managed worker, for the job service and the workers list. */
 interface Seen {
   endpointId: string
+  version: number
   status: WorkerStatus
   takesJobs: boolean
 }
@@ -100,8 +142,17 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly settings: WorkerAutoscalerSettings
   private readonly failures: WorkerFailures
   private timer: NodeJS.Timeout | undefined
+  /** When `timer` fires (ms, wall clock). */
+  private dueAtMs = 0
   private running: Promise<void> | undefined
   private stopped = false
+  /** Between start() and stop(): this replica runs the loop. */
+  private started = false
+  /** The loop's pass, once started; a wake-up runs it early. */
+  private tick: (() => void) | undefined
+  /** A wake-up came during a pass: run the next one right after it. */
+  private wakeRequested = false
+  private lastPassAtMs = 0
   /**
    * When this loop started. Presence lives in memory, so a restarted server has heard nothing
    * from the workers it adopts: their silence is counted from here, not from before the restart.
@@ -110,7 +161,15 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly idleSince = new Map<string, number>()
   /** Workers being stopped: they take no job, whatever the last tick saw. */
   private readonly stopping = new Set<string>()
+  /**
+   * Managed workers that are gone for good (UNHEALTHY, STOPPED, lost with their host): they take
+   * no job, whatever they still send. A lost host's worker may run on and call, and must not be
+   * mistaken for a worker that connects by itself.
+   */
+  private retired = new Set<string>()
   private seen = new Map<string, Seen>()
+  /** Each endpoint's newest version as its updates said (drainOlderVersions). */
+  private readonly newestVersion = new Map<string, number>()
   /**
    * The running jobs the store has leased to each worker, as of this tick: a worker holding one
    * is RUNNING whatever its last heartbeat said (a late first ping names no job).
@@ -136,20 +195,70 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   start(): void {
     this.stopped = false
+    this.started = true
     this.startedAtMs = this.deps.clock.now().getTime()
     const tick = () => {
+      this.timer = undefined
+      this.wakeRequested = false
+      this.lastPassAtMs = Date.now()
       this.running = this.reconcile()
         .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
         .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs)
+          if (this.stopped) return
+          if (this.wakeRequested) this.schedule(this.lastPassAtMs + WAKE_MIN_SPACING_MS)
+          else this.schedule(Date.now() + this.settings.intervalMs)
         })
     }
+    this.tick = tick
     tick()
+  }
+
+  /**
+   * A pass now (or right after the one in progress) rather than at the next interval: a host
+   * started draining. Only where the loop runs (the leader); elsewhere the leader's pass sees
+   * the host's schedule in the store.
+   */
+  nudge(): void {
+    if (!this.started || this.stopped) return
+    this.wakeAt(Date.now())
+  }
+
+  private schedule(atMs: number): void {
+    this.dueAtMs = atMs
+    this.timer = setTimeout(this.tick!, Math.max(0, atMs - Date.now()))
+  }
+
+  /**
+   * A job was queued on the endpoint (docs/serverless-workers.md, "Scaling"): when none of its
+   * workers takes jobs or waits for a host, the loop runs now rather than at its next tick, so
+   * that a cold start from zero workers begins at once. With a worker that takes jobs, the next
+   * tick decides whether to add one beside it.
+   */
+  jobQueued(endpointId: string): void {
+    if (this.stopped || this.tick === undefined) return
+    for (const seen of this.seen.values()) {
+      // One that takes jobs runs it; a throttled one waits for room, which a pass cannot make.
+      if (seen.endpointId === endpointId && (seen.takesJobs || seen.status === 'THROTTLED')) return
+    }
+    this.wakeAt(Math.max(Date.now(), this.lastPassAtMs + WAKE_MIN_SPACING_MS))
+  }
+
+  /** The next pass at `atMs` if that is sooner; during a pass, one more right after it. */
+  private wakeAt(atMs: number): void {
+    if (this.timer === undefined) {
+      // A pass is running; it may have read the store before the change: one more after it.
+      this.wakeRequested = true
+      return
+    }
+    if (atMs >= this.dueAtMs) return
+    clearTimeout(this.timer)
+    this.schedule(atMs)
   }
 
   /** Stops the loop; workers keep running (a restarted server adopts them). */
   async stop(): Promise<void> {
     this.stopped = true
+    this.started = false
     if (this.timer) clearTimeout(this.timer)
     await this.running
   }
@@ -184,37 +293,81 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   /** The roster from the stored workers, jobs and backoffs and the shared presence, without acting. */
   async refreshRoster(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const live = (await this.deps.workers.listAll()).filter(
-      (w) => endpoints.has(w.endpointId) && w.phase !== 'STOPPED',
-    )
+    const all = await this.deps.workers.listAll()
+    this.retired = retiredOf(all)
+    const live = all.filter((w) => endpoints.has(w.endpointId) && w.phase !== 'STOPPED')
     const held = new Map<string, number>()
-    for (const endpointId of new Set(live.map((w) => w.endpointId))) {
+    const byEndpoint = new Map<string, ManagedWorker[]>()
+    for (const worker of live) {
+      byEndpoint.set(worker.endpointId, [...(byEndpoint.get(worker.endpointId) ?? []), worker])
+    }
+    for (const endpointId of byEndpoint.keys()) {
       for (const [id, n] of (await this.deps.queue.scalingStats(endpointId)).heldByWorker) {
         held.set(id, n)
       }
     }
     this.held = held
     await this.failures.refresh()
-    this.seen = new Map(live.map((w) => [w.id, this.seenOf(w, endpoints.get(w.endpointId)!)]))
+    const seen = new Map<string, Seen>()
+    for (const [endpointId, workers] of byEndpoint) {
+      for (const [id, one] of this.rosterOf(endpoints.get(endpointId)!, workers)) seen.set(id, one)
+    }
+    this.seen = seen
   }
 
-  private seenOf(worker: ManagedWorker, endpoint: Endpoint): Seen {
-    const status = this.observedStatus(worker)
-    return {
-      endpointId: endpoint.id,
-      status,
-      takesJobs:
-        worker.version === endpoint.version &&
-        !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
-        (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING'),
+  /**
+   * What the job service is told of an endpoint's workers. A worker leaving a draining host
+   * keeps taking jobs until its replacement is placed (its record then says it is moving off),
+   * and none afterwards, so that it becomes free and can go.
+   */
+  private rosterOf(endpoint: Endpoint, workers: readonly ManagedWorker[]): Map<string, Seen> {
+    const out = new Map<string, Seen>()
+    for (const worker of workers) {
+      const status = this.observedStatus(worker)
+      out.set(worker.id, {
+        endpointId: endpoint.id,
+        version: worker.version,
+        status,
+        takesJobs:
+          worker.version === endpoint.version &&
+          !this.deps.presence.find(endpoint.id, worker.id)?.recycle &&
+          (status === 'IDLE' || status === 'RUNNING' || status === 'INITIALIZING') &&
+          !(isMovingOff(worker) && this.leavingReason(worker) !== null),
+      })
     }
+    return out
+  }
+
+  /** Why the worker is moved off its host (the host drains), or null. */
+  private leavingReason(worker: ManagedWorker): string | null {
+    if (worker.hostId === null || (worker.phase !== 'STARTING' && worker.phase !== 'READY'))
+      return null
+    return this.deps.hostDraining?.(worker.hostId) ? `its host ${worker.hostId} is draining` : null
+  }
+
+  /**
+   * An endpoint has a new version: its older workers take no job from now on, and their long
+   * polls end (a job waiting for one would be handed to it), without waiting for the next tick.
+   * Replicas that follow learn it on their next pass (the gap of docs/serverless-workers.md).
+   */
+  async drainOlderVersions(endpoint: Pick<Endpoint, 'id' | 'version'>): Promise<void> {
+    // Kept apart from `seen`: a tick that read the endpoint before the update would put it back.
+    const known = this.newestVersion.get(endpoint.id) ?? 0
+    this.newestVersion.set(endpoint.id, Math.max(known, endpoint.version))
+    const older = [...this.seen].filter(
+      ([, seen]) => seen.endpointId === endpoint.id && seen.version < endpoint.version,
+    )
+    await Promise.all(older.map(([workerId]) => this.deps.endPolls?.(endpoint.id, workerId)))
   }
 
   // ---- WorkerRoster ----
 
   takesJobs(_endpointId: string, workerId: string): boolean {
-    if (this.stopping.has(workerId)) return false
-    return this.seen.get(workerId)?.takesJobs ?? true
+    if (this.stopping.has(workerId) || this.retired.has(workerId)) return false
+    const seen = this.seen.get(workerId)
+    if (seen === undefined) return true
+    if (seen.version < (this.newestVersion.get(seen.endpointId) ?? 0)) return false
+    return seen.takesJobs
   }
 
   counts(endpointId: string): WorkerCounts {
@@ -224,7 +377,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
     // Workers that connect by themselves (not started here) count as the protocol sees them.
     for (const record of this.deps.presence.active(endpointId)) {
-      if (this.seen.has(record.workerId)) continue
+      if (this.seen.has(record.workerId) || this.retired.has(record.workerId)) continue
       countWorker(
         counts,
         record.unhealthy ? 'UNHEALTHY' : record.jobIds.size > 0 ? 'RUNNING' : 'IDLE',
@@ -244,10 +397,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /** A failed worker's kept lines (its workload is gone), else what its driver has. */
   async readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
-    if (worker.phase === 'UNHEALTHY') {
-      const kept = await this.failures.readKept(worker, query)
-      if (kept) return kept
-    }
+    // Its workload is gone (or on a lost host, which may not answer): only the kept lines.
+    if (worker.phase === 'UNHEALTHY') return (await this.failures.readKept(worker, query)) ?? []
     if (worker.hostId === null) return []
     return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
   }
@@ -262,26 +413,22 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   async reconcile(): Promise<void> {
     const endpoints = new Map((await this.deps.endpoints.listAll()).map((e) => [e.id, e]))
-    const workloads = new Map<string, WorkloadState>()
-    for (const driver of this.deps.drivers) {
-      for (const workload of await driver.list()) {
-        if (workload.labels[POD_LABEL_KIND] === 'worker') workloads.set(workload.id, workload)
-      }
-    }
+    const { workloads, unlisted } = await listWorkerWorkloads(
+      this.deps.drivers,
+      this.deps.logger,
+      this.deps.driverDown,
+    )
     const nowMs = this.deps.clock.now().getTime()
+    const all = await this.deps.workers.listAll()
+    this.retired = retiredOf(all)
     const rows: ManagedWorker[] = []
-    for (const worker of await this.deps.workers.listAll()) {
+    for (const worker of all) {
       if (worker.phase !== 'STOPPED') rows.push(worker)
       else if (nowMs - Date.parse(worker.phaseChangedAt) > STOPPED_WORKER_RETENTION_MS) {
         await this.deps.workers.delete(worker.id)
       }
     }
-    const known = new Set(rows.map((w) => w.id))
-    for (const workload of workloads.values()) {
-      if (known.has(workload.id)) continue
-      this.deps.logger.warn({ workerId: workload.id }, 'removing a workload of no worker')
-      for (const driver of this.deps.drivers) await driver.remove(workload.id)
-    }
+    await removeStrayWorkloads(rows, workloads, this.deps.logger)
     await this.failures.refresh()
 
     const next = new Map<string, Seen>()
@@ -291,7 +438,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     for (const worker of rows) {
       if (!endpoints.has(worker.endpointId)) {
         // Its jobs went with the endpoint: nothing it holds is lost.
-        await this.remove(worker, 'its endpoint was deleted')
+        await this.remove(worker, 'its endpoint was deleted').catch((error: unknown) =>
+          this.deps.logger.error(
+            { err: error, workerId: worker.id },
+            'stopping a worker of a deleted endpoint failed; tried again next pass',
+          ),
+        )
         continue
       }
       byEndpoint.set(worker.endpointId, [...(byEndpoint.get(worker.endpointId) ?? []), worker])
@@ -303,8 +455,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
           endpoint,
           byEndpoint.get(endpoint.id) ?? [],
           workloads,
+          unlisted,
         )
-        for (const worker of current) next.set(worker.id, this.seenOf(worker, endpoint))
+        for (const [id, seen] of this.rosterOf(endpoint, current)) next.set(id, seen)
       } catch (error) {
         this.deps.logger.error({ err: error, endpointId: endpoint.id }, 'autoscaling failed')
       }
@@ -337,7 +490,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private async reconcileEndpoint(
     endpoint: Endpoint,
     workers: ManagedWorker[],
-    workloads: ReadonlyMap<string, WorkloadState>,
+    workloads: ReadonlyMap<string, ListedWorkload>,
+    unlisted: ReadonlySet<RuntimeDriver>,
   ): Promise<ManagedWorker[]> {
     // What the store says each worker holds, for observing and deciding below.
     const stats = await this.deps.queue.scalingStats(endpoint.id)
@@ -345,7 +499,14 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const nowMs = this.deps.clock.now().getTime()
     const observed: ManagedWorker[] = []
     for (const worker of workers) {
-      const next = await this.observe(worker, workloads.get(worker.id), nowMs)
+      const down = worker.hostId === null ? undefined : this.deps.hostDown?.(worker.hostId)
+      if (down && (worker.phase === 'STARTING' || worker.phase === 'READY')) {
+        observed.push(await this.hostLost(worker, down))
+        continue
+      }
+      // A host that does not list its workloads now: the worker's is unknown, not gone.
+      const listed = worker.hostId === null || !unlisted.has(this.deps.driverFor(worker.hostId))
+      const next = await this.observe(worker, workloads.get(worker.id)?.state, nowMs, listed)
       if (next) observed.push(next)
     }
     const current = await this.retireUnhealthy(observed)
@@ -373,6 +534,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         stale: staleness.get(worker.id) ?? null,
         idleSinceMs: this.idleSince.get(worker.id) ?? null,
         recycle: this.deps.presence.find(endpoint.id, worker.id)?.recycle ?? false,
+        leaving: this.leavingReason(worker),
       }
     })
     const backoff = this.failures.backoffOf(endpoint.id)
@@ -393,14 +555,21 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     })
     this.logDecision(endpoint, decision)
 
+    const marked: ManagedWorker[] = []
+    for (const worker of current) {
+      marked.push(await this.markMovingOff(worker, decision.replaced.includes(worker.id)))
+    }
     const stopped = new Set<string>()
     await Promise.all(
       decision.stop.map(async ({ workerId, reason }) => {
-        const worker = current.find((w) => w.id === workerId)
+        const worker = marked.find((w) => w.id === workerId)
         if (worker && (await this.stopIfFree(worker, reason))) stopped.add(workerId)
       }),
     )
-    const kept = current.filter((w) => !stopped.has(w.id))
+    const kept = marked.filter((w) => !stopped.has(w.id))
+    if (decision.start > 0) {
+      this.deps.onScale?.('up', endpoint.scaling.type.toLowerCase(), decision.start)
+    }
     for (let i = 0; i < decision.start; i++) {
       const worker = this.newWorker(endpoint)
       await this.deps.workers.insert(worker)
@@ -416,6 +585,23 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       )
     }
     return out
+  }
+
+  /**
+   * A worker leaving a draining host whose replacement is placed takes no new job: its record
+   * says so (`reason`), so that every replica's roster agrees; an uncordon takes it back.
+   */
+  private async markMovingOff(worker: ManagedWorker, replaced: boolean): Promise<ManagedWorker> {
+    const reason = replaced
+      ? `moving off host ${worker.hostId} (draining): replaced elsewhere, stopped once its jobs are done`
+      : isMovingOff(worker) && this.leavingReason(worker) === null
+        ? null
+        : worker.reason
+    if (reason === worker.reason) return worker
+    const next = { ...worker, reason }
+    await this.deps.workers.update(next)
+    if (reason) await this.event(next, reason)
+    return next
   }
 
   /**
@@ -459,6 +645,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       this.logDecision(endpoint, {
         start: 0,
         stop: [],
+        replaced: [],
         reasons: ['the account is out of credits: no worker is started, idle ones are stopped'],
       })
     return kept
@@ -512,6 +699,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     worker: ManagedWorker,
     workload: WorkloadState | undefined,
     nowMs: number,
+    listed = true,
   ): Promise<ManagedWorker | undefined> {
     const sinceMs = nowMs - Date.parse(worker.phaseChangedAt)
     if (worker.phase === 'UNHEALTHY') {
@@ -534,7 +722,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         await this.failures.startedHealthy(worker.endpointId)
         return this.setPhase(worker, 'READY', null)
       }
-      if (workload === undefined || workload.phase === 'exited') {
+      if (listed && (workload === undefined || workload.phase === 'exited')) {
         return this.unhealthy(worker, exited('before asking for a job'))
       }
       if (sinceMs > this.settings.startTimeoutMs) {
@@ -546,7 +734,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       return worker
     }
     // READY
-    if (workload === undefined || workload.phase === 'exited') {
+    if (listed && (workload === undefined || workload.phase === 'exited')) {
       return this.unhealthy(worker, exited('while ready'))
     }
     if (record?.unhealthy) {
@@ -580,6 +768,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       phaseChangedAt: this.deps.clock.now().toISOString(),
     }
     await this.deps.workers.update(next)
+    if (phase === 'UNHEALTHY' || phase === 'STOPPED') this.retired.add(worker.id)
     await this.event(next, reason ? `${phase}: ${reason}` : phase)
     return next
   }
@@ -617,6 +806,32 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   }
 
   /**
+   * The worker's host is DOWN: the worker cannot be stopped nor asked anything, and may still run
+   * there (an engine can die while its containers live on). It is UNHEALTHY at once, naming the
+   * host, and replaced elsewhere without a crash-loop backoff (the endpoint did nothing wrong).
+   * Its long polls end, then its jobs go back to the queue now, not after their leases, fenced:
+   * whatever it still sends (a result, a heartbeat) names jobs no longer its own and is refused,
+   * and it takes nothing more. Its workload is removed when the host answers again.
+   */
+  private async hostLost(
+    worker: ManagedWorker,
+    down: { since: string; reason: string | null },
+  ): Promise<ManagedWorker> {
+    const reason = hostLostReason(worker.hostId!, down.since, down.reason)
+    this.retired.add(worker.id)
+    await this.deps.endPolls?.(worker.endpointId, worker.id)
+    const jobs = await this.deps.queue.requeueWorkerJobs(worker.endpointId, worker.id)
+    await this.deps.allocations.remove('worker', worker.id)
+    this.deps.presence.forget(worker.endpointId, worker.id)
+    this.idleSince.delete(worker.id)
+    this.deps.logger.warn(
+      { endpointId: worker.endpointId, workerId: worker.id, reason, ...jobs },
+      'worker lost with its host; its jobs are back in the queue and it is replaced elsewhere',
+    )
+    return this.setPhase(worker, 'UNHEALTHY', reason)
+  }
+
+  /**
    * Stops a worker the scaler, a stale version or key, a recycle or the credits let go, only
    * once it holds nothing: it takes no new job from now on, its long polls here are ended (a
    * job one of them was taking is then in the store), and the store is asked again. True when
@@ -638,6 +853,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         return false
       }
       await this.remove(worker, reason)
+      this.deps.onScale?.('down', scaleDownReason(reason), 1)
       return true
     } finally {
       this.stopping.delete(worker.id)
@@ -665,8 +881,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     this.idleSince.delete(worker.id)
   }
 
+  /** Stops and removes its workload (but on a DOWN host: later, stray), then frees its place. */
   private async release(worker: ManagedWorker, graceMs: number): Promise<void> {
-    if (worker.hostId !== null) {
+    if (worker.hostId !== null && !this.deps.hostDown?.(worker.hostId)) {
       const driver = this.deps.driverFor(worker.hostId)
       const wasStopping = this.stopping.has(worker.id)
       this.stopping.add(worker.id)
@@ -706,4 +923,18 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     if (outcome.kind === 'failed') return this.unhealthy(outcome.worker, outcome.reason)
     return outcome.worker
   }
+}
+
+/** The managed workers that are gone for good and must never take a job again. */
+function retiredOf(workers: readonly ManagedWorker[]): Set<string> {
+  return new Set(
+    workers.filter((w) => w.phase === 'UNHEALTHY' || w.phase === 'STOPPED').map((w) => w.id),
+  )
+}
+
+/** The worker leaves a draining host and its replacement is placed (markMovingOff). */
+function isMovingOff(worker: ManagedWorker): boolean {
+  return worker.phase === 'READY' || worker.phase === 'STARTING'
+    ? (worker.reason?.startsWith('moving off host ') ?? false)
+    : false
 }

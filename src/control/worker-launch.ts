@@ -18,10 +18,16 @@ export interface WorkerLaunchDeps {
   fleet: Fleet
   place: PlacementPolicy
   /**
-   * Hosts that take no new workers now, each with why (DOWN, cordoned, draining, or a host
-   * whose workers cannot run yet): placement names them.
+   * Hosts that take no new worker of this endpoint now, each with why (DOWN, cordoned,
+   * draining, a remote host that cannot reach a loopback job API, a host whose driver cannot
+   * run this endpoint's workers): placement names them.
    */
-  unavailableHosts?: () => Record<string, string>
+  unavailableHosts?: (endpoint: Endpoint) => Promise<Record<string, string>>
+  /**
+   * Whether a worker on this host joins the host's network to reach the job API at `baseUrl`
+   * (a container on this machine's engine, when the address is a loopback one).
+   */
+  sharesHostNetwork?: (hostId: string, baseUrl: string) => boolean
   driverFor: (hostId: string) => RuntimeDriver
   /** The endpoint's current worker key and its generation. */
   workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
@@ -99,13 +105,15 @@ export async function launchWorker(
       ? await deps.billing.refusal(endpoint.accountId, deps.hourlyPrice(first, endpoint))
       : null
   if (refusal !== null) return { kind: 'throttled', reason: refusal }
+  // Read before the capacity transaction, which must not wait for other reads.
+  const unavailable = (await deps.unavailableHosts?.(endpoint)) ?? {}
   const now = deps.clock.now().toISOString()
   const placed = await deps.exclusiveCapacity(async (allocations) => {
     const snapshot = {
       hosts: deps.fleet.hosts,
       dataCenters: deps.fleet.dataCenters,
       allocations: await allocations.list(),
-      unavailable: deps.unavailableHosts?.() ?? {},
+      unavailable,
     }
     const refusals: string[] = []
     for (const candidate of candidates) {
@@ -159,11 +167,16 @@ export async function launchWorker(
     phaseChangedAt: startedAt,
   }
   await deps.workers.update(launched)
+  const baseUrl = deps.jobApiBaseUrl()
+  const hostNetwork = deps.sharesHostNetwork?.(placement.hostId, baseUrl) ?? false
   await deps.events
     ?.append(
       launched.id,
       startedAt,
-      `placed on host ${placement.hostId} in ${placement.dataCenterId}; starting version ${endpoint.version}`,
+      `placed on host ${placement.hostId} in ${placement.dataCenterId}; starting version ${endpoint.version}` +
+        (hostNetwork
+          ? `, in the host's network (the job API address ${baseUrl} is a loopback one)`
+          : ''),
     )
     .catch((error: unknown) =>
       deps.logger.warn({ err: error, workerId: launched.id }, 'could not record a worker event'),
@@ -174,7 +187,8 @@ export async function launchWorker(
       ? await deps.registryCredentials(endpoint.accountId, endpoint.registry)
       : undefined
     const spec = workerWorkloadOf(endpoint, launched, {
-      baseUrl: deps.jobApiBaseUrl(),
+      baseUrl,
+      hostNetwork,
       workerKey: key.workerKey,
       pingIntervalMs,
       diskPath: workerDiskPath(deps.dataDir, worker.id),

@@ -127,5 +127,17 @@ describe('workerWorkloadOf', () => {
       RUNPOD_WEBHOOK_GET_JOB: 'http://127.0.0.1:8080/v2/ep4m7x2k9q0a1b/job-take/$ID?gpu=cpu3c',
     })
     expect(spec.mounts).toEqual([])
+    expect(spec).not.toHaveProperty('hostNetwork')
+  })
+
+  it("joins the host's network only when told to (a loopback job API on this machine)", () => {
+    const spec = workerWorkloadOf(endpoint, worker, {
+      baseUrl: 'http://127.0.0.1:8080',
+      workerKey: 'k',
+      pingIntervalMs: 1000,
+      diskPath: '/d',
+      hostNetwork: true,
+    })
+    expect(spec).toMatchObject({ hostNetwork: true, ports: [] })
   })
 })

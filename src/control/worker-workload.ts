@@ -25,6 +25,8 @@ export interface WorkerLaunch {
   registryAuth?: { username: string; password: string }
   /** Mounts the platform adds (its own code, for the workers of public models). */
   platformMounts?: WorkloadMount[]
+  /** Join the host's network: the job API's address is a loopback one of this machine. */
+  hostNetwork?: boolean
 }
 
 /**
@@ -99,5 +101,6 @@ export function workerWorkloadOf(
     },
     tenant: tenantOf(endpoint.accountId),
     ...(launch.registryAuth ? { registryAuth: launch.registryAuth } : {}),
+    ...(launch.hostNetwork ? { hostNetwork: true } : {}),
   }
 }

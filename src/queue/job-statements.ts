@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely'
+import { BY_LOCK_ORDER } from './lock-order.js'
 
 /**
  * The queue's hottest statements as SQL text written once per dialect, run without Kysely's
@@ -47,6 +48,8 @@ const list = (n: number, item: string) => Array.from({ length: n }, () => item).
 export class JobStatements {
   private readonly inserts = new Map<number, string>()
   private readonly takeUpdates = new Map<number, string>()
+  private readonly heartbeats = new Map<number, string>()
+  private readonly completeBatches = new Map<number, string>()
   readonly takeSelect: string
   readonly complete: string
   readonly row: string
@@ -82,6 +85,11 @@ export class JobStatements {
     )
     this.countRetried = this.text(
       'select count(*) as n from jobs where endpoint_id = ? and retries > 0',
+    )
+    this.takeAtOnce = this.text(
+      `with candidates as materialized (select seq, created_at, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ? for update skip locked), ` +
+        `chosen as (select seq from (select seq, sum(payload_size) over (order by created_at, seq) as total, row_number() over (order by created_at, seq) as n from candidates) as ranked where n = 1 or total <= ?) ` +
+        `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = cast(? as timestamptz), lease_expires_at = cast(? as timestamptz), deadline_at = cast(? as timestamptz) + execution_timeout_ms * interval '1 millisecond', attempts = attempts + 1, version = version + 1 where seq in (select seq from chosen) returning *`,
     )
   }
 
@@ -121,6 +129,57 @@ export class JobStatements {
         `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = ?, lease_expires_at = ?, deadline_at = ?, attempts = attempts + 1, version = version + 1 where seq in (${list(n, '?')}) and ${this.unindexed('status')} = 'IN_QUEUE' returning *`,
       )
       this.takeUpdates.set(n, text)
+    }
+    return text
+  }
+
+  /**
+   * PostgreSQL: a whole take in one statement (one round trip instead of begin, select, update
+   * and commit): the endpoint's oldest queued rows up to `limit` are locked skipping locked ones,
+   * cut to the payload budget (the first always taken), and moved to IN_PROGRESS with the
+   * deadline of each row's own execution timeout. Parameters: endpoint, now, limit, budget,
+   * worker, started, lease. The rows come back in no set order.
+   */
+  readonly takeAtOnce: string
+
+  /**
+   * PostgreSQL: `n` completions in one statement. Parameters, per completion: its index, job
+   * id, endpoint, worker, status, output (JSON text or null), error; then completed_at and the
+   * retention of sync and async jobs. The rows are locked in the lock order first; each row
+   * returned carries `completion_index`, the index of the completion that ended it.
+   */
+  completeBatch(n: number): string {
+    let text = this.completeBatches.get(n)
+    if (text === undefined) {
+      const row =
+        '(cast(? as integer), cast(? as text), cast(? as text), cast(? as text), cast(? as text), cast(? as jsonb), cast(? as text))'
+      text = this.text(
+        `with c (completion_index, id, endpoint_id, worker_id, status, output, error) as (values ${list(n, row)}), ` +
+          `locked as materialized (select seq from jobs where id in (select id from c) ${BY_LOCK_ORDER} for update) ` +
+          `update jobs set status = c.status, output = c.output, error = c.error, completed_at = cast(? as timestamptz), retain_until = case when jobs.sync = 1 then cast(? as timestamptz) else cast(? as timestamptz) end, lease_expires_at = null, deadline_at = null, version = jobs.version + 1 ` +
+          `from c where jobs.seq in (select seq from locked) and jobs.id = c.id and jobs.endpoint_id = c.endpoint_id and jobs.worker_id = c.worker_id and jobs.status = 'IN_PROGRESS' returning jobs.*, c.completion_index`,
+      )
+      this.completeBatches.set(n, text)
+    }
+    return text
+  }
+
+  /**
+   * Renews the leases of `n` jobs the worker holds: the lease's end, endpoint, worker, then the
+   * ids; returns the ids renewed. On PostgreSQL the rows are locked in the lock order first
+   * (src/queue/lock-order.ts): a plain `update ... where id in (...)` locks them in whatever
+   * order its plan visits them, and deadlocked with batched completions (issue 22).
+   */
+  heartbeat(n: number): string {
+    let text = this.heartbeats.get(n)
+    if (text === undefined) {
+      const held = `endpoint_id = ? and worker_id = ? and status = 'IN_PROGRESS' and id in (${list(n, '?')})`
+      text = this.text(
+        this.dialect === 'postgres'
+          ? `update jobs set lease_expires_at = ? where seq in (select seq from jobs where ${held} ${BY_LOCK_ORDER} for update) returning id`
+          : `update jobs set lease_expires_at = ? where ${held} returning id`,
+      )
+      this.heartbeats.set(n, text)
     }
     return text
   }

@@ -1,6 +1,15 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import { addWebhookDelivery, chunks, finishFields, iso, RUNNING, type Db } from './job-rows.js'
+import {
+  addWebhookDelivery,
+  chunks,
+  finishFields,
+  iso,
+  RUNNING,
+  type Db,
+  type JobRow,
+} from './job-rows.js'
+import { ID_IN_LOCK_ORDER, lockedRows } from './lock-order.js'
 import { addStop, STOP_NOTICE_RETENTION_MS } from './stop-notices.js'
 
 /**
@@ -56,46 +65,82 @@ export async function requeueExpiredLeases(
       .where(RUNNING)
       .where('lease_expires_at', '<=', iso(at))
     if (postgres) query = query.forUpdate().skipLocked()
-    for (const row of await query.execute()) {
-      const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
-      const exhausted = !timedOut && Number(row.attempts) >= MAX_JOB_ATTEMPTS
-      const update = tx.updateTable('jobs')
-      const set = timedOut
-        ? update.set(finishFields(row, 'TIMED_OUT', at))
-        : exhausted
-          ? update.set({
-              ...finishFields(row, 'FAILED', at),
-              error: lostWorkerError(Number(row.attempts)),
-            })
-          : update.set({
-              status: 'IN_QUEUE',
-              worker_id: null,
-              started_at: null,
-              lease_expires_at: null,
-              deadline_at: null,
-              output: null,
-              version: sql`version + 1`,
-            })
-      const updated = await set.where('seq', '=', row.seq).returningAll().executeTakeFirst()
-      const finished = timedOut || exhausted
-      if (finished && updated && (await addWebhookDelivery(tx, updated, at))) {
-        effects.webhooks = true
-      }
-      const key = await addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
-      if (key !== undefined) effects.stopKeys.add(key)
-      effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: !finished })
-    }
+    for (const row of await query.execute()) await endLease(tx, row, at, effects)
   })
   return effects
 }
 
+/**
+ * The worker is lost (its host is DOWN): its running jobs are treated at once as if their
+ * leases had ended, in one transaction, whatever their leases say. From its commit on, nothing
+ * the worker sends is applied (a result, progress, a stream chunk or a heartbeat names a job
+ * that is no longer its own), so a job is never finished by two workers. Not under the sweep
+ * lock: the rows are locked and waited for instead (PostgreSQL), so that a result the worker
+ * is committing now either lands first or is refused, and the requeue is never skipped.
+ */
+export async function requeueWorkerJobs(
+  db: Db,
+  postgres: boolean,
+  endpointId: string,
+  workerId: string,
+  at: number,
+): Promise<SweepEffects> {
+  const effects = noEffects()
+  await db.transaction().execute(async (tx) => {
+    let query = tx
+      .selectFrom('jobs')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', '=', workerId)
+      .where(RUNNING)
+    // Waits for the rows, so it takes them in the lock order like every waiting writer.
+    if (postgres) query = query.orderBy(sql.raw(ID_IN_LOCK_ORDER)).forUpdate()
+    for (const row of await query.execute()) await endLease(tx, row, at, effects)
+  })
+  return effects
+}
+
+/** A running job whose lease ended at `at`: requeued, TIMED_OUT or FAILED, its worker told. */
+async function endLease(tx: Db, row: JobRow, at: number, effects: SweepEffects): Promise<void> {
+  const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
+  const exhausted = !timedOut && Number(row.attempts) >= MAX_JOB_ATTEMPTS
+  const update = tx.updateTable('jobs')
+  const set = timedOut
+    ? update.set(finishFields(row, 'TIMED_OUT', at))
+    : exhausted
+      ? update.set({
+          ...finishFields(row, 'FAILED', at),
+          error: lostWorkerError(Number(row.attempts)),
+        })
+      : update.set({
+          status: 'IN_QUEUE',
+          worker_id: null,
+          started_at: null,
+          lease_expires_at: null,
+          deadline_at: null,
+          output: null,
+          version: sql`version + 1`,
+        })
+  const updated = await set.where('seq', '=', row.seq).returningAll().executeTakeFirst()
+  const finished = timedOut || exhausted
+  if (finished && updated && (await addWebhookDelivery(tx, updated, at))) {
+    effects.webhooks = true
+  }
+  const key = await addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
+  if (key !== undefined) effects.stopKeys.add(key)
+  effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: !finished })
+}
+
 /** Renews every running lease that ends before `until` to `until`; returns how many. */
-export async function renewRunningLeases(db: Db, until: number): Promise<number> {
+export async function renewRunningLeases(
+  db: Db,
+  postgres: boolean,
+  until: number,
+): Promise<number> {
   const result = await db
     .updateTable('jobs')
     .set({ lease_expires_at: iso(until) })
-    .where(RUNNING)
-    .where('lease_expires_at', '<', iso(until))
+    .where(lockedRows(postgres, sql`${RUNNING} and lease_expires_at < ${iso(until)}`))
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
@@ -114,9 +159,10 @@ export async function expireJobs(
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, postgres))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
+    // Rows another transaction holds (a completion, a heartbeat) are left for the next sweep.
     const gone = await tx
       .deleteFrom('jobs')
-      .where((eb) => eb.or([eb('expires_at', '<=', at), eb('retain_until', '<=', at)]))
+      .where(lockedRows(postgres, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
       .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
       .execute()
     for (const row of gone) {

@@ -1,7 +1,7 @@
 import type { Generated } from 'kysely'
 
 /**
- * The queue's own view of its tables. The queue layer may not import the store (DESIGN.md), so
+ * The queue's own view of its tables. The queue layer may not import the store (docs/architecture.md), so
  * these repeat the declarations in src/store/database-schema.ts; test/job-queue.test.ts checks
  * that the two agree.
  */

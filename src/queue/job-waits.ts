@@ -171,7 +171,7 @@ export class JobWaits {
   /** JobQueue.waitToTake, with `hasWork` to read whether the endpoint has a job to take. */
   async waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number; max: number },
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal: AbortSignal | undefined,
     hasWork: () => Promise<boolean>,
@@ -182,10 +182,12 @@ export class JobWaits {
       key: `taker:${endpointId}:${taker.workerId}:${++this.takerSerial}`,
       ...(signal ? { signal } : {}),
     }
-    // Only a worker that takes one job at a time is handed one: a batch taker woken by the
-    // first submission takes every job that arrived meanwhile in one take, and one job per take
-    // and per result post would cost the server more than the take saved.
-    const handsOff = taker.max === 1
+    // A worker that takes one job at a time is handed one, and so is a batch taker that holds
+    // none (an idle worker, or one that has caught up): once it holds that job it is woken
+    // instead, and takes every job that arrived meanwhile in one take. Handing a busy batch
+    // taker one job per take and per result post would cost the server more than the take
+    // saved (bench/README.md, step 24).
+    const handsOff = taker.max === 1 || taker.holdsNothing === true
     const unlist = () => {
       const takers = this.idleTakers.get(endpointId)
       if (takers?.delete(idle) && takers.size === 0) this.idleTakers.delete(endpointId)

@@ -19,6 +19,7 @@ import type {
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
+import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
 import { CountsCache } from './counts-cache.js'
 import {
   addWebhookDelivery,
@@ -40,6 +41,7 @@ import { JobStatements, runStatement } from './job-statements.js'
 import { appendStreamChunks, readStreamChunks } from './job-streams.js'
 import * as sweeps from './job-sweeps.js'
 import { jobKey, JobWaits, workKey, type Written } from './job-waits.js'
+import { compareKeys, lockedRows, lockOrder } from './lock-order.js'
 import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
 import { WriteBatcher } from './write-batcher.js'
@@ -153,15 +155,27 @@ export class KyselyJobQueue implements JobQueue {
     })
     this.completions = new WriteBatcher({
       maxInFlight,
-      writeOne: (completion) =>
-        this.db.transaction().execute((tx) => this.completeIn(tx, completion)),
+      writeOne: (completion) => this.transaction((tx) => this.completeIn(tx, completion)),
+      // In the lock order (by job id), whatever order the completions arrived in: a heartbeat
+      // of the same worker's jobs locks them in that order too (src/queue/lock-order.ts).
       writeBatch: (completions) =>
-        this.db.transaction().execute(async (tx) => {
-          const outcomes: CompletionOutcome[] = []
-          for (const completion of completions) outcomes.push(await this.completeIn(tx, completion))
+        this.transaction(async (tx) => {
+          if (this.postgres) return this.completeAllIn(tx, completions)
+          const outcomes: CompletionOutcome[] = new Array(completions.length)
+          for (const i of lockOrder(completions, (c) => c.jobId)) {
+            outcomes[i] = await this.completeIn(tx, completions[i]!)
+          }
           return outcomes
         }),
     })
+  }
+
+  /**
+   * A transaction, run again when PostgreSQL answers a serialization failure or a deadlock
+   * (src/shared/lock-conflict-retry.ts): `work` must collect its effects afresh on each run.
+   */
+  private transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return retryLockConflicts(() => this.db.transaction().execute(work))
   }
 
   /** A job changed (or is gone) after a commit in this process: its waits and /health hear it. */
@@ -221,7 +235,56 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<Job[]> {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
-    const taken = await this.db.transaction().execute(async (tx) => {
+    const taken = this.postgres
+      ? await this.takeAtOnce(endpointId, workerId, max, options)
+      : await this.takeIn(endpointId, workerId, max, options)
+    for (const row of taken) {
+      this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
+    }
+    return taken.map((row) => toJob(row, this.secrets))
+  }
+
+  /** PostgreSQL: the take in one statement (JobStatements.takeAtOnce); oldest first. */
+  private async takeAtOnce(
+    endpointId: string,
+    workerId: string,
+    max: number,
+    options: { leaseMs: number; maxPayloadSize?: number },
+  ): Promise<JobRow[]> {
+    const now = this.clock.now().getTime()
+    const budget = Math.min(
+      options.maxPayloadSize ?? Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER,
+    )
+    const rows = await retryLockConflicts(() =>
+      runStatement<JobRow>(this.db, this.statements.takeAtOnce, [
+        endpointId,
+        iso(now),
+        max,
+        budget,
+        workerId,
+        iso(now),
+        iso(now + options.leaseMs),
+        iso(now),
+      ]),
+    )
+    return rows.sort((a, b) =>
+      a.created_at === b.created_at
+        ? Number(a.seq) - Number(b.seq)
+        : a.created_at < b.created_at
+          ? -1
+          : 1,
+    )
+  }
+
+  /** The take as a transaction of a select and an update (SQLite). */
+  private takeIn(
+    endpointId: string,
+    workerId: string,
+    max: number,
+    options: { leaseMs: number; maxPayloadSize?: number },
+  ): Promise<JobRow[]> {
+    return this.transaction(async (tx) => {
       const now = this.clock.now().getTime()
       const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
         endpointId,
@@ -260,10 +323,6 @@ export class KyselyJobQueue implements JobQueue {
       const order = new Map(chosen.map((row, i) => [Number(row.seq), i]))
       return rows.sort((a, b) => order.get(Number(a.seq))! - order.get(Number(b.seq))!)
     })
-    for (const row of taken) {
-      this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
-    }
-    return taken.map((row) => toJob(row, this.secrets))
   }
 
   async heartbeat(
@@ -275,16 +334,18 @@ export class KyselyJobQueue implements JobQueue {
     if (jobIds.length === 0) return []
     const leaseUntil = iso(this.clock.now().getTime() + leaseMs)
     const renewed: string[] = []
-    for (const ids of chunks(jobIds)) {
-      const rows = await this.db
-        .updateTable('jobs')
-        .set({ lease_expires_at: leaseUntil })
-        .where('endpoint_id', '=', endpointId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', 'IN_PROGRESS')
-        .where('id', 'in', ids)
-        .returning('id')
-        .execute()
+    // Each chunk its own statement, in the lock order, so that no statement waits for a row
+    // while holding one that comes later in that order.
+    const sorted = [...new Set(jobIds)].sort(compareKeys)
+    for (const ids of chunks(sorted)) {
+      const rows = await retryLockConflicts(() =>
+        runStatement<{ id: string }>(this.db, this.statements.heartbeat(ids.length), [
+          leaseUntil,
+          endpointId,
+          workerId,
+          ...ids,
+        ]),
+      )
       renewed.push(...rows.map((r) => r.id))
     }
     return renewed
@@ -415,10 +476,67 @@ export class KyselyJobQueue implements JobQueue {
     return { outcome, webhook }
   }
 
+  /**
+   * PostgreSQL: a batch of completions in one statement (JobStatements.completeBatch), which
+   * locks the rows in the lock order itself; one round trip instead of one per completion.
+   */
+  private async completeAllIn(tx: Db, completions: Completion[]): Promise<CompletionOutcome[]> {
+    const now = this.clock.now().getTime()
+    const parameters: unknown[] = []
+    completions.forEach(({ endpointId, jobId, workerId, result }, i) => {
+      parameters.push(
+        i,
+        jobId,
+        endpointId,
+        workerId,
+        result.error !== undefined ? 'FAILED' : 'COMPLETED',
+        jsonOrNull(result.output),
+        result.error ?? null,
+      )
+    })
+    parameters.push(
+      this.completedAt.of(now),
+      this.retainSync.of(now + resultRetentionMs(true)),
+      this.retainAsync.of(now + resultRetentionMs(false)),
+    )
+    const rows = await runStatement<JobRow & { completion_index?: number | string }>(
+      tx,
+      this.statements.completeBatch(completions.length),
+      parameters,
+    )
+    const outcomes: CompletionOutcome[] = new Array(completions.length)
+    for (const row of rows) {
+      const i = Number(row.completion_index)
+      delete row.completion_index
+      const webhook = await addWebhookDelivery(tx, row, now)
+      outcomes[i] = { outcome: { applied: true, job: toView(toJob(row)) }, webhook }
+    }
+    for (let i = 0; i < completions.length; i++) {
+      if (outcomes[i] !== undefined) continue
+      const { endpointId, jobId } = completions[i]!
+      const row = await this.row(tx, endpointId, jobId)
+      outcomes[i] = {
+        outcome: {
+          applied: false,
+          reason:
+            row === undefined
+              ? 'not-found'
+              : row.status !== 'IN_PROGRESS'
+                ? 'not-in-progress'
+                : 'not-owner',
+        },
+        webhook: false,
+      }
+    }
+    return outcomes
+  }
+
   async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
-    const wake: string[] = []
+    let wake: string[] = []
     let webhook = false
-    const job = await this.db.transaction().execute(async (tx) => {
+    const job = await this.transaction(async (tx) => {
+      wake = []
+      webhook = false
       const row = await this.row(tx, endpointId, id, true)
       if (row === undefined) return undefined
       if (!allowedFrom('cancel').includes(row.status as JobStatus)) return toJob(row)
@@ -445,7 +563,7 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async retry(endpointId: string, id: string): Promise<RetryResult> {
-    const result = await this.db.transaction().execute(async (tx): Promise<RetryResult> => {
+    const result = await this.transaction(async (tx): Promise<RetryResult> => {
       const row = await this.row(tx, endpointId, id, true)
       if (row === undefined) return { retried: false, reason: 'not-found' }
       const status = row.status as JobStatus
@@ -483,12 +601,13 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async purgeQueued(endpointId: string): Promise<number> {
-    const rows = await this.db
-      .deleteFrom('jobs')
-      .where('endpoint_id', '=', endpointId)
-      .where('status', '=', 'IN_QUEUE')
-      .returning('id')
-      .execute()
+    const rows = await retryLockConflicts(() =>
+      this.db
+        .deleteFrom('jobs')
+        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId} and status = 'IN_QUEUE'`))
+        .returning('id')
+        .execute(),
+    )
     for (const ids of chunks(rows.map((r) => r.id))) {
       await this.db.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
     }
@@ -497,10 +616,10 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async deleteEndpointJobs(endpointId: string): Promise<number> {
-    const ids = await this.db.transaction().execute(async (tx) => {
+    const ids = await this.transaction(async (tx) => {
       const rows = await tx
         .deleteFrom('jobs')
-        .where('endpoint_id', '=', endpointId)
+        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId}`))
         .returning('id')
         .execute()
       const gone = rows.map((r) => r.id)
@@ -529,7 +648,9 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }> {
-    const effects = await sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime())
+    const effects = await retryLockConflicts(() =>
+      sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
+    )
     this.afterSweep(effects)
     return {
       requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
@@ -538,11 +659,15 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   renewRunningLeases(until: Date): Promise<number> {
-    return sweeps.renewRunningLeases(this.db, until.getTime())
+    return retryLockConflicts(() =>
+      sweeps.renewRunningLeases(this.db, this.postgres, until.getTime()),
+    )
   }
 
   async expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }> {
-    const effects = await sweeps.expireJobs(this.db, this.postgres, now.getTime())
+    const effects = await retryLockConflicts(() =>
+      sweeps.expireJobs(this.db, this.postgres, now.getTime()),
+    )
     this.afterSweep(effects)
     return { timedOut: effects.timedOut, deleted: effects.deleted }
   }
@@ -620,7 +745,7 @@ export class KyselyJobQueue implements JobQueue {
 
   waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number; max: number },
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean> {
@@ -648,14 +773,34 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async releaseWorker(endpointId: string, workerId: string): Promise<number> {
-    const result = await this.db
-      .updateTable('jobs')
-      .set({ lease_expires_at: iso(this.clock.now().getTime()) })
-      .where('endpoint_id', '=', endpointId)
-      .where('worker_id', '=', workerId)
-      .where('status', '=', 'IN_PROGRESS')
-      .executeTakeFirst()
+    const result = await retryLockConflicts(() =>
+      this.db
+        .updateTable('jobs')
+        .set({ lease_expires_at: iso(this.clock.now().getTime()) })
+        .where(
+          lockedRows(
+            this.postgres,
+            sql`endpoint_id = ${endpointId} and worker_id = ${workerId} and status = 'IN_PROGRESS'`,
+          ),
+        )
+        .executeTakeFirst(),
+    )
     return Number(result.numUpdatedRows)
+  }
+
+  async requeueWorkerJobs(
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ requeued: string[]; ended: string[] }> {
+    const at = this.clock.now().getTime()
+    const effects = await retryLockConflicts(() =>
+      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at),
+    )
+    this.afterSweep(effects)
+    return {
+      requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
+      ended: effects.touched.filter((t) => !t.requeued).map((t) => t.id),
+    }
   }
 
   scalingStats(endpointId: string): Promise<ScalingStats> {

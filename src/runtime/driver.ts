@@ -71,6 +71,13 @@ export interface WorkloadSpec {
   tenant?: string
   /** The private network to join; absent: the driver's default network. */
   network?: WorkloadNetwork
+  /**
+   * The workload shares the host's network namespace, its loopback included: a serverless
+   * worker on this machine's engine whose job API address is a loopback one. Drivers with
+   * their own network namespaces (docker) honour it, ahead of `network`; the process driver
+   * always shares the host's network. A workload with it publishes no ports.
+   */
+  hostNetwork?: boolean
 }
 
 /** How a driver keeps the workloads it starts from the host and from each other. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database-schema.js'
 import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
@@ -16,6 +16,8 @@ export interface Store {
   readonly displayUrl: string
   ping(): Promise<void>
   close(): Promise<void>
+  /** PostgreSQL: the connection pool now (`max` is its size); SQLite has one connection. */
+  pool?(): { total: number; idle: number; waiting: number; max: number }
 }
 
 const PG_INT8 = 20
@@ -59,6 +61,14 @@ export interface OpenStoreOptions {
    */
   checkpointInBackground?: boolean
   onCheckpointError?: (message: string) => void
+  /** Told how long each statement took (seconds), and whether it failed: the metrics. */
+  onQuery?: (seconds: number, failed: boolean) => void
+}
+
+/** Kysely's log hook for `onQuery`: it times each statement when given one. */
+function queryLog(onQuery: OpenStoreOptions['onQuery']): KyselyConfig['log'] {
+  if (!onQuery) return undefined
+  return (event) => onQuery(event.queryDurationMillis / 1000, event.level === 'error')
 }
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
@@ -78,8 +88,10 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         options.onCheckpointError ? { onError: options.onCheckpointError } : {},
       )
     }
+    const log = queryLog(options.onQuery)
     const db = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
+      ...(log ? { log } : {}),
     })
     return {
       db,
@@ -95,12 +107,23 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     }
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    const pool = new pg.Pool({ connectionString: url, types: postgresTypes(), max: 10 })
+    const max = 10
+    const pool = new pg.Pool({ connectionString: url, types: postgresTypes(), max })
     pool.on('error', (error) => options.onIdleConnectionError?.(error))
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const log = queryLog(options.onQuery)
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool }),
+      ...(log ? { log } : {}),
+    })
     return {
       db,
       dialect: 'postgres',
+      pool: () => ({
+        total: pool.totalCount,
+        idle: pool.idleCount,
+        waiting: pool.waitingCount,
+        max,
+      }),
       displayUrl: redactUrl(url),
       ping: async () => {
         await sql`select 1`.execute(db)

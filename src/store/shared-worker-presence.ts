@@ -5,6 +5,7 @@ import {
   type WorkerRecord,
 } from '../domain/serverless/worker-presence.js'
 import type { Database, WorkerPresenceTable } from './database-schema.js'
+import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
 import { PeriodicRun } from '../shared/periodic-run.js'
 
 /** How often each replica publishes the workers it saw and reads everyone's. */
@@ -52,21 +53,29 @@ export class SharedWorkerPresence {
     const changes = presence.takeChanges()
     try {
       if (changes.seen.length > 0) {
-        await db
-          .insertInto('worker_presence')
-          .values(changes.seen.map(rowOf))
-          .onConflict((oc) =>
-            oc
-              .columns(['endpoint_id', 'worker_id'])
-              .doUpdateSet((eb) => ({
-                last_seen_ms: eb.ref('excluded.last_seen_ms'),
-                job_ids: eb.ref('excluded.job_ids'),
-                unhealthy: eb.ref('excluded.unhealthy'),
-                recycle: eb.ref('excluded.recycle'),
-              }))
-              .where('excluded.last_seen_ms', '>=', (eb) => eb.ref('worker_presence.last_seen_ms')),
-          )
-          .execute()
+        // In one order on every replica (by endpoint, then worker): two replicas upserting the
+        // same workers lock their rows in that order, so they never deadlock; PostgreSQL's
+        // serialization failures and deadlocks with other writers are retried.
+        const rows = changes.seen.map(rowOf).sort(byKey)
+        await retryLockConflicts(() =>
+          db
+            .insertInto('worker_presence')
+            .values(rows)
+            .onConflict((oc) =>
+              oc
+                .columns(['endpoint_id', 'worker_id'])
+                .doUpdateSet((eb) => ({
+                  last_seen_ms: eb.ref('excluded.last_seen_ms'),
+                  job_ids: eb.ref('excluded.job_ids'),
+                  unhealthy: eb.ref('excluded.unhealthy'),
+                  recycle: eb.ref('excluded.recycle'),
+                }))
+                .where('excluded.last_seen_ms', '>=', (eb) =>
+                  eb.ref('worker_presence.last_seen_ms'),
+                ),
+            )
+            .execute(),
+        )
       }
       for (const gone of changes.forgotten) {
         await db
@@ -80,7 +89,9 @@ export class SharedWorkerPresence {
       throw error
     }
     const since = this.deps.now() - WORKER_PRESENCE_WINDOW_MS
-    await db.deleteFrom('worker_presence').where('last_seen_ms', '<', since).execute()
+    await retryLockConflicts(() =>
+      db.deleteFrom('worker_presence').where('last_seen_ms', '<', since).execute(),
+    )
     const rows = await db
       .selectFrom('worker_presence')
       .selectAll()
@@ -88,6 +99,14 @@ export class SharedWorkerPresence {
       .execute()
     presence.replaceAll(rows.map(recordOf))
   }
+}
+
+function byKey(
+  a: { endpoint_id: string; worker_id: string },
+  b: { endpoint_id: string; worker_id: string },
+): number {
+  if (a.endpoint_id !== b.endpoint_id) return a.endpoint_id < b.endpoint_id ? -1 : 1
+  return a.worker_id < b.worker_id ? -1 : a.worker_id > b.worker_id ? 1 : 0
 }
 
 function rowOf(record: WorkerRecord) {

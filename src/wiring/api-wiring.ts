@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../api/app.js'
 import type { JobLimiter } from '../api/jobs/job-limiter.js'
@@ -5,14 +8,24 @@ import { isMigrated } from '../store/migrate.js'
 import type { Leadership } from './leadership-wiring.js'
 import type { PlatformContext } from './platform-context.js'
 
-/** The whole HTTP surface over every area's services (src/api/app.ts), not yet listening. */
-export function wireApi(
+/**
+ * Where `npm run build:console` puts the console: dist/console of the package, the same from
+ * src/wiring (tsx) and dist/wiring (the built server).
+ */
+const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console', import.meta.url))
+
+/**
+ * The whole HTTP surface over every area's services (src/api/app.ts), not yet listening, and
+ * whether it serves the web console (the banner says where, or how to build it).
+ */
+export async function wireApi(
   context: PlatformContext,
-  options: { version: string; jobLimiter: JobLimiter; leadership: Leadership },
-): Promise<FastifyInstance> {
+  options: { version: string; jobLimiter: JobLimiter; leadership: Leadership; consoleDir?: string },
+): Promise<{ app: FastifyInstance; servesConsole: boolean }> {
   const { config, store, clock, logger, parts } = context
   const { accounts, fleet, billing, pods, serverless, models, replicas } = parts
-  return buildApp({
+  const consoleDir = options.consoleDir ?? CONSOLE_DIR
+  const app = await buildApp({
     credits: billing.credits,
     logger,
     clock,
@@ -42,12 +55,16 @@ export function wireApi(
       ...(replicas.wakeUps ? { listening: () => replicas.wakeUps!.listening } : {}),
     },
     rateLimits: config.rateLimit,
+    metrics: context.metrics.registry,
+    telemetry: config.telemetry,
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
     models: { service: models.service, signer: models.signer },
+    consoleDir,
     readiness: async () => {
       await store.ping()
       if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
     },
   })
+  return { app, servesConsole: existsSync(path.join(consoleDir, 'index.html')) }
 }

@@ -42,6 +42,7 @@ import type { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
 import type { Clock } from '../shared/clock.js'
 import type { CreditRepo } from '../domain/billing/ports.js'
 import type { Store } from '../store/open-store.js'
+import type { PlatformMetrics } from './platform-metrics.js'
 import type { PodStore } from '../domain/pods/ports.js'
 import type { KyselyUsageRepo } from '../store/usage-repo.js'
 import type { KyselyWorkerRepo } from '../store/worker-repo.js'
@@ -58,6 +59,8 @@ export interface PlatformContext {
   readonly clock: Clock
   readonly logger: Logger
   readonly store: Store
+  /** The platform's metrics (platform-metrics.ts), which every area reports to. */
+  readonly metrics: PlatformMetrics
   /** The server's base URL: the configured address until it listens, then where it does. */
   serverUrl(): string
   /** The addresses and ports it listens on (none until it does): never a webhook's target. */

@@ -1,10 +1,8 @@
-import { hostRuntimeKind, type Fleet } from '../domain/catalog/fleet.js'
 import type { Config } from '../config/schema.js'
 import { ConfigError } from '../config/load-config.js'
 import { JobSweeper } from '../control/job-sweeper.js'
 import { WebhookDispatcher } from '../control/webhook-dispatcher.js'
 import { WorkerAutoscaler } from '../control/worker-autoscaler.js'
-import { isolationRefusal } from '../control/workload-isolation.js'
 import { workerHourlyPrice } from '../domain/billing/usage.js'
 import { EgressGuard, type HostResolver } from '../domain/egress/egress-guard.js'
 import {
@@ -35,12 +33,13 @@ import { KyselyWorkerRepo } from '../store/worker-repo.js'
 import { MODEL_CODE_DIR } from './model-wiring.js'
 import type { PlatformContext, ServerlessParts } from './platform-context.js'
 import { endPollsKey, WEBHOOKS_DUE_KEY } from './replica-wiring.js'
+import { workerHostRules } from './worker-hosts.js'
 
 /**
  * Serverless (docs/serverless-endpoints.md, docs/job-api.md): endpoints and their releases and
  * worker keys, the job queue with its sweeper and webhooks, and the workers the platform runs
- * for endpoints (the autoscaler). Workers stay on the process driver: their built-in images and
- * the job API URL they are given exist only outside containers (docs/runtime.md).
+ * for endpoints (the autoscaler), on every host with the host's driver (worker-hosts.ts says
+ * which hosts may take which endpoint's workers). A host that drains has its workers moved off.
  */
 export function wireServerless(
   context: PlatformContext,
@@ -62,6 +61,8 @@ export function wireServerless(
     clock,
     jobApiBaseUrl: context.serverUrl,
     releases: releaseRepo,
+    // The autoscaler is made below; an update reaches this only once the server is up.
+    onNewVersion: (endpoint) => autoscaler.drainOlderVersions(endpoint),
     deleteJobsOf: (endpointId) => {
       // Its worker key must stop verifying at once, not when the verification cache expires.
       workerKeys.forget()
@@ -86,6 +87,7 @@ export function wireServerless(
     logger,
     retryDelayMs: config.webhooks.retryDelayMs,
     timeoutMs: config.webhooks.timeoutMs,
+    onAttempt: context.metrics.onWebhookAttempt,
   })
   const queue = new KyselyJobQueue({
     db: store.db,
@@ -113,6 +115,10 @@ export function wireServerless(
     presence,
     workerKeys,
   })
+  parts.hosts.drainHooks.push(async (hostId) => {
+    logger.info({ hostId }, 'host draining: its serverless workers are moved off')
+    autoscaler.nudge()
+  })
   const jobs = new JobService({
     endpoints,
     queue,
@@ -123,6 +129,8 @@ export function wireServerless(
     billing: parts.billing.guard,
     webhookEgress,
     onJobFinished: (job) => parts.models.service.onJobCompleted(job),
+    onQueued: (endpointId) => autoscaler.jobQueued(endpointId),
+    events: context.metrics.jobs,
   })
   return {
     endpoints,
@@ -149,7 +157,13 @@ export function wireServerless(
     webhooks: new WebhookService({ endpoints, queue, deliveries }),
     webhookEgress,
     dispatcher,
-    sweeper: new JobSweeper({ queue, clock, logger, leaseMs: config.workers.jobLeaseMs }),
+    sweeper: new JobSweeper({
+      queue,
+      clock,
+      logger,
+      leaseMs: config.workers.jobLeaseMs,
+      events: context.metrics.jobs,
+    }),
   }
 }
 
@@ -161,9 +175,10 @@ function workerAutoscalerOf(
   },
 ): WorkerAutoscaler {
   const { config, store, clock, logger, parts } = context
-  const { fleet, processDriver, isolationPolicy } = parts.fleet
+  const { fleet, driverFor, drivers } = parts.fleet
   const { podStore, volumes, volumeStorage, registries } = parts.pods
   const billing = parts.billing
+  const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
   return new WorkerAutoscaler({
     endpoints: serverless.endpointRepo,
     workers: serverless.workerRepo,
@@ -171,13 +186,13 @@ function workerAutoscalerOf(
     allocations: podStore.allocations,
     fleet,
     place,
-    unavailableHosts: () => workerUnavailableHosts(fleet, parts.fleet.board.unplaceable()),
-    driverFor: () => processDriver,
-    drivers: [processDriver],
+    ...workerHostRules(context, jobApiBaseUrl),
+    driverFor,
+    drivers,
     queue: serverless.queue,
     presence: serverless.presence,
     workerKeyFor: (endpointId) => serverless.workerKeys.current(endpointId),
-    jobApiBaseUrl: () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl(),
+    jobApiBaseUrl,
     networkVolume: async (accountId, volumeId) => {
       const volume = await volumes.find(accountId, volumeId)
       return (
@@ -224,7 +239,6 @@ function workerAutoscalerOf(
       parts.replicas.wakeUps?.notify(endPollsKey(endpointId, workerId))
       return parts.serverless.jobs.endPolls(endpointId, workerId)
     },
-    isolationRefusal: (accountId) => isolationRefusal(processDriver, accountId, isolationPolicy),
     // The public models' workers run podyard's own build, shown to them read-only.
     platformMounts: (endpoint) =>
       endpoint.accountId === parts.accounts.modelsAccount.id
@@ -239,24 +253,8 @@ function workerAutoscalerOf(
         : [],
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
+    onScale: context.metrics.onScale,
   })
-}
-
-/**
- * Where workers may not be placed: the hosts that take nothing new (the host board), and the
- * hosts that do not run here. Workers run under this machine's process driver for now, and a
- * remote host's workload never runs anywhere but on that host.
- */
-function workerUnavailableHosts(
-  fleet: Fleet,
-  unplaceable: Record<string, string>,
-): Record<string, string> {
-  const out = { ...unplaceable }
-  for (const host of fleet.hosts) {
-    if (out[host.id] === undefined && hostRuntimeKind(host) !== 'here')
-      out[host.id] = 'runs no serverless workers yet (they run on this machine only)'
-  }
-  return out
 }
 
 /**

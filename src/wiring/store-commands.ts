@@ -1,4 +1,4 @@
-import type { StoreCommands } from '../cli/program.js'
+import type { StoreCommands } from '../cli/store-commands.js'
 import type { Config } from '../config/schema.js'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import { CreditService } from '../domain/billing/credit-service.js'
@@ -8,7 +8,11 @@ import { KyselyCreditRepo } from '../store/credit-repo.js'
 import { accountServiceOf, openMigratedStore } from './store-wiring.js'
 
 /** The CLI commands that work on the store itself (keys, accounts, credits). */
-function storeCommands(accounts: AccountService, credits: CreditService): StoreCommands {
+function storeCommands(
+  database: string,
+  accounts: AccountService,
+  credits: CreditService,
+): StoreCommands {
   const accountOrAdmin = async (idOrEmail?: string) => {
     const account = idOrEmail
       ? await accounts.findAccount(idOrEmail)
@@ -17,6 +21,7 @@ function storeCommands(accounts: AccountService, credits: CreditService): StoreC
     return account
   }
   return {
+    database,
     createKey: async (input) => {
       const account = await accountOrAdmin(input.account)
       return accounts.createApiKey({ ...input, accountId: account.id })
@@ -49,12 +54,16 @@ function storeCommands(accounts: AccountService, credits: CreditService): StoreC
   }
 }
 
-/** Runs `use` with the store-backed commands over a migrated store (creating the admin first). */
+/**
+ * Runs `use` with the store-backed commands over a migrated store (creating the admin first).
+ * The store must exist unless `init` (docs/cli.md, "Store commands").
+ */
 export async function withStoreCommands<T>(
   config: Readonly<Config>,
   use: (commands: StoreCommands) => Promise<T>,
+  options: { init: boolean },
 ): Promise<T> {
-  const { store } = await openMigratedStore(config)
+  const { store } = await openMigratedStore(config, undefined, { mustExist: !options.init })
   try {
     const accounts = accountServiceOf(store, systemClock)
     const admin = await accounts.ensureAdmin({
@@ -67,7 +76,7 @@ export async function withStoreCommands<T>(
       )
     }
     const credits = new CreditService(new KyselyCreditRepo(store.db), systemClock)
-    return await use(storeCommands(accounts, credits))
+    return await use(storeCommands(store.displayUrl, accounts, credits))
   } finally {
     await store.close()
   }

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import type { Logger } from 'pino'
 import { resolveEncryptionKey } from '../config/encryption-key.js'
@@ -9,24 +9,56 @@ import type { Clock } from '../shared/clock.js'
 import { KyselyAccountRepo } from '../store/account-repo.js'
 import { KyselyApiKeyRepo } from '../store/api-key-repo.js'
 import { verifyEncryptionKey } from '../store/encryption-check.js'
-import { migrateToLatest } from '../store/migrate.js'
+import { appliedMigrations, migrateToLatest } from '../store/migrate.js'
 import { openStore, type Store } from '../store/open-store.js'
 import { lockForServing, type ServingLock } from '../store/serving-lock.js'
 
-/** Opens and migrates the store; refuses one migrated by a newer podyard. */
+/**
+ * A store command (`keys`, `accounts`, `credits`, `migrate`) found no podyard database where
+ * the configuration points and was not told to create one (`--init`).
+ */
+export class NoDatabaseError extends Error {
+  override name = 'NoDatabaseError'
+}
+
+const noDatabase = (where: string) =>
+  new NoDatabaseError(
+    `no podyard database at ${where}: name an existing one (--data-dir, --store-url, ` +
+      'PODYARD_DATA_DIR, PODYARD_STORE_URL) or pass --init to create it there',
+  )
+
+/**
+ * Opens and migrates the store; refuses one migrated by a newer podyard. With `mustExist`
+ * (the store commands without `--init`) it refuses, before creating anything, a SQLite file
+ * that does not exist and a database podyard never migrated.
+ */
 export async function openMigratedStore(
   config: Readonly<Config>,
   logger?: Pick<Logger, 'warn'>,
-  /** A serving platform checkpoints a SQLite file's WAL on a thread of its own. */
-  options: { serving?: boolean } = {},
+  /**
+   * A serving platform checkpoints a SQLite file's WAL on a thread of its own, and times its
+   * statements for the metrics (`onQuery`).
+   */
+  options: {
+    serving?: boolean
+    mustExist?: boolean
+    onQuery?: (seconds: number, failed: boolean) => void
+  } = {},
 ): Promise<{ store: Store; applied: string[] }> {
-  if (config.storeUrl.startsWith('sqlite:')) mkdirSync(config.dataDir, { recursive: true })
+  if (config.storeUrl.startsWith('sqlite:')) {
+    const file = config.storeUrl.slice('sqlite:'.length)
+    if (options.mustExist && file !== ':memory:' && !existsSync(file)) {
+      throw noDatabase(`sqlite:${path.resolve(file)}`)
+    }
+    mkdirSync(config.dataDir, { recursive: true })
+  }
   const store = await openStore(config.storeUrl, {
     onIdleConnectionError: (error) =>
       logger?.warn(
         { err: error },
         'PostgreSQL closed an idle connection; the next query reconnects',
       ),
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     ...(options.serving
       ? {
           checkpointInBackground: true,
@@ -36,6 +68,9 @@ export async function openMigratedStore(
       : {}),
   })
   try {
+    if (options.mustExist && (await appliedMigrations(store)).length === 0) {
+      throw noDatabase(store.displayUrl)
+    }
     return { store, applied: await migrateToLatest(store) }
   } catch (error) {
     await store.close()
@@ -57,13 +92,17 @@ export interface ServingStore {
 export async function openServingStore(
   config: Readonly<Config>,
   logger: Logger,
+  onQuery?: (seconds: number, failed: boolean) => void,
 ): Promise<ServingStore> {
   const locks = lockSqliteStore(config)
   const release = () => {
     for (const lock of locks) lock.release()
   }
   try {
-    const { store, applied } = await openMigratedStore(config, logger, { serving: true })
+    const { store, applied } = await openMigratedStore(config, logger, {
+      serving: true,
+      ...(onQuery ? { onQuery } : {}),
+    })
     return {
       store,
       applied,

@@ -196,28 +196,44 @@ interface Operation {
   body?: JsonSchema
 }
 
-/** The operations of the served OpenAPI document. */
+/**
+ * The operations of the served OpenAPI document, with the named schemas they refer to written
+ * out in place. The worker protocol has a generator of its own (workerRequests).
+ */
 function operationsOf(document: {
   paths: Record<
     string,
     Record<
       string,
       {
+        tags?: string[]
         parameters?: Operation['parameters']
         requestBody?: { content?: Record<string, { schema: JsonSchema }> }
       }
     >
   >
+  components?: { schemas?: Record<string, JsonSchema> }
 }): Operation[] {
+  const named = document.components?.schemas ?? {}
+  const inline = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(inline)
+    if (typeof value !== 'object' || value === null) return value
+    const ref = (value as { $ref?: unknown }).$ref
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+      return inline(named[ref.slice('#/components/schemas/'.length)])
+    }
+    return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, inline(child)]))
+  }
   const operations: Operation[] = []
   for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, op] of Object.entries(item)) {
+      if (op.tags?.includes('Worker protocol')) continue
       operations.push({
         method: method.toUpperCase(),
         path,
-        parameters: op.parameters ?? [],
+        parameters: (inline(op.parameters) as Operation['parameters'] | undefined) ?? [],
         ...(op.requestBody?.content?.['application/json']
-          ? { body: op.requestBody.content['application/json'].schema }
+          ? { body: inline(op.requestBody.content['application/json'].schema) as JsonSchema }
           : {}),
       })
     }
@@ -582,7 +598,7 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
       }))
   }
 
-  /** The worker protocol (hidden from the OpenAPI document), on the endpoint of the workers. */
+  /** The worker protocol (its own tag of the OpenAPI document), on the endpoint of the workers. */
   function workerRequests(route: string): fc.Arbitrary<FuzzRequest> {
     const endpointId = fc.oneof(
       { weight: 8, arbitrary: fc.constant(ids.endpoint![1]!) },

@@ -2,17 +2,18 @@ import { execFileSync } from 'node:child_process'
 import path from 'node:path'
 
 /**
- * CLI suites run the real bin (bin/podyard.js -> dist/), so dist is rebuilt from the current
- * sources once per test run (incremental: only what changed).
+ * CLI suites run the real bin (bin/podyard.js -> dist/), and worker fixtures the worker SDK's
+ * build, so both are rebuilt from the current sources once per test run, as `npm run build`
+ * does: the platform (incremental: only what changed; it builds packages/worker/dist first, a
+ * project it references), then the SDK package into dist/sdk/worker.
  */
 export default function buildDist(): void {
   const root = path.resolve(import.meta.dirname, '..', '..')
-  execFileSync(
-    process.execPath,
-    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: root,
-      stdio: 'inherit',
-    },
-  )
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+  for (const args of [
+    ['-b', 'tsconfig.build.json'],
+    ['-p', 'tsconfig.sdk.json'],
+  ]) {
+    execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: 'inherit' })
+  }
 }

@@ -39,11 +39,18 @@ export function runCli(
   })
 }
 
-/** Starts `podyard serve` and resolves once its banner names the URL. */
+/** Starts `podyard serve` and resolves once its banner (or, with --json, its ready line) is out. */
 export function startServe(
   args: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ child: ChildProcess; url: string; banner: string; exited: Promise<number | null> }> {
+): Promise<{
+  child: ChildProcess
+  url: string
+  banner: string
+  exited: Promise<number | null>
+  stdout: () => string
+  stderr: () => string
+}> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, 'serve', ...args], {
       cwd: repoRoot,
@@ -60,10 +67,22 @@ export function startServe(
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString()
-      const match = /is serving at (http:\/\/\S+)/.exec(output)
-      if (match && output.includes(BANNER_LAST_LINE)) {
+      const ready = /^\{"ready":.*\}$/m.exec(output)
+      const match = ready
+        ? /"url":"(http:\/\/[^"]+)"/.exec(ready[0])
+        : output.includes(BANNER_LAST_LINE)
+          ? /is serving at (http:\/\/\S+)/.exec(output)
+          : null
+      if (match) {
         clearTimeout(timer)
-        resolve({ child, url: match[1]!, banner: output, exited })
+        resolve({
+          child,
+          url: match[1]!,
+          banner: output,
+          exited,
+          stdout: () => output,
+          stderr: () => stderr,
+        })
       }
     })
     void exited.then((code) => {

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib'
 
 /**
  * A container registry on 127.0.0.1 (Docker pulls from loopback registries over plain HTTP)
- * serving one image, `podyard-test/pulled:1`, behind basic auth: enough of the Registry HTTP
+ * serving one image, `podyard-test/pulled:1` (or the one given), behind basic auth: enough of the Registry HTTP
  * API v2 for `docker pull` to succeed with the right credentials and fail, as against a real
  * registry, with wrong ones or for an unknown repository.
  */
@@ -29,8 +29,16 @@ function digest(data: Buffer): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`
 }
 
+/** An image the registry serves: one layer (a root filesystem as a tar) and its config. */
+export interface ServedImage {
+  /** The repository, e.g. `podyard-test/worker`; the tag is `1`. */
+  repository: string
+  tar: Buffer
+  config: { Env: string[]; Cmd: string[] }
+}
+
 /** One layer: busybox as /bin/sh; the image prints `pulled image ran` and idles. */
-function buildImage(busybox: string): { manifest: Buffer; blobs: Map<string, Buffer> } {
+function busyboxImage(busybox: string): ServedImage {
   const root = mkdtempSync(path.join(tmpdir(), 'podyard-fake-image-'))
   try {
     mkdirSync(path.join(root, 'bin'))
@@ -39,58 +47,69 @@ function buildImage(busybox: string): { manifest: Buffer; blobs: Map<string, Buf
       symlinkSync('busybox', path.join(root, 'bin', applet))
     }
     const tar = execFileSync('tar', ['-C', root, '-c', 'bin'], { maxBuffer: 64 * 1024 * 1024 })
-    const layer = gzipSync(tar)
-    const config = Buffer.from(
-      JSON.stringify({
-        architecture: 'amd64',
-        os: 'linux',
-        config: {
-          Env: ['PATH=/bin'],
-          Cmd: ['/bin/sh', '-c', 'echo pulled image ran; exec sleep 2147483647'],
-        },
-        rootfs: { type: 'layers', diff_ids: [digest(tar)] },
-      }),
-    )
-    const manifest = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: MANIFEST_TYPE,
-        config: {
-          mediaType: 'application/vnd.docker.container.image.v1+json',
-          size: config.length,
-          digest: digest(config),
-        },
-        layers: [
-          {
-            mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip',
-            size: layer.length,
-            digest: digest(layer),
-          },
-        ],
-      }),
-    )
     return {
-      manifest,
-      blobs: new Map([
-        [digest(config), config],
-        [digest(layer), layer],
-      ]),
+      repository: 'podyard-test/pulled',
+      tar,
+      config: {
+        Env: ['PATH=/bin'],
+        Cmd: ['/bin/sh', '-c', 'echo pulled image ran; exec sleep 2147483647'],
+      },
     }
   } finally {
     rmSync(root, { recursive: true, force: true })
   }
 }
 
+function manifestOf(image: ServedImage): { manifest: Buffer; blobs: Map<string, Buffer> } {
+  const { tar } = image
+  // A fast level: the worker image's layer holds node (about 100 MB).
+  const layer = gzipSync(tar, { level: 1 })
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      config: image.config,
+      rootfs: { type: 'layers', diff_ids: [digest(tar)] },
+    }),
+  )
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MANIFEST_TYPE,
+      config: {
+        mediaType: 'application/vnd.docker.container.image.v1+json',
+        size: config.length,
+        digest: digest(config),
+      },
+      layers: [
+        {
+          mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip',
+          size: layer.length,
+          digest: digest(layer),
+        },
+      ],
+    }),
+  )
+  return {
+    manifest,
+    blobs: new Map([
+      [digest(config), config],
+      [digest(layer), layer],
+    ]),
+  }
+}
+
 /** `blobDelayMs` holds each blob back, so that a test can watch a pull in progress. */
 export async function startFakeRegistry(
-  options: { blobDelayMs?: number; busybox?: string } = {},
+  options: { blobDelayMs?: number; busybox?: string; image?: ServedImage } = {},
 ): Promise<FakeRegistry> {
   const busybox = options.busybox ?? '/bin/busybox'
   const username = 'puller'
   const password = `registry-secret-${process.pid}`
   const expected = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`
-  const repository = 'podyard-test/pulled'
-  const { manifest, blobs } = buildImage(busybox)
+  const served = options.image ?? busyboxImage(busybox)
+  const repository = served.repository
+  const { manifest, blobs } = manifestOf(served)
   const manifestDigest = digest(manifest)
 
   const server: Server = createServer((request, response) => {

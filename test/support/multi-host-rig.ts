@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
 
@@ -203,4 +205,77 @@ export function tcpPortOpen(address: string, port: number, timeoutMs = 2_000): P
     socket.once('connect', () => done(true))
     socket.once('error', () => done(false))
   })
+}
+
+/** Where a suite that uses the rig marks it as taken (a directory: its creation is atomic). */
+const RIG_LOCK = path.join(path.dirname(RIG_LAYOUT_FILE), 'tests.lock')
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Takes the rig for one suite, waiting while another suite (of this run, which runs files in
+ * parallel, or of anyone else's on this machine) has it: suites kill engines, cut links and
+ * drain hosts that the others count on. A lock left by a process that died is taken over.
+ * Resolves with the release.
+ */
+export async function holdRig(timeoutMs = 900_000): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      mkdirSync(RIG_LOCK)
+      writeFileSync(path.join(RIG_LOCK, 'pid'), String(process.pid))
+      return () => rmSync(RIG_LOCK, { recursive: true, force: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    let holder = 0
+    try {
+      holder = Number(readFileSync(path.join(RIG_LOCK, 'pid'), 'utf8'))
+    } catch {
+      // Being written: the holder is alive.
+    }
+    if (holder > 0 && !alive(holder)) {
+      rmSync(RIG_LOCK, { recursive: true, force: true })
+      continue
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the multi-host rig is still held by process ${holder} (${RIG_LOCK})`)
+    await sleep(500)
+  }
+}
+
+/**
+ * A fleet file whose hosts are the rig's engines (SSH or TCP+TLS, each host's address as its
+ * publicIp) in one data center whose network volumes live under `volumeRoot`.
+ */
+export function rigFleetYaml(layout: RigLayout, volumeRoot: string): string {
+  const hosts = layout.hosts.map((host) => {
+    const docker =
+      host.transport === 'ssh'
+        ? `{ url: "${host.dockerUrl}", sshKey: "${layout.ssh.privateKeyFile}", knownHosts: "${layout.ssh.knownHostsFile}" }`
+        : `{ url: "${host.dockerUrl}", tls: { ca: "${layout.tls.caFile}", cert: "${layout.tls.certFile}", key: "${layout.tls.keyFile}" } }`
+    return `  - id: ${host.name}
+    dataCenterId: EU-RO-1
+    cpuFlavors: [cpu3c]
+    vcpus: 2
+    memoryGb: 8
+    publicIp: ${host.address}
+    docker: ${docker}`
+  })
+  return `dataCenters:
+  - id: EU-RO-1
+    name: EU Romania 1
+    region: EUROPE
+    networkVolumeRoot: ${volumeRoot}
+hosts:
+${hosts.join('\n')}
+localHost: false
+`
 }

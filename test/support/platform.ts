@@ -39,13 +39,14 @@ export function testConfig(dataDir: string, overrides: TestConfig = {}): Config 
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: TestConfig = {},
-  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver } = {},
+  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver; consoleDir?: string } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
   const config = testConfig(dataDir, overrides)
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
     // Names in webhook URLs resolve from a table, never through DNS off the machine.
     resolveHost: options.resolveHost ?? new TestResolver().resolve,
   })
@@ -83,14 +84,7 @@ export function callPlatform(
 /** Stops a platform and removes the workloads it started, keeping its store and data dir. */
 export async function stopPlatform(platform: Platform): Promise<void> {
   // Workloads outlive a server by design (they are re-adopted); a test leaves none behind.
-  // No request may start one after the listing below: the server stops first, then the loop.
-  await platform.app.close()
-  await platform.autoscaler.stop()
-  await platform.lifecycle.stop()
-  for (const driver of platform.drivers) {
-    for (const workload of await driver.list()) await driver.remove(workload.id)
-  }
-  await platform.close()
+  await platform.closeWithWorkloads()
 }
 
 /** A second account with a read-write key, to check that accounts never see each other. */

@@ -1,9 +1,19 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
-/** Prometheus metrics of one app instance (a registry per app, so tests can build many). */
-export function installMetrics(app: FastifyInstance): Registry {
-  const registry = new Registry()
+/**
+ * The routes that wait for something to happen (long polls, server-sent events): their duration
+ * is how long the client chose to wait, not how fast the server answered, so they stay out of
+ * the request-duration histogram (they are counted all the same).
+ */
+export const WAITING_ROUTE =
+  /\/(runsync|status-sync|stream|job-take|job-take-batch|job-stop|logs)(\/|$)|\/openai\//
+
+/**
+ * HTTP and process metrics of one app, in `registry` (a new one when not given, so that tests
+ * can build many apps).
+ */
+export function installMetrics(app: FastifyInstance, registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'podyard_' })
   const series = new RequestSeries()
   new Counter({
@@ -29,7 +39,7 @@ export function installMetrics(app: FastifyInstance): Registry {
     const route = series.route(request.routeOptions.url ?? 'unmatched', request.method)
     const status = route.status(reply.statusCode)
     status.pending += 1
-    duration.observe(route.labels, reply.elapsedTime / 1000)
+    if (!route.waits) duration.observe(route.labels, reply.elapsedTime / 1000)
     done()
   })
   return registry
@@ -45,6 +55,8 @@ interface StatusSeries {
 class RouteSeries {
   readonly labels: { method: string; route: string }
   readonly statuses = new Map<number, StatusSeries>()
+  /** A long poll or an event stream (WAITING_ROUTE): left out of the duration histogram. */
+  readonly waits: boolean
 
   constructor(
     method: string,
@@ -52,6 +64,7 @@ class RouteSeries {
     private readonly all: StatusSeries[],
   ) {
     this.labels = { method, route }
+    this.waits = WAITING_ROUTE.test(route)
   }
 
   status(code: number): StatusSeries {

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ErrorObject } from 'ajv'
 import { AppError, isAppError } from '../../shared/app-error.js'
 import type { ErrorCode } from '../../shared/error-codes.js'
@@ -79,20 +79,30 @@ export function toAppError(error: FastifyError | Error): {
   }
 }
 
-/** problem+json for every error and unknown route; nothing leaks a stack trace. */
-export function installProblemHandlers(app: FastifyInstance): void {
+/**
+ * problem+json for every error and unknown route; nothing leaks a stack trace. `page` may
+ * answer an unknown route first: the console's client-side routes (src/api/console/).
+ */
+export function installProblemHandlers(
+  app: FastifyInstance,
+  options: {
+    page?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined
+  } = {},
+): void {
   app.setErrorHandler((error, request, reply) => {
     const { appError, unexpected } = toAppError(error as FastifyError)
     if (unexpected) request.log.error({ err: error }, 'unhandled error')
     return sendProblem(reply, appError)
   })
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
-      reply,
-      new AppError(
-        'ROUTE_NOT_FOUND',
-        `no route for ${request.method} ${request.url.split('?')[0]}`,
+  app.setNotFoundHandler(
+    (request, reply) =>
+      options.page?.(request, reply) ??
+      sendProblem(
+        reply,
+        new AppError(
+          'ROUTE_NOT_FOUND',
+          `no route for ${request.method} ${request.url.split('?')[0]}`,
+        ),
       ),
-    ),
   )
 }

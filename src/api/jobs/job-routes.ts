@@ -18,6 +18,18 @@ import { installJobApiErrors } from './job-api-errors.js'
 import { JobLimiter, limitExceeded } from './job-limiter.js'
 import { jobBody, requestLine } from './job-view.js'
 import { openaiRoutes } from './openai-routes.js'
+import {
+  EndpointHealth,
+  Job,
+  JobRequests,
+  JobStream,
+  JobSubmission,
+  PurgeQueueResult,
+  QueuedJob,
+  RequestsQuery,
+  SyncWaitQuery,
+} from '../openapi/job-api-schemas.js'
+import { ProblemSchema } from '../rest/problem-schema.js'
 
 export interface JobRoutesDeps {
   accounts: AccountService
@@ -40,9 +52,23 @@ export const RUNSYNC_BODY_LIMIT = 20 * 1024 * 1024
 const megabytes = (bytes: number) =>
   bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes} bytes`
 
-const EndpointParams = Type.Object({ endpointId: Type.String() })
-const JobParams = Type.Object({ endpointId: Type.String(), jobId: Type.String() })
+const endpointId = Type.String({
+  description: "the endpoint's id; for the routes tagged Public models, a public model's id too",
+  examples: ['k3x9m2p7q8w4zd'],
+})
+const EndpointParams = Type.Object({ endpointId })
+const JobParams = Type.Object({ endpointId, jobId: Type.String() })
 const tags = ['Job API']
+/** Routes a public model answers too, at `/v2/<model_id>/...` (src/api/models/model-routes.ts). */
+const modelTags = ['Job API', 'Public models']
+/** The job API's errors (problem+json), for the document. */
+const problems = {
+  400: ProblemSchema,
+  401: ProblemSchema,
+  403: ProblemSchema,
+  404: ProblemSchema,
+  429: ProblemSchema,
+}
 
 type EndpointReq = FastifyRequest<{ Params: { endpointId: string } }>
 type JobReq = FastifyRequest<{ Params: { endpointId: string; jobId: string } }>
@@ -102,7 +128,16 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     {
       ...perJob,
       bodyLimit: RUN_BODY_LIMIT,
-      schema: { tags, operationId: 'runJob', summary: 'Queue a job', params: EndpointParams },
+      schema: {
+        tags: modelTags,
+        operationId: 'runJob',
+        summary: 'Queue a job',
+        params: EndpointParams,
+        documented: {
+          body: JobSubmission,
+          response: { 200: QueuedJob, 413: ProblemSchema, ...problems },
+        },
+      },
     },
     async (request: EndpointReq) =>
       limited(request, 'run', true, async (endpoint) => {
@@ -117,10 +152,17 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
       ...perJob,
       bodyLimit: RUNSYNC_BODY_LIMIT,
       schema: {
-        tags,
+        tags: modelTags,
         operationId: 'runJobSync',
         summary: 'Queue a job and wait for it up to ?wait= ms',
+        description:
+          'Answers the finished job, or its id and status when it is still queued or running after the wait.',
         params: EndpointParams,
+        documented: {
+          body: JobSubmission,
+          querystring: SyncWaitQuery,
+          response: { 200: Type.Union([Job, QueuedJob]), 413: ProblemSchema, ...problems },
+        },
       },
     },
     async (request: EndpointReq) => {
@@ -145,10 +187,11 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
       method,
       url: '/:endpointId/status/:jobId',
       schema: {
-        tags,
+        tags: modelTags,
         operationId: method === 'GET' ? 'getJobStatus' : 'postJobStatus',
         summary: 'Status, timings and output of a job',
         params: JobParams,
+        documented: { response: { 200: Job, ...problems } },
       },
       handler: status,
     })
@@ -158,10 +201,11 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     '/:endpointId/status-sync/:jobId',
     {
       schema: {
-        tags,
+        tags: modelTags,
         operationId: 'getJobStatusSync',
         summary: 'Status of a job, waiting up to ?wait= ms for it to finish',
         params: JobParams,
+        documented: { querystring: SyncWaitQuery, response: { 200: Job, ...problems } },
       },
     },
     async (request: JobReq) => {
@@ -182,10 +226,11 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
       method,
       url: '/:endpointId/stream/:jobId',
       schema: {
-        tags,
+        tags: modelTags,
         operationId: method === 'GET' ? 'getJobStream' : 'postJobStream',
         summary: 'Stream chunks not yet delivered',
         params: JobParams,
+        documented: { response: { 200: JobStream, ...problems } },
       },
       handler: stream,
     })
@@ -193,7 +238,15 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
 
   app.post(
     '/:endpointId/cancel/:jobId',
-    { schema: { tags, operationId: 'cancelJob', summary: 'Cancel a job', params: JobParams } },
+    {
+      schema: {
+        tags: modelTags,
+        operationId: 'cancelJob',
+        summary: 'Cancel a job',
+        params: JobParams,
+        documented: { response: { 200: Job, ...problems } },
+      },
+    },
     async (request: JobReq) => {
       jsonBody(request)
       return limited(request, 'cancel', true, async (endpoint) =>
@@ -210,6 +263,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         operationId: 'retryJob',
         summary: 'Requeue a FAILED or TIMED_OUT job',
         params: JobParams,
+        documented: { response: { 200: QueuedJob, ...problems } },
       },
     },
     async (request: JobReq) => {
@@ -228,6 +282,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         operationId: 'purgeQueue',
         summary: 'Delete the queued jobs',
         params: EndpointParams,
+        documented: { response: { 200: PurgeQueueResult, ...problems } },
       },
     },
     async (request: EndpointReq) => {
@@ -247,6 +302,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         operationId: 'getEndpointHealth',
         summary: 'Job and worker counts',
         params: EndpointParams,
+        documented: { response: { 200: EndpointHealth, ...problems } },
       },
     },
     async (request: EndpointReq) =>
@@ -261,6 +317,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         operationId: 'listJobRequests',
         summary: 'The endpoint jobs, newest first, paged',
         params: EndpointParams,
+        documented: { querystring: RequestsQuery, response: { 200: JobRequests, ...problems } },
       },
     },
     async (request: EndpointReq) => {

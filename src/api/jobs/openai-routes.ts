@@ -22,6 +22,7 @@ import { httpStatusOf } from '../http/error-status.js'
 import { toAppError } from '../http/problem.js'
 import { intQuery, jsonBody } from './http-support.js'
 import { limitExceeded, type JobLimiter } from './job-limiter.js'
+import { OpenAIError, OpenAIRequest, OpenAIResponse } from '../openapi/job-api-schemas.js'
 
 export interface OpenAIRoutesDeps {
   jobs: JobService
@@ -37,8 +38,18 @@ export const OPENAI_WAIT = { min: 1_000, max: 300_000, default: 300_000 }
 /** A streaming response silent this long gets a comment line, so proxies keep it open. */
 export const OPENAI_KEEP_ALIVE_MS = 15_000
 
-const tags = ['Job API']
-const Params = Type.Object({ endpointId: Type.String(), '*': Type.String() })
+const tags = ['Job API', 'Public models']
+const Params = Type.Object({
+  endpointId: Type.String({
+    description: "the endpoint's id, or a public text model's id",
+    examples: ['k3x9m2p7q8w4zd'],
+  }),
+  '*': Type.String(),
+})
+const openaiErrors = { 400: OpenAIError, 401: OpenAIError, 404: OpenAIError, 429: OpenAIError }
+const OpenAIEvents = Type.String({
+  description: 'with "stream": true: OpenAI\'s server-sent events, ending with `data: [DONE]`',
+})
 type OpenAIReq = FastifyRequest<{ Params: { endpointId: string; '*': string } }>
 
 /** OpenAI's error body for one of our own errors (auth, 404, 400, 429, ...). */
@@ -54,6 +65,21 @@ export function openaiErrorBody(status: number, message: string, code: string) {
             ? 'server_error'
             : 'invalid_request_error'
   return { error: { message, type, param: null, code } }
+}
+
+/** Errors of an OpenAI-compatible route in OpenAI's shape, which OpenAI's clients read. */
+export function answerErrorsTheOpenAIWay(app: FastifyInstance): void {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const { appError, unexpected } = toAppError(error)
+    if (unexpected) request.log.error({ err: error }, 'unhandled error')
+    const { status } = httpStatusOf[appError.code]
+    if (appError.retryAfterSeconds !== undefined) {
+      reply.header('retry-after', String(appError.retryAfterSeconds))
+    }
+    return reply
+      .code(status)
+      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
+  })
 }
 
 /**
@@ -101,17 +127,7 @@ function disconnection(reply: FastifyReply): { readonly gone: boolean; promise: 
 export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps): Promise<void> {
   const { jobs, limiter, runningWorkers } = deps
 
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { appError, unexpected } = toAppError(error)
-    if (unexpected) request.log.error({ err: error }, 'unhandled error')
-    const { status } = httpStatusOf[appError.code]
-    if (appError.retryAfterSeconds !== undefined) {
-      reply.header('retry-after', String(appError.retryAfterSeconds))
-    }
-    return reply
-      .code(status)
-      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
-  })
+  answerErrorsTheOpenAIWay(app)
 
   /** A job that gave no answer; a retry would run another job, so clients are told not to. */
   const sendFailure = (reply: FastifyReply, failure: OpenAIFailure) =>
@@ -203,6 +219,9 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
           }
         }
         if (isTerminal(read.status)) break
+        // A closing server answers what it has: the job goes on, and its end is told as
+        // "still running, poll its status" instead of holding the close up.
+        if (request.server.closing.aborted) break
         if (started && read.chunks.length === 0) write(framer.keepAlive())
       }
       if (!client.gone) job = await jobs.get(endpoint.id, jobId)
@@ -278,6 +297,19 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
         summary:
           'OpenAI-compatible call (e.g. /v1/chat/completions): a job with input {openai_route, openai_input}; JSON, or server-sent events with "stream": true',
         params: Params,
+        documented: {
+          body: OpenAIRequest,
+          response: {
+            200: {
+              description: "the worker's answer",
+              content: {
+                'application/json': { schema: OpenAIResponse },
+                'text/event-stream': { schema: OpenAIEvents },
+              },
+            },
+            ...openaiErrors,
+          },
+        },
       },
     },
     handler,
@@ -292,6 +324,7 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
         operationId: 'openaiGet',
         summary: 'OpenAI-compatible GET (e.g. /v1/models): a job with input {openai_route}',
         params: Params,
+        documented: { response: { 200: OpenAIResponse, ...openaiErrors } },
       },
     },
     handler,

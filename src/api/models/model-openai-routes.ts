@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ModelService } from '../../domain/models/model-service.js'
 import {
   modelInputOf,
@@ -13,10 +13,8 @@ import type { JobBody } from '../../domain/serverless/job-body.js'
 import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
 import type { Clock } from '../../shared/clock.js'
 import { principalOf } from '../http/authentication.js'
-import { httpStatusOf } from '../http/error-status.js'
-import { toAppError } from '../http/problem.js'
 import { intQuery, jsonBody } from '../jobs/http-support.js'
-import { OPENAI_WAIT, openaiErrorBody } from '../jobs/openai-routes.js'
+import { OPENAI_WAIT, answerErrorsTheOpenAIWay, openaiErrorBody } from '../jobs/openai-routes.js'
 
 export interface ModelOpenAIRoutesDeps {
   models: ModelService
@@ -32,7 +30,8 @@ export interface ModelOpenAIRoutesDeps {
   ) => Promise<T>
 }
 
-const tags = ['Public models']
+/** Left out of the OpenAPI document, as the other per-model routes (model-routes.ts). */
+const perModel = { tags: ['Public models'], hide: true }
 
 /** Why a job gave no OpenAI answer, as OpenAI's error body and an HTTP status. */
 function failure(body: JobBody): { status: number; message: string; code: string } {
@@ -65,17 +64,7 @@ export async function modelOpenAIRoutes(
   deps: ModelOpenAIRoutesDeps,
 ): Promise<void> {
   const { models, clock } = deps
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { appError, unexpected } = toAppError(error)
-    if (unexpected) request.log.error({ err: error }, 'unhandled error')
-    const { status } = httpStatusOf[appError.code]
-    if (appError.retryAfterSeconds !== undefined) {
-      reply.header('retry-after', String(appError.retryAfterSeconds))
-    }
-    return reply
-      .code(status)
-      .send(openaiErrorBody(status, appError.detail, appError.code.toLowerCase()))
-  })
+  answerErrorsTheOpenAIWay(app)
 
   const complete = (modelId: string, call: OpenAIModelCall) =>
     async function handler(request: FastifyRequest, reply: FastifyReply) {
@@ -117,7 +106,7 @@ export async function modelOpenAIRoutes(
       `${base}/chat/completions`,
       {
         schema: {
-          tags,
+          ...perModel,
           summary: `OpenAI chat completion with ${modelId}; "stream": true for server-sent events`,
         },
       },
@@ -125,11 +114,13 @@ export async function modelOpenAIRoutes(
     )
     app.post(
       `${base}/completions`,
-      { schema: { tags, summary: `OpenAI (legacy) completion with ${modelId}` } },
+      { schema: { ...perModel, summary: `OpenAI (legacy) completion with ${modelId}` } },
       complete(modelId, 'completion'),
     )
-    app.get(`${base}/models`, { schema: { tags, summary: `The model behind ${base}` } }, async () =>
-      openaiModelList(modelId, Math.floor(clock.now().getTime() / 1000)),
+    app.get(
+      `${base}/models`,
+      { schema: { ...perModel, summary: `The model behind ${base}` } },
+      async () => openaiModelList(modelId, Math.floor(clock.now().getTime() / 1000)),
     )
   }
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
+import { MODEL_KINDS, PRICE_UNITS } from '../../domain/models/model.js'
 import type { ModelService } from '../../domain/models/model-service.js'
 import type { ObjectUrlSigner } from '../../domain/models/signed-urls.js'
 import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
@@ -35,6 +36,29 @@ export interface ModelRoutesDeps {
 }
 
 const tags = ['Public models']
+const PublicModel = Type.Object(
+  {
+    id: Type.String({ examples: ['podyard-reference-text'] }),
+    kind: Type.Union(MODEL_KINDS.map((k) => Type.Literal(k))),
+    name: Type.String(),
+    description: Type.String(),
+    price: Type.Object({
+      unit: Type.Union(PRICE_UNITS.map((u) => Type.Literal(u))),
+      usd: Type.Number({ minimum: 0, description: 'USD per unit' }),
+    }),
+    reference: Type.Boolean({ description: "podyard's reference model, not a real one" }),
+    input: Type.Record(Type.String(), Type.Unknown(), {
+      description: "the JSON schema of the model's input",
+    }),
+  },
+  { title: 'PublicModel' },
+)
+/**
+ * Each model's copy of a job route is left out of the OpenAPI document: it shows the job API's
+ * `/v2/{endpointId}/...` operations once, tagged Public models too, with a model id in place of
+ * the endpoint id (a client generated from it calls both the same way).
+ */
+const perModel = { tags, hide: true }
 const JobParams = Type.Object({ jobId: Type.String() })
 type JobReq = FastifyRequest<{ Params: { jobId: string } }>
 
@@ -78,7 +102,10 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
       const base = `/${modelId}`
       jobs.post(
         `${base}/run`,
-        { bodyLimit: RUN_BODY_LIMIT, schema: { tags, summary: `Queue a job of ${modelId}` } },
+        {
+          bodyLimit: RUN_BODY_LIMIT,
+          schema: { ...perModel, summary: `Queue a job of ${modelId}` },
+        },
         async (request) =>
           limited(request, modelId, 'run', async () => {
             const { job } = await models.submit(
@@ -94,7 +121,7 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
         `${base}/runsync`,
         {
           bodyLimit: RUNSYNC_BODY_LIMIT,
-          schema: { tags, summary: `Run a job of ${modelId} and wait up to ?wait= ms` },
+          schema: { ...perModel, summary: `Run a job of ${modelId} and wait up to ?wait= ms` },
         },
         async (request) => {
           const wait = intQuery(request, 'wait', SYNC_WAIT)
@@ -116,13 +143,17 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
         jobs.route({
           method,
           url: `${base}/status/:jobId`,
-          schema: { tags, summary: `Status and output of a job of ${modelId}`, params: JobParams },
+          schema: {
+            ...perModel,
+            summary: `Status and output of a job of ${modelId}`,
+            params: JobParams,
+          },
           handler: status,
         })
       }
       jobs.get(
         `${base}/status-sync/:jobId`,
-        { schema: { tags, summary: 'Status, waiting up to ?wait= ms', params: JobParams } },
+        { schema: { ...perModel, summary: 'Status, waiting up to ?wait= ms', params: JobParams } },
         async (request: JobReq) => {
           const wait = intQuery(request, 'wait', SYNC_WAIT)
           return limited(request, modelId, 'status', () =>
@@ -144,13 +175,13 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
         jobs.route({
           method,
           url: `${base}/stream/:jobId`,
-          schema: { tags, summary: 'Stream chunks not yet delivered', params: JobParams },
+          schema: { ...perModel, summary: 'Stream chunks not yet delivered', params: JobParams },
           handler: stream,
         })
       }
       jobs.post(
         `${base}/cancel/:jobId`,
-        { schema: { tags, summary: `Cancel a job of ${modelId}`, params: JobParams } },
+        { schema: { ...perModel, summary: `Cancel a job of ${modelId}`, params: JobParams } },
         async (request: JobReq) => {
           jsonBody(request)
           return limited(request, modelId, 'cancel', () =>
@@ -177,7 +208,21 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
     {
       schema: {
         tags,
+        operationId: 'getResultObject',
         summary: 'A stored result behind a signed URL',
+        security: [],
+        documented: {
+          querystring: Type.Object({
+            expires: Type.String({ description: 'Unix seconds; part of the signed URL' }),
+            signature: Type.String({ description: 'part of the signed URL' }),
+          }),
+          response: {
+            200: {
+              description: 'the object (an image is image/png)',
+              content: { 'image/png': { schema: Type.String({ format: 'binary' }) } },
+            },
+          },
+        },
         response: { 403: ProblemSchema, 404: ProblemSchema, 410: ProblemSchema },
       },
     },
@@ -221,6 +266,9 @@ export async function modelCatalogRoutes(
         tags: ['Catalog'],
         operationId: 'listModels',
         summary: 'The public models any account may call at /v2/<model_id>/runsync',
+        documented: {
+          response: { 200: Type.Array(PublicModel), 401: ProblemSchema, 429: ProblemSchema },
+        },
       },
     },
     async () => deps.models.list(),

@@ -1,39 +1,20 @@
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { ApiKey } from '../../domain/accounts/account.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
-import { ProblemSchema } from './problem-schema.js'
-
-const Permission = Type.Union([
-  Type.Literal('READ_WRITE'),
-  Type.Literal('READ_ONLY'),
-  Type.Literal('RESTRICTED'),
-])
-
-const ApiKeySchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  prefix: Type.String({ description: 'the first characters of the key, to recognise it' }),
-  permission: Permission,
-  endpoints: Type.Array(Type.String(), {
-    description: 'for RESTRICTED keys: the endpoints it may use',
-  }),
-  createdAt: Type.String({ format: 'date-time' }),
-  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  revokedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-})
-
-const CreatedApiKeySchema = Type.Intersect([
+import {
+  AccountSchema,
   ApiKeySchema,
-  Type.Object({
-    key: Type.String({ description: 'the API key itself; returned only here, once' }),
-  }),
-])
+  apiKeyView,
+  CreatedApiKeySchema,
+  CreditEntrySchema,
+  CreditSchema,
+  Permission,
+} from './account-schemas.js'
+import { ProblemSchema } from './problem-schema.js'
 
 const CreateApiKeyBody = Type.Object(
   {
@@ -45,36 +26,31 @@ const CreateApiKeyBody = Type.Object(
   { additionalProperties: false },
 )
 
-const AccountSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  email: Type.String(),
-  role: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-  balance: Type.Number({ description: 'credit balance, USD' }),
-  spendLimit: Type.Number({ description: 'USD per hour' }),
-})
+const AccountWithSpendSchema = Type.Intersect([
+  AccountSchema,
+  Type.Object({
+    currentSpendPerHour: Type.Optional(
+      Type.Number({
+        description:
+          "USD per hour: the account's pods and launched serverless workers (GraphQL currentSpendPerHr)",
+      }),
+    ),
+  }),
+])
 
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 429: ProblemSchema }
 
-function apiKeyView(key: ApiKey): Static<typeof ApiKeySchema> {
-  return {
-    id: key.id,
-    name: key.name,
-    prefix: key.prefix,
-    permission: key.permission,
-    endpoints: key.endpointIds,
-    createdAt: key.createdAt,
-    expiresAt: key.expiresAt,
-    revokedAt: key.revokedAt,
-    lastUsedAt: key.lastUsedAt,
-  }
+export interface AccountRouteDeps {
+  accounts: AccountService
+  credits: CreditService
+  /** The account's current spend (docs/billing.md); absent, `currentSpendPerHour` is left out. */
+  spend?: { currentSpendPerHour(accountId: string): Promise<number> }
 }
 
 /** The caller's own account and its API keys (keys are shown once, at creation). */
 export async function accountRoutes(
   app: FastifyInstance,
-  { accounts, credits }: { accounts: AccountService; credits: CreditService },
+  { accounts, credits, spend }: AccountRouteDeps,
 ): Promise<void> {
   app.get(
     '/account',
@@ -82,7 +58,8 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'getAccount',
-        response: { 200: AccountSchema, ...errors },
+        summary: 'The account of the key',
+        response: { 200: AccountWithSpendSchema, ...errors },
       },
     },
     async (request) => {
@@ -91,7 +68,35 @@ export async function accountRoutes(
       const user = await accounts.primaryUser(accountId)
       if (!account || !user) throw new AppError('NOT_FOUND', 'account not found')
       const { balance, spendLimit } = await credits.credit(accountId)
-      return { ...account, email: user.email, balance, spendLimit }
+      return {
+        ...account,
+        email: user.email,
+        balance,
+        spendLimit,
+        ...(spend ? { currentSpendPerHour: await spend.currentSpendPerHour(accountId) } : {}),
+      }
+    },
+  )
+
+  app.get(
+    '/account/credits',
+    {
+      schema: {
+        tags: ['Account'],
+        operationId: 'getOwnCredits',
+        summary: 'Balance, spend limit and the latest ledger entries of your account',
+        response: {
+          200: Type.Intersect([
+            CreditSchema,
+            Type.Object({ entries: Type.Array(CreditEntrySchema) }),
+          ]),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const { accountId } = principalOf(request)
+      return { ...(await credits.credit(accountId)), entries: await credits.entries(accountId) }
     },
   )
 
@@ -134,6 +139,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'listApiKeys',
+        summary: "The account's API keys (never their secrets)",
         response: { 200: Type.Object({ apiKeys: Type.Array(ApiKeySchema) }), ...errors },
       },
     },
@@ -148,6 +154,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'createApiKey',
+        summary: 'Create an API key; its secret is shown once',
         body: CreateApiKeyBody,
         response: { 201: CreatedApiKeySchema, 400: ProblemSchema, 422: ProblemSchema, ...errors },
       },
@@ -170,6 +177,7 @@ export async function accountRoutes(
       schema: {
         tags: ['Account'],
         operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
         params: Type.Object({ id: Type.String({ minLength: 1 }) }),
         response: { 204: Type.Null(), 404: ProblemSchema, ...errors },
       },

@@ -9,22 +9,8 @@ import {
 import type { CreditService } from '../../domain/billing/credit-service.js'
 import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
+import { CreditEntrySchema, CreditSchema } from './account-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
-
-export const CreditSchema = Type.Object({
-  accountId: Type.String(),
-  balance: Type.Number({ description: 'USD' }),
-  spendLimit: Type.Number({ description: 'USD per hour' }),
-})
-
-const CreditEntrySchema = Type.Object({
-  id: Type.String(),
-  amount: Type.Number({ description: 'USD; negative for charges' }),
-  kind: Type.Union([Type.Literal('credit'), Type.Literal('charge')]),
-  note: Type.String(),
-  createdBy: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-})
 
 const AddCreditsBody = Type.Object(
   {
@@ -53,11 +39,13 @@ const errors = {
 }
 const tags = ['Admin']
 
-function requireAdmin(request: FastifyRequest): string {
+/** The admin's account id; anyone else is 403 naming what only the admin may do. */
+export function requireAdmin(
+  request: FastifyRequest,
+  what = 'manage credits and spend limits',
+): string {
   const principal = principalOf(request)
-  if (!principal.isAdmin) {
-    throw new AppError('FORBIDDEN', 'only the admin account may manage credits and spend limits')
-  }
+  if (!principal.isAdmin) throw new AppError('FORBIDDEN', `only the admin account may ${what}`)
   return principal.accountId
 }
 

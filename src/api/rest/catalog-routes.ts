@@ -102,6 +102,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'listGpuTypes',
+        summary: 'GPU types, their prices and stock',
         querystring: GpuQuery,
         response: { 200: Type.Object({ gpus: Type.Array(GpuType) }), ...errorResponses },
       },
@@ -115,6 +116,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'getGpuType',
+        summary: 'One GPU type',
         params: IdParams,
         querystring: GpuQuery,
         response: { 200: GpuType, 404: ProblemSchema, ...errorResponses },
@@ -134,6 +136,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'listCpuTypes',
+        summary: 'CPU flavors, their prices and stock',
         querystring: CpuQuery,
         response: { 200: Type.Object({ cpus: Type.Array(CpuType) }), ...errorResponses },
       },
@@ -147,6 +150,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'getCpuType',
+        summary: 'One CPU flavor',
         params: IdParams,
         querystring: CpuQuery,
         response: { 200: CpuType, 404: ProblemSchema, ...errorResponses },
@@ -166,6 +170,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'listDataCenters',
+        summary: 'Data centers and what they have in stock',
         querystring: DataCenterQuery,
         response: { 200: Type.Object({ dataCenters: Type.Array(DataCenter) }), ...errorResponses },
       },
@@ -181,6 +186,7 @@ export async function catalogRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'getDataCenter',
+        summary: 'One data center',
         params: IdParams,
         querystring: DataCenterQuery,
         response: { 200: DataCenter, 404: ProblemSchema, ...errorResponses },

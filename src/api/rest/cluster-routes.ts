@@ -22,7 +22,7 @@ const Compute = Type.Object(
 )
 const { registry: _noRegistry, ...clusterContainerFields } = containerFields
 
-const CreateClusterBody = Type.Object(
+export const CreateClusterBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
     type: ClusterType,
@@ -45,7 +45,7 @@ const CreateClusterBody = Type.Object(
 )
 type CreateClusterBody = Static<typeof CreateClusterBody>
 
-const UpdateClusterBody = Type.Object(
+export const UpdateClusterBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }) },
   { ...strict, description: 'a rename: nothing else of a cluster changes' },
 )
@@ -95,6 +95,7 @@ export async function clusterRoutes(
       schema: {
         tags,
         operationId: 'listClusters',
+        summary: 'The instant clusters of the account',
         response: { 200: Type.Object({ clusters: Type.Array(ClusterSchema) }), ...errors },
       },
     },
@@ -107,6 +108,7 @@ export async function clusterRoutes(
       schema: {
         tags,
         operationId: 'createCluster',
+        summary: 'Create an instant cluster',
         body: CreateClusterBody,
         response: { 201: ClusterSchema, ...writeErrors },
       },
@@ -124,6 +126,7 @@ export async function clusterRoutes(
       schema: {
         tags,
         operationId: 'getCluster',
+        summary: 'One instant cluster',
         params: IdParams,
         response: { 200: ClusterSchema, ...errors },
       },
@@ -170,6 +173,7 @@ export async function clusterRoutes(
       schema: {
         tags,
         operationId: 'listClusterPods',
+        summary: "A cluster's pods",
         params: IdParams,
         response: { 200: Type.Object({ pods: Type.Array(PodSchema) }), ...errors },
       },

@@ -18,7 +18,7 @@ const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const writeErrors = { ...errors, 400: ProblemSchema, 422: ProblemSchema }
 
-const WorkerKeySchema = Type.Object({
+export const WorkerKeySchema = Type.Object({
   endpointId: Type.String(),
   workerKey: Type.String({
     description:
@@ -73,6 +73,7 @@ export async function endpointRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'listEndpoints',
+        summary: 'The serverless endpoints of the account',
         response: { 200: Type.Object({ endpoints: Type.Array(EndpointSchema) }), ...errors },
       },
     },
@@ -87,6 +88,7 @@ export async function endpointRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'createEndpoint',
+        summary: 'Create a serverless endpoint',
         body: CreateEndpointBody,
         response: { 201: EndpointSchema, ...writeErrors },
       },
@@ -106,6 +108,7 @@ export async function endpointRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'getEndpoint',
+        summary: 'One serverless endpoint',
         params: IdParams,
         response: { 200: EndpointSchema, ...errors },
       },
@@ -120,6 +123,7 @@ export async function endpointRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'updateEndpoint',
+        summary: 'Change a serverless endpoint (workers roll to a new release)',
         params: IdParams,
         body: UpdateEndpointBody,
         response: { 200: EndpointSchema, ...writeErrors },
@@ -141,6 +145,7 @@ export async function endpointRoutes(
       schema: {
         tags: ['Serverless'],
         operationId: 'deleteEndpoint',
+        summary: 'Delete a serverless endpoint, its jobs and workers',
         params: IdParams,
         response: { 204: Type.Null(), ...errors },
       },

@@ -104,6 +104,11 @@ export async function sendLogStream(
 
   const abort = new AbortController()
   request.raw.on('close', () => abort.abort())
+  // A closing server ends its followers at once; the client resumes elsewhere with Last-Event-ID.
+  const closing = request.server.closing
+  const endOnClose = () => abort.abort()
+  closing.addEventListener('abort', endOnClose, { once: true })
+  if (closing.aborted) abort.abort()
   reply.hijack()
   const out = reply.raw
   out.writeHead(200, {
@@ -118,9 +123,10 @@ export async function sendLogStream(
       }),
     ),
   })
-  // A source whose lines were all cut by `tail` resumes after the last one it has.
-  const cursor: Cursor = sources.map(
-    (_, i) => resume.cursor?.[i] ?? lists[i]!.reduce((max, line) => Math.max(max, line.seq), 0),
+  // Following goes on after the last line read for the history (sent, or cut by `tail`), and
+  // never before where a resumed client already is.
+  const cursor: Cursor = sources.map((_, i) =>
+    lists[i]!.reduce((max, line) => Math.max(max, line.seq), resume.cursor?.[i] ?? 0),
   )
   // What each event id says the client has: before the first line of a source it is sent, the
   // lines `tail` left out count as had, so a resumed stream does not send them.
@@ -134,7 +140,10 @@ export async function sendLogStream(
     out.write(sseEvent(line, sources[index]!.source, sent))
   }
   for (const { index, line } of history) send(index, line)
-  if (query.follow === false) return void out.end()
+  if (query.follow === false) {
+    closing.removeEventListener('abort', endOnClose)
+    return void out.end()
+  }
   const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
   try {
     for await (const { index, line } of merged(sources, cursor, abort.signal)) send(index, line)
@@ -142,6 +151,7 @@ export async function sendLogStream(
     if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
   } finally {
     clearInterval(keepalive)
+    closing.removeEventListener('abort', endOnClose)
     out.end()
   }
 }

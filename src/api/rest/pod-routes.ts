@@ -12,6 +12,7 @@ import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields } from './container-schemas.js'
 import { logSourcesOf, sendLogStream } from './log-stream.js'
+import { LogEvents } from '../openapi/documented-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CreatePodBody,
@@ -102,6 +103,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'createPod',
+        summary: 'Create a pod',
         body: CreatePodBody,
         response: { 201: PodSchema, ...writeErrors },
       },
@@ -119,6 +121,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'listPods',
+        summary: 'The pods of the account',
         querystring: PodListQuery,
         response: { 200: Type.Object({ pods: Type.Array(PodSchema) }), ...errors },
       },
@@ -140,6 +143,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'getPod',
+        summary: 'One pod',
         params: IdParams,
         response: { 200: PodSchema, ...errors },
       },
@@ -153,6 +157,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'updatePod',
+        summary: 'Change a pod (a running pod restarts when its container changes)',
         params: IdParams,
         body: UpdatePodBody,
         response: { 200: PodSchema, ...writeErrors },
@@ -177,6 +182,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'podAction',
+        summary: 'Start, stop, restart or terminate a pod',
         params: IdParams,
         body: PodActionBody,
         response: { 200: PodSchema, 204: Type.Null(), ...writeErrors },
@@ -199,6 +205,7 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'deletePod',
+        summary: 'Terminate a pod',
         description: 'A pod of an instant cluster is 409: delete the cluster.',
         params: IdParams,
         response: { 204: Type.Null(), 409: ProblemSchema, ...errors },
@@ -216,11 +223,13 @@ export async function podRoutes(
       schema: {
         tags: ['Pods'],
         operationId: 'podLogs',
+        summary: "A pod's container and system logs as server-sent events",
         description:
           'Server-sent events: `id: <ts>/<seq>` (both sources: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID. Without `source`, container and system lines interleaved by time.',
         params: IdParams,
         querystring: PodLogsQuery,
         response: { ...errors, 422: ProblemSchema },
+        documented: { response: { 200: LogEvents } },
       },
     },
     async (request, reply: FastifyReply) => {

@@ -14,7 +14,7 @@ import { ProblemSchema } from './problem-schema.js'
  * Only id and name: Fastify serializes responses through this schema, which drops every other
  * property, so neither the username nor anything password-like can reach a response.
  */
-const RegistrySchema = Type.Object(
+export const RegistrySchema = Type.Object(
   {
     id: Type.String({ description: 'cuid-shaped id; give it as `registry` on pods and templates' }),
     name: Type.String(),
@@ -22,7 +22,7 @@ const RegistrySchema = Type.Object(
   { additionalProperties: false },
 )
 
-const CreateRegistryBody = Type.Object(
+export const CreateRegistryBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: REGISTRY_NAME_MAX }),
     username: Type.String({ minLength: 1, maxLength: REGISTRY_USERNAME_MAX }),
@@ -54,6 +54,7 @@ export async function registryRoutes(
       schema: {
         tags: ['Registries'],
         operationId: 'listRegistries',
+        summary: 'The registry credentials of the account',
         response: { 200: Type.Object({ registries: Type.Array(RegistrySchema) }), ...errors },
       },
     },
@@ -70,6 +71,7 @@ export async function registryRoutes(
       schema: {
         tags: ['Registries'],
         operationId: 'createRegistry',
+        summary: 'Store credentials of a private container registry',
         description:
           'Stores credentials for a private container registry. The password is write-only.',
         body: CreateRegistryBody,
@@ -86,6 +88,7 @@ export async function registryRoutes(
       schema: {
         tags: ['Registries'],
         operationId: 'getRegistry',
+        summary: 'One registry credential (without its password)',
         params: IdParams,
         response: { 200: RegistrySchema, ...errors },
       },
@@ -100,6 +103,7 @@ export async function registryRoutes(
       schema: {
         tags: ['Registries'],
         operationId: 'deleteRegistry',
+        summary: 'Delete a registry credential',
         description: 'Refused with 400 while a pod, template or endpoint refers to the registry.',
         params: IdParams,
         response: { 204: Type.Null(), 400: ProblemSchema, ...errors },

@@ -4,7 +4,7 @@ import type { ReleaseService } from '../../domain/serverless/release-service.js'
 import { principalOf } from '../http/authentication.js'
 import { ProblemSchema } from './problem-schema.js'
 
-const ReleaseListSchema = Type.Object({
+export const ReleaseListSchema = Type.Object({
   endpointVersion: Type.Integer(),
   rollout: Type.Object({
     inProgress: Type.Boolean({ description: 'some worker still runs an older version' }),

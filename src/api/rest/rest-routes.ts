@@ -16,6 +16,7 @@ import { restGuard } from '../http/authentication.js'
 import { modelCatalogRoutes } from '../models/model-routes.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
+import { adminAccountRoutes } from './admin-account-routes.js'
 import { adminRoutes } from './admin-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
@@ -53,6 +54,8 @@ export interface RestDeps {
   models?: ModelService
   /** `/billing...` reports (docs/billing.md); absent, those routes are not served. */
   billingReports?: BillingReportService
+  /** Current spend per account (`GET /v2/account`'s `currentSpendPerHour`). */
+  spend?: { currentSpendPerHour(accountId: string): Promise<number> }
   /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
   hosts?: HostService
 }
@@ -60,8 +63,13 @@ export interface RestDeps {
 /** The management API under /v2: every route here is authenticated and rate-limited. */
 export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<void> {
   app.addHook('onRequest', restGuard(deps))
-  await app.register(accountRoutes, { accounts: deps.accounts, credits: deps.credits })
+  await app.register(accountRoutes, {
+    accounts: deps.accounts,
+    credits: deps.credits,
+    ...(deps.spend ? { spend: deps.spend } : {}),
+  })
   await app.register(adminRoutes, { credits: deps.credits })
+  await app.register(adminAccountRoutes, { accounts: deps.accounts, credits: deps.credits })
   await app.register(catalogRoutes, { catalog: deps.catalog })
   await app.register(podRoutes, { pods: deps.pods })
   await app.register(templateRoutes, { templates: deps.templates })

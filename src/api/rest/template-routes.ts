@@ -32,7 +32,7 @@ const templateFields = {
   allowedCudaVersions: Type.Optional(CudaVersions),
 }
 
-const CreateTemplateBody = Type.Object(
+export const CreateTemplateBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
     image: Type.String({ minLength: 1 }),
@@ -41,7 +41,7 @@ const CreateTemplateBody = Type.Object(
   strict,
 )
 
-const UpdateTemplateBody = Type.Object(
+export const UpdateTemplateBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })),
     image: Type.Optional(Type.String({ minLength: 1 })),
@@ -90,6 +90,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Templates'],
         operationId: 'listTemplates',
+        summary: 'The templates of the account',
         querystring: Type.Object({
           includePublic: Type.Optional(
             Type.Boolean({ description: 'add the public templates of other accounts' }),
@@ -113,6 +114,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Templates'],
         operationId: 'createTemplate',
+        summary: 'Create a template',
         body: CreateTemplateBody,
         response: { 201: TemplateSchema, ...writeErrors },
       },
@@ -130,6 +132,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Templates'],
         operationId: 'getTemplate',
+        summary: 'One template',
         params: IdParams,
         response: { 200: TemplateSchema, ...errors },
       },
@@ -144,6 +147,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Templates'],
         operationId: 'updateTemplate',
+        summary: 'Change a template',
         params: IdParams,
         body: UpdateTemplateBody,
         response: { 200: TemplateSchema, ...writeErrors },
@@ -163,6 +167,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Templates'],
         operationId: 'deleteTemplate',
+        summary: 'Delete a template',
         params: IdParams,
         response: { 204: Type.Null(), ...errors, 400: ProblemSchema },
       },
@@ -179,6 +184,7 @@ export async function templateRoutes(
       schema: {
         tags: ['Catalog'],
         operationId: 'listCatalogTemplates',
+        summary: 'Public templates anyone may use',
         querystring: Type.Object({
           source: Type.Optional(
             Type.Union(

@@ -124,6 +124,7 @@ export async function volumeRoutes(
       schema: {
         tags,
         operationId: 'listNetworkVolumes',
+        summary: 'The network volumes of the account',
         response: {
           200: Type.Object({ networkVolumes: Type.Array(NetworkVolumeSchema) }),
           ...errors,
@@ -142,6 +143,7 @@ export async function volumeRoutes(
       schema: {
         tags,
         operationId: 'createNetworkVolume',
+        summary: 'Create a network volume',
         body: CreateNetworkVolumeBody,
         response: { 201: NetworkVolumeSchema, ...writeErrors },
       },
@@ -164,6 +166,7 @@ export async function volumeRoutes(
       schema: {
         tags,
         operationId: 'getNetworkVolume',
+        summary: 'One network volume',
         params: IdParams,
         response: { 200: NetworkVolumeSchema, ...errors },
       },
@@ -177,6 +180,7 @@ export async function volumeRoutes(
       schema: {
         tags,
         operationId: 'updateNetworkVolume',
+        summary: 'Rename or grow a network volume',
         description: 'Renames and grows; a smaller size is 400.',
         params: IdParams,
         body: UpdateNetworkVolumeBody,
@@ -193,6 +197,7 @@ export async function volumeRoutes(
       schema: {
         tags,
         operationId: 'deleteNetworkVolume',
+        summary: 'Delete a network volume and its files',
         description: 'Deletes the volume and its files; 400 while a pod or endpoint uses it.',
         params: IdParams,
         response: { 204: Type.Null(), ...errors, 400: ProblemSchema },

@@ -43,7 +43,7 @@ const DeliverySchema = Type.Object({
   attempts: Type.Array(AttemptSchema),
 })
 
-const DeliveriesSchema = Type.Object({
+export const DeliveriesSchema = Type.Object({
   jobId: Type.String(),
   deliveries: Type.Array(DeliverySchema),
 })

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { WorkerService } from '../../domain/serverless/worker-service.js'
 import { principalOf } from '../http/authentication.js'
 import { logSourcesOf, sendLogStream } from './log-stream.js'
+import { LogEvents } from '../openapi/documented-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const WorkerStatusSchema = Type.Union(
@@ -31,7 +32,7 @@ const StartBackoffSchema = Type.Object(
   },
 )
 
-const WorkerListSchema = Type.Object({
+export const WorkerListSchema = Type.Object({
   endpointVersion: Type.Integer(),
   summary: Type.Object({
     running: Type.Integer(),
@@ -106,11 +107,13 @@ export async function workerListRoutes(
       schema: {
         tags,
         operationId: 'endpointWorkerLogs',
+        summary: "A worker's output and system logs as server-sent events",
         description:
           'Server-sent events: `container` (the worker output) and `system` (what the platform did with it), both when `source` is left out; `id: <ts>/<seq>` (both: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID.',
         params: WorkerParams,
         querystring: WorkerLogsQuery,
         response: { ...errors, 422: ProblemSchema },
+        documented: { response: { 200: LogEvents } },
       },
     },
     async (request, reply: FastifyReply) => {

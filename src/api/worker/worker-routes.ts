@@ -1,4 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  RouteShorthandOptions,
+} from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { Job } from '../../domain/serverless/job.js'
 import {
@@ -19,6 +26,46 @@ import {
   refuseReservedSegments,
   stringQuery,
 } from '../jobs/http-support.js'
+import {
+  JobDoneBatchAnswer,
+  JobDoneReport,
+  JobStopList,
+  JobStreamChunk,
+  PingAnswer,
+  WorkerJob,
+  WorkerTakeQuery,
+  WorkerWriteAnswer,
+} from '../openapi/job-api-schemas.js'
+import type { DocumentedSchemas } from '../openapi/documented-schemas.js'
+import { ProblemSchema } from '../rest/problem-schema.js'
+
+const WorkerParams = Type.Object({
+  endpointId: Type.String({ examples: ['k3x9m2p7q8w4zd'] }),
+  workerId: Type.String({ description: "the worker's own id (RUNPOD_POD_ID)" }),
+})
+const WorkerJobParams = Type.Object({
+  endpointId: Type.String({ examples: ['k3x9m2p7q8w4zd'] }),
+  workerId: Type.String(),
+  jobId: Type.String(),
+})
+const NoJob = Type.Null({ description: 'nothing within the wait' })
+const WorkerWaitQuery = Type.Object({ wait: WorkerTakeQuery.properties.wait })
+const WorkerTakeBatchQuery = Type.Object({
+  ...WorkerTakeQuery.properties,
+  batch_size: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'at most 100' })),
+})
+const PingQuery = Type.Object({
+  job_id: Type.Optional(Type.String({ description: 'the jobs the worker runs, comma-separated' })),
+  status: Type.Optional(Type.Literal('unhealthy')),
+  check: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String({ maxLength: 256 })),
+})
+const workerProblems = {
+  400: ProblemSchema,
+  401: ProblemSchema,
+  403: ProblemSchema,
+  404: ProblemSchema,
+}
 
 export interface WorkerRoutesDeps {
   accounts: AccountService
@@ -157,7 +204,7 @@ async function authorizeWorker(
 /**
  * The worker protocol runpod-python's `runpod.serverless.start` speaks (wire-compat §5;
  * docs/job-api.md). Workers send the key raw in `Authorization`; Bearer is accepted too.
- * Hidden from the OpenAPI document: it is for workers, not API users.
+ * In the OpenAPI document under its own tag: it is for workers, not API users.
  */
 export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps): Promise<void> {
   const { jobs } = deps
@@ -175,149 +222,223 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
     if (endpointId === undefined) throw new Error(`worker route ${request.url} was not authorized`)
     return endpointId
   }
-  const schema = { hide: true }
-  const options = { schema, ...perJobRouteLogging(app) }
+  const perJob = perJobRouteLogging(app)
+  /** Each route's part of the OpenAPI document (tag Worker protocol); nothing is validated. */
+  const options = (
+    operationId: string,
+    summary: string,
+    params: typeof WorkerParams | typeof WorkerJobParams,
+    documented: DocumentedSchemas,
+  ): Pick<RouteShorthandOptions, 'childLoggerFactory'> & { schema: FastifySchema } => ({
+    schema: {
+      tags: ['Worker protocol'],
+      operationId,
+      summary,
+      security: [{ workerKey: [] as string[] }, { bearer: [] as string[] }],
+      // Params too: validating them would be a step of every worker request for nothing.
+      documented: {
+        ...documented,
+        params,
+        response: { ...documented.response, ...workerProblems },
+      },
+    },
+    ...perJob,
+  })
   const jobInProgress = (request: FastifyRequest) => stringQuery(request, 'job_in_progress') === '1'
 
-  app.get('/:endpointId/job-take/:workerId', options, async (request: WorkerReq, reply) => {
-    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
-    const endpointId = await endpointOf(request)
-    const [job] = await jobs.take(endpointId, request.params.workerId, {
-      max: 1,
-      waitMs,
-      jobInProgress: jobInProgress(request),
-      signal: hangUpSignal(reply),
-    })
-    if (job === undefined) return reply.code(204).send()
-    return workerJob(job)
-  })
-
-  app.get('/:endpointId/job-take-batch/:workerId', options, async (request: WorkerReq, reply) => {
-    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
-    const batchSize = intQuery(request, 'batch_size', {
-      min: 1,
-      max: Number.MAX_SAFE_INTEGER,
-      default: 1,
-    })
-    const endpointId = await endpointOf(request)
-    const taken = await jobs.take(endpointId, request.params.workerId, {
-      max: Math.min(batchSize, MAX_BATCH_SIZE),
-      waitMs,
-      jobInProgress: jobInProgress(request),
-      signal: hangUpSignal(reply),
-    })
-    if (taken.length === 0) return reply.code(204).send()
-    return taken.map(workerJob)
-  })
-
-  app.post('/:endpointId/job-done/:workerId/:jobId', options, async (request: WorkerJobReq) => {
-    const endpointId = await endpointOf(request)
-    const { workerId, jobId } = request.params
-    const text = typeof request.body === 'string' ? request.body : ''
-    if (jsonDeeperThan(text)) {
-      const outcome = await failTooDeep(jobs, endpointId, workerId, jobId)
-      const problem = `body: ${tooDeepLine(jobId, outcome)}`
-      throw new AppError('MALFORMED_REQUEST', `the result is not valid: ${problem}`, {
-        errors: [problem],
+  app.get(
+    '/:endpointId/job-take/:workerId',
+    options('takeJob', 'Take the next job, long-polling up to ?wait= ms', WorkerParams, {
+      querystring: WorkerTakeQuery,
+      response: { 200: WorkerJob, 204: NoJob },
+    }),
+    async (request: WorkerReq, reply) => {
+      const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+      const endpointId = await endpointOf(request)
+      const [job] = await jobs.take(endpointId, request.params.workerId, {
+        max: 1,
+        waitMs,
+        jobInProgress: jobInProgress(request),
+        signal: hangUpSignal(reply),
       })
-    }
-    const report = parseDoneReport(jsonBody(request))
-    const result = await jobs.reportDone(endpointId, workerId, jobId, report)
-    // A late or stale report is answered 200 all the same: the worker would only retry it.
-    return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
-  })
+      if (job === undefined) return reply.code(204).send()
+      return workerJob(job)
+    },
+  )
+
+  app.get(
+    '/:endpointId/job-take-batch/:workerId',
+    options('takeJobBatch', 'Take up to ?batch_size= jobs at once', WorkerParams, {
+      querystring: WorkerTakeBatchQuery,
+      response: { 200: Type.Array(WorkerJob), 204: NoJob },
+    }),
+    async (request: WorkerReq, reply) => {
+      const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+      const batchSize = intQuery(request, 'batch_size', {
+        min: 1,
+        max: Number.MAX_SAFE_INTEGER,
+        default: 1,
+      })
+      const endpointId = await endpointOf(request)
+      const taken = await jobs.take(endpointId, request.params.workerId, {
+        max: Math.min(batchSize, MAX_BATCH_SIZE),
+        waitMs,
+        jobInProgress: jobInProgress(request),
+        signal: hangUpSignal(reply),
+      })
+      if (taken.length === 0) return reply.code(204).send()
+      return taken.map(workerJob)
+    },
+  )
+
+  app.post(
+    '/:endpointId/job-done/:workerId/:jobId',
+    options('reportJobDone', "A job's result, error or progress", WorkerJobParams, {
+      body: JobDoneReport,
+      response: { 200: WorkerWriteAnswer },
+    }),
+    async (request: WorkerJobReq) => {
+      const endpointId = await endpointOf(request)
+      const { workerId, jobId } = request.params
+      const text = typeof request.body === 'string' ? request.body : ''
+      if (jsonDeeperThan(text)) {
+        const outcome = await failTooDeep(jobs, endpointId, workerId, jobId)
+        const problem = `body: ${tooDeepLine(jobId, outcome)}`
+        throw new AppError('MALFORMED_REQUEST', `the result is not valid: ${problem}`, {
+          errors: [problem],
+        })
+      }
+      const report = parseDoneReport(jsonBody(request))
+      const result = await jobs.reportDone(endpointId, workerId, jobId, report)
+      // A late or stale report is answered 200 all the same: the worker would only retry it.
+      return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
+    },
+  )
 
   // podyard's own worker SDK: the results of several jobs in one post (docs/job-api.md,
   // "Worker protocol"). Each item is a job-done body with the job's `id`; a request per job was
   // half of the server's requests at high throughput (bench/README.md).
-  app.post('/:endpointId/job-done-batch/:workerId', options, async (request: WorkerReq) => {
-    const endpointId = await endpointOf(request)
-    const { workerId } = request.params
-    // Results nested too deep are cut out before parsing, so that their jobs can be named
-    // and failed while the other results of the post are recorded.
-    const cut = cutDeepJson(typeof request.body === 'string' ? request.body : '')
-    const items = doneBatch(cut.cut ? parseJsonText(cut.text) : jsonBody(request))
-    const tooDeep = new Set(cut.cutItems)
-    const results = await Promise.all(
-      items.map(async ({ id, report }, i) => {
-        if (tooDeep.has(i)) {
-          return { id, outcome: await failTooDeep(jobs, endpointId, workerId, id) }
-        }
-        const result = await jobs.reportDone(endpointId, workerId, id, report)
-        return result.applied
-          ? { id, status: 'ok' }
-          : { id, status: 'ignored', reason: result.reason }
-      }),
-    )
-    if (tooDeep.size === 0) return { results }
-    const problems = results.flatMap((result, i) =>
-      'outcome' in result && result.outcome !== undefined
-        ? [`body[${i}]: ${tooDeepLine(result.id, result.outcome)}`]
-        : [],
-    )
-    throw new AppError(
-      'MALFORMED_REQUEST',
-      `${problems.length} of the ${items.length} results are not valid (the others were recorded): ${problems.join('; ')}`,
-      { errors: problems },
-    )
-  })
-
-  app.post('/:endpointId/job-stream/:workerId/:jobId', options, async (request: WorkerJobReq) => {
-    const endpointId = await endpointOf(request)
-    const body = jsonBody(request)
-    if (!isObject(body) || !('output' in body)) {
-      throw new AppError('MALFORMED_REQUEST', 'a stream post is {"output": <chunk>}', {
-        errors: ['body.output: required'],
-      })
-    }
-    // podyard's worker SDK numbers a run's chunks, so that one sent again is appended once.
-    const chunkIndex = intQuery(request, CHUNK_INDEX, {
-      min: 0,
-      max: Number.MAX_SAFE_INTEGER,
-      default: -1,
-    })
-    const result = await jobs.appendStream(
-      endpointId,
-      request.params.workerId,
-      request.params.jobId,
-      body.output,
-      chunkIndex < 0 ? undefined : chunkIndex,
-    )
-    return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
-  })
-
-  app.get('/:endpointId/job-stop/:workerId', options, async (request: WorkerReq, reply) => {
-    const waitMs = intQuery(request, 'wait', WORKER_WAIT)
-    const endpointId = await endpointOf(request)
-    const jobsToStop = await jobs.stops(
-      endpointId,
-      request.params.workerId,
-      waitMs,
-      hangUpSignal(reply),
-    )
-    if (jobsToStop.length === 0) return reply.code(204).send()
-    return { jobsToStop }
-  })
-
-  app.get('/:endpointId/ping/:workerId', options, async (request: WorkerReq) => {
-    const endpointId = await endpointOf(request)
-    const jobIds = (stringQuery(request, 'job_id') ?? '')
-      .split(',')
-      .map((id) => id.trim())
-      .filter((id) => id !== '')
-    const unhealthy =
-      stringQuery(request, 'status') === 'unhealthy'
-        ? {
-            check: stringQuery(request, 'check') ?? '',
-            reason: (stringQuery(request, 'reason') ?? '').slice(0, 256),
+  app.post(
+    '/:endpointId/job-done-batch/:workerId',
+    options('reportJobsDone', 'The results of several jobs in one post', WorkerParams, {
+      body: Type.Array(Type.Intersect([Type.Object({ id: Type.String() }), JobDoneReport])),
+      response: { 200: JobDoneBatchAnswer },
+    }),
+    async (request: WorkerReq) => {
+      const endpointId = await endpointOf(request)
+      const { workerId } = request.params
+      // Results nested too deep are cut out before parsing, so that their jobs can be named
+      // and failed while the other results of the post are recorded.
+      const cut = cutDeepJson(typeof request.body === 'string' ? request.body : '')
+      const items = doneBatch(cut.cut ? parseJsonText(cut.text) : jsonBody(request))
+      const tooDeep = new Set(cut.cutItems)
+      const results = await Promise.all(
+        items.map(async ({ id, report }, i) => {
+          if (tooDeep.has(i)) {
+            return { id, outcome: await failTooDeep(jobs, endpointId, workerId, id) }
           }
-        : undefined
-    const renewed = await jobs.ping(endpointId, request.params.workerId, {
-      jobIds,
-      ...(unhealthy ? { unhealthy } : {}),
-    })
-    // `leaseMs` (podyard's): how long a lease lasts unrenewed; podyard/worker gives up a run it
-    // could not renew for that long (docs/worker-sdk.md, "Fencing"). runpod-python ignores it.
-    return { status: 'ok', renewed, leaseMs: jobs.leaseMs }
-  })
+          const result = await jobs.reportDone(endpointId, workerId, id, report)
+          return result.applied
+            ? { id, status: 'ok' }
+            : { id, status: 'ignored', reason: result.reason }
+        }),
+      )
+      if (tooDeep.size === 0) return { results }
+      const problems = results.flatMap((result, i) =>
+        'outcome' in result && result.outcome !== undefined
+          ? [`body[${i}]: ${tooDeepLine(result.id, result.outcome)}`]
+          : [],
+      )
+      throw new AppError(
+        'MALFORMED_REQUEST',
+        `${problems.length} of the ${items.length} results are not valid (the others were recorded): ${problems.join('; ')}`,
+        { errors: problems },
+      )
+    },
+  )
+
+  app.post(
+    '/:endpointId/job-stream/:workerId/:jobId',
+    options('streamJobOutput', 'One chunk of a streaming job', WorkerJobParams, {
+      body: JobStreamChunk,
+      response: { 200: WorkerWriteAnswer },
+    }),
+    async (request: WorkerJobReq) => {
+      const endpointId = await endpointOf(request)
+      const body = jsonBody(request)
+      if (!isObject(body) || !('output' in body)) {
+        throw new AppError('MALFORMED_REQUEST', 'a stream post is {"output": <chunk>}', {
+          errors: ['body.output: required'],
+        })
+      }
+      // podyard's worker SDK numbers a run's chunks, so that one sent again is appended once.
+      const chunkIndex = intQuery(request, CHUNK_INDEX, {
+        min: 0,
+        max: Number.MAX_SAFE_INTEGER,
+        default: -1,
+      })
+      const result = await jobs.appendStream(
+        endpointId,
+        request.params.workerId,
+        request.params.jobId,
+        body.output,
+        chunkIndex < 0 ? undefined : chunkIndex,
+      )
+      return result.applied ? { status: 'ok' } : { status: 'ignored', reason: result.reason }
+    },
+  )
+
+  app.get(
+    '/:endpointId/job-stop/:workerId',
+    options(
+      'jobsToStop',
+      'The jobs to abandon (cancelled, timed out), long-polling',
+      WorkerParams,
+      {
+        querystring: WorkerWaitQuery,
+        response: { 200: JobStopList, 204: NoJob },
+      },
+    ),
+    async (request: WorkerReq, reply) => {
+      const waitMs = intQuery(request, 'wait', WORKER_WAIT)
+      const endpointId = await endpointOf(request)
+      const jobsToStop = await jobs.stops(
+        endpointId,
+        request.params.workerId,
+        waitMs,
+        hangUpSignal(reply),
+      )
+      if (jobsToStop.length === 0) return reply.code(204).send()
+      return { jobsToStop }
+    },
+  )
+
+  app.get(
+    '/:endpointId/ping/:workerId',
+    options('pingWorker', "The worker's heartbeat: renews the leases of ?job_id=", WorkerParams, {
+      querystring: PingQuery,
+      response: { 200: PingAnswer },
+    }),
+    async (request: WorkerReq) => {
+      const endpointId = await endpointOf(request)
+      const jobIds = (stringQuery(request, 'job_id') ?? '')
+        .split(',')
+        .map((id) => id.trim())
+        .filter((id) => id !== '')
+      const unhealthy =
+        stringQuery(request, 'status') === 'unhealthy'
+          ? {
+              check: stringQuery(request, 'check') ?? '',
+              reason: (stringQuery(request, 'reason') ?? '').slice(0, 256),
+            }
+          : undefined
+      const renewed = await jobs.ping(endpointId, request.params.workerId, {
+        jobIds,
+        ...(unhealthy ? { unhealthy } : {}),
+      })
+      // `leaseMs` (podyard's): how long a lease lasts unrenewed; podyard/worker gives up a run it
+      // could not renew for that long (docs/worker-sdk.md, "Fencing"). runpod-python ignores it.
+      return { status: 'ok', renewed, leaseMs: jobs.leaseMs }
+    },
+  )
 }

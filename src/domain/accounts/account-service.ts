@@ -193,6 +193,33 @@ export class AccountService {
     return this.accounts.findAdmin()
   }
 
+  /**
+   * An account, its user and its first API key (the admin's `POST /v2/admin/accounts`). The
+   * key is checked before anything is written, so a refused key leaves no account behind.
+   * A first key cannot be RESTRICTED: a new account has no endpoint it could name.
+   */
+  async createAccountWithKey(input: {
+    email: string
+    name?: string
+    key: { name: string; permission: Exclude<Permission, 'RESTRICTED'>; expiresAt?: string | null }
+  }): Promise<{ account: Account; user: User; key: ApiKey; secret: string }> {
+    const { expiresAt } = input.key
+    if (expiresAt && new Date(expiresAt).getTime() <= this.clock.now().getTime()) {
+      throw new AppError('RULE_CONFLICT', `expiry ${expiresAt} is not in the future`)
+    }
+    const { account, user } = await this.createAccount({
+      email: input.email,
+      ...(input.name !== undefined ? { name: input.name } : {}),
+    })
+    const { key, secret } = await this.createApiKey({
+      accountId: account.id,
+      name: input.key.name,
+      permission: input.key.permission,
+      expiresAt: expiresAt ?? null,
+    })
+    return { account, user, key, secret }
+  }
+
   async createApiKey(input: CreateApiKeyInput): Promise<{ key: ApiKey; secret: string }> {
     const endpointIds = [...new Set(input.endpointIds ?? [])]
     if (input.permission === 'RESTRICTED' && endpointIds.length === 0) {

@@ -21,8 +21,15 @@ export async function* followEvents(
       yield line
     }
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, EVENT_POLL_MS)
-      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
+      // The listener goes with the wait: a follow lasting hours would otherwise leave one on the
+      // signal per poll.
+      const done = () => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      const timer = setTimeout(done, EVENT_POLL_MS)
+      signal.addEventListener('abort', done, { once: true })
     })
   }
 }

@@ -302,19 +302,35 @@ export class PodService {
     }
   }
 
-  /** Places the pod and records its allocation, inside the exclusive unit. */
-  private async reserve(unit: CapacityUnit, pod: Pod, request: PlacementRequest): Promise<Pod> {
+  /**
+   * Places the pod and records its allocation, inside the exclusive unit. With
+   * `suggestOtherCloud` (a create), a SECURE request that finds no room says so when the
+   * COMMUNITY cloud has it: the caller chose the cloud and may choose again.
+   */
+  private async reserve(
+    unit: CapacityUnit,
+    pod: Pod,
+    request: PlacementRequest,
+    { suggestOtherCloud = false } = {},
+  ): Promise<Pod> {
     const fleet = this.deps.catalog.fleet
-    const result = this.deps.place(
-      {
-        hosts: fleet.hosts,
-        dataCenters: fleet.dataCenters,
-        allocations: await unit.holdings(),
-        unavailable: this.deps.catalog.unavailable(),
-      },
-      request,
-    )
-    if (!result.ok) throw new AppError('NO_CAPACITY', result.detail)
+    const snapshot = {
+      hosts: fleet.hosts,
+      dataCenters: fleet.dataCenters,
+      allocations: await unit.holdings(),
+      unavailable: this.deps.catalog.unavailable(),
+    }
+    const result = this.deps.place(snapshot, request)
+    if (!result.ok) {
+      const community =
+        suggestOtherCloud &&
+        request.cloud === 'SECURE' &&
+        this.deps.place(snapshot, { ...request, cloud: 'COMMUNITY' }).ok
+      throw new AppError(
+        'NO_CAPACITY',
+        community ? `${result.detail}; the COMMUNITY cloud has room for it` : result.detail,
+      )
+    }
     const { placement } = result
     const allocation = this.allocationOf(pod, placement)
     await unit.allocations.remove(ALLOCATION_KIND, pod.id)
@@ -377,7 +393,9 @@ export class PodService {
       `create pod "${draft.name}"`,
     )
     const pod = await this.deps.store.exclusive(async (unit) => {
-      const placed = await this.reserve(unit, draft, this.placementRequest(draft))
+      const placed = await this.reserve(unit, draft, this.placementRequest(draft), {
+        suggestOtherCloud: true,
+      })
       if (draft.globalNetworking) {
         placed.globalIp = await this.nextGlobalIp(unit, accountId, draft.id)
       }

@@ -46,15 +46,30 @@ describe('decideScaling', () => {
   })
 
   it('does nothing when nothing is queued and nobody works', () => {
-    expect(decideScaling(input())).toEqual({ start: 0, stop: [], reasons: [] })
+    expect(decideScaling(input())).toEqual({ start: 0, stop: [], replaced: [], reasons: [] })
   })
 
   describe('QUEUE_DELAY', () => {
-    it('waits queueDelay seconds before the first worker', () => {
-      expect(decideScaling(input({ queue: queued(5, 4_000) })).start).toBe(0)
-      const decision = decideScaling(input({ queue: queued(5, 4_001) }))
+    it('starts the first worker at once when a job is queued and no worker exists', () => {
+      const decision = decideScaling(input({ queue: queued(1, 0) }))
+      expect(decision.start).toBe(1)
+      expect(decision.reasons[0]).toBe('QUEUE_DELAY: 1 queued and no worker to run them')
+      // A worker that is draining (stale) does not run new jobs: one starts beside it.
+      const stale = worker('RUNNING', { stale: 'stale: version 1, endpoint is at 2' })
+      expect(decideScaling(input({ queue: queued(1, 0), current: [stale] })).start).toBe(1)
+    })
+
+    it('waits queueDelay seconds before adding a worker beside one that exists', () => {
+      const busy = [worker('RUNNING')]
+      expect(decideScaling(input({ queue: queued(5, 4_000), current: busy })).start).toBe(0)
+      const decision = decideScaling(input({ queue: queued(5, 4_001), current: busy }))
       expect(decision.start).toBe(1)
       expect(decision.reasons[0]).toBe('QUEUE_DELAY: the oldest queued job has waited 4.0 s > 4 s')
+    })
+
+    it('starts nothing from zero for lowPriority jobs alone (they are not counted as queued)', () => {
+      const onlyLowPriority = { queued: 0, oldestQueuedAtMs: null, inProgress: 0 }
+      expect(decideScaling(input({ queue: onlyLowPriority })).start).toBe(0)
     })
 
     it('adds one worker at a time, none while one is still on its way', () => {
@@ -84,7 +99,7 @@ describe('decideScaling', () => {
     it('keeps idle workers while jobs wait, even past idleTimeout', () => {
       const idle = worker('IDLE', { idleSinceMs: NOW - 60_000 })
       const decision = decideScaling(input({ queue: queued(1, 1_000), current: [idle] }))
-      expect(decision).toEqual({ start: 0, stop: [], reasons: [] })
+      expect(decision).toEqual({ start: 0, stop: [], replaced: [], reasons: [] })
     })
   })
 
@@ -123,6 +138,54 @@ describe('decideScaling', () => {
     )
     expect(decision.start).toBe(1)
     expect(decision.stop).toEqual([])
+  })
+
+  describe('leaving workers (their host drains)', () => {
+    const leaving = 'its host h1 is draining'
+
+    it('starts their replacements and keeps them until those are placed', () => {
+      const idle = worker('IDLE', { leaving })
+      const busy = worker('RUNNING', { leaving })
+      const first = decideScaling(
+        input({ workers: { min: 2, max: 3, idleTimeout: 5 }, current: [idle, busy] }),
+      )
+      expect(first).toMatchObject({ start: 2, stop: [], replaced: [] })
+      // Wanted but not placed yet (THROTTLED): the leaving ones keep serving.
+      const waiting = decideScaling(
+        input({
+          workers: { min: 2, max: 3, idleTimeout: 5 },
+          current: [idle, busy, worker('PENDING'), worker('PENDING')],
+        }),
+      )
+      expect(waiting).toMatchObject({ start: 0, stop: [], replaced: [] })
+      const placed = decideScaling(
+        input({
+          workers: { min: 2, max: 3, idleTimeout: 5 },
+          current: [idle, busy, worker('STARTING'), worker('IDLE')],
+        }),
+      )
+      expect(placed.start).toBe(0)
+      // Both take no new job; the free one goes, the one holding a job once it is free.
+      expect(placed.replaced).toEqual([idle.id, busy.id])
+      expect(placed.stop).toEqual([
+        { workerId: idle.id, reason: `${leaving}: 2 worker(s) placed elsewhere, target 2` },
+      ])
+    })
+
+    it('stops a free leaving worker at once when the endpoint wants none', () => {
+      const idle = worker('IDLE', { leaving })
+      expect(decideScaling(input({ current: [idle] })).stop).toEqual([
+        { workerId: idle.id, reason: `${leaving}: 0 worker(s) placed elsewhere, target 0` },
+      ])
+    })
+
+    it('stops a leaving worker that is also stale once, for being stale', () => {
+      const both = worker('IDLE', { leaving, stale: 'stale: version 1, endpoint is at 2' })
+      const decision = decideScaling(input({ current: [both] }))
+      expect(decision.stop).toEqual([
+        { workerId: both.id, reason: 'stale: version 1, endpoint is at 2' },
+      ])
+    })
   })
 
   it('rolls stale workers: stops them when free, starts current ones in their place', () => {
@@ -192,6 +255,7 @@ describe('decideScaling', () => {
     expect(decideScaling(failing)).toEqual({
       start: 0,
       stop: [],
+      replaced: [],
       reasons: ['start none yet: 0 usable worker(s), target 1; 2 worker(s) failed in a row'],
     })
     expect(decideScaling({ ...failing, nowMs: NOW + 1 }).start).toBe(1)

@@ -28,6 +28,12 @@ export interface ScalingWorker {
   idleSinceMs: number | null
   /** It asked to be recycled after its job (`stopPod`, runpod-python's refresh_worker). */
   recycle: boolean
+  /**
+   * Why it is moved off its host (the host is draining), or null/absent: it is replaced
+   * elsewhere, and stopped once free and once the endpoint has its target of workers placed
+   * elsewhere (docs/serverless-workers.md, "Draining a host").
+   */
+  leaving?: string | null
 }
 
 export interface ScalingQueue {
@@ -57,6 +63,11 @@ export interface ScalingDecision {
   start: number
   /** Workers to stop now, each with why. */
   stop: Array<{ workerId: string; reason: string }>
+  /**
+   * Leaving workers whose replacements are placed: they take no new job from now on, and are
+   * stopped once free (those free now are in `stop` too).
+   */
+  replaced: string[]
   /** Why the decision is what it is, for the log; empty when nothing changes. */
   reasons: string[]
 }
@@ -64,6 +75,7 @@ export interface ScalingDecision {
 const isUsable = (w: ScalingWorker) =>
   w.stale === null &&
   !w.recycle &&
+  !w.leaving &&
   (w.state === 'PENDING' || w.state === 'STARTING' || w.state === 'IDLE' || w.state === 'RUNNING')
 
 /** How many workers the endpoint wants by its scaler, before the min/max clamp. */
@@ -75,6 +87,11 @@ function wanted(input: ScalingInput, usable: readonly ScalingWorker[]): [number,
       target,
       `REQUEST_COUNT: ${queue.queued} queued + ${queue.inProgress} in progress at ${scaling.requestCount} per worker wants ${target}`,
     ]
+  }
+  if (queue.queued > 0 && usable.length === 0) {
+    // From zero: waiting out the threshold when nothing can run the job only adds latency. The
+    // threshold governs adding workers beside ones that exist (our rule, the spec names none).
+    return [1, `QUEUE_DELAY: ${queue.queued} queued and no worker to run them`]
   }
   const waitedMs = queue.oldestQueuedAtMs === null ? 0 : nowMs - queue.oldestQueuedAtMs
   const arriving = usable.some((w) => w.state === 'PENDING' || w.state === 'STARTING')
@@ -106,8 +123,28 @@ export function decideScaling(input: ScalingInput): ScalingDecision {
   const usable = current.filter(isUsable)
   const [byScaler, why] = wanted(input, usable)
   const target = Math.min(workers.max, Math.max(workers.min, byScaler))
-  const explain = (decision: Omit<ScalingDecision, 'reasons'>, extra: string[]) => ({
+  // A leaving worker is replaced once the workers that take its place are placed (not merely
+  // wanted): until then it keeps serving, so that a drain never leaves the endpoint without
+  // workers; from then on it takes no new job, and goes once free.
+  const placed = usable.filter((w) => w.state !== 'PENDING').length
+  const replaced: string[] = []
+  for (const w of current) {
+    if (!w.leaving || placed < target || stop.some((s) => s.workerId === w.id)) continue
+    replaced.push(w.id)
+    const free = w.state === 'IDLE' || w.state === 'PENDING' || w.state === 'STARTING'
+    if (free) {
+      stop.push({
+        workerId: w.id,
+        reason: `${w.leaving}: ${placed} worker(s) placed elsewhere, target ${target}`,
+      })
+    }
+  }
+  const explain = (
+    decision: Omit<ScalingDecision, 'reasons' | 'replaced'>,
+    extra: string[],
+  ): ScalingDecision => ({
     ...decision,
+    replaced,
     reasons: [...decision.stop.map((s) => `stop ${s.workerId}: ${s.reason}`), ...extra],
   })
 

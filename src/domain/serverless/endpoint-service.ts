@@ -95,6 +95,11 @@ export interface EndpointServiceDeps {
   deleteJobsOf: (endpointId: string) => Promise<number>
   /** Each version is recorded as a release (`/serverless/{id}/releases`); none without it. */
   releases?: Pick<ReleaseRepo, 'insert'>
+  /**
+   * Called once a new version is stored, before the update is answered: the workers of older
+   * versions must take no job from then on (docs/serverless-workers.md, "Endpoint updates").
+   */
+  onNewVersion?: (endpoint: Endpoint) => Promise<void>
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)
@@ -170,6 +175,7 @@ export class EndpointService {
     await this.deps.repo.update(replaced)
     this.recent.delete(id)
     await this.recordRelease(current, replaced)
+    if (replaced.version !== current.version) await this.deps.onNewVersion?.(replaced)
     return this.view(replaced)
   }
 
@@ -272,6 +278,7 @@ export class EndpointService {
     await this.deps.repo.update(updated)
     this.recent.delete(id)
     await this.recordRelease(current, updated)
+    if (updated.version !== current.version) await this.deps.onNewVersion?.(updated)
     return this.view(updated)
   }
 

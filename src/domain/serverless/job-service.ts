@@ -5,8 +5,10 @@ import { timeOrderedUuid } from '../../shared/ids.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import type { EndpointView } from './endpoint.js'
 import type { EndpointService } from './endpoint-service.js'
+import type { JobEvents } from './job-events.js'
 import {
   isTerminal,
+  jobTimings,
   newJob,
   resolvePolicy,
   SYNC_JOB_ID_PREFIX,
@@ -63,6 +65,13 @@ export interface JobServiceDeps {
   billing?: { assertCanRun(accountId: string, what: string): Promise<void> }
   /** The egress policy for webhook URLs (docs/security.md): a refused one is a 400. */
   webhookEgress: Pick<EgressGuard, 'vet'>
+  /**
+   * Told when a job that may cause a scale-up (not lowPriority) was queued on an endpoint that
+   * may have workers (`workers.max` > 0): the autoscaler reacts at once (a cold start).
+   */
+  onQueued?: (endpointId: string) => void
+  /** Told of submissions, starts and ends, for the metrics. */
+  events?: JobEvents
 }
 
 const badRequest = (problems: string[]) =>
@@ -242,6 +251,8 @@ export class JobService {
       ...fields,
     })
     await this.deps.queue.submit(job)
+    this.deps.events?.submitted(endpoint.id)
+    if (!job.policy.lowPriority && endpoint.workers.max > 0) this.deps.onQueued?.(endpoint.id)
     const { s3Config: _hidden, ...view } = job
     return view
   }
@@ -336,8 +347,12 @@ export class JobService {
   }
 
   async cancel(endpointId: string, jobId: string): Promise<JobView> {
+    const before = this.deps.events ? await this.deps.queue.get(endpointId, jobId) : undefined
     const job = await this.deps.queue.cancel(endpointId, jobId)
     if (job === undefined) throw jobNotFound(jobId)
+    if (before !== undefined && !isTerminal(before.status) && job.status === 'CANCELLED') {
+      this.deps.events?.ended(endpointId, 'CANCELLED')
+    }
     return job
   }
 
@@ -420,7 +435,12 @@ export class JobService {
         await sleep(options.waitMs, signal)
         return []
       }
-      return this.takeUntil(endpointId, workerId, options.max, deadline, signal)
+      return this.takeUntil(
+        endpointId,
+        { workerId, leaseMs: this.leaseMs, max: options.max, holdsNothing: !options.jobInProgress },
+        deadline,
+        signal,
+      )
     })
   }
 
@@ -433,12 +453,11 @@ export class JobService {
    */
   private async takeUntil(
     endpointId: string,
-    workerId: string,
-    max: number,
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing: boolean },
     deadline: number,
     signal: AbortSignal,
   ): Promise<Job[]> {
-    const taker = { workerId, leaseMs: this.leaseMs, max }
+    const { workerId, max } = taker
     for (;;) {
       const work =
         !signal.aborted &&
@@ -455,6 +474,11 @@ export class JobService {
             : []
       if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
+        const events = this.deps.events
+        if (events) {
+          const nowMs = this.deps.clock.now().getTime()
+          for (const job of jobs) events.started(endpointId, nowMs - Date.parse(job.createdAt))
+        }
         return jobs
       }
     }
@@ -480,6 +504,11 @@ export class JobService {
       ...(report.output !== undefined ? { output: report.output } : {}),
       ...(report.error !== undefined ? { error: report.error } : {}),
     })
+    if (result.applied) {
+      const { executionTime } = jobTimings(result.job, this.deps.clock.now())
+      const status = result.job.status === 'COMPLETED' ? 'COMPLETED' : 'FAILED'
+      this.deps.events?.ended(endpointId, status, executionTime)
+    }
     if (result.applied && this.deps.onJobFinished) {
       await this.deps.onJobFinished(result.job).catch(() => undefined)
     }

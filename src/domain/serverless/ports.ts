@@ -191,14 +191,14 @@ export interface JobQueue {
   ): Promise<JobView | boolean>
   /**
    * A worker ready for up to `max` jobs waits for work: resolves true as soon as the endpoint has
-   * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1), with the
-   * job itself when one submitted meanwhile was handed to it (already its running job under a
-   * lease of `leaseMs`: no `take` needed); false after `timeoutMs` (or once `signal` aborts, as
-   * for the other waits).
+   * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1) or holds
+   * none (`holdsNothing`), with the job itself when one submitted meanwhile was handed to it
+   * (already its running job under a lease of `leaseMs`: no `take` needed); false after
+   * `timeoutMs` (or once `signal` aborts, as for the other waits).
    */
   waitToTake(
     endpointId: string,
-    taker: { workerId: string; leaseMs: number; max: number },
+    taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Job | boolean>
@@ -214,6 +214,16 @@ export interface JobQueue {
    * them back in the queue, or fails them after MAX_JOB_ATTEMPTS. Returns how many.
    */
   releaseWorker(endpointId: string, workerId: string): Promise<number>
+  /**
+   * The worker is lost and can no longer be stopped (its host is DOWN): its running jobs go back
+   * to the queue now, under the rules of an ended lease (TIMED_OUT past their deadline, FAILED
+   * after MAX_JOB_ATTEMPTS), in one transaction, and nothing it sends afterwards is applied.
+   * Returns the jobs requeued and those that ended.
+   */
+  requeueWorkerJobs(
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ requeued: string[]; ended: string[] }>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
 }

@@ -34,7 +34,7 @@ export interface WorkerListItem {
   gpuTypeId: string | null
   dataCenterId: string | null
   startedAt: string | null
-  /** Why it is THROTTLED or UNHEALTHY (ours). */
+  /** Why it is THROTTLED or UNHEALTHY, or that it is moving off a draining host (ours). */
   reason: string | null
 }
 

@@ -37,7 +37,10 @@ export interface ManagedWorker {
   /** The generation of the worker key it was given: a rotation makes it stale. */
   keyGeneration: number
   phase: WorkerPhase
-  /** Why it is PENDING or UNHEALTHY. */
+  /**
+   * Why it is PENDING or UNHEALTHY; for a READY or STARTING worker leaving a draining host whose
+   * replacement is placed, `moving off host <id> (draining): ...` (it takes no new job).
+   */
   reason: string | null
   hostId: string | null
   dataCenterId: string | null

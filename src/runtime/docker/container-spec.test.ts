@@ -155,6 +155,15 @@ describe('toContainerCreateBody', () => {
     expect(plain).not.toHaveProperty('NetworkingConfig')
   })
 
+  it("shares the host's network when asked, ahead of a named network", () => {
+    const body = toContainerCreateBody(
+      spec({ hostNetwork: true, network: { name: 'acct-a', aliases: [] } }),
+      options,
+    )
+    expect(body.HostConfig.NetworkMode).toBe('host')
+    expect(body).not.toHaveProperty('NetworkingConfig')
+  })
+
   it('publishes declared ports on their public host ports, http as tcp', () => {
     const body = toContainerCreateBody(
       spec({

@@ -247,7 +247,9 @@ export function toContainerCreateBody(
     ]
   }
   if (options.diskLimit) body.HostConfig.StorageOpt = { size: `${spec.diskGb}G` }
-  if (spec.network) {
+  if (spec.hostNetwork) {
+    body.HostConfig.NetworkMode = 'host'
+  } else if (spec.network) {
     const network = networkName(options.serverId, spec.network.name)
     body.HostConfig.NetworkMode = network
     body.NetworkingConfig = {

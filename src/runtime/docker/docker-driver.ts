@@ -186,7 +186,7 @@ export class DockerDriver implements RuntimeDriver {
     for (const mount of spec.mounts) {
       if (mount.kind !== 'persistent') await mkdir(mount.hostPath, { recursive: true })
     }
-    if (spec.network) await this.ensureNetwork(spec.network.name)
+    if (spec.network && !spec.hostNetwork) await this.ensureNetwork(spec.network.name)
     const container = await this.docker.createContainer({
       name: containerName(this.options.serverId, spec.id),
       ...(body as Docker.ContainerCreateOptions),

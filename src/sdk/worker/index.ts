@@ -1,25 +1,8 @@
 /**
- * `podyard/worker`: run TypeScript job handlers as workers of a podyard (or RunPod-protocol)
- * serverless endpoint. See docs/worker-sdk.md.
+ * `podyard/worker`: the worker SDK, which is its own package (`@podyard/worker`,
+ * packages/worker/). Sources import it through this file. In the build, `dist/sdk/worker/` is
+ * the package's own build (tsconfig.sdk.json compiles packages/worker/src there, replacing what
+ * this file compiles to), so that dist/ is self-contained: the public models' workers see only
+ * dist/ (docs/public-endpoints.md, "How the models run").
  */
-export {
-  ABORT_SETTLE_MS,
-  DEFAULT_GRACE_PERIOD_MS,
-  serve,
-  STOP_CONFIRM_MS,
-  type Handler,
-  type JobContext,
-  type ServeOptions,
-  type StopOptions,
-  type WorkerHandle,
-  type WorkerLogger,
-} from './serve.js'
-export {
-  DEFAULT_PING_INTERVAL_MS,
-  endpointWorkerUrls,
-  resolveConnection,
-  WorkerConfigError,
-  type WorkerConnection,
-  type WorkerConnectionOptions,
-} from './worker-config.js'
-export type { WorkerJob } from './worker-protocol.js'
+export * from '../../../packages/worker/src/index.js'

@@ -46,6 +46,16 @@ export class WorkerConfigError extends Error {
 const nonEmpty = (value: string | undefined) =>
   value === undefined || value === '' ? undefined : value
 
+/** Whether a job-take URL is configured, by the options or the environment. */
+export function hasTakeUrl(options: WorkerConnectionOptions = {}): boolean {
+  const env = options.env ?? process.env
+  return (
+    nonEmpty(options.takeUrl) !== undefined ||
+    nonEmpty(options.endpointUrl) !== undefined ||
+    nonEmpty(env.RUNPOD_WEBHOOK_GET_JOB) !== undefined
+  )
+}
+
 /** The URL templates podyard's worker routes have under an endpoint's job API base. */
 export function endpointWorkerUrls(endpointUrl: string): {
   takeUrl: string
@@ -80,7 +90,7 @@ export function resolveConnection(options: WorkerConnectionOptions = {}): Worker
   const pingTemplate = pick(options.pingUrl, derived?.pingUrl, 'RUNPOD_WEBHOOK_PING')
   if (takeTemplate === undefined) {
     throw new WorkerConfigError(
-      'no job-take URL: pass endpointUrl (or takeUrl) or set RUNPOD_WEBHOOK_GET_JOB',
+      'no job-take URL: pass endpointUrl (or takeUrl) or set RUNPOD_WEBHOOK_GET_JOB; to run one job without a server, pass --test_input \'{"input": ...}\' or put it in ./test_input.json',
     )
   }
   if (doneTemplate === undefined) {

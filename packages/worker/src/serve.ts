@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import {
   chunkError,
   exceptionError,
@@ -9,9 +8,18 @@ import {
 } from './job-result.js'
 import { backoffDelayMs } from './backoff.js'
 import { deliver, Reachability, sleep, type Answer } from './delivery.js'
-import { resolveConnection, type WorkerConnectionOptions } from './worker-config.js'
+import {
+  LOCAL_WORKER_ID,
+  LocalTestInputError,
+  localTestJob,
+  localTestSource,
+  runLocalTest,
+  type LocalTestSource,
+} from './local-test.js'
+import { hasTakeUrl, resolveConnection, type WorkerConnectionOptions } from './worker-config.js'
 import { HttpClient } from './worker-http.js'
 import { TakeRefused, WorkerProtocol, type PingAnswer, type WorkerJob } from './worker-protocol.js'
+import { SDK_VERSION_TAG } from './version.js'
 
 /** What a handler gets besides its job. */
 export interface JobContext {
@@ -48,8 +56,13 @@ export interface WorkerLogger {
 }
 
 export interface ServeOptions extends WorkerConnectionOptions {
-  /** Jobs in flight at once (default 1); above 1 free slots are filled with job-take-batch. */
-  concurrency?: number
+  /**
+   * Jobs in flight at once; above 1 free slots are filled with job-take-batch. A number, or
+   * runpod-python's `concurrency_modifier`: a function given the current concurrency before each
+   * take, returning the next (it starts at 1). Default: `PODYARD_WORKER_CONCURRENCY` from the
+   * environment (what `podyard dev --concurrency` sets), else 1.
+   */
+  concurrency?: number | ((current: number) => number)
   /** Generator handlers: the final output is the array of all chunks (else `[]`). */
   returnAggregateOutput?: boolean
   /**
@@ -61,6 +74,11 @@ export interface ServeOptions extends WorkerConnectionOptions {
   gracePeriodMs?: number
   /** Where the worker logs; default warnings and errors on stderr; `null` for silence. */
   logger?: WorkerLogger | null
+  /**
+   * The program's arguments, read for `--test_input '{"input": ...}'` (run one job locally, with
+   * no server, as runpod-python does). Default `process.argv.slice(2)`.
+   */
+  argv?: readonly string[]
 }
 
 export interface StopOptions {
@@ -97,17 +115,6 @@ export const STOP_CONFIRM_MS = 1_000
  */
 export const FENCE_MARGIN_MS = 1_000
 
-function sdkVersion(): string {
-  try {
-    const pkg = JSON.parse(
-      readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
-    ) as { version?: string }
-    return `podyard-worker/${pkg.version ?? 'unknown'}`
-  } catch {
-    return 'podyard-worker/unknown'
-  }
-}
-
 const stderrLogger: WorkerLogger = {
   info: () => {},
   warn: (message, fields) => writeLog('warn', message, fields),
@@ -119,6 +126,20 @@ function writeLog(level: string, message: string, fields?: Record<string, unknow
   process.stderr.write(
     `${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })}\n`,
   )
+}
+
+const isPositiveInteger = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 1
+
+/** `PODYARD_WORKER_CONCURRENCY`, when set; a value that is no positive integer is refused. */
+function concurrencyFromEnv(env: Record<string, string | undefined>): number {
+  const raw = env.PODYARD_WORKER_CONCURRENCY
+  if (raw === undefined || raw.trim() === '') return 1
+  const value = Number(raw)
+  if (!isPositiveInteger(value)) {
+    throw new RangeError(`PODYARD_WORKER_CONCURRENCY must be a positive integer, not ${raw}`)
+  }
+  return value
 }
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
@@ -159,8 +180,9 @@ class Worker implements WorkerHandle {
   private readonly http = new HttpClient()
   private readonly protocol: WorkerProtocol
   private readonly log: WorkerLogger
-  private readonly concurrency: number
-  private readonly version = sdkVersion()
+  private concurrency: number
+  private readonly concurrencyModifier: ((current: number) => number) | undefined
+  private readonly version = SDK_VERSION_TAG
   /** The jobs this worker holds: running, or with a result waiting for delivery. */
   private readonly running = new Map<string, RunningJob>()
   private readonly reachability = new Reachability()
@@ -184,11 +206,16 @@ class Worker implements WorkerHandle {
     this.workerId = connection.workerId
     this.protocol = new WorkerProtocol(connection, this.http, this.version)
     this.log = options.logger === null ? silentLogger : (options.logger ?? stderrLogger)
-    const concurrency = options.concurrency ?? 1
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new RangeError(`concurrency must be a positive integer, not ${concurrency}`)
+    const concurrency = options.concurrency ?? concurrencyFromEnv(options.env ?? process.env)
+    if (typeof concurrency === 'function') {
+      this.concurrencyModifier = concurrency
+      this.concurrency = 1
+    } else {
+      if (!isPositiveInteger(concurrency)) {
+        throw new RangeError(`concurrency must be a positive integer, not ${concurrency}`)
+      }
+      this.concurrency = concurrency
     }
-    this.concurrency = concurrency
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve
     })
@@ -247,6 +274,7 @@ class Worker implements WorkerHandle {
   private async takeLoop(): Promise<void> {
     let failures = 0
     while (!this.stopping.signal.aborted) {
+      this.modifyConcurrency()
       const free = this.concurrency - this.running.size
       if (free <= 0) {
         await new Promise<void>((resolve) => {
@@ -273,6 +301,29 @@ class Worker implements WorkerHandle {
         this.takeController = undefined
       }
     }
+  }
+
+  /** Asks the concurrency function for the next concurrency; a bad answer keeps the last one. */
+  private modifyConcurrency(): void {
+    if (this.concurrencyModifier === undefined) return
+    let next: unknown
+    try {
+      next = this.concurrencyModifier(this.concurrency)
+    } catch (error) {
+      this.log.error('the concurrency function threw: keeping the concurrency', {
+        concurrency: this.concurrency,
+        error: describe(error),
+      })
+      return
+    }
+    if (!isPositiveInteger(next)) {
+      this.log.error('the concurrency function returned no positive integer: keeping the last', {
+        concurrency: this.concurrency,
+        returned: String(next),
+      })
+      return
+    }
+    this.concurrency = next
   }
 
   private async stopChannelLoop(): Promise<void> {
@@ -549,5 +600,50 @@ export function serve<Input = Record<string, unknown>>(
   handler: Handler<Input>,
   options: ServeOptions = {},
 ): WorkerHandle {
+  const source = localTestSource(
+    options.argv ?? process.argv.slice(2),
+    hasTakeUrl(options),
+    process.cwd(),
+  )
+  if (source !== undefined) return localTestWorker(handler as Handler<never>, source, options)
   return new Worker(handler as Handler<never>, options)
+}
+
+/**
+ * A handle over one local test run (runpod-python's `run_local`): the process's exit code is 1
+ * when the job fails or there is no valid job to run, as runpod-python's is.
+ */
+function localTestWorker(
+  handler: Handler<never>,
+  source: LocalTestSource,
+  options: ServeOptions,
+): WorkerHandle {
+  const controller = new AbortController()
+  let activeJobs = 1
+  const done = (async () => {
+    try {
+      const job = localTestJob(source)
+      const report = await runLocalTest(handler, job, controller.signal, {
+        returnAggregateOutput: options.returnAggregateOutput ?? false,
+      })
+      if (report.status === 'FAILED') process.exitCode = 1
+    } catch (error) {
+      if (!(error instanceof LocalTestInputError)) throw error
+      process.stderr.write(`podyard-worker: ${error.message}\n`)
+      process.exitCode = 1
+    } finally {
+      activeJobs = 0
+    }
+  })()
+  return {
+    workerId: LOCAL_WORKER_ID,
+    get activeJobs() {
+      return activeJobs
+    },
+    done,
+    stop: async () => {
+      controller.abort(abortError('the worker is stopping'))
+      await done
+    },
+  }
 }

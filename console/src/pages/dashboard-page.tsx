@@ -1,0 +1,219 @@
+import { Link } from 'wouter'
+import { ok } from '../api/client'
+import { jobApi, type EndpointHealth, type JobRequest } from '../api/job-api'
+import { EmptyState } from '../components/empty-state'
+import { perHour, usd, when } from '../components/format'
+import { Page, Section } from '../components/page'
+import { ResourceView } from '../components/resource-view'
+import { StatusBadge } from '../components/status-badge'
+import { useResource } from '../hooks/use-resource'
+import { useSession } from '../session/session'
+
+const REFRESH_MS = 5000
+
+/** Balance and spend, running pods, endpoints with their queue and workers, recent jobs. */
+export function DashboardPage() {
+  const { api, raw, account, refreshAccount } = useSession()
+  const pods = useResource(
+    async (signal) => {
+      void refreshAccount()
+      return (
+        await ok(
+          api.GET('/v2/pods', {
+            params: { query: { status: 'PROVISIONING,STARTING,RUNNING' } },
+            signal,
+          }),
+        )
+      ).pods
+    },
+    [api],
+    { refreshMs: REFRESH_MS },
+  )
+  const endpoints = useResource(
+    async (signal) => {
+      const { endpoints: list } = await ok(api.GET('/v2/serverless', { signal }))
+      const rows = await Promise.all(
+        list.map(async (endpoint) => {
+          const [health, requests] = await Promise.all([
+            jobApi.health(raw, endpoint.id).catch(() => undefined),
+            jobApi.requests(raw, endpoint.id, 5).catch(() => undefined),
+          ])
+          return { endpoint, health, requests: requests?.requests ?? [] }
+        }),
+      )
+      return rows
+    },
+    [api, raw],
+    { refreshMs: REFRESH_MS },
+  )
+
+  return (
+    <Page title="Dashboard">
+      <div className="stats" aria-label="Account">
+        <Stat label="Balance" value={usd(account.balance)} />
+        <Stat label="Spending now" value={perHour(account.currentSpendPerHour)} />
+        <Stat label="Spend limit" value={perHour(account.spendLimit)} />
+      </div>
+
+      <Section
+        title="Running pods"
+        actions={
+          <Link href="/pods/new" className="button">
+            Deploy a pod
+          </Link>
+        }
+      >
+        <ResourceView resource={pods} what="pods">
+          {(list) =>
+            list.length === 0 ? (
+              <EmptyState title="No pod is running.">
+                <Link href="/pods/new">Deploy a pod</Link> from a GPU or CPU of the catalog.
+              </EmptyState>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Pod</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Compute</th>
+                    <th scope="col">Cost</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.map((pod) => (
+                    <tr key={pod.id}>
+                      <td>
+                        <Link href={`/pods/${pod.id}`}>{pod.name}</Link>
+                      </td>
+                      <td>
+                        <StatusBadge status={pod.status} />
+                      </td>
+                      <td>
+                        {pod.gpu
+                          ? `${pod.gpu.count} × ${pod.gpu.id}`
+                          : pod.cpu
+                            ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}`
+                            : '—'}
+                      </td>
+                      <td>{perHour(pod.cost)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )
+          }
+        </ResourceView>
+      </Section>
+
+      <Section
+        title="Endpoints"
+        actions={
+          <Link href="/serverless/new" className="button">
+            New endpoint
+          </Link>
+        }
+      >
+        <ResourceView resource={endpoints} what="endpoints">
+          {(rows) =>
+            rows.length === 0 ? (
+              <EmptyState title="No serverless endpoint yet.">
+                <Link href="/serverless/new">Create an endpoint</Link> and its workers start when
+                jobs come.
+              </EmptyState>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Endpoint</th>
+                    <th scope="col">In queue</th>
+                    <th scope="col">In progress</th>
+                    <th scope="col">Workers ready</th>
+                    <th scope="col">Workers starting</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {rows.map(({ endpoint, health }) => (
+                    <tr key={endpoint.id}>
+                      <td>
+                        <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+                      </td>
+                      <HealthCells health={health} />
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )
+          }
+        </ResourceView>
+      </Section>
+
+      <Section title="Recent jobs">
+        <ResourceView resource={endpoints} what="jobs">
+          {(rows) => <RecentJobs rows={rows} />}
+        </ResourceView>
+      </Section>
+    </Page>
+  )
+}
+
+function Stat({ label, value }: { label: string; value: string }) {
+  return (
+    <div className="stat">
+      <span className="stat-label">{label}</span>
+      <span className="stat-value">{value}</span>
+    </div>
+  )
+}
+
+function HealthCells({ health }: { health: EndpointHealth | undefined }) {
+  if (!health) return <td colSpan={4}>health unavailable</td>
+  const ready = health.workers.ready ?? health.workers.idle + health.workers.running
+  return (
+    <>
+      <td>{health.jobs.inQueue}</td>
+      <td>{health.jobs.inProgress}</td>
+      <td>{ready}</td>
+      <td>{health.workers.initializing ?? 0}</td>
+    </>
+  )
+}
+
+function RecentJobs({
+  rows,
+}: {
+  rows: Array<{ endpoint: { id: string; name: string }; requests: JobRequest[] }>
+}) {
+  const jobs = rows
+    .flatMap(({ endpoint, requests }) => requests.map((job) => ({ endpoint, job })))
+    .sort((a, b) => (a.job.createdAt < b.job.createdAt ? 1 : -1))
+    .slice(0, 10)
+  if (jobs.length === 0) return <EmptyState title="No job has run yet." />
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Job</th>
+          <th scope="col">Endpoint</th>
+          <th scope="col">Status</th>
+          <th scope="col">Submitted</th>
+          <th scope="col">Run time</th>
+        </tr>
+      </thead>
+      <tbody>
+        {jobs.map(({ endpoint, job }) => (
+          <tr key={job.id}>
+            <td className="mono">{job.id}</td>
+            <td>
+              <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+            </td>
+            <td>
+              <StatusBadge status={job.status} />
+            </td>
+            <td>{when(job.createdAt)}</td>
+            <td>{job.executionTime} ms</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}

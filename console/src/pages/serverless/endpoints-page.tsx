@@ -1,0 +1,87 @@
+import { Link } from 'wouter'
+import { ok } from '../../api/client'
+import { jobApi } from '../../api/job-api'
+import { EmptyState } from '../../components/empty-state'
+import { Page } from '../../components/page'
+import { ResourceView } from '../../components/resource-view'
+import { useResource } from '../../hooks/use-resource'
+import { useSession } from '../../session/session'
+
+/** The account's serverless endpoints with their queue and workers. */
+export function EndpointsPage() {
+  const { api, raw } = useSession()
+  const endpoints = useResource(
+    async (signal) => {
+      const { endpoints: list } = await ok(api.GET('/v2/serverless', { signal }))
+      return Promise.all(
+        list.map(async (endpoint) => ({
+          endpoint,
+          health: await jobApi.health(raw, endpoint.id).catch(() => undefined),
+        })),
+      )
+    },
+    [api, raw],
+    { refreshMs: 5000 },
+  )
+  return (
+    <Page
+      title="Serverless endpoints"
+      actions={
+        <Link href="/serverless/new" className="button primary">
+          New endpoint
+        </Link>
+      }
+    >
+      <ResourceView resource={endpoints} what="endpoints">
+        {(rows) =>
+          rows.length === 0 ? (
+            <EmptyState title="No serverless endpoint yet.">
+              <Link href="/serverless/new">Create an endpoint</Link>: jobs sent to it are queued and
+              run by workers that the platform starts and stops by itself.
+            </EmptyState>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Runs</th>
+                  <th scope="col">Compute</th>
+                  <th scope="col">Workers (min–max)</th>
+                  <th scope="col">In queue</th>
+                  <th scope="col">Workers ready</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map(({ endpoint, health }) => (
+                  <tr key={endpoint.id}>
+                    <td>
+                      <Link href={`/serverless/${endpoint.id}`}>{endpoint.name}</Link>
+                      <div className="muted mono">{endpoint.id}</div>
+                    </td>
+                    <td className="mono">
+                      {endpoint.templateId ? `template ${endpoint.templateId}` : endpoint.image}
+                    </td>
+                    <td>
+                      {endpoint.gpu
+                        ? `${endpoint.gpu.count} GPU · ${endpoint.gpu.pools.join(', ')}`
+                        : endpoint.cpu?.map((c) => `${c.vcpuCount} vCPU ${c.id}`).join(', ')}
+                    </td>
+                    <td>
+                      {endpoint.workers.min}–{endpoint.workers.max}
+                    </td>
+                    <td>{health ? health.jobs.inQueue : '—'}</td>
+                    <td>
+                      {health
+                        ? (health.workers.ready ?? health.workers.idle + health.workers.running)
+                        : '—'}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </ResourceView>
+    </Page>
+  )
+}

@@ -1,0 +1,34 @@
+import { ApiError } from '../client/api-client.js'
+
+/** How a failed command is reported with `--json` (docs/cli.md, "Scripting"). */
+export interface ErrorJson {
+  error: {
+    /** What the command would print without --json. */
+    message: string
+    exitCode: number
+    /** From the server's problem+json, when the server refused the request. */
+    status?: number
+    title?: string
+    detail?: string
+    errors?: string[]
+  }
+}
+
+/** One line of JSON for stderr: the message, the exit code and the server's problem, if any. */
+export function errorJson(error: unknown, message: string, exitCode: number): string {
+  const body: ErrorJson = { error: { message, exitCode } }
+  if (error instanceof ApiError) {
+    body.error.status = error.status
+    const { title, detail, errors } = error.problem ?? {}
+    if (title !== undefined) body.error.title = title
+    if (detail !== undefined) body.error.detail = detail
+    if (errors !== undefined) body.error.errors = errors
+  }
+  return JSON.stringify(body)
+}
+
+/** Whether the command line asks for JSON (before commander has parsed it, for its own errors). */
+export function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--')
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json')
+}

@@ -1,0 +1,33 @@
+import { pino, type Logger } from 'pino'
+import pinoPretty from 'pino-pretty'
+import type { Config } from '../config/schema.js'
+
+/** Whether log lines are for people (a terminal) or for a collector (one JSON object a line). */
+export function prettyLogs(format: Config['logFormat'], stdoutIsTerminal: boolean): boolean {
+  return format === 'pretty' || (format === 'auto' && stdoutIsTerminal)
+}
+
+/**
+ * The server's logger. Lines are written synchronously, JSON or pretty (formatted in this thread,
+ * not a worker's): written later, they would land in the middle of the start banner, which
+ * main.ts prints once the server is up (docs/production.md, "Logs").
+ */
+export function serverLogger(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  fd: 1 | 2 = 1,
+  stdoutIsTerminal = (fd === 1 ? process.stdout : process.stderr).isTTY === true,
+): Logger {
+  if (!prettyLogs(config.logFormat, stdoutIsTerminal)) {
+    return pino({ level: config.logLevel }, pino.destination({ dest: fd, sync: true }))
+  }
+  return pino(
+    { level: config.logLevel },
+    pinoPretty({
+      sync: true,
+      destination: fd,
+      colorize: stdoutIsTerminal,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+    }),
+  )
+}

@@ -1,0 +1,78 @@
+import type { WorkerAutoscalerDeps } from '../control/worker-autoscaler.js'
+import { isolationRefusal } from '../control/workload-isolation.js'
+import type { Endpoint } from '../domain/serverless/endpoint.js'
+import { unreachableFromOtherHosts } from '../domain/serverless/job-api-address.js'
+import type { RuntimeDriver } from '../runtime/driver.js'
+import type { PlatformContext } from './platform-context.js'
+
+type WorkerHostRules = Pick<
+  WorkerAutoscalerDeps,
+  | 'unavailableHosts'
+  | 'sharesHostNetwork'
+  | 'isolationRefusal'
+  | 'hostDown'
+  | 'hostDraining'
+  | 'driverDown'
+>
+
+/**
+ * Where an endpoint's workers may run (docs/serverless-workers.md, "Where workers run"). Every
+ * host runs them with its own driver: as processes of this machine under the process driver,
+ * as the endpoint's image on a Docker host. Besides the host board (DOWN, cordoned, draining):
+ * - the platform's model workers run podyard's own build through the process driver's image
+ *   commands, so only on process-driver hosts;
+ * - a remote host cannot reach a loopback job API address (`workers.jobApiUrl`, else the listen
+ *   URL): it takes no worker, with that reason in the worker list, rather than start one that
+ *   can never ask for a job; a container on this machine's engine joins the host's network
+ *   instead;
+ * - an account whose workloads may not run unsandboxed is kept off process-driver hosts without
+ *   a sandbox, and refused outright (THROTTLED) only when no other host exists.
+ */
+export function workerHostRules(
+  context: PlatformContext,
+  jobApiBaseUrl: () => string,
+): WorkerHostRules {
+  const { parts } = context
+  const { fleet, board, processDriver, driverFor, runtimeOf, isolationPolicy } = parts.fleet
+  const onProcessDriver = (hostId: string) => driverFor(hostId) === processDriver
+  const everyHostOnProcessDriver = fleet.hosts.every((h) => onProcessDriver(h.id))
+  return {
+    unavailableHosts: async (endpoint: Endpoint) => {
+      // A copy: the board keeps its answer until a host changes state.
+      const out: Record<string, string> = { ...board.unplaceable() }
+      const url = jobApiBaseUrl()
+      const unreachable = unreachableFromOtherHosts(url)
+      const models = endpoint.accountId === parts.accounts.modelsAccount.id
+      const unsandboxed = await isolationRefusal(processDriver, endpoint.accountId, isolationPolicy)
+      for (const host of fleet.hosts) {
+        if (out[host.id] !== undefined) continue
+        const processHost = onProcessDriver(host.id)
+        if (models && !processHost) {
+          out[host.id] =
+            "runs no model workers (the platform's models run under the process driver)"
+        } else if (unreachable && runtimeOf(host.id).remote) {
+          out[host.id] =
+            `cannot reach the job API at ${url} (${unreachable}; set workers.jobApiUrl to an ` +
+            'address the host reaches)'
+        } else if (unsandboxed && processHost) {
+          out[host.id] =
+            "runs workloads without a sandbox, which only the admin account's may do (docs/security.md)"
+        }
+      }
+      return out
+    },
+    sharesHostNetwork: (hostId, baseUrl) =>
+      !runtimeOf(hostId).remote &&
+      !onProcessDriver(hostId) &&
+      unreachableFromOtherHosts(baseUrl) !== null,
+    // With only process-driver hosts the refusal is the whole story: say it as pods do.
+    isolationRefusal: async (accountId) =>
+      everyHostOnProcessDriver ? isolationRefusal(processDriver, accountId, isolationPolicy) : null,
+    hostDown: (hostId) => board.down(hostId),
+    hostDraining: (hostId) => board.state(hostId)?.schedule === 'DRAINING',
+    driverDown: (driver: RuntimeDriver) => {
+      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
+      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+    },
+  }
+}

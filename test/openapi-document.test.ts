@@ -1,0 +1,190 @@
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestPlatform, type TestPlatform } from './support/platform.js'
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
+
+interface Operation {
+  operationId?: string
+  summary?: string
+  tags?: string[]
+  requestBody?: { content: Record<string, { schema: unknown }> }
+  responses: Record<string, { content?: Record<string, { schema: unknown }> }>
+}
+interface OpenAPIDocument {
+  servers?: Array<{ url: string }>
+  tags: Array<{ name: string }>
+  paths: Record<string, Record<string, Operation>>
+  components: { schemas: Record<string, unknown> }
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch']
+
+describe('the OpenAPI document', () => {
+  let platform: TestPlatform
+  let document: OpenAPIDocument
+  const operations: Array<{ method: string; path: string; operation: Operation }> = []
+
+  beforeAll(async () => {
+    platform = await startTestPlatform()
+    document = (await (
+      await platform.call('/v2/openapi.json', { key: null })
+    ).json()) as OpenAPIDocument
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const method of METHODS) {
+        const operation = item[method]
+        if (operation) operations.push({ method, path, operation })
+      }
+    }
+  })
+  afterAll(() => platform.close())
+
+  it('names, summarizes and tags every operation, with tags it declares', () => {
+    const declared = new Set(document.tags.map((t) => t.name))
+    const ids = operations.map(({ operation }) => operation.operationId)
+    expect(ids.filter((id) => id === undefined)).toEqual([])
+    expect(new Set(ids).size).toBe(ids.length)
+    for (const { method, path, operation } of operations) {
+      const where = `${method} ${path}`
+      expect(operation.summary, where).toMatch(/\S/)
+      expect(operation.tags?.length, where).toBeGreaterThan(0)
+      for (const tag of operation.tags!) expect(declared, where).toContain(tag)
+    }
+    expect(document.servers).toEqual([{ url: '/', description: 'this podyard server' }])
+  })
+
+  it('gives every operation a success answer with its content, but the routes not offered', () => {
+    for (const { method, path, operation } of operations) {
+      const codes = Object.keys(operation.responses)
+      if (codes.every((code) => !code.startsWith('2'))) {
+        expect(codes, `${method} ${path}`).toContain('501')
+        continue
+      }
+      const success = codes.filter((code) => code.startsWith('2'))
+      const described = success.some(
+        (code) => code === '204' || operation.responses[code]!.content !== undefined,
+      )
+      expect(described, `${method} ${path}`).toBe(true)
+    }
+  })
+
+  it('shows the bodies clients send to the job API, the worker protocol and the REST API', () => {
+    const bodyOf = (path: string, method = 'post') =>
+      document.paths[path]?.[method]?.requestBody?.content['application/json']?.schema
+    expect(bodyOf('/v2/{endpointId}/run')).toEqual({ $ref: '#/components/schemas/JobSubmission' })
+    expect(bodyOf('/v2/{endpointId}/runsync')).toEqual({
+      $ref: '#/components/schemas/JobSubmission',
+    })
+    expect(bodyOf('/v2/{endpointId}/job-done/{workerId}/{jobId}')).toEqual({
+      $ref: '#/components/schemas/JobDoneReport',
+    })
+    expect(bodyOf('/v2/pods')).toEqual({ $ref: '#/components/schemas/PodCreateInput' })
+    expect(bodyOf('/v2/serverless')).toEqual({ $ref: '#/components/schemas/EndpointCreateInput' })
+    expect(bodyOf('/v2/{endpointId}/openai/v1/chat/completions')).toEqual({
+      $ref: '#/components/schemas/OpenAIRequest',
+    })
+  })
+
+  it('names the shared shapes once, under components', () => {
+    const names = Object.keys(document.components.schemas)
+    for (const name of ['Pod', 'Endpoint', 'Job', 'QueuedJob', 'Problem', 'Template', 'WorkerJob'])
+      expect(names).toContain(name)
+    const text = JSON.stringify(document.paths)
+    expect(text.match(/"\$ref":"#\/components\/schemas\/Pod"/g)!.length).toBeGreaterThan(3)
+  })
+
+  it('puts the worker protocol under its own tag and keeps GraphQL out', () => {
+    const workerPaths = operations.filter(({ operation }) =>
+      operation.tags?.includes('Worker protocol'),
+    )
+    expect(workerPaths.map(({ operation }) => operation.operationId).sort()).toEqual([
+      'jobsToStop',
+      'pingWorker',
+      'reportJobDone',
+      'reportJobsDone',
+      'streamJobOutput',
+      'takeJob',
+      'takeJobBatch',
+    ])
+    expect(Object.keys(document.paths).filter((p) => /graph/i.test(p))).toEqual([])
+  })
+
+  it('shows public models on the job routes once, with a model id as the parameter', () => {
+    expect(Object.keys(document.paths).filter((p) => p.includes('podyard-reference'))).toEqual([])
+    const modelOperations = operations
+      .filter(({ operation }) => operation.tags?.includes('Public models'))
+      .map(({ operation }) => operation.operationId)
+    expect(modelOperations).toEqual(
+      expect.arrayContaining(['runJob', 'runJobSync', 'getJobStatus', 'cancelJob', 'openaiModels']),
+    )
+  })
+
+  it('tells the truth: real answers match the documented schemas', async () => {
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }))
+    ajv.addSchema({ $id: 'podyard', components: document.components })
+    const check = async (method: string, path: string, url: string, init: RequestInit = {}) => {
+      const response = await platform.call(url, { method: method.toUpperCase(), ...init })
+      const body: unknown = await response.json()
+      const documented = document.paths[path]![method]!.responses[String(response.status)]
+      const schema = documented?.content?.['application/json']?.schema
+      expect(schema, `${method} ${url} ${response.status}`).toBeDefined()
+      const validate = ajv.compile(
+        JSON.parse(JSON.stringify(schema).replaceAll('"#/components', '"podyard#/components')),
+      )
+      expect(validate(body) ? [] : validate.errors, `${method} ${url}`).toEqual([])
+      return body as Record<string, unknown>
+    }
+    const json = (value: unknown) => ({
+      body: JSON.stringify(value),
+      headers: { 'content-type': 'application/json' },
+    })
+    const endpoint = await check(
+      'post',
+      '/v2/serverless',
+      '/v2/serverless',
+      json({ name: 'contract', image: 'worker:1', gpu: { pools: ['ADA_24'] } }),
+    )
+    const id = endpoint.id as string
+    const queued = await check('post', '/v2/{endpointId}/run', `/v2/${id}/run`, json({ input: {} }))
+    const jobId = queued.id as string
+    await check('get', '/v2/{endpointId}/status/{jobId}', `/v2/${id}/status/${jobId}`)
+    await check('get', '/v2/{endpointId}/stream/{jobId}', `/v2/${id}/stream/${jobId}`)
+    await check('get', '/v2/{endpointId}/health', `/v2/${id}/health`)
+    await check('get', '/v2/{endpointId}/requests', `/v2/${id}/requests`)
+    await check('post', '/v2/{endpointId}/cancel/{jobId}', `/v2/${id}/cancel/${jobId}`)
+    await check('post', '/v2/{endpointId}/purge-queue', `/v2/${id}/purge-queue`)
+    await check('get', '/v2/{endpointId}/status/{jobId}', `/v2/${id}/status/nope`)
+    await check('post', '/v2/{endpointId}/run', `/v2/${id}/run`, json({ input: 'text' }))
+    await check('get', '/v2/catalog/models', '/v2/catalog/models')
+    await check('get', '/v2/pods', '/v2/pods')
+    await check('get', '/v2/serverless/{id}', `/v2/serverless/${id}`)
+  })
+
+  it('gives real examples that the server takes', async () => {
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }))
+    ajv.addSchema({ $id: 'podyard', components: document.components })
+    // The body editor's example: @fastify/swagger moves a body schema's example to its media type.
+    const exampleOf = (path: string) =>
+      (
+        document.paths[path]!.post!.requestBody!.content['application/json'] as {
+          example?: unknown
+        }
+      ).example
+    for (const [path, name] of [
+      ['/v2/{endpointId}/run', 'JobSubmission'],
+      ['/v2/pods', 'PodCreateInput'],
+      ['/v2/serverless', 'EndpointCreateInput'],
+    ] as const) {
+      const validate = ajv.compile({ $ref: `podyard#/components/schemas/${name}` })
+      expect(exampleOf(path), path).toBeDefined()
+      expect(validate(exampleOf(path)) ? [] : validate.errors, name).toEqual([])
+    }
+    for (const path of ['/v2/pods', '/v2/serverless', '/v2/templates', '/v2/network-volumes']) {
+      const response = await platform.call(path, { method: 'POST', json: exampleOf(path) })
+      expect(response.status, `${path}: ${await response.clone().text()}`).toBe(201)
+      const { id } = (await response.json()) as { id: string }
+      expect((await platform.call(`${path}/${id}`, { method: 'DELETE' })).status).toBe(204)
+    }
+  })
+})

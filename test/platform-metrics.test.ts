@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import { platformStores } from './support/platform-stores.js'
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js'
+
+/** The value of one series in Prometheus text, or undefined when it is not there. */
+function valueOf(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+describe.each(platformStores())('platform metrics on $name', (store) => {
+  let platform: TestPlatform
+  let receiver: WebhookReceiver
+  let endpointId: string
+
+  const post = (path: string, json: unknown, key?: string) =>
+    platform.call(path, { method: 'POST', json, ...(key === undefined ? {} : { key }) })
+  const scrape = async () => (await platform.call('/metrics', { key: null })).text()
+
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver()
+    platform = await store.start({
+      webhooks: { allowInternal: ['127.0.0.1'], retryDelayMs: 10_000, timeoutMs: 2_000 },
+    })
+    const endpoint = await post('/v2/serverless', {
+      name: 'metered',
+      image: 'worker:1',
+      gpu: { pools: ['ADA_24'] },
+    })
+    endpointId = ((await endpoint.json()) as { id: string }).id
+  })
+  afterAll(async () => {
+    await platform.close()
+    await receiver.close()
+  })
+
+  it('counts jobs from submission to their end, with delay and execution times', async () => {
+    const { workerKey } = (await (
+      await platform.call(`/v2/serverless/${endpointId}/worker-key`)
+    ).json()) as { workerKey: string }
+    const run = async (body: unknown) =>
+      ((await (await post(`/v2/${endpointId}/run`, body)).json()) as { id: string }).id
+    const done = await run({ input: { n: 1 }, webhook: receiver.url })
+    const cancelled = await run({ input: { n: 2 } })
+    expect((await post(`/v2/${endpointId}/cancel/${cancelled}`, {})).status).toBe(200)
+    expect((await post(`/v2/${endpointId}/cancel/${cancelled}`, {})).status).toBe(200)
+
+    const take = await platform.call(`/v2/${endpointId}/job-take/metrics-worker?wait=1000`, {
+      key: workerKey,
+    })
+    expect(((await take.json()) as { id: string }).id).toBe(done)
+    const report = await platform.call(`/v2/${endpointId}/job-done/metrics-worker/${done}`, {
+      method: 'POST',
+      key: workerKey,
+      json: { output: { ok: true } },
+    })
+    expect(report.status).toBe(200)
+    await receiver.waitFor(1, 10_000)
+
+    await expect
+      .poll(async () =>
+        valueOf(await scrape(), 'podyard_webhook_attempts_total{outcome="delivered"}'),
+      )
+      .toBe(1)
+    const text = await scrape()
+    expect(valueOf(text, 'podyard_jobs_submitted_total')).toBe(2)
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="COMPLETED"}')).toBe(1)
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="CANCELLED"}')).toBe(1)
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="FAILED"}')).toBe(0)
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="TIMED_OUT"}')).toBe(0)
+    expect(valueOf(text, 'podyard_job_delay_seconds_count')).toBe(1)
+    expect(valueOf(text, 'podyard_job_execution_seconds_count')).toBe(1)
+    expect(valueOf(text, 'podyard_queue_depth')).toBe(0)
+    expect(valueOf(text, 'podyard_queue_oldest_age_seconds')).toBe(0)
+    expect(valueOf(text, 'podyard_webhook_attempts_total{outcome="gave_up"}')).toBe(0)
+  })
+
+  it('reports the queue, pods, workers, the autoscaler, the database and the meter', async () => {
+    await post(`/v2/${endpointId}/run`, { input: { n: 3 } })
+    const pod = await post('/v2/pods', {
+      name: 'metered-pod',
+      image: 'x',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      args: 'sleep 30',
+    })
+    expect(pod.status).toBe(201)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const text = await scrape()
+    expect(valueOf(text, 'podyard_queue_depth')).toBe(1)
+    expect(valueOf(text, 'podyard_queue_oldest_age_seconds')).toBeGreaterThanOrEqual(1)
+    const pods = ['PROVISIONING', 'STARTING', 'RUNNING'].map(
+      (status) => valueOf(text, `podyard_pods{status="${status}"}`) ?? 0,
+    )
+    expect(pods.reduce((a, b) => a + b, 0)).toBe(1)
+    expect(valueOf(text, 'podyard_pods{status="ERROR"}')).toBe(0)
+    for (const phase of ['PENDING', 'STARTING', 'READY', 'UNHEALTHY'])
+      expect(valueOf(text, `podyard_workers{phase="${phase}"}`)).toBeGreaterThanOrEqual(0)
+    for (const series of [
+      'podyard_autoscaler_scale_total{direction="up",reason="queue_delay"}',
+      'podyard_autoscaler_scale_total{direction="down",reason="idle"}',
+      'podyard_hosts{state="UP"}',
+      'podyard_billing_meter_lag_seconds',
+    ])
+      expect(valueOf(text, series), series).toBeGreaterThanOrEqual(0)
+    expect(valueOf(text, 'podyard_db_query_duration_seconds_count{outcome="ok"}')).toBeGreaterThan(
+      10,
+    )
+  })
+
+  it('leaves long polls out of the request-duration histogram, and counts them', async () => {
+    await platform.call(`/v2/${endpointId}/status-sync/nope?wait=1000`)
+    await platform.call('/v2/catalog/gpus')
+    const text = await scrape()
+    const route = '/v2/:endpointId/status-sync/:jobId'
+    expect(text).toContain(
+      `podyard_http_requests_total{method="GET",route="${route}",status="404"} 1`,
+    )
+    expect(text).not.toContain(
+      `podyard_http_request_duration_seconds_count{method="GET",route="${route}"}`,
+    )
+    expect(text).toContain(
+      'podyard_http_request_duration_seconds_count{method="GET",route="/v2/catalog/gpus"}',
+    )
+  })
+})
+
+describe('per-endpoint job metrics (telemetry.endpointMetrics)', () => {
+  let platform: TestPlatform
+  beforeAll(async () => {
+    platform = await startTestPlatform({
+      telemetry: { traceContext: false, endpointMetrics: true },
+    })
+  })
+  afterAll(() => platform.close())
+
+  it('labels the job series by endpoint only when the operator opts in', async () => {
+    const endpoint = await platform.call('/v2/serverless', {
+      method: 'POST',
+      json: { name: 'labelled', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+    })
+    const { id } = (await endpoint.json()) as { id: string }
+    await platform.call(`/v2/${id}/run`, { method: 'POST', json: { input: {} } })
+    const text = await (await platform.call('/metrics', { key: null })).text()
+    expect(valueOf(text, `podyard_jobs_submitted_total{endpoint="${id}"}`)).toBe(1)
+    expect(valueOf(text, `podyard_queue_depth{endpoint="${id}"}`)).toBe(1)
+  })
+})
