@@ -28,6 +28,28 @@ import {
 type Json = Record<string, unknown>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * Handlers that run until stopped (at most 20 s), recording which worker ran when: to show that
+ * a job never runs on two workers at once.
+ */
+function recordedRuns() {
+  const runs: Array<{ worker: string; startedAt: number; stoppedAt?: number }> = []
+  const handler = (worker: string) => async (_job: unknown, context: JobContext) => {
+    const run: (typeof runs)[number] = { worker, startedAt: Date.now() }
+    runs.push(run)
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 20_000)
+      context.signal.addEventListener('abort', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+    run.stoppedAt = Date.now()
+    return { worker }
+  }
+  return { runs, handler }
+}
+
 async function eventually<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
@@ -225,25 +247,33 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     const proxy = await startAnswerProxy(() => short.url)
     cleanups.push(() => proxy.close())
     const id = await createEndpoint(short)
-    const runs: Array<{ worker: string; startedAt: number; stoppedAt?: number }> = []
-    const handler = (worker: string) => async (_job: unknown, context: JobContext) => {
-      const run: (typeof runs)[number] = { worker, startedAt: Date.now() }
-      runs.push(run)
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 20_000)
-        context.signal.addEventListener('abort', () => {
-          clearTimeout(timer)
-          resolve()
-        })
-      })
-      run.stoppedAt = Date.now()
-      return { worker }
-    }
+    const { runs, handler } = recordedRuns()
     start(id, handler('A'), { pingIntervalMs: 500 }, proxy.url)
     const jobId = await submit(id, {}, short)
     await eventually('A runs the job', () => runs.length === 1)
     // Cut off, long polls and all: A can neither renew its lease nor hear a stop notice.
     await proxy.close()
+    start(id, handler('B'), { pingIntervalMs: 500 }, short.url)
+    await eventually('B runs the job', () => runs.length === 2, 20_000)
+    expect(runs.map((r) => r.worker)).toEqual(['A', 'B'])
+    expect(runs[0]!.stoppedAt).toBeDefined()
+    expect(runs[0]!.stoppedAt!).toBeLessThanOrEqual(runs[1]!.startedAt)
+    await short.call(`/v2/${id}/cancel/${jobId}`, { method: 'POST' })
+  })
+
+  it('gives up a run on time while its heartbeat hangs unanswered (a black-holed network)', async () => {
+    const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
+    cleanups.push(() => short.close())
+    const proxy = await startAnswerProxy(() => short.url)
+    cleanups.push(() => proxy.close())
+    const id = await createEndpoint(short)
+    const { runs, handler } = recordedRuns()
+    // A heartbeat waits up to twice the ping interval (6 s) for its answer: longer than the
+    // 4 s from a renewal to the moment the run must be given up.
+    start(id, handler('A'), { pingIntervalMs: 3_000 }, proxy.url)
+    const jobId = await submit(id, {}, short)
+    await eventually('A runs the job', () => runs.length === 1)
+    proxy.rule = () => 'hang'
     start(id, handler('B'), { pingIntervalMs: 500 }, short.url)
     await eventually('B runs the job', () => runs.length === 2, 20_000)
     expect(runs.map((r) => r.worker)).toEqual(['A', 'B'])

@@ -10,6 +10,8 @@ export type ProxyAction =
    * relaying the answer: the server applied the request, the client never learns it.
    */
   | 'drop-answer'
+  /** Neither relay nor answer: the request waits until the client gives up (a black hole). */
+  | 'hang'
   /** Answer this instead, without asking the server. */
   | { status: number; headers?: Record<string, string>; body?: string }
   /** Relay the request, and its answer this long after it came. */
@@ -40,6 +42,7 @@ export async function startAnswerProxy(target: () => string): Promise<AnswerProx
     request.on('data', (part: Buffer) => parts.push(part))
     request.on('end', () => {
       const action = proxy.rule({ method: request.method ?? 'GET', url: request.url ?? '/' })
+      if (action === 'hang') return
       if (typeof action === 'object' && 'status' in action) {
         response.writeHead(action.status, action.headers)
         response.end(action.body ?? '')

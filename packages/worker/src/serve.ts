@@ -114,6 +114,8 @@ export const STOP_CONFIRM_MS = 1_000
  * before the platform can hand the job to another worker (docs/worker-sdk.md, "Fencing").
  */
 export const FENCE_MARGIN_MS = 1_000
+/** How often the fence looks for runs taken since it last looked (each is due a lease later). */
+const FENCE_CHECK_MS = 250
 
 const stderrLogger: WorkerLogger = {
   info: () => {},
@@ -221,8 +223,9 @@ class Worker implements WorkerHandle {
     })
     this.loops.push(this.takeLoop())
     if (this.protocol.stopChannelAvailable) this.loops.push(this.stopChannelLoop())
-    if (connection.pingUrl !== undefined)
-      this.loops.push(this.heartbeatLoop(connection.pingIntervalMs))
+    if (connection.pingUrl !== undefined) {
+      this.loops.push(this.heartbeatLoop(connection.pingIntervalMs), this.fenceLoop())
+    }
   }
 
   get activeJobs(): number {
@@ -362,8 +365,18 @@ class Worker implements WorkerHandle {
           failing = true
         }
       }
-      const fenceDue = this.fence()
-      await sleep(Math.max(0, Math.min(pingDue, fenceDue) - Date.now()), this.finished.signal)
+      await sleep(Math.max(0, pingDue - Date.now()), this.finished.signal)
+    }
+  }
+
+  /**
+   * Looks at the runs' leases on a timer of its own: a heartbeat that hangs (it may wait twice
+   * the ping interval for an answer) must not delay giving up a run whose lease is ending.
+   */
+  private async fenceLoop(): Promise<void> {
+    while (!this.finished.signal.aborted) {
+      const next = Math.min(this.fence(), Date.now() + FENCE_CHECK_MS)
+      await sleep(Math.max(0, next - Date.now()), this.finished.signal)
     }
   }
 
