@@ -63,6 +63,13 @@ describe.each(restartableStores())('pod lifecycle on %s', (kind: StoreKind) => {
         return pod as PodJson
       },
       pod: async (id: string) => (await callJson(api, `/v2/pods/${id}`)).body as PodJson,
+      /** The lines of the pod's system log: its status changes with their reasons. */
+      events: async (id: string) =>
+        [
+          ...(
+            await (await api.call(`/v2/pods/${id}/logs?follow=false&source=system`)).text()
+          ).matchAll(/"line":"([^"]*)"/g),
+        ].map((match) => match[1]!),
     }
   }
 
@@ -88,13 +95,17 @@ describe.each(restartableStores())('pod lifecycle on %s', (kind: StoreKind) => {
     await statusOf(api, pod.id, 'RUNNING')
     process.kill(-groupOf(where.dataDir, pod.id), 'SIGKILL')
     // Noticed well before the lifecycle's next look at every pod (every 30 s).
+    // The restart's reason stands in the system log (statusReason is only that of the
+    // PROVISIONING step, over in a moment).
     const restarted = await until(
       'the restart',
-      () => api.pod(pod.id),
-      (p) => p.statusReason?.includes('restart 1 of 3') ?? false,
+      () => api.events(pod.id),
+      (lines) => lines.some((line) => line.includes('restart 1 of 3')),
       10_000,
     )
-    expect(restarted.statusReason).toMatch(/^its process is gone|^the process exited/)
+    expect(restarted.find((line) => line.includes('restart 1 of 3'))).toMatch(
+      /^PROVISIONING: (its process is gone|the process exited)/,
+    )
     await statusOf(api, pod.id, 'RUNNING')
 
     // The server goes away, the pod's process stays; the next server adopts it.
@@ -108,8 +119,8 @@ describe.each(restartableStores())('pod lifecycle on %s', (kind: StoreKind) => {
     process.kill(-groupOf(where.dataDir, pod.id), 'SIGKILL')
     await until(
       'the restart of the adopted pod',
-      () => again.pod(pod.id),
-      (p) => p.statusReason?.includes('restart 2 of 3') ?? false,
+      () => again.events(pod.id),
+      (lines) => lines.some((line) => line.includes('restart 2 of 3')),
       10_000,
     )
   })
