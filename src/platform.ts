@@ -101,6 +101,11 @@ export interface StartOptions {
 
   /** Resolves host names for the egress policy; default the system's resolver. */
   resolveHost?: HostResolver
+  /**
+   * Runs the workloads of the hosts that run here under the process driver, instead of it.
+   * For benchmarks (bench/fleet: a driver that only records workloads), never for serving.
+   */
+  localDriver?: RuntimeDriver
   /** The built web console to serve at `/`; default dist/console of this package. */
   consoleDir?: string
 }
@@ -124,7 +129,10 @@ export async function startPlatform(
       logger.info({ migrations: serving.applied }, 'applied migrations')
     }
     parts.accounts = await wireAccounts(context)
-    parts.fleet = await wireFleet(context)
+    parts.fleet = await wireFleet(
+      context,
+      options.localDriver ? { localDriver: options.localDriver } : {},
+    )
     parts.billing = wireBilling(context)
     parts.pods = wirePods(context)
     parts.hosts = wireHosts(context)

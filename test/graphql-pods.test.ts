@@ -230,7 +230,13 @@ describe('GraphQL pods', () => {
       volumeInGb: 20,
       volumeMountPath: '/data',
     })
-    const { pod: running, port } = await waitForRuntime(pod.id, 8080)
+    const { port } = await waitForRuntime(pod.id, 8080)
+    // Its usage figures follow its runtime within a moment: they are measured in the background.
+    let running = await getPod(pod.id)
+    for (let tries = 0; running.runtime?.container === null && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      running = await getPod(pod.id)
+    }
     expect(port).toEqual({
       ip: '127.0.0.1',
       isIpPublic: false,

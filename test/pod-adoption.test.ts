@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServe } from './support/cli.js'
+import { restartableStores } from './support/restartable-platform.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 
 const KEY = 'pyd_adoption-test-key-0123456789'
 
@@ -109,6 +111,90 @@ describe('pods across a server crash', () => {
       } finally {
         second.server.child.kill('SIGTERM')
         await second.server.exited
+      }
+    },
+  )
+})
+
+describe.each(restartableStores())('terminating many pods across a server crash on %s', (kind) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-terminate-'))
+  // Ignores SIGTERM (an ignored signal stays ignored across exec): each stop waits out its grace.
+  const stubborn = `sleep ${6_000_000 + Math.floor(Math.random() * 1_000_000)}`
+  let database: { url: string; drop(): Promise<void> } | undefined
+  afterAll(async () => {
+    for (const pid of processesWith(`^${stubborn}$`)) process.kill(pid, 'SIGKILL')
+    await database?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it(
+    'finishes, after a restart, terminating the pods a killed server left running',
+    { timeout: 120_000 },
+    async () => {
+      database =
+        kind === 'postgres'
+          ? await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
+          : undefined
+      const serve = () =>
+        startServe(
+          [
+            '--port',
+            '0',
+            '--data-dir',
+            dataDir,
+            '--log-level',
+            'warn',
+            ...(database ? ['--store-url', database.url] : []),
+          ],
+          { PODYARD_ADMIN_KEY: KEY },
+        )
+      const call = (url: string, method: string, urlPath: string, json?: unknown) =>
+        fetch(`${url}${urlPath}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${KEY}`,
+            ...(json ? { 'content-type': 'application/json' } : {}),
+          },
+          ...(json ? { body: JSON.stringify(json) } : {}),
+        })
+      const first = await serve()
+      const ids: string[] = []
+      for (let i = 0; i < 30; i++) {
+        const created = await call(first.url, 'POST', '/v2/pods', {
+          name: `stubborn-${i}`,
+          image: 'x',
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: `trap '' TERM; exec ${stubborn}`,
+        })
+        expect(created.status).toBe(201)
+        ids.push(((await created.json()) as { id: string }).id)
+      }
+      await expect
+        .poll(() => processesWith(`^${stubborn}$`).length, { timeout: 30_000, interval: 200 })
+        .toBe(ids.length)
+      const deletes = await Promise.all(
+        ids.map((id) => call(first.url, 'DELETE', `/v2/pods/${id}`)),
+      )
+      expect(deletes.map((r) => r.status)).toEqual(ids.map(() => 204))
+      // Mid-termination: every process still waits out its 10 s grace when the server dies.
+      first.child.kill('SIGKILL')
+      await first.exited
+      expect(processesWith(`^${stubborn}$`)).toHaveLength(ids.length)
+
+      const second = await serve()
+      try {
+        await expect
+          .poll(() => processesWith(`^${stubborn}$`), { timeout: 60_000, interval: 500 })
+          .toEqual([])
+        const runtimeDir = path.join(dataDir, 'runtime', 'process')
+        await expect
+          .poll(() => ids.filter((id) => existsSync(path.join(runtimeDir, id))), {
+            timeout: 10_000,
+          })
+          .toEqual([])
+      } finally {
+        second.child.kill('SIGTERM')
+        await second.exited
       }
     },
   )

@@ -15,6 +15,7 @@ import { KyselyAccountRepo } from '../src/store/account-repo.js'
 import { KyselyAllocationRepo } from '../src/store/allocation-repo.js'
 import { KyselyApiKeyRepo } from '../src/store/api-key-repo.js'
 import type { Store } from '../src/store/open-store.js'
+import type { PodStore } from '../src/domain/pods/ports.js'
 import { podStoreOf } from '../src/store/pod-repo.js'
 import { testStores } from './support/stores.js'
 
@@ -24,6 +25,8 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
   let dataDir: string
   let pods: PodService
   let accountId: string
+  let lifecycle: PodLifecycle
+  let driver: ProcessDriver
 
   beforeEach(async () => {
     store = await open()
@@ -34,9 +37,9 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       systemClock,
     )
     accountId = (await accounts.createAccount({ email: 'a@example.com' })).account.id
-    const podStore = podStoreOf(store)
+    const podStore = podStoreOf(store, demoFleet.hosts)
     // The loop is built but never started: this suite is about the store, not processes.
-    const lifecycle = new PodLifecycle({
+    lifecycle = new PodLifecycle({
       store: podStore,
       fleet: demoFleet,
       driverFor: () => driver,
@@ -50,8 +53,12 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       clock: systemClock,
       logger: pino({ level: 'silent' }),
     })
-    const driver = new ProcessDriver({ stateDir: path.join(dataDir, 'runtime') })
-    pods = new PodService({
+    driver = new ProcessDriver({ stateDir: path.join(dataDir, 'runtime') })
+    pods = servicesOn(podStore)
+  })
+
+  function servicesOn(podStore: PodStore): PodService {
+    return new PodService({
       store: podStore,
       catalog: new CatalogService(demoFleet, new KyselyAllocationRepo(store.db)),
       place,
@@ -64,7 +71,7 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
       clock: systemClock,
       nudge: () => {},
     })
-  })
+  }
   afterEach(async () => {
     await store.close()
     rmSync(dataDir, { recursive: true, force: true })
@@ -103,5 +110,36 @@ describe.each(testStores())('pod placement on $name', ({ open }) => {
         gpu: { id: 'NVIDIA H200', count: 3 },
       }),
     ).rejects.toMatchObject({ code: 'NO_CAPACITY' })
+  })
+
+  it('places right beside another replica and a tool writing the same allocations', async () => {
+    // A second replica: its own store view, with its own index of the allocations.
+    const replica = servicesOn(podStoreOf(store, demoFleet.hosts))
+    const h200 = (name: string, count: number) =>
+      ({ name, image: 'x', gpu: { id: 'NVIDIA H200', count } }) as const
+    const first = await pods.create(accountId, h200('first', 3))
+    const second = await replica.create(accountId, h200('second', 3))
+    expect(second.gpuIndices).toEqual([3, 4, 5])
+    await expect(pods.create(accountId, h200('third', 3))).rejects.toMatchObject({
+      code: 'NO_CAPACITY',
+    })
+    // A tool takes the last two GPUs of the one H200 host behind both replicas' backs.
+    await new KyselyAllocationRepo(store.db).insert({
+      id: 'alloc-by-hand',
+      hostId: 'eur-is-1-h200-1',
+      ownerKind: 'pod',
+      ownerId: 'pod-by-hand',
+      gpuCount: 2,
+      gpuIndices: [6, 7],
+      vcpus: 0,
+      memoryGb: 0,
+      diskGb: 0,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    })
+    await expect(pods.create(accountId, h200('fourth', 1))).rejects.toMatchObject({
+      code: 'NO_CAPACITY',
+    })
+    await replica.terminate(accountId, first.id)
+    expect((await pods.create(accountId, h200('fifth', 3))).gpuIndices).toEqual([0, 1, 2])
   })
 })

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/shared/clock.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { until } from './support/until.js'
 
 interface PodJson {
   id: string
@@ -376,9 +377,18 @@ describe('REST pods', () => {
         { util: 0, memoryUtil: 0 },
         { util: 0, memoryUtil: 0 },
       ],
+      ports: [{ private: 8080, public: expect.any(Number), type: 'http', ip: '127.0.0.1' }],
+    })
+    // Its usage is measured in the background from when it runs: on a read soon after.
+    const measured = await until(
+      'its usage figures',
+      async () => (await getPod(pod.id)).runtime,
+      (runtime) => runtime?.cpu !== undefined && runtime.memory !== undefined,
+      5000,
+    )
+    expect(measured).toMatchObject({
       cpu: { util: expect.any(Number) },
       memory: { util: expect.any(Number) },
-      ports: [{ private: 8080, public: expect.any(Number), type: 'http', ip: '127.0.0.1' }],
     })
     const publicPort = running.runtime!.ports[0]!.public
     const first = (await (await fetch(`http://127.0.0.1:${publicPort}/`)).json()) as {

@@ -65,7 +65,9 @@ export class RawHttpConnection {
     if (end < 0 || this.pending === undefined) return
     const head = this.buffer.subarray(0, end).toString('latin1')
     const status = Number(head.slice(9, 12))
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head)
+    // 204 and 304 have no body, and need not say so.
+    const length =
+      status === 204 || status === 304 ? [head, '0'] : /\r\ncontent-length:\s*(\d+)/i.exec(head)
     if (!length) {
       this.fail(new Error(`a response without content-length: ${head.slice(0, 200)}`))
       return

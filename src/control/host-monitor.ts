@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Host } from '../domain/catalog/fleet.js'
-import type { HostBoard } from '../domain/hosts/host-board.js'
+import { CHECKED_AT_WRITE_INTERVAL_MS, type HostBoard } from '../domain/hosts/host-board.js'
 import {
   nextHostState,
   type HostStateRecord,
@@ -34,6 +34,13 @@ export class HostMonitor {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private readonly failures = new Map<string, number>()
+  /** Each probe's last answer, and when its hosts' records were last refreshed from it. */
+  private readonly lastOutcomes = new Map<
+    HostRuntime['probe'],
+    { said: string; refreshedAt: number }
+  >()
+  /** Probes with a host failing or not UP at the last round: their hosts are all looked at. */
+  private readonly failing = new Set<HostRuntime['probe']>()
 
   constructor(private readonly options: HostMonitorOptions) {}
 
@@ -59,35 +66,85 @@ export class HostMonitor {
       .finally(() => (this.running = undefined))
   }
 
-  /** One probe of every host; exposed so tests can step it. */
+  /**
+   * One probe of every host; exposed so tests can step it. Hosts whose runtimes share one probe
+   * (every host the process driver runs here) are probed once: the answer is the same machine's.
+   * The results are saved together.
+   */
   async probeAll(): Promise<void> {
-    await Promise.all(this.options.hosts.map((host) => this.probeHost(host)))
+    const probes = new Map<HostRuntime['probe'], Promise<ProbeOutcome>>()
+    const outcomes = await Promise.all(
+      this.options.hosts.map((host) => {
+        const runtime = this.options.runtimeOf(host.id)
+        let outcome = probes.get(runtime.probe)
+        if (!outcome) {
+          outcome = this.probe(runtime)
+          probes.set(runtime.probe, outcome)
+        }
+        return outcome
+      }),
+    )
+    const { board, clock } = this.options
+    const nowMs = clock.now().getTime()
+    const now = new Date(nowMs).toISOString()
+    // A probe that answered as last time, for hosts none of which is failing: their records
+    // stand (their probe time is refreshed once a minute), however many hosts share it.
+    const unchanged = new Set<HostRuntime['probe']>()
+    for (const [probe, outcome] of probes) {
+      const said = JSON.stringify(await outcome)
+      const last = this.lastOutcomes.get(probe)
+      if (
+        last?.said === said &&
+        nowMs - last.refreshedAt < CHECKED_AT_WRITE_INTERVAL_MS &&
+        !this.failing.has(probe)
+      ) {
+        unchanged.add(probe)
+      } else this.lastOutcomes.set(probe, { said, refreshedAt: nowMs })
+    }
+    const changes: Array<{ previous: HostStateRecord | undefined; next: HostStateRecord }> = []
+    const records: Array<Omit<HostStateRecord, 'schedule'>> = []
+    this.failing.clear()
+    this.options.hosts.forEach((host, i) => {
+      const probe = this.options.runtimeOf(host.id).probe
+      if (unchanged.has(probe)) return
+      const outcome = outcomes[i]!
+      const failures = outcome.ok ? 0 : (this.failures.get(host.id) ?? 0) + 1
+      if (failures > 0 || this.failures.has(host.id)) this.failures.set(host.id, failures)
+      const previous = board.state(host.id)
+      const stored = previous?.checkedAt === null ? undefined : previous
+      const next = nextHostState(
+        host,
+        stored,
+        outcome,
+        failures,
+        this.options.failuresBeforeDown,
+        now,
+      )
+      if (
+        previous?.state !== next.state ||
+        previous.warnings.join('\n') !== next.warnings.join('\n')
+      )
+        changes.push({ previous, next: { ...next, schedule: previous?.schedule ?? 'ACTIVE' } })
+      if (failures > 0 || next.state !== 'UP') this.failing.add(probe)
+      records.push(next)
+    })
+    await board.saveProbes(records)
+    for (const { previous, next } of changes) this.report(previous, next)
   }
 
-  private async probeHost(host: Host): Promise<void> {
-    const { board, clock, logger } = this.options
-    const outcome = await this.probe(this.options.runtimeOf(host.id))
-    const failures = outcome.ok ? 0 : (this.failures.get(host.id) ?? 0) + 1
-    this.failures.set(host.id, failures)
-    const previous = board.state(host.id)
-    const stored = previous?.checkedAt === null ? undefined : previous
-    const next = nextHostState(
-      host,
-      stored,
-      outcome,
-      failures,
-      this.options.failuresBeforeDown,
-      clock.now().toISOString(),
-    )
-    await board.saveProbe(next)
+  private report(previous: HostStateRecord | undefined, next: HostStateRecord): void {
+    const { logger } = this.options
     if (previous?.state !== next.state) {
       const log = next.state === 'UP' ? logger.info.bind(logger) : logger.warn.bind(logger)
-      log({ hostId: host.id, state: next.state, reason: next.reason }, `host ${next.state}`)
-      this.options.onChange?.(host.id, next.state)
+      log({ hostId: next.hostId, state: next.state, reason: next.reason }, `host ${next.state}`)
+      this.options.onChange?.(next.hostId, next.state)
     }
     const warned = previous?.warnings.join('\n')
     if (next.warnings.length > 0 && warned !== next.warnings.join('\n'))
-      logger.warn({ hostId: host.id, warnings: next.warnings }, 'host differs from the fleet file')
+      logger.warn(
+        { hostId: next.hostId, warnings: next.warnings },
+        'host differs from the fleet file',
+      )
   }
 
   private async probe(runtime: HostRuntime): Promise<ProbeOutcome> {

@@ -1,47 +1,27 @@
-import { mkdir, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Logger } from 'pino'
-import type { Fleet } from '../domain/catalog/fleet.js'
-import { hostLostAt, hostLostReason } from '../domain/hosts/host-state.js'
-import type { Pod, PodRuntime, PodStatus } from '../domain/pods/pod.js'
-import { MAX_CRASH_RESTARTS } from '../domain/pods/pod-rules.js'
+import type { Pod, PodRuntime } from '../domain/pods/pod.js'
 import { TERMINATED_RETENTION_MS } from '../domain/pods/pod-service.js'
-import type { PodLogLine, PodLogQuery, PodRuntimeReader, PodStore } from '../domain/pods/ports.js'
+import type { PodLogLine, PodLogQuery, PodRuntimeReader } from '../domain/pods/ports.js'
 import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
-import type { Clock } from '../shared/clock.js'
-import { freePort, portAnswers } from './free-port.js'
-import {
-  assignPorts,
-  type PodAttachments,
-  podDirectories,
-  POD_LABEL_GENERATION,
-  POD_LABEL_KIND,
-  workloadOf,
-} from './pod-workload.js'
+import { POD_LABEL_GENERATION, POD_LABEL_KIND } from './pod-workload.js'
+import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-reconcile.js'
+import { PodRuntimeSampler } from './pod-runtime-sampler.js'
+import { DueQueue } from '../shared/due-queue.js'
 
-/** A pod is RUNNING once its process has stayed up this long (and its http port answers). */
-export const STARTUP_GRACE_MS = 1000
-/** A process that never opens its declared http port still counts as started after this. */
-export const HTTP_READY_TIMEOUT_MS = 30_000
-export const STOP_GRACE_MS = 10_000
-const TICK_MS = 500
+export { HTTP_READY_TIMEOUT_MS, STARTUP_GRACE_MS, STOP_GRACE_MS } from './pod-reconcile.js'
+
+/** Every pod and every workload is looked at this often, whatever happened (a safety net). */
+export const FULL_PASS_INTERVAL_MS = 30_000
+/** Drivers without watch() (Docker engines) are listed this often, to see what changed. */
+const LIST_INTERVAL_MS = 500
 /** A driver whose list takes longer is treated as not answering for this pass. */
 const LIST_TIMEOUT_MS = 15_000
-/** Starts on a remote host tried with new random ports when the engine says one is taken. */
-const PORT_ATTEMPTS = 3
+/** Pods reconciled at once: bounds the memory of a thousand pods terminated together. */
+const CONCURRENT_STEPS = 64
 /** How often a log follower of a pod still being placed looks whether its workload exists. */
 const LAUNCH_WAIT_POLL_MS = 100
-const REMOTE_PORTS = { from: 30_000, count: 30_000 }
-
-function randomRemotePort(): number {
-  return REMOTE_PORTS.from + Math.floor(Math.random() * REMOTE_PORTS.count)
-}
-
-/** The engine refused a published port another process holds. */
-function portTaken(error: unknown): boolean {
-  return /port is already allocated|address already in use/i.test((error as Error)?.message ?? '')
-}
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
@@ -53,74 +33,113 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer))
 }
 
-export interface PodLifecycleDeps {
-  store: PodStore
-  fleet: Fleet
-  /** The runtime driver of a host. */
-  driverFor: (hostId: string) => RuntimeDriver
+export interface PodLifecycleDeps extends PodReconcileDeps {
   drivers: RuntimeDriver[]
-  dataDir: string
-  /** The server's own address: the public IP of hosts that run here. */
-  publicIp: string
-  /**
-   * Where a host's published ports are reached, and whether its runtime is another machine
-   * (its ports are then chosen without asking this machine, and checked at its address).
-   */
-  hostNetwork?: (hostId: string) => { publicIp: string; remote: boolean }
-  /** The host's state when it is DOWN (the host board), else undefined. */
-  hostDown?: (hostId: string) => { since: string; reason: string | null } | undefined
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
-  /** Host directory of a network volume. */
-  volumePath: (volumeId: string, dataCenterId: string) => string
-  /** Decrypted credentials of a registry of the account, for pulling the pod's image. */
-  registryCredentials: (
-    accountId: string,
-    registryId: string,
-  ) => Promise<{ username: string; password: string } | undefined>
-  /** The account's SSH public keys (authorized_keys text), or null when none are set. */
-  publicKeys: (accountId: string) => Promise<string | null>
-  /**
-   * Why the account's pod may not run on this driver (workload-isolation.ts), or null. The pod
-   * goes ERROR with the reason instead of running unsandboxed.
-   */
-  isolationRefusal?: (accountId: string, driver: RuntimeDriver) => Promise<string | null>
-  clock: Clock
-  logger: Logger
+}
+
+type Listing = Map<string, { state: WorkloadState; driver: RuntimeDriver }>
+
+/** What of a workload tells that it changed: its phase, exit, start and generation. */
+function fingerprint(state: WorkloadState): string {
+  return `${state.phase}|${state.exitCode}|${state.startedAt}|${state.labels[POD_LABEL_GENERATION]}`
 }
 
 /**
- * The pod lifecycle loop: makes the processes on the hosts match what the pods' statuses say,
- * and moves statuses forward as processes start, become healthy and exit. The API changes
- * statuses (start, stop, terminate); this loop does the work.
+ * The pod lifecycle loop (docs/pods.md, "Lifecycle"): makes the processes on the hosts match
+ * what the pods' statuses say, one pod at a time (pod-reconcile.ts). It looks at a pod when
+ * something happened to it, not on every tick: the API changed it (nudge with its id), its
+ * workload ended (the driver's watch(), or a change in the list of a driver without one), a
+ * step asked to be looked at again at a due time (a starting pod's grace or port check), or
+ * its host changed state (nudge without id: every pod). Every FULL_PASS_INTERVAL_MS it still
+ * looks at every pod and workload, removes workloads of no pod and purges old TERMINATED pods.
+ * So an idle fleet costs next to nothing, however many pods run.
  */
 export class PodLifecycle implements PodRuntimeReader {
+  private readonly reconciler: PodReconciler
+  private readonly sampler: PodRuntimeSampler
+  private readonly dirty = new Set<string>()
+  /** Pods to look at again, at a time (ms on performance.now()). */
+  private readonly due = new DueQueue()
+  /** When the timer will wake the loop (ms on performance.now()). */
+  private timerAt = Infinity
+  /** Each pod's step in flight (one at a time per pod). */
+  private readonly steps = new Map<string, Promise<void>>()
+  private readonly waiting: Array<() => void> = []
+  private active = 0
+  private fullWanted = true
+  private lastFull = -Infinity
+  private lastListing = -Infinity
+  /** The last list of the drivers without watch(): each workload's fingerprint and driver. */
+  private listed = new Map<string, { print: string; driver: RuntimeDriver }>()
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private again = false
   /** Until start(): a nudge does nothing (a replica that does not lead runs no pass). */
   private stopped = true
-  private readonly busy = new Set<string>()
-  private readonly cleaned = new Set<string>()
+  private unwatch: Array<() => void> = []
 
-  constructor(private readonly deps: PodLifecycleDeps) {}
+  constructor(private readonly deps: PodLifecycleDeps) {
+    this.sampler = new PodRuntimeSampler(deps.logger)
+    // Its figures: sampled once it runs, dropped once it no longer does.
+    this.reconciler = new PodReconciler(deps, (pod, status) => {
+      if (status === 'RUNNING') this.sampler.prime(pod.id, this.reconciler.driverOf(pod))
+      else this.sampler.forget(pod.id)
+    })
+  }
 
   start(): void {
     if (!this.stopped) return
     this.stopped = false
-    this.timer = setInterval(() => this.nudge(), TICK_MS)
-    this.timer.unref()
-    this.nudge()
+    this.sampler.start()
+    this.fullWanted = true
+    for (const driver of this.deps.drivers) {
+      const stop = driver.watch?.((id) => this.nudge(id))
+      if (stop) this.unwatch.push(stop)
+    }
+    this.wake()
   }
 
-  /** Runs a reconcile pass now (or right after the one in progress). */
-  nudge = (): void => {
+  /**
+   * Looks at the pod now (or right after the pass in progress); without an id, at every pod
+   * (a host changed state).
+   */
+  nudge = (podId?: string): void => {
+    if (this.stopped) return
+    if (podId === undefined) this.fullWanted = true
+    else this.dirty.add(podId)
+    this.wake()
+  }
+
+  /** Stops the loop until the next start(): a nudge after this (a late request) starts nothing. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    for (const stop of this.unwatch) stop()
+    this.unwatch = []
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.timerAt = Infinity
+    await this.running
+    await Promise.all(this.steps.values())
+    await this.sampler.stop()
+  }
+
+  /** A pass over every pod and workload, awaited to its end; exposed so tests can step it. */
+  async tick(): Promise<void> {
+    await this.fullPass(true)
+  }
+
+  private wake(): void {
     if (this.stopped) return
     if (this.running) {
       this.again = true
       return
     }
-    this.running = this.tick()
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.timerAt = Infinity
+    this.running = this.pass()
       .catch((error: unknown) =>
         this.deps.logger.error({ err: error }, 'pod lifecycle pass failed'),
       )
@@ -128,45 +147,193 @@ export class PodLifecycle implements PodRuntimeReader {
         this.running = undefined
         if (this.again) {
           this.again = false
-          this.nudge()
-        }
+          this.wake()
+        } else this.sleep()
       })
   }
 
-  /** Stops the loop until the next start(): a nudge after this (a late request) starts nothing. */
-  async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
-    await this.running
+  /** Until the next thing to do: a due pod, the next full pass, the next listing. */
+  private sleep(): void {
+    if (this.stopped) return
+    const now = performance.now()
+    let next = Math.min(this.lastFull + FULL_PASS_INTERVAL_MS, this.due.next() ?? Infinity)
+    if (this.deps.drivers.some((d) => !d.watch)) {
+      next = Math.min(next, this.lastListing + LIST_INTERVAL_MS)
+    }
+    if (this.dirty.size > 0 || this.fullWanted) next = now
+    this.wakeAt(next)
   }
 
-  /** One pass over every pod and every workload; exposed so tests can step it. */
-  async tick(): Promise<void> {
-    const pods = await this.deps.store.pods.list({})
-    const { workloads, unlisted } = await this.listWorkloads()
-    await Promise.all(
-      pods.map((pod) => {
-        const listed = !unlisted.has(this.driverOf(pod))
-        return this.reconcileGuarded(pod, workloads.get(pod.id)?.state, listed)
-      }),
+  private wakeAt(at: number): void {
+    if (this.timer && this.timerAt <= at) return
+    clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        this.timerAt = Infinity
+        this.wake()
+      },
+      Math.max(0, at - performance.now()),
     )
-    await this.removeOrphans(pods, workloads)
-    await this.purgeTerminated()
+    this.timer.unref()
+  }
+
+  private async pass(): Promise<void> {
+    const now = performance.now()
+    if (this.fullWanted || now - this.lastFull >= FULL_PASS_INTERVAL_MS) {
+      await this.fullPass(false)
+      return
+    }
+    const ids = new Set(this.dirty)
+    this.dirty.clear()
+    for (const id of this.due.takeDue(now)) ids.add(id)
+    if (now - this.lastListing >= LIST_INTERVAL_MS) {
+      for (const id of await this.listChanges()) ids.add(id)
+    }
+    for (const id of ids) void this.run(id, () => this.stepById(id))
   }
 
   /**
-   * Every driver's workloads, each with the driver that has it. A driver that does not answer
+   * Every pod with its workload as the drivers list them; then workloads of no pod, and
+   * TERMINATED pods past their retention. `wait`: until every step it began has ended.
+   */
+  private async fullPass(wait: boolean): Promise<void> {
+    this.fullWanted = false
+    this.lastFull = performance.now()
+    this.dirty.clear()
+    this.due.clear()
+    const pods = await this.deps.store.pods.list({})
+    const { workloads, unlisted } = await this.listWorkloads(this.deps.drivers)
+    this.remember(workloads)
+    const steps = pods.map((pod) => {
+      const known = !unlisted.has(this.reconciler.driverOf(pod))
+      return this.run(pod.id, () => this.stepOf(pod, workloads.get(pod.id)?.state, known))
+    })
+    const known = new Set(pods.map((p) => p.id))
+    for (const { state, driver } of workloads.values()) {
+      if (state.labels[POD_LABEL_KIND] !== 'pod' || known.has(state.id)) continue
+      steps.push(this.run(state.id, () => this.removeOrphan(state.id, driver)))
+    }
+    await this.purgeTerminated()
+    if (wait) await Promise.all(steps)
+  }
+
+  /** Runs one pod's step, one at a time per pod, CONCURRENT_STEPS at a time in all. */
+  private run(id: string, step: () => Promise<void>): Promise<void> {
+    const inFlight = this.steps.get(id)
+    if (inFlight) {
+      // Looked at again once the step in flight is done: it may have read the pod before.
+      this.dirty.add(id)
+      return inFlight
+    }
+    const task = this.slot()
+      .then(step)
+      .catch((error: unknown) =>
+        this.deps.logger.error({ err: error, podId: id }, 'reconciling pod failed'),
+      )
+      .finally(() => {
+        this.release()
+        this.steps.delete(id)
+        if (this.dirty.has(id)) this.wake()
+      })
+    this.steps.set(id, task)
+    return task
+  }
+
+  private slot(): Promise<void> {
+    if (this.active < CONCURRENT_STEPS) {
+      this.active += 1
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.waiting.push(resolve))
+  }
+
+  private release(): void {
+    const next = this.waiting.shift()
+    if (next) next()
+    else this.active -= 1
+  }
+
+  /** The pod as the store has it now, with its workload as its driver says now. */
+  private async stepById(id: string): Promise<void> {
+    const pod = await this.deps.store.pods.findById(id)
+    // Purged, or not a pod (a serverless worker's workload on the same driver).
+    if (!pod) return
+    const driver = this.reconciler.driverOf(pod)
+    if (this.deps.driverDown?.(driver)) return this.stepOf(pod, undefined, false)
+    let workload: WorkloadState | undefined
+    try {
+      workload = await withTimeout(driver.inspect(pod.id), LIST_TIMEOUT_MS)
+    } catch (error) {
+      this.deps.logger.warn({ err: error, podId: id }, 'reading the pod workload failed')
+      return this.stepOf(pod, undefined, false)
+    }
+    return this.stepOf(pod, workload, true)
+  }
+
+  private async stepOf(
+    pod: Pod,
+    workload: WorkloadState | undefined,
+    known: boolean,
+  ): Promise<void> {
+    if (pod.status !== 'RUNNING') this.sampler.forget(pod.id)
+    const next: NextLook = await this.reconciler.step(pod, workload, known)
+    if (next === undefined) {
+      this.due.delete(pod.id)
+    } else if (next === 0) {
+      this.dirty.add(pod.id)
+      if (!this.running) this.wakeAt(performance.now())
+    } else {
+      const at = performance.now() + next
+      this.due.set(pod.id, at)
+      if (!this.running) this.wakeAt(at)
+    }
+  }
+
+  /** Ids whose workload changed in the list of a driver without watch(). */
+  private async listChanges(): Promise<string[]> {
+    this.lastListing = performance.now()
+    const unwatched = this.deps.drivers.filter((d) => !d.watch)
+    if (unwatched.length === 0) return []
+    const { workloads, unlisted } = await this.listWorkloads(unwatched)
+    const changed: string[] = []
+    const seen = new Map<string, { print: string; driver: RuntimeDriver }>()
+    for (const [id, { state, driver }] of workloads) {
+      const print = fingerprint(state)
+      seen.set(id, { print, driver })
+      if (this.listed.get(id)?.print !== print) changed.push(id)
+    }
+    for (const [id, last] of this.listed) {
+      if (seen.has(id)) continue
+      // Gone from a driver that answered; on one that did not, it is unknown, not gone.
+      if (unlisted.has(last.driver)) seen.set(id, last)
+      else changed.push(id)
+    }
+    this.listed = seen
+    return changed
+  }
+
+  private remember(workloads: Listing): void {
+    this.listed = new Map(
+      [...workloads]
+        .filter(([, { driver }]) => !driver.watch)
+        .map(([id, { state, driver }]) => [id, { print: fingerprint(state), driver }]),
+    )
+    this.lastListing = performance.now()
+  }
+
+  /**
+   * The drivers' workloads, each with the driver that has it. A driver that does not answer
    * (its host is being lost) is `unlisted`: its pods' workloads are unknown, not gone.
    */
-  private async listWorkloads(): Promise<{
-    workloads: Map<string, { state: WorkloadState; driver: RuntimeDriver }>
-    unlisted: Set<RuntimeDriver>
-  }> {
-    const workloads = new Map<string, { state: WorkloadState; driver: RuntimeDriver }>()
+  private async listWorkloads(
+    drivers: RuntimeDriver[],
+  ): Promise<{ workloads: Listing; unlisted: Set<RuntimeDriver> }> {
+    const workloads: Listing = new Map()
     const unlisted = new Set<RuntimeDriver>()
     await Promise.all(
-      this.deps.drivers.map(async (driver) => {
+      drivers.map(async (driver) => {
         if (this.deps.driverDown?.(driver)) return void unlisted.add(driver)
         try {
           for (const state of await withTimeout(driver.list(), LIST_TIMEOUT_MS)) {
@@ -181,299 +348,37 @@ export class PodLifecycle implements PodRuntimeReader {
     return { workloads, unlisted }
   }
 
-  private async reconcileGuarded(
-    pod: Pod,
-    workload: WorkloadState | undefined,
-    listed: boolean,
-  ): Promise<void> {
-    if (this.busy.has(pod.id)) return
-    this.busy.add(pod.id)
-    try {
-      const down = pod.hostId ? this.deps.hostDown?.(pod.hostId) : undefined
-      if (down) await this.hostLost(pod, down)
-      else if (!listed) return
-      else if (pod.status === 'ERROR' && hostLostAt(pod.statusReason, pod.hostId))
-        await this.hostBack(pod, workload)
-      else await this.reconcile(pod, workload)
-    } catch (error) {
-      this.deps.logger.error({ err: error, podId: pod.id }, 'reconciling pod failed')
-    } finally {
-      this.busy.delete(pod.id)
-    }
-  }
-
-  /**
-   * The pod's host is DOWN: a pod that runs (or was about to) goes ERROR naming the host and
-   * when it was lost. Its place on the host is kept: its container may still be alive there.
-   */
-  private async hostLost(pod: Pod, down: { since: string; reason: string | null }): Promise<void> {
-    if (pod.status !== 'PROVISIONING' && pod.status !== 'STARTING' && pod.status !== 'RUNNING')
-      return
-    await this.transition(pod, 'ERROR', hostLostReason(pod.hostId!, down.since, down.reason))
-  }
-
-  /**
-   * The lost host answers again: a pod whose container is still running there is adopted
-   * (RUNNING again, not restarted); otherwise it stays ERROR and lets its place go.
-   */
-  private async hostBack(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
-    const current =
-      workload && this.generationOf(workload) === pod.generation ? workload : undefined
-    if (current?.phase === 'running') {
-      await this.event(pod, `host ${pod.hostId} is back and the pod's container still runs`)
-      await this.transition(pod, 'RUNNING', null)
-      return
-    }
-    const what = current ? `exited with code ${current.exitCode ?? 'none (killed)'}` : 'was gone'
-    await this.releaseAndSet(
-      pod,
-      'ERROR',
-      `its container ${what} when host ${pod.hostId} came back (${pod.statusReason})`,
-    )
-  }
-
-  private generationOf(workload: WorkloadState | undefined): number | undefined {
-    const label = workload?.labels[POD_LABEL_GENERATION]
-    return label === undefined ? undefined : Number(label)
-  }
-
-  private async reconcile(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
-    const current =
-      workload && this.generationOf(workload) === pod.generation ? workload : undefined
-    const stale = workload && workload.phase === 'running' && !current
-    switch (pod.status) {
-      case 'PROVISIONING':
-        if (stale) await this.driverOf(pod).stop(pod.id, { graceMs: STOP_GRACE_MS })
-        if (current?.phase === 'running') return void (await this.transition(pod, 'STARTING', null))
-        return this.launch(pod)
-      case 'STARTING':
-        return this.watchStart(pod, current)
-      case 'RUNNING':
-        return this.watchRunning(pod, current)
-      case 'EXITED':
-      case 'ERROR':
-        if (workload?.phase === 'running') {
-          await this.driverOf(pod).stop(pod.id, { graceMs: STOP_GRACE_MS })
-          await this.event(pod, 'process stopped')
-        }
-        return
-      case 'TERMINATED':
-        return this.cleanUp(pod, workload !== undefined)
-    }
-  }
-
-  private driverOf(pod: Pod): RuntimeDriver {
-    return this.deps.driverFor(pod.hostId ?? '')
-  }
-
-  private networkOf(hostId: string): { publicIp: string; remote: boolean } {
-    return this.deps.hostNetwork?.(hostId) ?? { publicIp: this.deps.publicIp, remote: false }
-  }
-
-  private async event(pod: Pod, line: string): Promise<void> {
-    await this.deps.store.events.append(pod.id, this.deps.clock.now().toISOString(), line)
-  }
-
-  /** Writes a status change unless the pod changed meanwhile (then the next pass sees it). */
-  private async transition(
-    pod: Pod,
-    status: PodStatus,
-    reason: string | null,
-    extra: Partial<Pod> = {},
-  ): Promise<boolean> {
-    const now = this.deps.clock.now().toISOString()
-    const written = await this.deps.store.pods.update({
-      ...pod,
-      ...extra,
-      status,
-      statusReason: reason,
-      lastStatusChange: now,
-      version: pod.version + 1,
-    })
-    if (written) {
-      this.deps.logger.info({ podId: pod.id, from: pod.status, to: status, reason }, 'pod status')
-      await this.event(pod, `${status}${reason ? `: ${reason}` : ''}`)
-    }
-    return written
-  }
-
-  private async releaseAndSet(pod: Pod, status: 'EXITED' | 'ERROR', reason: string): Promise<void> {
-    if (await this.transition(pod, status, reason, { gpuIndices: [] })) {
-      await this.deps.store.allocations.remove('pod', pod.id)
-    }
-  }
-
-  private async launch(pod: Pod): Promise<void> {
-    const allocation = await this.deps.store.allocations.findByOwner('pod', pod.id)
-    if (!allocation) return this.releaseAndSet(pod, 'ERROR', 'its host reservation is missing')
-    const host = this.deps.fleet.hosts.find((h) => h.id === pod.hostId)
-    if (!host)
-      return this.releaseAndSet(pod, 'ERROR', `host ${pod.hostId} is no longer in the fleet`)
-    const refusal = await this.deps.isolationRefusal?.(pod.accountId, this.driverOf(pod))
-    if (refusal) return this.releaseAndSet(pod, 'ERROR', refusal)
-    const dirs = podDirectories(this.deps.dataDir, pod.id)
-    try {
-      await mkdir(dirs.containerDisk, { recursive: true })
-      if (pod.mounts.persistent) await mkdir(dirs.persistent, { recursive: true })
-      const network = this.networkOf(host.id)
-      const attachments = await this.attachmentsOf(pod)
-      for (let attempt = 1; ; attempt++) {
-        // A remote host's free ports are not this machine's: a random one, again if taken.
-        const portMappings = await assignPorts(pod, () =>
-          network.remote ? Promise.resolve(randomRemotePort()) : freePort(),
-        )
-        const spec = workloadOf(
-          pod,
-          dirs,
-          {
-            dataCenterId: host.dataCenterId,
-            publicIp: network.publicIp,
-            vcpus: allocation.vcpus,
-            memoryGb: allocation.memoryGb,
-          },
-          portMappings,
-          attachments,
-        )
-        await this.event(
-          pod,
-          `starting ${spec.command === null ? `image ${pod.image}` : 'its command'} on host ${host.id}`,
-        )
-        try {
-          await this.driverOf(pod).start(spec)
-        } catch (error) {
-          if (network.remote && attempt < PORT_ATTEMPTS && portTaken(error)) continue
-          throw error
-        }
-        await this.transition(pod, 'STARTING', null, { portMappings })
-        return
-      }
-    } catch (error) {
-      await this.releaseAndSet(pod, 'ERROR', `could not start: ${(error as Error).message}`)
-    }
-  }
-
-  private async attachmentsOf(pod: Pod): Promise<PodAttachments> {
-    const volumeId = pod.mounts.network?.[0]?.volumeId
-    const registryAuth = pod.registry
-      ? await this.deps.registryCredentials(pod.accountId, pod.registry)
-      : undefined
-    if (pod.registry && !registryAuth) throw new Error(`registry ${pod.registry} no longer exists`)
-    // Only pods created with startSsh get the keys (absent: a pod from before the flag, which did).
-    const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
-    return {
-      ...(volumeId
-        ? { networkVolumePath: this.deps.volumePath(volumeId, pod.dataCenterId ?? '') }
-        : {}),
-      ...(registryAuth ? { registryAuth } : {}),
-      ...(publicKey ? { publicKey } : {}),
-    }
-  }
-
-  private async watchStart(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
-    if (!workload)
-      return void (await this.transition(
-        pod,
-        'PROVISIONING',
-        'its process was not found; starting again',
-      ))
-    if (workload.phase === 'exited') {
-      return this.releaseAndSet(
-        pod,
-        'ERROR',
-        `the process exited with code ${workload.exitCode ?? 'none (killed)'} while starting`,
-      )
-    }
-    const aliveMs = this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()
-    if (aliveMs < STARTUP_GRACE_MS) return
-    const http = pod.portMappings.find((p) => p.type === 'http')
-    const network = this.networkOf(pod.hostId ?? '')
-    const address = network.remote ? network.publicIp : '127.0.0.1'
-    if (http && aliveMs < HTTP_READY_TIMEOUT_MS && !(await portAnswers(http.public, address)))
-      return
-    await this.transition(pod, 'RUNNING', null, { startedAt: workload.startedAt })
-  }
-
-  private async watchRunning(pod: Pod, workload: WorkloadState | undefined): Promise<void> {
-    if (workload?.phase === 'running') return
-    const code = workload?.exitCode
-    if (workload && code === 0)
-      return this.releaseAndSet(pod, 'EXITED', 'the process exited with code 0')
-    const what = workload
-      ? `the process exited with code ${code ?? 'none (killed)'}`
-      : 'its process is gone'
-    if (pod.crashRestarts < MAX_CRASH_RESTARTS) {
-      await this.transition(
-        pod,
-        'PROVISIONING',
-        `${what}; restart ${pod.crashRestarts + 1} of ${MAX_CRASH_RESTARTS}`,
-        {
-          generation: pod.generation + 1,
-          crashRestarts: pod.crashRestarts + 1,
-        },
-      )
-      return
-    }
-    return this.releaseAndSet(pod, 'ERROR', `${what} after ${MAX_CRASH_RESTARTS} restarts`)
-  }
-
-  private async cleanUp(pod: Pod, hasWorkload: boolean): Promise<void> {
-    if (this.cleaned.has(pod.id) && !hasWorkload) return
-    if (hasWorkload) await this.driverOf(pod).remove(pod.id)
-    await rm(path.dirname(podDirectories(this.deps.dataDir, pod.id).containerDisk), {
-      recursive: true,
-      force: true,
-    })
-    this.cleaned.add(pod.id)
-  }
-
-  /** Pod workloads whose pod no longer exists (purged, or deleted while the server was down). */
-  private async removeOrphans(
-    pods: Pod[],
-    workloads: Map<string, { state: WorkloadState; driver: RuntimeDriver }>,
-  ): Promise<void> {
-    const known = new Set(pods.map((p) => p.id))
-    for (const { state: workload, driver } of workloads.values()) {
-      if (workload.labels[POD_LABEL_KIND] !== 'pod' || known.has(workload.id)) continue
-      this.deps.logger.warn(
-        { workloadId: workload.id },
-        'removing a workload that belongs to no pod',
-      )
-      await driver.remove(workload.id)
-      await rm(path.join(this.deps.dataDir, 'pods', workload.id), { recursive: true, force: true })
-    }
+  /** A pod workload whose pod no longer exists (purged, or deleted while the server was down). */
+  private async removeOrphan(id: string, driver: RuntimeDriver): Promise<void> {
+    if (await this.deps.store.pods.findById(id)) return
+    this.deps.logger.warn({ workloadId: id }, 'removing a workload that belongs to no pod')
+    await driver.remove(id)
+    await rm(path.join(this.deps.dataDir, 'pods', id), { recursive: true, force: true })
   }
 
   private async purgeTerminated(): Promise<void> {
     const before = new Date(this.deps.clock.now().getTime() - TERMINATED_RETENTION_MS).toISOString()
-    for (const id of await this.deps.store.pods.purgeTerminated(before)) this.cleaned.delete(id)
+    for (const id of await this.deps.store.pods.purgeTerminated(before)) {
+      this.reconciler.purged(id)
+      this.sampler.forget(id)
+    }
   }
 
+  /**
+   * The runtime block of a RUNNING pod, from what the platform holds: its start (uptime), its
+   * ports, and the usage figures the sampler measured last (none before its first sample). No
+   * request waits for a measurement.
+   */
   async runtimeOf(pod: Pod): Promise<PodRuntime | null> {
     if (pod.hostId && this.deps.hostDown?.(pod.hostId)) return null
-    const driver = this.driverOf(pod)
-    let workload: WorkloadState | undefined
-    let stats: Awaited<ReturnType<RuntimeDriver['stats']>>
-    try {
-      workload = await driver.inspect(pod.id)
-      if (!workload || workload.phase !== 'running') return null
-      stats = await driver.stats(pod.id)
-    } catch (error) {
-      // The host stopped answering since its last probe: no runtime to show, not a failed read.
-      this.deps.logger.warn({ err: error, podId: pod.id }, 'reading the pod runtime failed')
-      return null
-    }
-    const ip = this.networkOf(pod.hostId ?? '').publicIp
+    const stats = this.sampler.read(pod.id, this.reconciler.driverOf(pod))
+    const ip = this.reconciler.networkOf(pod.hostId ?? '').publicIp
+    const startedAt = Date.parse(pod.startedAt ?? pod.lastStatusChange)
     return {
-      uptime: Math.max(
-        0,
-        Math.floor(
-          (this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()) / 1000,
-        ),
-      ),
+      uptime: Math.max(0, Math.floor((this.deps.clock.now().getTime() - startedAt) / 1000)),
       // Simulated GPUs have no counters; a real GPU's utilisation comes with the docker driver.
       gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
-      cpu: { util: stats?.cpuPercent ?? 0 },
-      memory: { util: stats?.memoryPercent ?? 0 },
+      ...(stats ? { cpu: { util: stats.cpuPercent }, memory: { util: stats.memoryPercent } } : {}),
       ports: pod.portMappings.map((p) => ({
         private: p.private,
         public: p.public,
@@ -484,7 +389,7 @@ export class PodLifecycle implements PodRuntimeReader {
   }
 
   async readContainerLogs(pod: Pod, query: PodLogQuery): Promise<PodLogLine[]> {
-    return this.driverOf(pod).readLogs(pod.id, query)
+    return this.reconciler.driverOf(pod).readLogs(pod.id, query)
   }
 
   async *followContainerLogs(
@@ -493,7 +398,9 @@ export class PodLifecycle implements PodRuntimeReader {
     signal: AbortSignal,
   ): AsyncIterable<PodLogLine> {
     const launched = await this.untilLaunched(pod, signal)
-    if (launched) yield* this.driverOf(launched).followLogs(launched.id, afterSeq, signal)
+    if (launched) {
+      yield* this.reconciler.driverOf(launched).followLogs(launched.id, afterSeq, signal)
+    }
   }
 
   /**

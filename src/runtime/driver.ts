@@ -147,6 +147,13 @@ export interface RuntimeDriver {
   inspect(id: string): Promise<WorkloadState | undefined>
   /** Every workload the driver knows on this host, including ones started before a restart. */
   list(): Promise<WorkloadState[]>
+  /**
+   * Optional: calls `listener` with a workload's id when it ended on its own (or was found
+   * ended), until the returned function is called. The pod lifecycle then reads such a
+   * driver's workloads one by one as they change, and lists them all only now and then; a
+   * driver without it is listed on every reconcile pass.
+   */
+  watch?(listener: (id: string) => void): () => void
   /** Live usage; undefined when not running. */
   stats(id: string): Promise<WorkloadStats | undefined>
   /** Lines the workload has written (stdout and stderr), oldest first. */

@@ -13,7 +13,8 @@ export interface RuntimeFacts {
  * How podyard reaches one host of the fleet: the driver that runs its workloads, where it is
  * (for people: `this machine (process driver)`, `ssh://podyard@gpu-node-2`), and its probe,
  * which resolves with what the engine reports (null for a host without an engine: the process
- * driver) or throws when the host cannot be reached.
+ * driver) or throws when the host cannot be reached. Hosts whose runtimes share one probe
+ * function (hosts of one engine) are probed once per round (control/host-monitor.ts).
  */
 export interface HostRuntime {
   hostId: string

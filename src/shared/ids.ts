@@ -1,17 +1,27 @@
-import { randomBytes, randomFillSync } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 
 const lowerAlnum = 'abcdefghijklmnopqrstuvwxyz0123456789'
 const base62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+
+/** Random bytes drawn 4 KiB at a time: a call to the system's generator per hundred ids, not each. */
+const stringEntropy = Buffer.alloc(4096)
+let stringEntropyAt = stringEntropy.length
+
+function randomByte(): number {
+  if (stringEntropyAt === stringEntropy.length) {
+    randomFillSync(stringEntropy)
+    stringEntropyAt = 0
+  }
+  return stringEntropy[stringEntropyAt++]!
+}
 
 /** Uniform random string over an alphabet (rejection sampling keeps it unbiased). */
 export function randomString(length: number, alphabet: string): string {
   const limit = 256 - (256 % alphabet.length)
   let out = ''
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < limit) out += alphabet[byte % alphabet.length]
-      if (out.length === length) break
-    }
+    const byte = randomByte()
+    if (byte < limit) out += alphabet[byte % alphabet.length]
   }
   return out
 }

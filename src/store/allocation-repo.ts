@@ -2,6 +2,8 @@ import type { Kysely, Selectable } from 'kysely'
 import type { Allocation, AllocationOwnerKind } from '../domain/catalog/capacity.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
 import type { AllocationsTable, Database } from './database-schema.js'
+import { podStatements } from './pod-statements.js'
+import { changesOf, rowsOf } from './raw-sql.js'
 
 const toAllocation = (row: Selectable<AllocationsTable>): Allocation => ({
   id: row.id,
@@ -41,43 +43,35 @@ export class KyselyAllocationRepo implements AllocationRepo {
   }
 
   async insert(allocation: Allocation): Promise<void> {
-    await this.db
-      .insertInto('allocations')
-      .values({
-        id: allocation.id,
-        host_id: allocation.hostId,
-        owner_kind: allocation.ownerKind,
-        owner_id: allocation.ownerId,
-        gpu_count: allocation.gpuCount,
-        // A JSON string fits both columns: SQLite text and PostgreSQL jsonb (cast on insert).
-        gpu_indices: JSON.stringify(allocation.gpuIndices),
-        vcpus: allocation.vcpus,
-        memory_gb: allocation.memoryGb,
-        disk_gb: allocation.diskGb,
-        created_at: allocation.createdAt,
-      })
-      .execute()
+    await changesOf(this.db, podStatements.allocationInsert, [
+      allocation.id,
+      allocation.hostId,
+      allocation.ownerKind,
+      allocation.ownerId,
+      allocation.gpuCount,
+      // A JSON string fits both columns: SQLite text and PostgreSQL jsonb (cast on insert).
+      JSON.stringify(allocation.gpuIndices),
+      allocation.vcpus,
+      allocation.memoryGb,
+      allocation.diskGb,
+      allocation.createdAt,
+    ])
   }
 
   async remove(ownerKind: AllocationOwnerKind, ownerId: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('allocations')
-      .where('owner_kind', '=', ownerKind)
-      .where('owner_id', '=', ownerId)
-      .executeTakeFirst()
-    return Number(result.numDeletedRows) > 0
+    const statement = podStatements.allocationDelete
+    return (await changesOf(this.db, statement, [ownerKind, ownerId])) > 0
   }
 
   async findByOwner(
     ownerKind: AllocationOwnerKind,
     ownerId: string,
   ): Promise<Allocation | undefined> {
-    const row = await this.db
-      .selectFrom('allocations')
-      .selectAll()
-      .where('owner_kind', '=', ownerKind)
-      .where('owner_id', '=', ownerId)
-      .executeTakeFirst()
+    const statement = podStatements.allocationByOwner
+    const [row] = await rowsOf<Selectable<AllocationsTable>>(this.db, statement, [
+      ownerKind,
+      ownerId,
+    ])
     return row && toAllocation(row)
   }
 }

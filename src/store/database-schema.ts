@@ -63,6 +63,13 @@ export interface AllocationsTable {
   created_at: string
 }
 
+/** Migration 0022: one row, moved by triggers on every change of the allocations. */
+export interface AllocationEpochTable {
+  id: number
+  /** A number in SQLite, a bigint (read back as a string) in PostgreSQL. */
+  epoch: number | string
+}
+
 export interface PodsTable {
   id: string
   account_id: string
@@ -378,6 +385,7 @@ export interface Database {
   users: UsersTable
   api_keys: ApiKeysTable
   allocations: AllocationsTable
+  allocation_epoch: AllocationEpochTable
   pods: PodsTable
   pod_events: PodEventsTable
   network_volumes: NetworkVolumesTable

@@ -21,6 +21,9 @@ function toRecord(row: HostStatesTable): HostStateRecord {
   }
 }
 
+/** Rows of one upsert: well under SQLite's limit of bound parameters (9 per row). */
+const PROBES_PER_STATEMENT = 500
+
 export class KyselyHostStateRepo implements HostStateRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -29,25 +32,39 @@ export class KyselyHostStateRepo implements HostStateRepo {
     return rows.map(toRecord)
   }
 
-  async saveProbe(record: Omit<HostStateRecord, 'schedule'>): Promise<void> {
-    const probed = {
-      state: record.state,
-      reason: record.reason,
-      since: record.since,
-      checked_at: record.checkedAt,
-      facts: record.facts === null ? null : JSON.stringify(record.facts),
-      warnings: JSON.stringify(record.warnings),
-    }
-    await this.db
-      .insertInto('host_states')
-      .values({
-        host_id: record.hostId,
-        ...probed,
-        schedule: 'ACTIVE',
-        schedule_changed_at: null,
-      })
-      .onConflict((oc) => oc.column('host_id').doUpdateSet(probed))
-      .execute()
+  async saveProbes(records: ReadonlyArray<Omit<HostStateRecord, 'schedule'>>): Promise<void> {
+    if (records.length === 0) return
+    // Many hosts at once (a fleet's first probe writes every one): rows in few statements.
+    await this.db.transaction().execute(async (tx) => {
+      for (let from = 0; from < records.length; from += PROBES_PER_STATEMENT) {
+        await tx
+          .insertInto('host_states')
+          .values(
+            records.slice(from, from + PROBES_PER_STATEMENT).map((record) => ({
+              host_id: record.hostId,
+              state: record.state,
+              reason: record.reason,
+              since: record.since,
+              checked_at: record.checkedAt,
+              facts: record.facts === null ? null : JSON.stringify(record.facts),
+              warnings: JSON.stringify(record.warnings),
+              schedule: 'ACTIVE',
+              schedule_changed_at: null,
+            })),
+          )
+          .onConflict((oc) =>
+            oc.column('host_id').doUpdateSet((eb) => ({
+              state: eb.ref('excluded.state'),
+              reason: eb.ref('excluded.reason'),
+              since: eb.ref('excluded.since'),
+              checked_at: eb.ref('excluded.checked_at'),
+              facts: eb.ref('excluded.facts'),
+              warnings: eb.ref('excluded.warnings'),
+            })),
+          )
+          .execute()
+      }
+    })
   }
 
   async setSchedule(hostId: string, schedule: HostSchedule, at: string): Promise<void> {

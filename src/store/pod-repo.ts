@@ -8,7 +8,11 @@ import type {
   PodRepo,
   PodStore,
 } from '../domain/pods/ports.js'
+import type { Host } from '../domain/catalog/fleet.js'
+import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
+import { podStatements } from './pod-statements.js'
+import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
 import type { Dialect, Store } from './open-store.js'
 
@@ -30,15 +34,22 @@ export class KyselyPodRepo implements PodRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async insert(pod: Pod): Promise<void> {
-    await this.db.insertInto('pods').values(columnsOf(pod)).execute()
+    const c = columnsOf(pod)
+    await changesOf(this.db, podStatements.podInsert, [
+      c.id,
+      c.account_id,
+      c.name,
+      c.status,
+      c.host_id,
+      c.version,
+      c.created_at,
+      c.terminated_at,
+      c.doc,
+    ])
   }
 
   async findById(id: string): Promise<Pod | undefined> {
-    const row = await this.db
-      .selectFrom('pods')
-      .select('doc')
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const [row] = await rowsOf<{ doc: string }>(this.db, podStatements.podById, [id])
     return row && (JSON.parse(row.doc) as Pod)
   }
 
@@ -52,13 +63,20 @@ export class KyselyPodRepo implements PodRepo {
   }
 
   async update(pod: Pod): Promise<boolean> {
-    const result = await this.db
-      .updateTable('pods')
-      .set(columnsOf(pod))
-      .where('id', '=', pod.id)
-      .where('version', '=', pod.version - 1)
-      .executeTakeFirst()
-    return Number(result.numUpdatedRows) === 1
+    const c = columnsOf(pod)
+    const changed = await changesOf(this.db, podStatements.podUpdate, [
+      c.account_id,
+      c.name,
+      c.status,
+      c.host_id,
+      c.version,
+      c.created_at,
+      c.terminated_at,
+      c.doc,
+      pod.id,
+      pod.version - 1,
+    ])
+    return changed === 1
   }
 
   async purgeTerminated(before: string): Promise<string[]> {
@@ -86,7 +104,7 @@ export class KyselyPodEventRepo implements PodEventRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async append(podId: string, ts: string, line: string): Promise<void> {
-    await this.db.insertInto('pod_events').values({ pod_id: podId, ts, line }).execute()
+    await changesOf(this.db, podStatements.eventAppend, [podId, ts, line])
   }
 
   async list(
@@ -111,7 +129,8 @@ export class KyselyPodEventRepo implements PodEventRepo {
 const CAPACITY_LOCK_KEY = 7_341_001
 
 function unitOf(db: Kysely<Database>): CapacityUnit {
-  return { pods: new KyselyPodRepo(db), allocations: new KyselyAllocationRepo(db) }
+  const allocations = new KyselyAllocationRepo(db)
+  return { pods: new KyselyPodRepo(db), allocations, holdings: () => allocations.list() }
 }
 
 async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<void> {
@@ -121,14 +140,40 @@ async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<voi
     await sql`select pg_advisory_xact_lock(${CAPACITY_LOCK_KEY})`.execute(db)
 }
 
-export function podStoreOf(store: Store): PodStore {
+/**
+ * The store as pods need it. Given the fleet's hosts, capacity units place from an index of
+ * the allocations kept in memory (allocation-ledger.ts); without, from every allocation read
+ * afresh.
+ */
+export function podStoreOf(store: Store, hosts?: readonly Host[]): PodStore {
+  const events = new KyselyPodEventRepo(store.db)
+  if (!hosts) {
+    return {
+      ...unitOf(store.db),
+      events,
+      exclusive: (work) =>
+        store.db.transaction().execute(async (tx) => {
+          await lockCapacity(tx, store.dialect)
+          return work(unitOf(tx))
+        }),
+    }
+  }
+  const ledger = new AllocationLedger(store.db, hosts, store.dialect === 'postgres')
+  const pods = new KyselyPodRepo(store.db)
   return {
-    ...unitOf(store.db),
-    events: new KyselyPodEventRepo(store.db),
+    pods,
+    allocations: ledger.repo(),
+    holdings: () => new KyselyAllocationRepo(store.db).list(),
+    events,
     exclusive: (work) =>
-      store.db.transaction().execute(async (tx) => {
-        await lockCapacity(tx, store.dialect)
-        return work(unitOf(tx))
-      }),
+      ledger.exclusive(
+        (tx) => lockCapacity(tx, store.dialect),
+        (tx, allocations) =>
+          work({
+            pods: new KyselyPodRepo(tx),
+            allocations,
+            holdings: async () => allocations.index,
+          }),
+      ),
   }
 }

@@ -12,8 +12,8 @@ export const FALLBACK_AUTOCHECKPOINT_PAGES = 4_000
 /**
  * The thread's code (CommonJS, run with `eval`, so it needs no file of its own next to either
  * the TypeScript sources or the built `dist/`): its own better-sqlite3 connection to the same
- * file, a PASSIVE checkpoint every interval (it never waits for the writer nor blocks it), and a
- * clean close when told to stop.
+ * file, a PASSIVE checkpoint every interval in which something was written (it never waits for
+ * the writer nor blocks it), and a clean close when told to stop.
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
@@ -21,10 +21,19 @@ const Database = require(workerData.driver)
 const db = new Database(workerData.file)
 db.pragma('busy_timeout = 1000')
 db.pragma('synchronous = NORMAL')
+// data_version moves when another connection commits: an idle server's file is left alone,
+// unless the last checkpoint could not copy everything (a reader held the WAL).
+let version = -1
+let complete = false
 const timer = setInterval(() => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)')
+    const now = db.pragma('data_version', { simple: true })
+    if (now === version && complete) return
+    version = now
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)')
+    complete = result !== undefined && result.busy === 0 && result.checkpointed === result.log
   } catch (error) {
+    complete = false
     parentPort.postMessage({ error: String(error && error.message || error) })
   }
 }, workerData.intervalMs)

@@ -18,6 +18,7 @@ import {
 } from '../domain/billing/usage.js'
 import { appendLedgerEntry, readCredit } from './credit-repo.js'
 import type { Database, UsageMetersTable } from './database-schema.js'
+import { changesOf, Statement } from './raw-sql.js'
 
 /** Another meter moved a state first: the whole tick of the account is rolled back. */
 class MeterConflict extends Error {}
@@ -34,25 +35,29 @@ function stateOf(row: Selectable<UsageMetersTable>): MeterState {
   }
 }
 
+/**
+ * A meter tick writes a state and a usage record for every pod and worker that runs: these two
+ * statements run thousands of times a tick on a large fleet, as SQL text (raw-sql.ts).
+ */
+const addUsageStatement = new Statement(
+  'insert into usage_records (account_id, resource_kind, resource_id, category, bucket_start, amount_nano) ' +
+    'values (?, ?, ?, ?, ?, ?) on conflict (account_id, resource_kind, resource_id, category, bucket_start) ' +
+    'do update set amount_nano = usage_records.amount_nano + excluded.amount_nano',
+)
+const moveStateStatement = new Statement(
+  'update usage_meters set metered_until = ?, rates = ?, carries = ?, detail = ? ' +
+    'where resource_kind = ? and resource_id = ? and metered_until = ?',
+)
+
 async function addUsage(db: Kysely<Database>, record: UsageRecord): Promise<void> {
-  await db
-    .insertInto('usage_records')
-    .values({
-      account_id: record.accountId,
-      resource_kind: record.resourceKind,
-      resource_id: record.resourceId,
-      category: record.category,
-      bucket_start: record.bucketStart,
-      amount_nano: record.amountNano,
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(['account_id', 'resource_kind', 'resource_id', 'category', 'bucket_start'])
-        .doUpdateSet((eb) => ({
-          amount_nano: eb('usage_records.amount_nano', '+', eb.ref('excluded.amount_nano')),
-        })),
-    )
-    .execute()
+  await changesOf(db, addUsageStatement, [
+    record.accountId,
+    record.resourceKind,
+    record.resourceId,
+    record.category,
+    record.bucketStart,
+    record.amountNano,
+  ])
 }
 
 /** Usage records and the meter's states (docs/billing.md); the ledger entry of a tick with them. */
@@ -101,14 +106,16 @@ export class KyselyUsageRepo implements UsageRepo, UsageRecorder {
               .executeTakeFirst()
             if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1) throw new MeterConflict()
           } else {
-            const updated = await trx
-              .updateTable('usage_meters')
-              .set(values)
-              .where('resource_kind', '=', state.resourceKind)
-              .where('resource_id', '=', state.resourceId)
-              .where('metered_until', '=', expectedUntil)
-              .executeTakeFirst()
-            if (Number(updated.numUpdatedRows) !== 1) throw new MeterConflict()
+            const updated = await changesOf(trx, moveStateStatement, [
+              values.metered_until,
+              values.rates,
+              values.carries,
+              values.detail,
+              state.resourceKind,
+              state.resourceId,
+              expectedUntil,
+            ])
+            if (updated !== 1) throw new MeterConflict()
           }
         }
         for (const closed of commit.closed) {

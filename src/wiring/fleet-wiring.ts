@@ -52,7 +52,10 @@ export async function loadFleet(
  * Docker engine for those with it. Whether workloads are sandboxed is decided now (a bubblewrap
  * probe), so that the banner can say it.
  */
-export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
+export async function wireFleet(
+  context: PlatformContext,
+  options: { localDriver?: RuntimeDriver } = {},
+): Promise<FleetParts> {
   const { config, store, clock, logger, parts } = context
   const fleet = await loadFleet(config.fleet, { localDriver: config.driver })
   const processDriver = new ProcessDriver({
@@ -66,7 +69,7 @@ export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     clock,
   })
-  const hosts = await hostRuntimesOf(config, fleet, processDriver)
+  const hosts = await hostRuntimesOf(config, fleet, processDriver, options.localDriver)
   const isolation = await processDriver.isolation()
   if (isolation.level === 'none') {
     logger.warn(
@@ -96,7 +99,7 @@ export async function wireFleet(context: PlatformContext): Promise<FleetParts> {
     ),
     processDriver,
     runtimeOf: (hostId) => hosts.runtimes.get(hostId) ?? noRuntime(hostId, `no host ${hostId}`),
-    driverFor: (hostId) => hosts.runtimes.get(hostId)?.driver ?? processDriver,
+    driverFor: (hostId) => hosts.runtimes.get(hostId)?.driver ?? hosts.drivers[0]!,
     drivers: hosts.drivers,
     isolation,
     isolationPolicy,
@@ -118,11 +121,12 @@ async function hostRuntimesOf(
   config: Readonly<Config>,
   fleet: Fleet,
   processDriver: ProcessDriver,
+  localDriver: RuntimeDriver = processDriver,
 ): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
   const serverId = loadServerId(config.dataDir)
   const base = { serverId, diskLimit: config.docker.diskLimit }
   const localEngines = new Map<boolean, DockerDriver>()
-  const drivers: RuntimeDriver[] = [processDriver]
+  const drivers: RuntimeDriver[] = [localDriver]
   const runtimes = new Map<string, HostRuntime>()
   const localEngine = async (simulatedGpus: boolean): Promise<DockerDriver> => {
     let docker = localEngines.get(simulatedGpus)
@@ -138,19 +142,27 @@ async function hostRuntimesOf(
     }
     return docker
   }
+  // One probe per engine, shared by the hosts it serves: the monitor probes each engine once.
+  const probes = new Map<RuntimeDriver, HostRuntime['probe']>()
+  const probeHere = async () => null
   for (const host of fleet.hosts) {
     const kind = hostRuntimeKind(host)
     if (kind === 'here' && host.driver === 'process') {
       runtimes.set(host.id, {
         hostId: host.id,
-        driver: processDriver,
+        driver: localDriver,
         where: 'this machine (process driver)',
         remote: false,
-        probe: async () => null,
+        probe: probeHere,
       })
     } else if (kind === 'here') {
       const docker = await localEngine(host.simulated)
-      runtimes.set(host.id, engineRuntime(host.id, docker, false))
+      let probe = probes.get(docker)
+      if (!probe) {
+        probe = () => docker.probe()
+        probes.set(docker, probe)
+      }
+      runtimes.set(host.id, { ...engineRuntime(host.id, docker, false), probe })
     } else if (kind === 'engine' && host.docker) {
       let connection: { options: Docker.DockerOptions; where: string } | undefined
       let refusal: string | undefined

@@ -97,13 +97,16 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     start: async () => {
       await wakeUps?.start()
       for (const sync of shared) sync.start()
-      // Every replica places pods: each reads the hosts' states the leader's probes write.
-      boardRefresh = setInterval(() => {
-        board.refresh().catch((error: unknown) => {
-          logger.warn({ err: error }, 'reading the host states failed')
-        })
-      }, config.cluster.syncIntervalMs)
-      boardRefresh.unref()
+      // Every replica places pods: each reads the hosts' states the leader's probes write. On
+      // SQLite this process is the only writer, and its board has every write already.
+      if (clustered) {
+        boardRefresh = setInterval(() => {
+          board.refresh().catch((error: unknown) => {
+            logger.warn({ err: error }, 'reading the host states failed')
+          })
+        }, config.cluster.syncIntervalMs)
+        boardRefresh.unref()
+      }
       await election.start()
       // A replica that does not lead still answers for the workers the leader runs.
       if (clustered && !election.isLeader()) autoscaler.follow()

@@ -20,7 +20,9 @@ import { podStoreOf } from '../store/pod-repo.js'
 import { KyselyRegistryRepo } from '../store/registry-repo.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
 import { hostPublicIp } from '../domain/catalog/fleet.js'
+import type { RuntimeDriver } from '../runtime/driver.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
+import { podChangedKey } from './replica-wiring.js'
 
 /**
  * Pods (docs/pods.md) and what they are made of: templates, network volumes, registries, the
@@ -29,7 +31,7 @@ import type { PlatformContext, PodParts } from './platform-context.js'
  */
 export function wirePods(context: PlatformContext): PodParts {
   const { config, store, clock, logger, parts } = context
-  const podStore = podStoreOf(store)
+  const podStore = podStoreOf(store, parts.fleet.fleet.hosts)
   const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
     parts.serverless.endpoints.usersOf(accountId, uses)
   const templateRepo = new KyselyTemplateRepo(store.db)
@@ -79,6 +81,11 @@ export function wirePods(context: PlatformContext): PodParts {
     ],
   })
   const { fleet, board, runtimeOf, driverFor } = parts.fleet
+  const servedBy = new Map<RuntimeDriver, string[]>()
+  for (const host of fleet.hosts) {
+    const driver = driverFor(host.id)
+    servedBy.set(driver, [...(servedBy.get(driver) ?? []), host.id])
+  }
   const lifecycle = new PodLifecycle({
     store: podStore,
     fleet,
@@ -87,7 +94,7 @@ export function wirePods(context: PlatformContext): PodParts {
     dataDir: config.dataDir,
     publicIp: config.publicIp,
     hostNetwork: (hostId) => {
-      const host = fleet.hosts.find((h) => h.id === hostId)
+      const host = board.host(hostId)
       return {
         publicIp: host ? hostPublicIp(host, config.publicIp) : config.publicIp,
         remote: runtimeOf(hostId).remote,
@@ -95,8 +102,8 @@ export function wirePods(context: PlatformContext): PodParts {
     },
     hostDown: (hostId) => board.down(hostId),
     driverDown: (driver) => {
-      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
-      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+      const served = servedBy.get(driver) ?? []
+      return served.length > 0 && served.every((id) => board.down(id) !== undefined)
     },
     // A pod's network volume is in its data center (placement keeps them together).
     volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),
@@ -118,7 +125,11 @@ export function wirePods(context: PlatformContext): PodParts {
       networkVolume: (accountId, id) => volumes.find(accountId, id),
     },
     clock,
-    nudge: lifecycle.nudge,
+    // The leader runs the lifecycle: another replica's change reaches it as a wake-up.
+    nudge: (podId) => {
+      lifecycle.nudge(podId)
+      parts.replicas.wakeUps?.notify(podChangedKey(podId))
+    },
     spendGuard: parts.billing.guard,
   })
   return {

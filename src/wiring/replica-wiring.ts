@@ -22,6 +22,8 @@ export function wireReplicas(context: PlatformContext): ReplicaParts {
         logger,
         onRemote: (key) => {
           if (key === WEBHOOKS_DUE_KEY) parts.serverless.dispatcher.nudge()
+          const podId = parsePodChangedKey(key)
+          if (podId) parts.pods.lifecycle.nudge(podId)
           const ended = parseEndPollsKey(key)
           if (ended) void parts.serverless.jobs.endPolls(ended.endpointId, ended.workerId)
         },
@@ -32,6 +34,13 @@ export function wireReplicas(context: PlatformContext): ReplicaParts {
 
 /** Wake-up key by which a replica tells the leader's webhook dispatcher to look. */
 export const WEBHOOKS_DUE_KEY = 'webhooks-due'
+
+/** Wake-up key by which a replica tells the leader's pod lifecycle that a pod changed. */
+export const podChangedKey = (podId: string) => `pod-changed:${podId}`
+
+function parsePodChangedKey(key: string): string | undefined {
+  return key.startsWith('pod-changed:') ? key.slice('pod-changed:'.length) : undefined
+}
 
 /** Wake-up key by which a replica ends a worker's long polls held by another. */
 export const endPollsKey = (endpointId: string, workerId: string) =>

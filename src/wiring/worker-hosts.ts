@@ -38,7 +38,8 @@ export function workerHostRules(
   const everyHostOnProcessDriver = fleet.hosts.every((h) => onProcessDriver(h.id))
   return {
     unavailableHosts: async (endpoint: Endpoint) => {
-      const out = board.unplaceable()
+      // A copy: the board keeps its answer until a host changes state.
+      const out: Record<string, string> = { ...board.unplaceable() }
       const url = jobApiBaseUrl()
       const unreachable = unreachableFromOtherHosts(url)
       const models = endpoint.accountId === parts.accounts.modelsAccount.id

@@ -27,7 +27,7 @@ export async function deployPod(
   accountId: string,
   request: DeployRequest,
 ): Promise<Pod> {
-  if (request.pod.gpu && !(await catalog.getGpuType(request.pod.gpu.id))) {
+  if (request.pod.gpu && !catalog.offersGpuType(request.pod.gpu.id)) {
     throw new AppError(
       'RULE_CONFLICT',
       `unknown GPU type "${request.pod.gpu.id}": list the GPU types with the gpuTypes query`,

@@ -49,7 +49,8 @@ export interface RuntimeView {
     type: string
   }>
   gpus: Array<{ id: string; gpuUtilPercent: number; memoryUtilPercent: number }>
-  container: { cpuPercent: number; memoryPercent: number }
+  /** Null until the pod's usage was first measured. */
+  container: { cpuPercent: number; memoryPercent: number } | null
 }
 
 const int = (value: number) => Math.round(value)
@@ -70,7 +71,10 @@ export function runtimeView(pod: Pod, runtime: PodRuntime): RuntimeView {
       gpuUtilPercent: int(g.util),
       memoryUtilPercent: int(g.memoryUtil),
     })),
-    container: { cpuPercent: int(runtime.cpu.util), memoryPercent: int(runtime.memory.util) },
+    container:
+      runtime.cpu && runtime.memory
+        ? { cpuPercent: int(runtime.cpu.util), memoryPercent: int(runtime.memory.util) }
+        : null,
   }
 }
 

@@ -133,8 +133,33 @@ export class CatalogService {
     readonly unavailable: () => Record<string, string> = () => ({}),
   ) {}
 
+  /** fleetCpuFlavors() and the fleet's GPU type ids: the fleet never changes while it runs. */
+  private offers: { cpu: Array<{ flavor: CpuFlavor; max: number }>; gpu: Set<string> } | undefined
+
   get fleet(): Fleet {
     return this.fleetDefinition
+  }
+
+  private get offered(): { cpu: Array<{ flavor: CpuFlavor; max: number }>; gpu: Set<string> } {
+    this.offers ??= {
+      cpu: this.computeFleetCpuFlavors(),
+      gpu: new Set(this.fleetDefinition.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : []))),
+    }
+    return this.offers
+  }
+
+  /** Whether some host of the fleet has the GPU type; unlike getGpuType, no stock is computed. */
+  offersGpuType(id: string): boolean {
+    return this.offered.gpu.has(id)
+  }
+
+  /**
+   * The CPU flavor as the fleet offers it, with every vCPU count one host can hold; unlike
+   * getCpuType, no stock is computed (a pod create checks its request with it).
+   */
+  cpuFlavorOffer(id: string): { flavor: CpuFlavor; vcpuCounts: number[] } | undefined {
+    const found = this.offered.cpu.find(({ flavor }) => flavor.id === id)
+    return found && { flavor: found.flavor, vcpuCounts: vcpuCountsUpTo(found.max) }
   }
 
   /** Hosts and what they hold now, for placement decisions. */
@@ -217,10 +242,7 @@ export class CatalogService {
 
   /** In the order of the GPU type table, so lists are stable across restarts. */
   private fleetGpuTypes(): GpuType[] {
-    const present = new Set(
-      this.fleetDefinition.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : [])),
-    )
-    return GPU_TYPES.filter((t) => present.has(t.id))
+    return GPU_TYPES.filter((t) => this.offered.gpu.has(t.id))
   }
 
   private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
@@ -295,6 +317,10 @@ export class CatalogService {
 
   /** Flavors some host offers, with the largest vCPU count one such host can hold. */
   private fleetCpuFlavors(): Array<{ flavor: CpuFlavor; max: number }> {
+    return this.offered.cpu
+  }
+
+  private computeFleetCpuFlavors(): Array<{ flavor: CpuFlavor; max: number }> {
     const out: Array<{ flavor: CpuFlavor; max: number }> = []
     for (const flavor of CPU_FLAVORS) {
       const hosts = eligibleCpuHosts(this.fleetDefinition.hosts, { flavorId: flavor.id })

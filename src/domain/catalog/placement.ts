@@ -1,4 +1,5 @@
 import type { Allocation } from './capacity.js'
+import type { CapacityIndex } from './capacity-index.js'
 import type { Cloud, DataCenter, Host } from './fleet.js'
 
 export interface GpuCompute {
@@ -61,7 +62,12 @@ export type PlacementResult =
 export interface PlacementSnapshot {
   hosts: readonly Host[]
   dataCenters: readonly DataCenter[]
-  allocations: readonly Allocation[]
+  /**
+   * What the hosts hold: every allocation (each host's free capacity is summed from them, and
+   * every host is looked at), or an index of them built over `hosts`, from which a placement
+   * looks only at hosts with room for the request.
+   */
+  allocations: readonly Allocation[] | CapacityIndex
   /**
    * Hosts that take no new placements now, each with why as a predicate (`is DOWN since ...`,
    * `is cordoned`): they are considered, and named when they alone could have taken it.

@@ -4,38 +4,70 @@ import { unplaceableReason, type HostSchedule, type HostStateRecord } from './ho
 import type { HostStateRepo } from './ports.js'
 
 /**
+ * How long a probe that changed nothing but its time may go unwritten: the store's `checkedAt`
+ * (what other replicas and a restarted server see) lags this replica's by at most this much,
+ * and a fleet of ten thousand hosts probed every few seconds does not write ten thousand rows
+ * each time.
+ */
+export const CHECKED_AT_WRITE_INTERVAL_MS = 60_000
+
+/** Everything of a record but its probe time: a change here is written at once. */
+function sameExceptCheckedAt(a: Omit<HostStateRecord, 'schedule'>, b: HostStateRecord): boolean {
+  return (
+    a.state === b.state &&
+    a.reason === b.reason &&
+    a.since === b.since &&
+    JSON.stringify(a.facts) === JSON.stringify(b.facts) &&
+    a.warnings.join('\n') === b.warnings.join('\n')
+  )
+}
+
+/**
  * The hosts' states as this replica knows them: what the store says, read again every few
  * seconds (and at once after this replica's own writes). Synchronous reads, so that placement
  * (inside the store's exclusive unit, which must not wait for another read) and catalog stock
- * can ask it freely. A host that runs here (the local host, simulated hosts) counts as UP
- * until probed: if this server runs, so does this machine.
+ * can ask it freely; each costs the same whatever the size of the fleet. A host that runs here
+ * (the local host, simulated hosts) counts as UP until probed: if this server runs, so does
+ * this machine.
  */
 export class HostBoard {
   private records = new Map<string, HostStateRecord>()
+  private readonly hostById: ReadonlyMap<string, Host>
+  /** unplaceable(), kept until a record changes. */
+  private unplaceableCache: Readonly<Record<string, string>> | undefined
+  /** When each host's probe time was last written to the store (ms). */
+  private readonly writtenAt = new Map<string, number>()
 
   constructor(
     private readonly fleet: Fleet,
     private readonly repo: HostStateRepo,
     private readonly now: () => string,
     private readonly startedAt: string = now(),
-  ) {}
+  ) {
+    this.hostById = new Map(fleet.hosts.map((h) => [h.id, h]))
+  }
 
   get hosts(): readonly Host[] {
     return this.fleet.hosts
   }
 
+  /** The fleet's host of that id. */
+  host(hostId: string): Host | undefined {
+    return this.hostById.get(hostId)
+  }
+
   async refresh(): Promise<void> {
-    const known = new Set(this.fleet.hosts.map((h) => h.id))
     const next = new Map<string, HostStateRecord>()
     for (const record of await this.repo.list()) {
-      if (known.has(record.hostId)) next.set(record.hostId, record)
+      if (this.hostById.has(record.hostId)) next.set(record.hostId, record)
     }
     this.records = next
+    this.unplaceableCache = undefined
   }
 
   /** The host's state; undefined for a host the fleet does not have. */
   state(hostId: string): HostStateRecord | undefined {
-    const host = this.fleet.hosts.find((h) => h.id === hostId)
+    const host = this.hostById.get(hostId)
     if (!host) return undefined
     const stored = this.records.get(hostId)
     if (stored) return stored
@@ -57,13 +89,15 @@ export class HostBoard {
   }
 
   /** The hosts new pods and workers may not be placed on, each with why (placement's input). */
-  unplaceable(): Record<string, string> {
+  unplaceable(): Readonly<Record<string, string>> {
+    if (this.unplaceableCache) return this.unplaceableCache
     const out: Record<string, string> = {}
     for (const record of this.states()) {
       const reason = unplaceableReason(record)
       if (reason !== undefined) out[record.hostId] = reason
     }
-    return out
+    this.unplaceableCache = Object.freeze(out)
+    return this.unplaceableCache
   }
 
   /** The host's record when it is DOWN. */
@@ -72,10 +106,27 @@ export class HostBoard {
     return record?.state === 'DOWN' ? record : undefined
   }
 
-  async saveProbe(record: Omit<HostStateRecord, 'schedule'>): Promise<void> {
-    await this.repo.saveProbe(record)
-    const schedule = this.records.get(record.hostId)?.schedule ?? 'ACTIVE'
-    this.records.set(record.hostId, { ...record, schedule })
+  /**
+   * Keeps probes' results, and writes to the store those that changed anything but the probe
+   * time, or whose stored probe time is older than CHECKED_AT_WRITE_INTERVAL_MS, in one go.
+   */
+  async saveProbes(records: ReadonlyArray<Omit<HostStateRecord, 'schedule'>>): Promise<void> {
+    const writes: Array<Omit<HostStateRecord, 'schedule'>> = []
+    let changedAny = false
+    for (const record of records) {
+      const previous = this.records.get(record.hostId)
+      const nowMs = Date.parse(record.checkedAt ?? this.now())
+      const changed = previous === undefined || !sameExceptCheckedAt(record, previous)
+      const writtenAt = this.writtenAt.get(record.hostId) ?? -Infinity
+      if (changed || nowMs - writtenAt >= CHECKED_AT_WRITE_INTERVAL_MS) {
+        writes.push(record)
+        this.writtenAt.set(record.hostId, nowMs)
+      }
+      this.records.set(record.hostId, { ...record, schedule: previous?.schedule ?? 'ACTIVE' })
+      changedAny ||= changed
+    }
+    if (changedAny) this.unplaceableCache = undefined
+    await this.repo.saveProbes(writes)
   }
 
   async setSchedule(hostId: string, schedule: HostSchedule): Promise<void> {

@@ -101,8 +101,8 @@ export interface PodServiceDeps {
   runtime: PodRuntimeReader
   references: PodReferences
   clock: Clock
-  /** Wakes the lifecycle loop after a change so it acts now rather than at its next tick. */
-  nudge: () => void
+  /** Tells the lifecycle loop a pod changed, so that it acts on it now. */
+  nudge: (podId: string) => void
   /** The spend-limit policy (docs/billing.md); without it nothing is refused for money. */
   spendGuard?: {
     assertWithinSpendLimit(accountId: string, addedUsdPerHour: number, what: string): Promise<void>
@@ -143,7 +143,7 @@ export class PodService {
       throw new AppError('RULE_CONFLICT', 'give either gpu or cpu, not both')
     if (!input.gpu && !input.cpu) throw new AppError('RULE_CONFLICT', 'give one of gpu or cpu')
     if (input.gpu) {
-      if (!(await this.deps.catalog.getGpuType(input.gpu.id))) {
+      if (!this.deps.catalog.offersGpuType(input.gpu.id)) {
         throw new AppError(
           'RULE_CONFLICT',
           `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
@@ -161,20 +161,20 @@ export class PodService {
       }
     }
     const { id, vcpuCount } = input.cpu!
-    const flavor = await this.deps.catalog.getCpuType(id)
-    if (!flavor)
+    const offer = this.deps.catalog.cpuFlavorOffer(id)
+    if (!offer)
       throw new AppError('RULE_CONFLICT', `unknown CPU flavor "${id}": see GET /v2/catalog/cpus`)
-    if (!flavor.vcpuCounts.includes(vcpuCount)) {
+    if (!offer.vcpuCounts.includes(vcpuCount)) {
       throw new AppError(
         'RULE_CONFLICT',
-        `CPU flavor ${id} does not offer ${vcpuCount} vCPUs; it offers ${flavor.vcpuCounts.join(', ')}`,
+        `CPU flavor ${id} does not offer ${vcpuCount} vCPUs; it offers ${offer.vcpuCounts.join(', ')}`,
       )
     }
     return {
       kind: 'cpu',
       flavorId: id,
       vcpuCount,
-      memoryGb: Math.round(vcpuCount * flavor.ramGbPerVcpu),
+      memoryGb: Math.round(vcpuCount * offer.flavor.ramGbPerVcpu),
     }
   }
 
@@ -317,7 +317,7 @@ export class PodService {
     const snapshot = {
       hosts: fleet.hosts,
       dataCenters: fleet.dataCenters,
-      allocations: await unit.allocations.list(),
+      allocations: await unit.holdings(),
       unavailable: this.deps.catalog.unavailable(),
     }
     const result = this.deps.place(snapshot, request)
@@ -407,7 +407,7 @@ export class PodService {
       pod.createdAt,
       `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
     )
-    this.deps.nudge()
+    this.deps.nudge(pod.id)
     return pod
   }
 
@@ -569,8 +569,8 @@ export class PodService {
         pod.createdAt,
         `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
       )
+      this.deps.nudge(pod.id)
     }
-    this.deps.nudge()
     return pods
   }
 
@@ -631,7 +631,7 @@ export class PodService {
         return { pod: stored, written: await unit.pods.update(stored) }
       })
       if (result.written) {
-        this.deps.nudge()
+        this.deps.nudge(id)
         return result.pod
       }
     }

@@ -124,11 +124,12 @@ export interface Pod {
   version: number
 }
 
-/** The live metrics of a RUNNING pod (spec PodRuntime). */
+/** The live metrics of a RUNNING pod (spec PodRuntime: every field optional). */
 export interface PodRuntime {
   uptime: number
   gpus: Array<{ util: number; memoryUtil: number }>
-  cpu: { util: number }
-  memory: { util: number }
+  /** Absent until the pod's usage was first measured (it is measured in the background). */
+  cpu?: { util: number }
+  memory?: { util: number }
   ports: Array<{ private: number; public: number | null; type: string; ip: string | null }>
 }

@@ -1,3 +1,4 @@
+import type { PlacementSnapshot } from '../catalog/placement.js'
 import type { AllocationRepo } from '../catalog/ports.js'
 import type { Pod, PodRuntime, PodStatus } from './pod.js'
 
@@ -35,6 +36,11 @@ export interface PodLogLine {
 export interface CapacityUnit {
   pods: PodRepo
   allocations: AllocationRepo
+  /**
+   * What placement reads of the allocations in this unit: an index of them kept by the store
+   * (placement then looks only at hosts with room), or all of them.
+   */
+  holdings(): Promise<PlacementSnapshot['allocations']>
 }
 
 /** The store as pods need it: plain repos, and an exclusive unit for anything that takes capacity. */

@@ -29,16 +29,32 @@ import type {
 import { probeBubblewrap } from './bubblewrap.js'
 import { selectLogLines } from './log-lines.js'
 import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
-import { cpuPercent, cpuSample, memoryPercent, type CpuSample } from './proc-stat.js'
+import {
+  CLOCK_TICKS_PER_SECOND,
+  cpuPercent,
+  cpuSample,
+  memoryPercent,
+  type CpuSample,
+  type ProcStat,
+} from './proc-stat.js'
 import {
   currentBootId,
-  groupMembers,
+  followProcesses,
+  groupLives,
   leaderIsRunning,
+  leaderIsStranger,
+  leaderRunsIn,
+  membersIn,
+  millisecondsSinceBoot,
+  pidExists,
+  ProcessTable,
   readProcStatSync,
   signalGroup,
+  signalPid,
   systemPageSize,
   type GroupIdentity,
 } from './process-group.js'
+import { watchOutput } from './output-watch.js'
 import { DEFAULT_SANDBOX_UID_BASE, SandboxUsers } from './sandbox-users.js'
 import {
   buildLaunch,
@@ -80,11 +96,28 @@ export interface ProcessDriverOptions {
 export const DEFAULT_STOP_GRACE_MS = 10_000
 export const DEFAULT_LOG_POLL_MS = 250
 
-/** Window of the first stats() measurement of a workload (later ones use the previous call). */
+/**
+ * Least time a stats() measurement covers: the first one covers the workload's life so far
+ * (waiting until it is this old), later ones the time since the previous call.
+ */
 export const STATS_SAMPLE_MS = 200
 /** A previous stats() sample older than this says little about now; measure afresh. */
 const STATS_SAMPLE_MAX_AGE_MS = 60_000
+/** A read of the process table this recent serves a stats() call (measurements share reads). */
+const STATS_TABLE_MAX_AGE_MS = 1000
+/**
+ * A read of the process table this recent finds the session members of a workload being
+ * stopped (stops share reads): a process that left the group in this time before the stop, or
+ * during it, is not followed.
+ */
+const STOP_TABLE_MAX_AGE_MS = 250
+/** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
 const STOP_POLL_MS = 25
+/**
+ * How often the workloads adopted from a previous server (not this process's children, whose
+ * exit Node reports) are looked at: one kill(0) each.
+ */
+export const ADOPTED_POLL_MS = 1000
 /**
  * After SIGKILL a process may still be leaving (a large address space to free, a read from a
  * dead NFS server in D state); past this bound stop() reports the survivors.
@@ -112,8 +145,13 @@ interface Ended {
 interface Tracked {
   record: WorkloadRecord
   pump: LogPump
-  timer: NodeJS.Timeout | undefined
-  ticking: boolean
+  /** Stops watching output.log for new output (watchOutput). */
+  unwatch: (() => void) | undefined
+  /** A pump of its output is running, and whether output came meanwhile. */
+  pumping: boolean
+  pumpAgain: boolean
+  /** Its end was taken in (last output pumped, listeners told). */
+  settled: boolean
   ended: Ended | undefined
   cpu: CpuSample | undefined
   removed: boolean
@@ -169,6 +207,11 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly sandboxMode: SandboxMode
   private readonly logPollMs: number
   private readonly workloads = new Map<string, Tracked>()
+  /** Running workloads this process did not start: their exit is looked for (ADOPTED_POLL_MS). */
+  private readonly adopted = new Set<Tracked>()
+  private livenessTimer: NodeJS.Timeout | undefined
+  private readonly listeners = new Set<(id: string) => void>()
+  private readonly processes = new ProcessTable()
   private readonly locks = new Map<string, Promise<unknown>>()
   private readonly closing = new AbortController()
   /** Whether this driver runs the workloads of its state directory (see setActive). */
@@ -206,8 +249,29 @@ export class ProcessDriver implements RuntimeDriver {
   setActive(active: boolean): void {
     this.active = active
     // Either way, what was known may be stale: start again from the files.
+    this.forgetAll()
+  }
+
+  /**
+   * Calls `listener` with a workload's id when it ended on its own (or was found ended): its
+   * own child's exit at once, an adopted one's within ADOPTED_POLL_MS. Only while active.
+   */
+  watch(listener: (id: string) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private forgetAll(): void {
     for (const tracked of this.workloads.values()) this.stopPumping(tracked)
     this.workloads.clear()
+    this.adopted.clear()
+    clearInterval(this.livenessTimer)
+    this.livenessTimer = undefined
+  }
+
+  /** Reads of the whole process table so far (stats and stops share them). */
+  get processTableReads(): number {
+    return this.processes.reads
   }
 
   /** The sandbox new workloads get: decided once, on first use. */
@@ -263,18 +327,42 @@ export class ProcessDriver implements RuntimeDriver {
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
+  /**
+   * Reads the process table (shared with the other stats() and stops running at the time),
+   * so measuring many workloads at once costs a few reads of /proc, not one each.
+   */
   async stats(id: string): Promise<WorkloadStats | undefined> {
     const tracked = await this.load(id)
-    if (!tracked || !(await this.isRunning(tracked.record))) return undefined
+    // Ended (known, or its leader's pid is free): no need to look further.
+    if (!tracked || tracked.settled || tracked.record.bootId !== currentBootId()) return undefined
+    if (!pidExists(tracked.record.pid)) return undefined
     const group = groupOf(tracked.record)
+    const asked = performance.now()
+    // Not in a read up to a second old: the read may be older than the workload; a fresh one.
+    if (
+      !leaderRunsIn(await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS), group) &&
+      !leaderRunsIn(await this.processes.read(asked), group)
+    ) {
+      return undefined
+    }
     let previous = tracked.cpu
+    const startTicks = tracked.record.processStartTicks
+    if (previous === undefined && startTicks !== null) {
+      // The first measurement: its use since its leader started (at least STATS_SAMPLE_MS of it).
+      const aliveMs = millisecondsSinceBoot() - startTicks * (1000 / CLOCK_TICKS_PER_SECOND)
+      previous = { atMs: performance.now() - Math.max(0, aliveMs), ticks: new Map() }
+    }
     if (previous === undefined || performance.now() - previous.atMs > STATS_SAMPLE_MAX_AGE_MS) {
-      previous = cpuSample(performance.now(), await groupMembers(group))
+      const table = await this.processes.read(asked - STATS_TABLE_MAX_AGE_MS)
+      previous = cpuSample(table.startedAt, membersIn(table, group))
     }
     const wait = STATS_SAMPLE_MS - (performance.now() - previous.atMs)
     if (wait > 0) await sleep(wait)
-    const members = await groupMembers(group)
-    const next = cpuSample(performance.now(), members)
+    const table = await this.processes.read(
+      Math.max(previous.atMs + STATS_SAMPLE_MS, asked - STATS_TABLE_MAX_AGE_MS),
+    )
+    const members = membersIn(table, group)
+    const next = cpuSample(table.startedAt, members)
     tracked.cpu = next
     const rssBytes = members.reduce((sum, m) => sum + m.rssPages, 0) * (await systemPageSize())
     return {
@@ -318,9 +406,11 @@ export class ProcessDriver implements RuntimeDriver {
     return this.exclusive(id, async () => {
       const tracked = await this.load(id)
       if (tracked) {
-        await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS)
+        // Its log and state go with it: how it ended is not written down first.
+        await this.stopNow(tracked, DEFAULT_STOP_GRACE_MS, false)
         tracked.removed = true
         this.workloads.delete(id)
+        this.adopted.delete(tracked)
         await rm(tracked.record.spec.containerDiskPath, {
           recursive: true,
           force: true,
@@ -336,8 +426,7 @@ export class ProcessDriver implements RuntimeDriver {
   /** Ends timers and followers; the driver still answers (reading logs on demand). */
   async close(): Promise<void> {
     this.closing.abort()
-    for (const tracked of this.workloads.values()) this.stopPumping(tracked)
-    this.workloads.clear()
+    this.forgetAll()
   }
 
   // --- starting ---------------------------------------------------------------------------
@@ -400,7 +489,9 @@ export class ProcessDriver implements RuntimeDriver {
     const tracked = existing ?? this.track(record)
     tracked.record = record
     tracked.ended = undefined
+    tracked.settled = false
     tracked.cpu = undefined
+    this.adopted.delete(tracked)
     this.workloads.set(spec.id, tracked)
     try {
       await this.save(tracked)
@@ -496,7 +587,7 @@ export class ProcessDriver implements RuntimeDriver {
     return { pid, startTicks }
   }
 
-  /** Our own child ended: note the time, and collect its last output without waiting. */
+  /** Our own child ended: note the time, collect its last output and say so. */
   private childExited(id: string, pid: number): void {
     if (this.closing.signal.aborted) return
     const tracked = this.workloads.get(id)
@@ -505,7 +596,39 @@ export class ProcessDriver implements RuntimeDriver {
       tracked.record = { ...tracked.record, stoppedAt: this.clock.now().toISOString() }
       this.save(tracked).catch(() => undefined)
     }
-    void this.tick(tracked)
+    void this.ended(tracked)
+  }
+
+  /** The workload ended by itself: its last output, how it ended, and the listeners told. */
+  private async ended(tracked: Tracked): Promise<void> {
+    if (tracked.settled || tracked.removed) return
+    try {
+      await this.settle(tracked)
+    } catch {
+      // Its last lines are read again by readLogs(); the end is known either way.
+    }
+    if (tracked.removed || !this.active) return
+    for (const listener of this.listeners) listener(tracked.record.spec.id)
+  }
+
+  /** One kill(0) per adopted workload: those whose leader is gone have ended. */
+  private checkAdopted(): void {
+    for (const tracked of this.adopted) {
+      if (pidExists(tracked.record.pid)) continue
+      this.adopted.delete(tracked)
+      void this.ended(tracked)
+    }
+    if (this.adopted.size === 0) {
+      clearInterval(this.livenessTimer)
+      this.livenessTimer = undefined
+    }
+  }
+
+  private adopt(tracked: Tracked): void {
+    this.adopted.add(tracked)
+    if (this.livenessTimer || this.closing.signal.aborted) return
+    this.livenessTimer = setInterval(() => this.checkAdopted(), ADOPTED_POLL_MS)
+    this.livenessTimer.unref()
   }
 
   private chooseSandbox(): Promise<BubblewrapSandbox | null> {
@@ -538,42 +661,71 @@ export class ProcessDriver implements RuntimeDriver {
 
   // --- stopping ---------------------------------------------------------------------------
 
-  private async stopNow(tracked: Tracked, graceMs: number): Promise<void> {
+  /**
+   * SIGTERM to the group (and to session members that left it), SIGKILL after `graceMs`. The
+   * processes to stop are found in a read of /proc shared with the stops (and measurements)
+   * running at the same moment; the wait then follows only them and their children (a kill(0)
+   * of the group, a read of each one's /proc entry), so stopping many workloads costs each its
+   * own processes, not a read of every process on the machine. Zombies count as ended: an init
+   * that reaps orphans late (some containers') does not hold a stop up.
+   */
+  private async stopNow(tracked: Tracked, graceMs: number, settle = true): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
-    const members = record.bootId === currentBootId() ? await groupMembers(group) : []
-    if (members.length > 0) {
-      signalGroup(group, members, 'SIGTERM')
-      let left = await this.waitForGroupEnd(group, graceMs, null)
-      if (left.length > 0) {
-        left = await this.waitForGroupEnd(group, KILL_WAIT_MS, 'SIGKILL')
-        if (left.length > 0) {
-          const pids = left.map((m) => m.pid).join(', ')
-          throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
+    if (record.bootId === currentBootId() && groupLives(group.pgid)) {
+      const members = await this.liveMembers(group)
+      if (members !== undefined) {
+        signalGroup(group, members, 'SIGTERM')
+        const known = new Map(members.map((m) => [m.pid, m.starttime]))
+        if (!(await this.waitForEnd(known, graceMs, null))) {
+          const left = (await this.liveMembers(group)) ?? []
+          signalGroup(group, left, 'SIGKILL')
+          for (const member of left) known.set(member.pid, member.starttime)
+          if (!(await this.waitForEnd(known, KILL_WAIT_MS, 'SIGKILL'))) {
+            const pids = [...known.keys()].join(', ')
+            throw new Error(`workload ${record.spec.id}: processes ${pids} survived SIGKILL`)
+          }
         }
       }
     }
-    await this.settle(tracked)
-  }
-
-  /** Polls until the group is gone or `ms` pass; resends `signal` to late forks each time. */
-  private async waitForGroupEnd(
-    group: GroupIdentity,
-    ms: number,
-    signal: NodeJS.Signals | null,
-  ): Promise<Awaited<ReturnType<typeof groupMembers>>> {
-    const deadline = performance.now() + ms
-    for (;;) {
-      const members = await groupMembers(group)
-      if (members.length === 0) return members
-      if (signal) signalGroup(group, members, signal)
-      if (performance.now() >= deadline) return members
-      await sleep(STOP_POLL_MS)
+    this.adopted.delete(tracked)
+    if (settle) await this.settle(tracked)
+    else {
+      tracked.settled = true
+      this.stopPumping(tracked)
     }
   }
 
-  /** The workload is over: stop its timer, take its last output and note how it ended. */
+  /**
+   * The group's members and session members that left it, from a shared read of the process
+   * table; undefined when the group ended and its leader's pid is another process's now.
+   */
+  private async liveMembers(group: GroupIdentity): Promise<ProcStat[] | undefined> {
+    if (await leaderIsStranger(group)) return undefined
+    return membersIn(await this.processes.read(performance.now() - STOP_TABLE_MAX_AGE_MS), group)
+  }
+
+  /**
+   * Until the `known` processes (and the children they had) are gone or zombies (true) or `ms`
+   * pass (false); `signal` is sent again to those still there each time.
+   */
+  private async waitForEnd(
+    known: Map<number, number>,
+    ms: number,
+    signal: NodeJS.Signals | null,
+  ): Promise<boolean> {
+    const deadline = performance.now() + ms
+    for (let pause = 2; ; pause = Math.min(STOP_POLL_MS, pause * 2)) {
+      if (followProcesses(known) === 0) return true
+      if (signal) for (const pid of known.keys()) signalPid(pid, signal)
+      if (performance.now() >= deadline) return false
+      await sleep(pause)
+    }
+  }
+
+  /** The workload is over: stop watching its output, take the last of it, note how it ended. */
   private async settle(tracked: Tracked): Promise<void> {
+    tracked.settled = true
     this.stopPumping(tracked)
     await tracked.pump.pump(true)
     await this.noteEnded(tracked)
@@ -585,10 +737,24 @@ export class ProcessDriver implements RuntimeDriver {
     return record.bootId === currentBootId() && leaderIsRunning(groupOf(record))
   }
 
+  /**
+   * Whether a workload this driver tracks runs. One it watches (its own child, whose exit Node
+   * reports; one adopted, looked at every second) was identified by its start ticks when it
+   * was started or adopted, and runs until its end is seen: a kill(0) is enough, not a read of
+   * its /proc entry.
+   */
+  private async trackedRuns(tracked: Tracked): Promise<boolean> {
+    if (tracked.settled) return false
+    if (this.active && this.workloads.get(tracked.record.spec.id) === tracked) {
+      return tracked.record.bootId === currentBootId() && pidExists(tracked.record.pid)
+    }
+    return this.isRunning(tracked.record)
+  }
+
   private async stateOf(tracked: Tracked): Promise<WorkloadState> {
     const { record } = tracked
     const base = { id: record.spec.id, startedAt: record.startedAt, labels: record.spec.labels }
-    if (await this.isRunning(record)) {
+    if (await this.trackedRuns(tracked)) {
       return { ...base, phase: 'running', exitCode: null, finishedAt: null }
     }
     const ended = await this.noteEnded(tracked)
@@ -635,41 +801,54 @@ export class ProcessDriver implements RuntimeDriver {
     // Written by a version that kept the environment (worker keys) in it: write it again
     // without.
     if (/"(env|registryAuth)"\s*:/.test(text)) await this.save(tracked).catch(() => undefined)
-    // Adopted: pump its output again; the first tick also collects the last lines of one
-    // that ended while no driver was running.
-    this.startPumping(tracked)
+    // Adopted: running, its exit is looked for and its output pumped as it comes; ended while
+    // no driver was running, its last lines are collected now.
+    if (await this.isRunning(record)) {
+      this.adopt(tracked)
+      this.startPumping(tracked)
+    } else void this.ended(tracked)
     return tracked
   }
 
   // --- log pumping ------------------------------------------------------------------------
 
+  /**
+   * Copies output into the log as it is written: output.log is watched (inotify), and a change
+   * pumps within logPollMs. A workload that writes nothing costs nothing.
+   */
   private startPumping(tracked: Tracked): void {
-    if (tracked.timer !== undefined || this.closing.signal.aborted) return
-    tracked.timer = setInterval(() => void this.tick(tracked), this.logPollMs)
-    tracked.timer.unref()
+    if (tracked.unwatch !== undefined || this.closing.signal.aborted) return
+    const output = this.file(tracked.record.spec.id, OUTPUT_FILE)
+    tracked.unwatch = watchOutput(output, this.logPollMs, () => this.pumpSoon(tracked))
+    // What it wrote before the watch began.
+    this.pumpSoon(tracked)
   }
 
   private stopPumping(tracked: Tracked): void {
-    if (tracked.timer !== undefined) clearInterval(tracked.timer)
-    tracked.timer = undefined
+    tracked.unwatch?.()
+    tracked.unwatch = undefined
   }
 
-  private async tick(tracked: Tracked): Promise<void> {
-    if (tracked.ticking || tracked.removed) return
-    tracked.ticking = true
-    try {
-      const running = await this.isRunning(tracked.record)
-      if (tracked.removed) return
-      await tracked.pump.pump(!running)
-      if (!running) {
-        this.stopPumping(tracked)
-        await this.noteEnded(tracked)
-      }
-    } catch {
-      // A failed read or append is retried on the next tick; readLogs() reports it.
-    } finally {
-      tracked.ticking = false
+  private pumpSoon(tracked: Tracked): void {
+    if (tracked.removed || tracked.settled) return
+    if (tracked.pumping) {
+      // Written while a pump read: read again once it is done.
+      tracked.pumpAgain = true
+      return
     }
+    tracked.pumping = true
+    tracked.pump
+      .pump(false)
+      .catch(() => {
+        // A failed read or append is retried at the next change; readLogs() reports it.
+      })
+      .finally(() => {
+        tracked.pumping = false
+        if (tracked.pumpAgain) {
+          tracked.pumpAgain = false
+          this.pumpSoon(tracked)
+        }
+      })
   }
 
   // --- files ------------------------------------------------------------------------------
@@ -687,8 +866,10 @@ export class ProcessDriver implements RuntimeDriver {
     return {
       record,
       pump: new LogPump(this.file(id, OUTPUT_FILE), this.file(id, LOG_FILE), this.clock),
-      timer: undefined,
-      ticking: false,
+      unwatch: undefined,
+      pumping: false,
+      pumpAgain: false,
+      settled: false,
       ended: undefined,
       cpu: undefined,
       removed: false,

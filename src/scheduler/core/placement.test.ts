@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { gpuShare, type Allocation } from '../../domain/catalog/capacity.js'
+import { CapacityIndex } from '../../domain/catalog/capacity-index.js'
 import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
-import { place, type PlacementRequest, type PlacementResult } from './placement.js'
+import {
+  place,
+  type PlacementRequest,
+  type PlacementResult,
+  type PlacementSnapshot,
+} from './placement.js'
 import { seededRandom } from '../../shared/seeded-random.js'
 
 const H100 = 'NVIDIA H100 80GB HBM3'
@@ -129,13 +135,24 @@ function cpu(
   }
 }
 
+/** Placed from the allocations and from an index of them: both must say exactly the same. */
+function placeChecked(
+  snapshot: PlacementSnapshot & { allocations: readonly Allocation[] },
+  request: PlacementRequest,
+): PlacementResult {
+  const scanned = place(snapshot, request)
+  const index = new CapacityIndex(snapshot.hosts, snapshot.allocations)
+  expect(place({ ...snapshot, allocations: index }, request), 'indexed').toEqual(scanned)
+  return scanned
+}
+
 function run(
   hosts: Host[],
   request: PlacementRequest,
   allocations: Allocation[] = [],
   dataCenters: DataCenter[] = DATA_CENTERS,
 ): PlacementResult {
-  return place({ hosts, dataCenters, allocations }, request)
+  return placeChecked({ hosts, dataCenters, allocations }, request)
 }
 
 function placed(result: PlacementResult) {
@@ -649,17 +666,23 @@ describe('place: never over-commits (property)', () => {
   it.each([1, 7, 42, 2026])('seed %i: 400 requests, some pods released', (seed) => {
     const rand = seededRandom(seed)
     let allocations: Allocation[] = []
+    // Kept alongside, as the store keeps it: changed as allocations come and go.
+    const index = new CapacityIndex(fleet)
     let placedCount = 0
     for (let step = 0; step < 400; step++) {
       // Release now and then, so freed indices and capacity get reused.
       if (allocations.length > 0 && rand() < 0.15) {
         const victim = Math.floor(rand() * allocations.length)
+        const released = allocations[victim]!
+        index.remove(released.ownerKind, released.ownerId)
         allocations = allocations.filter((_, i) => i !== victim)
       }
       const request = randomRequest(rand)
       const snapshot = { hosts: fleet, dataCenters: DATA_CENTERS, allocations }
       const result = place(snapshot, request)
       expect(place(snapshot, request), 'deterministic').toEqual(result)
+      expect(place({ ...snapshot, allocations: index }, request), 'indexed').toEqual(result)
+      expect(index.allocations()).toEqual(allocations)
       if (!result.ok) {
         expect(result.detail).not.toBe('')
         expect(result.rejections.map((r) => r.hostId)).toEqual(fleet.map((h) => h.id))
@@ -698,6 +721,7 @@ describe('place: never over-commits (property)', () => {
           createdAt: '2026-01-01T00:00:00.000Z',
         },
       ]
+      index.add(allocations.at(-1)!)
       checkInvariants(allocations)
     }
     // The run must actually exercise placement, not fail every request.
@@ -722,7 +746,7 @@ describe('host requirements: vCPU and memory minimums, compliance', () => {
     ...extra,
   })
   const run = (extra: Partial<PlacementRequest>) =>
-    place({ hosts, dataCenters, allocations: [] }, request(extra))
+    placeChecked({ hosts, dataCenters, allocations: [] }, request(extra))
 
   it('places where the GPUs come with at least the vCPUs and memory asked for, at the edge', () => {
     // small gives one A40 8 vCPUs and 32 GB; large gives 16 vCPUs and 128 GB.
@@ -773,18 +797,18 @@ describe('hosts that take no new placements', () => {
   const snapshot = (unavailable: Record<string, string>) => ({
     hosts: [a, b],
     dataCenters: DATA_CENTERS,
-    allocations: [],
+    allocations: [] as Allocation[],
     unavailable,
   })
 
   it('are passed over for the hosts that do', () => {
-    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 1))
+    const result = placeChecked(snapshot({ b: 'is cordoned' }), gpu(H100, 1))
     // Best fit alone would take b, the smaller host.
     expect(result.ok && result.placement.hostId).toBe('a')
   })
 
   it('are named when only they could have taken the pod', () => {
-    const result = place(
+    const result = placeChecked(
       snapshot({ a: 'is DOWN since 2026-01-01T00:00:00.000Z: gone', b: 'is draining' }),
       gpu(H100, 1),
     )
@@ -798,14 +822,14 @@ describe('hosts that take no new placements', () => {
   })
 
   it('say why a pinned pod cannot go back to its host', () => {
-    const result = place(snapshot({ a: 'is cordoned' }), gpu(H100, 1, { pinnedHostId: 'a' }))
+    const result = placeChecked(snapshot({ a: 'is cordoned' }), gpu(H100, 1, { pinnedHostId: 'a' }))
     expect(!result.ok && result.detail).toBe(
       "host a (where the pod's persistent volume lives) is cordoned",
     )
   })
 
   it('are still reported by what they lack when they would not fit anyway', () => {
-    const result = place(snapshot({ b: 'is cordoned' }), gpu(H100, 3, { pinnedHostId: 'b' }))
+    const result = placeChecked(snapshot({ b: 'is cordoned' }), gpu(H100, 3, { pinnedHostId: 'b' }))
     expect(!result.ok && result.detail).toBe(
       `host b (where the pod's persistent volume lives) has only 2 ${H100} in all`,
     )

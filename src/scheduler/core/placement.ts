@@ -9,6 +9,7 @@ import {
   type Allocation,
   type FreeCapacity,
 } from '../../domain/catalog/capacity.js'
+import { CapacityIndex } from '../../domain/catalog/capacity-index.js'
 import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
 import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
 import { findGpuType } from '../../domain/catalog/gpu-types.js'
@@ -236,7 +237,9 @@ function evaluateCpu(
   return { fits: true, host, free, leftover: free.vcpus - n }
 }
 
-function evaluate(host: Host, ctx: Context, allocations: readonly Allocation[]): Evaluation {
+type FreeOf = (host: Host) => FreeCapacity
+
+function evaluate(host: Host, ctx: Context, freeOf: FreeOf): Evaluation {
   const { request } = ctx
   const excluded = (reason: string): Evaluation => ({
     fits: false,
@@ -259,7 +262,7 @@ function evaluate(host: Host, ctx: Context, allocations: readonly Allocation[]):
   if (missing.length > 0) {
     return excluded(`is in ${dataCenter.id}, which is not certified ${list(missing)}`)
   }
-  const free = freeCapacity(host, allocations)
+  const free = freeOf(host)
   const evaluation =
     request.compute.kind === 'gpu'
       ? evaluateGpu(host, request.compute, ctx, free)
@@ -347,7 +350,18 @@ export function place(snapshot: PlacementSnapshot, request: PlacementRequest): P
     unavailable: snapshot.unavailable ?? {},
   }
 
-  const evaluations = snapshot.hosts.map((host) => evaluate(host, ctx, snapshot.allocations))
+  const held = snapshot.allocations
+  const index = held instanceof CapacityIndex ? held : undefined
+  const freeOf: FreeOf = index
+    ? (host) => index.free(host.id) ?? freeCapacity(host, index.allocations())
+    : (host) => freeCapacity(host, held as readonly Allocation[])
+  if (index && index.hosts === snapshot.hosts) {
+    const fit = indexedFit(index, ctx, requested.length > 0, freeOf)
+    if (fit) return { ok: true, placement: toPlacement(fit.host, fit.free, request) }
+    // Nothing fits: the scan below says why, host by host.
+  }
+
+  const evaluations = snapshot.hosts.map((host) => evaluate(host, ctx, freeOf))
   const fits = evaluations.flatMap((e) => (e.fits ? [e] : []))
 
   const preferred = fits.find((e) => e.host.id === request.preferredHostId)
@@ -366,6 +380,47 @@ export function place(snapshot: PlacementSnapshot, request: PlacementRequest): P
     e.fits ? [] : [{ hostId: e.host.id, reason: e.reason }],
   )
   return { ok: false, detail: failureDetail(ctx, requested, known, evaluations), rejections }
+}
+
+type Fit = Extract<Evaluation, { fits: true }>
+
+/**
+ * The choice the scan in place() makes when something fits, found from the index: the pinned
+ * or preferred host, else the hosts with room for the request in best fit's order (fewest free
+ * units, then id), per allowed data center in order when the request names some. The first of
+ * them that passes every check is the scan's best fit. Costs the hosts looked at until then,
+ * not the fleet.
+ */
+function indexedFit(
+  index: CapacityIndex,
+  ctx: Context,
+  dataCentersNamed: boolean,
+  freeOf: FreeOf,
+): Fit | undefined {
+  const { request } = ctx
+  if (ctx.needsNvidia) return undefined
+  const fitOf = (host: Host | undefined): Fit | undefined => {
+    if (!host) return undefined
+    const evaluation = evaluate(host, ctx, freeOf)
+    return evaluation.fits ? evaluation : undefined
+  }
+  if (request.pinnedHostId !== undefined) return fitOf(index.host(request.pinnedHostId))
+  if (request.preferredHostId !== undefined) {
+    const preferred = fitOf(index.host(request.preferredHostId))
+    if (preferred) return preferred
+  }
+  const c = request.compute
+  const candidates = (dataCenterId?: string) =>
+    c.kind === 'gpu'
+      ? index.gpuCandidates(c.gpuTypeId, c.gpuCount, dataCenterId)
+      : index.cpuCandidates(c.flavorId, c.vcpuCount, dataCenterId)
+  for (const dataCenterId of dataCentersNamed ? ctx.allowed.map((d) => d.id) : [undefined]) {
+    for (const host of candidates(dataCenterId)) {
+      const fit = fitOf(host)
+      if (fit) return fit
+    }
+  }
+  return undefined
 }
 
 function failureDetail(
