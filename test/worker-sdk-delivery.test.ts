@@ -240,46 +240,43 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     expect(Number(row!.attempts)).toBe(1)
   })
 
-  it('gives up a run whose lease it cannot renew for a whole lease, before the job can run elsewhere', async () => {
+  /**
+   * Worker A runs a job through a proxy, is cut off by `cut`, and B (direct) must not start the
+   * job before A has given its run up.
+   */
+  async function fencedAfter(
+    pingIntervalMs: number,
+    cut: (proxy: AnswerProxy) => Promise<void>,
+  ): Promise<void> {
     const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
     cleanups.push(() => short.close())
-    // Worker A reaches the platform through a proxy that is about to cut it off; B directly.
     const proxy = await startAnswerProxy(() => short.url)
     cleanups.push(() => proxy.close())
     const id = await createEndpoint(short)
     const { runs, handler } = recordedRuns()
-    start(id, handler('A'), { pingIntervalMs: 500 }, proxy.url)
+    start(id, handler('A'), { pingIntervalMs }, proxy.url)
     const jobId = await submit(id, {}, short)
     await eventually('A runs the job', () => runs.length === 1)
-    // Cut off, long polls and all: A can neither renew its lease nor hear a stop notice.
-    await proxy.close()
+    await cut(proxy)
     start(id, handler('B'), { pingIntervalMs: 500 }, short.url)
     await eventually('B runs the job', () => runs.length === 2, 20_000)
     expect(runs.map((r) => r.worker)).toEqual(['A', 'B'])
     expect(runs[0]!.stoppedAt).toBeDefined()
     expect(runs[0]!.stoppedAt!).toBeLessThanOrEqual(runs[1]!.startedAt)
     await short.call(`/v2/${id}/cancel/${jobId}`, { method: 'POST' })
+  }
+
+  it('gives up a run whose lease it cannot renew for a whole lease, before the job can run elsewhere', async () => {
+    // Cut off, long polls and all: A can neither renew its lease nor hear a stop notice.
+    await fencedAfter(500, (proxy) => proxy.close())
   })
 
   it('gives up a run on time while its heartbeat hangs unanswered (a black-holed network)', async () => {
-    const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
-    cleanups.push(() => short.close())
-    const proxy = await startAnswerProxy(() => short.url)
-    cleanups.push(() => proxy.close())
-    const id = await createEndpoint(short)
-    const { runs, handler } = recordedRuns()
     // A heartbeat waits up to twice the ping interval (6 s) for its answer: longer than the
     // 4 s from a renewal to the moment the run must be given up.
-    start(id, handler('A'), { pingIntervalMs: 3_000 }, proxy.url)
-    const jobId = await submit(id, {}, short)
-    await eventually('A runs the job', () => runs.length === 1)
-    proxy.rule = () => 'hang'
-    start(id, handler('B'), { pingIntervalMs: 500 }, short.url)
-    await eventually('B runs the job', () => runs.length === 2, 20_000)
-    expect(runs.map((r) => r.worker)).toEqual(['A', 'B'])
-    expect(runs[0]!.stoppedAt).toBeDefined()
-    expect(runs[0]!.stoppedAt!).toBeLessThanOrEqual(runs[1]!.startedAt)
-    await short.call(`/v2/${id}/cancel/${jobId}`, { method: 'POST' })
+    await fencedAfter(3_000, async (proxy) => {
+      proxy.rule = () => 'hang'
+    })
   })
 
   it('retries a failed job-done-batch: results finished together during an outage', async () => {
