@@ -526,6 +526,24 @@ describe('managed serverless workers', () => {
     )
     expect(list.workers[0].reason).toMatch(/^no capacity: /)
     expect((await health(id)).workers).toMatchObject({ throttled: 1, ready: 0 })
+    // Its output is followed from the moment it is placed: the stream waits, it does not end.
+    const follow = new AbortController()
+    // The stream opens at once, before any line (not at the first keep-alive, 15 s later).
+    const logs = await platform.call(
+      `/v2/serverless/${id}/workers/${list.workers[0].id}/logs?source=container`,
+      { signal: AbortSignal.any([follow.signal, AbortSignal.timeout(5_000)]) },
+    )
+    expect(logs.status).toBe(200)
+    const ended = logs
+      .text()
+      .then(() => 'ended')
+      .catch(() => 'aborted')
+    const waited = await Promise.race([
+      ended,
+      new Promise((resolve) => setTimeout(() => resolve('open'), 1500)),
+    ])
+    follow.abort()
+    expect(waited).toBe('open')
     await call(`/v2/serverless/${id}`, { method: 'DELETE' })
   }, 30_000)
 

@@ -1,6 +1,5 @@
 import { rm } from 'node:fs/promises'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Pod, PodRuntime } from '../domain/pods/pod.js'
 import { TERMINATED_RETENTION_MS } from '../domain/pods/pod-service.js'
 import type { PodLogLine, PodLogQuery, PodRuntimeReader } from '../domain/pods/ports.js'
@@ -9,6 +8,7 @@ import { POD_LABEL_GENERATION, POD_LABEL_KIND } from './pod-workload.js'
 import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-reconcile.js'
 import { PodRuntimeSampler } from './pod-runtime-sampler.js'
 import { DueQueue } from '../shared/due-queue.js'
+import { untilLaunched } from './until-launched.js'
 
 export { HTTP_READY_TIMEOUT_MS, STARTUP_GRACE_MS, STOP_GRACE_MS } from './pod-reconcile.js'
 
@@ -20,8 +20,6 @@ const LIST_INTERVAL_MS = 500
 const LIST_TIMEOUT_MS = 15_000
 /** Pods reconciled at once: bounds the memory of a thousand pods terminated together. */
 const CONCURRENT_STEPS = 64
-/** How often a log follower of a pod still being placed looks whether its workload exists. */
-const LAUNCH_WAIT_POLL_MS = 100
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
@@ -397,23 +395,14 @@ export class PodLifecycle implements PodRuntimeReader {
     afterSeq: number,
     signal: AbortSignal,
   ): AsyncIterable<PodLogLine> {
-    const launched = await this.untilLaunched(pod, signal)
+    const launched = await untilLaunched(
+      pod,
+      () => this.deps.store.pods.findById(pod.id),
+      (current) => current.status === 'PROVISIONING',
+      signal,
+    )
     if (launched) {
       yield* this.reconciler.driverOf(launched).followLogs(launched.id, afterSeq, signal)
     }
-  }
-
-  /**
-   * A PROVISIONING pod has no workload (nor, before placement, a host) to follow yet: waits
-   * until it leaves that status, so that a follower connected right after the create sees the
-   * first line. Undefined when the follower went away or the pod did.
-   */
-  private async untilLaunched(pod: Pod, signal: AbortSignal): Promise<Pod | undefined> {
-    let current: Pod | undefined = pod
-    while (current?.status === 'PROVISIONING' && !signal.aborted) {
-      await sleep(LAUNCH_WAIT_POLL_MS, undefined, { signal }).catch(() => undefined)
-      current = await this.deps.store.pods.findById(pod.id)
-    }
-    return signal.aborted ? undefined : current
   }
 }

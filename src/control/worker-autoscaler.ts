@@ -21,6 +21,7 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
+import { untilLaunched } from './until-launched.js'
 import { WorkerFailures } from './worker-failures.js'
 import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
 import {
@@ -403,10 +404,21 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
   }
 
-  followLogs(worker: ManagedWorker, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
+  async *followLogs(
+    worker: ManagedWorker,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<LogLine> {
+    // Followed from its launch: a worker waiting for a host (THROTTLED) has no workload yet.
+    const launched = await untilLaunched(
+      worker,
+      () => this.deps.workers.get(worker.id),
+      (current) => current.phase === 'PENDING' || current.hostId === null,
+      signal,
+    )
     // A failed worker writes nothing more: its stream ends after the kept lines.
-    if (worker.hostId === null || worker.phase === 'UNHEALTHY') return (async function* () {})()
-    return this.deps.driverFor(worker.hostId).followLogs(worker.id, afterSeq, signal)
+    if (!launched || launched.hostId === null || launched.phase === 'UNHEALTHY') return
+    yield* this.deps.driverFor(launched.hostId).followLogs(launched.id, afterSeq, signal)
   }
 
   // ---- the loop ----

@@ -123,6 +123,8 @@ export async function sendLogStream(
       }),
     ),
   })
+  // The stream is open for the client now (EventSource's `open`), not at its first line.
+  out.flushHeaders()
   // Following goes on after the last line read for the history (sent, or cut by `tail`), and
   // never before where a resumed client already is.
   const cursor: Cursor = sources.map((_, i) =>
