@@ -28,3 +28,15 @@ export const portsOf = (text: string) =>
     .split(/[\s,]+/)
     .map((port) => port.trim())
     .filter((port) => port !== '')
+
+/** What a pod or worker runs on: `2 × NVIDIA A40`, or `2 vCPU (cpu3c)`. */
+export function computeOf(resources: {
+  gpu?: { count: number; id: string } | null
+  cpu?: { vcpuCount: number; id: string } | null
+}): string {
+  if (resources.gpu) return `${resources.gpu.count} × ${resources.gpu.id}`
+  if (resources.cpu) return cpuOf(resources.cpu)
+  return '—'
+}
+
+export const cpuOf = (cpu: { vcpuCount: number; id: string }) => `${cpu.vcpuCount} vCPU (${cpu.id})`

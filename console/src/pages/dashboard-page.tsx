@@ -3,7 +3,7 @@ import { ok } from '../api/client'
 import { jobApi, type EndpointHealth, type JobRequest } from '../api/job-api'
 import { DataTable } from '../components/data-table'
 import { EmptyState } from '../components/empty-state'
-import { perHour, when } from '../components/format'
+import { computeOf, perHour, when } from '../components/format'
 import { Page, Section } from '../components/page'
 import { ListView, ResourceView } from '../components/resource-view'
 import { SpendStats } from '../components/spend-stats'
@@ -82,13 +82,7 @@ export function DashboardPage() {
                   <td>
                     <StatusBadge status={pod.status} />
                   </td>
-                  <td>
-                    {pod.gpu
-                      ? `${pod.gpu.count} × ${pod.gpu.id}`
-                      : pod.cpu
-                        ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}`
-                        : '—'}
-                  </td>
+                  <td>{computeOf(pod)}</td>
                   <td>{perHour(pod.cost)}</td>
                 </tr>
               ))}

@@ -5,7 +5,7 @@ import type { PodStatus } from '../../api/types'
 import { CheckOption, toggled } from '../../components/choices'
 import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
-import { perHour, when } from '../../components/format'
+import { computeOf, perHour, when } from '../../components/format'
 import { Page } from '../../components/page'
 import { ResourceView } from '../../components/resource-view'
 import { StatusBadge } from '../../components/status-badge'
@@ -100,13 +100,7 @@ export function PodsPage() {
                   <td>
                     <StatusBadge status={pod.status} />
                   </td>
-                  <td>
-                    {pod.gpu
-                      ? `${pod.gpu.count} × ${pod.gpu.id}`
-                      : pod.cpu
-                        ? `${pod.cpu.vcpuCount} vCPU (${pod.cpu.id})`
-                        : '—'}
-                  </td>
+                  <td>{computeOf(pod)}</td>
                   <td className="mono">{pod.image}</td>
                   <td>{pod.dataCenterId ?? '—'}</td>
                   <td>{perHour(pod.cost)}</td>

@@ -5,7 +5,7 @@ import type { Endpoint } from '../../api/types'
 import { ConfirmButton } from '../../components/confirm-button'
 import { DataTable } from '../../components/data-table'
 import { ErrorMessage } from '../../components/error-message'
-import { when } from '../../components/format'
+import { cpuOf, when } from '../../components/format'
 import { Page, Section } from '../../components/page'
 import { ResourceView } from '../../components/resource-view'
 import { StatusBadge } from '../../components/status-badge'
@@ -76,7 +76,7 @@ function EndpointView({ endpoint }: { endpoint: Endpoint }) {
           <dd>
             {endpoint.gpu
               ? `${endpoint.gpu.count} GPU per worker from ${endpoint.gpu.pools.join(', ')}`
-              : endpoint.cpu?.map((c) => `${c.vcpuCount} vCPU ${c.id}`).join(', ')}
+              : endpoint.cpu?.map(cpuOf).join(', ')}
           </dd>
         </div>
         <div>

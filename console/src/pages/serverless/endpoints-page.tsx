@@ -3,6 +3,7 @@ import { ok } from '../../api/client'
 import { jobApi } from '../../api/job-api'
 import { DataTable } from '../../components/data-table'
 import { EmptyState } from '../../components/empty-state'
+import { cpuOf } from '../../components/format'
 import { Page } from '../../components/page'
 import { ListView } from '../../components/resource-view'
 import { useResource } from '../../hooks/use-resource'
@@ -59,7 +60,7 @@ export function EndpointsPage() {
                 <td>
                   {endpoint.gpu
                     ? `${endpoint.gpu.count} GPU · ${endpoint.gpu.pools.join(', ')}`
-                    : endpoint.cpu?.map((c) => `${c.vcpuCount} vCPU ${c.id}`).join(', ')}
+                    : endpoint.cpu?.map(cpuOf).join(', ')}
                 </td>
                 <td>
                   {endpoint.workers.min}–{endpoint.workers.max}
