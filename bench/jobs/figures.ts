@@ -1,7 +1,7 @@
 /**
  * The figures of a bench run, printed at its end as one table: each with its target and, where
- * there is one, its anchor (a figure of another system, quoted from issue 22 or published) and
- * the ratio to it.
+ * there is one, its anchor (a figure of another system: measured in the same run, or quoted from
+ * issue 22 or published, as its name says) and the ratio to it.
  */
 import { fmt, percentile } from './bench-server.js'
 
@@ -56,7 +56,7 @@ export class Figures {
       what,
       measured: `${value.toFixed(0)}${note ? ` (${note})` : ''}`,
       target: `>= ${anchor.target}x anchor`,
-      anchor: `${anchor.name}: ${anchor.rate}; ratio ${ratio.toFixed(2)}x`,
+      anchor: `${anchor.name}: ${anchor.rate.toFixed(0)}; ratio ${ratio.toFixed(2)}x`,
       met: ratio >= anchor.target ? 'yes' : 'no',
     })
   }

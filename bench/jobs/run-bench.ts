@@ -5,6 +5,9 @@
  * - `throughput`: `/run` no-op jobs -> TS-SDK workers in child processes -> done, on SQLite and,
  *   when PODYARD_BENCH_POSTGRES_URL (or PODYARD_TEST_POSTGRES_URL) names a PostgreSQL server
  *   whose role may create databases, on a fresh database there (`--stores=sqlite,postgres`).
+ *   Each of `--rounds` rounds is followed by a round of the store's anchor (anchors.ts):
+ *   BullMQ + Redis beside SQLite (a redis-server the bench starts; quoted when none is on
+ *   PATH), graphile-worker unbatched on a fresh database of the same PostgreSQL beside it.
  * - `runsync`: sequential `/runsync` through one idle warm TS worker (the bench's own).
  * - `example`: the same through the README's example (examples/echo-worker.ts) on an endpoint
  *   whose worker the platform starts.
@@ -17,7 +20,8 @@
  *
  * Throughput options: --jobs=10000 --submitters=32 --rate=0 --client=raw|node
  * --worker-processes=1 --concurrency=64 --warmup=2000 --in-process-workers
- * --worker-auth=worker-key|api-key. Others: --runsync=1000 (calls per /runsync figure)
+ * --worker-auth=worker-key|api-key --rounds=3 --anchors=graphile-worker,bullmq (or none)
+ * --anchor-concurrency=<workers x concurrency> --anchor-pool=10. Others: --runsync=1000 (calls per /runsync figure)
  * --log-level=info --cpu-prof --keep.
  */
 import { spawnSync } from 'node:child_process'
@@ -41,10 +45,16 @@ import {
   workerKeyOf,
   type BenchServer,
 } from './bench-server.js'
+import { openThroughputAnchor, type AnchorResult, type ThroughputAnchor } from './anchors.js'
 import { Figures } from './figures.js'
 import { coldStarts, warmManagedRunsync, type WorkerCommand } from './managed-runsync.js'
 import { queueScale } from './queue-scale.js'
-import { startWorkers, throughput, type ThroughputSettings } from './throughput.js'
+import {
+  startWorkers,
+  throughput,
+  type ThroughputResult,
+  type ThroughputSettings,
+} from './throughput.js'
 
 const ALL_PARTS = ['throughput', 'runsync', 'example', 'python', 'cold', 'scale']
 const parts = new Set(option('parts', ALL_PARTS.join(',')).split(','))
@@ -61,6 +71,20 @@ const settings: ThroughputSettings = {
   inProcessWorkers: flag('in-process-workers'),
   client: option('client', 'raw'),
   workerAuth: option('worker-auth', 'worker-key'),
+}
+const rounds = Number(option('rounds', '3'))
+const anchorOptions = {
+  postgresAdminUrl,
+  enabled: new Set(option('anchors', 'graphile-worker,bullmq').split(',')),
+  settings: {
+    jobs: settings.jobs,
+    warmup: settings.warmup,
+    submitters: settings.submitters,
+    concurrency: Number(
+      option('anchor-concurrency', String(settings.workerProcesses * settings.concurrency)),
+    ),
+    pool: Number(option('anchor-pool', '10')),
+  },
 }
 const runsyncCalls = Number(option('runsync', '1000'))
 const logLevel = option('log-level', 'info')
@@ -120,6 +144,90 @@ async function benchWorkerRunsync(server: BenchServer): Promise<void> {
   }
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+const jobsPerSecond = (values: number[]) => values.map((v) => v.toFixed(0)).join(', ')
+
+function printAnchorRound(anchor: ThroughputAnchor, result: AnchorResult): void {
+  console.log(`\nanchor ${anchor.name}: ${settings.jobs} no-op jobs (its own child process)`)
+  console.log(
+    `  end to end: ${result.jobsPerSecond.toFixed(0)} jobs/s ` +
+      `(first add to last completion ${result.seconds.toFixed(2)} s); ` +
+      `adding alone: ${result.addsPerSecond.toFixed(0)} adds per s`,
+  )
+  console.log(
+    `  CPU per job: ${result.cpuMsPerJob.toFixed(3)} ms in its process (submitters and worker)` +
+      (result.storeCpuMsPerJob === null
+        ? ''
+        : `, ${result.storeCpuMsPerJob.toFixed(3)} ms in redis-server`),
+  )
+}
+
+/**
+ * The throughput part on one store, `rounds` times, each podyard round followed by a round of
+ * the store's anchor; the figure is each one's median.
+ */
+async function throughputWithAnchor(store: string): Promise<void> {
+  const anchor = await openThroughputAnchor(store, anchorOptions)
+  if (anchor.notMeasured !== undefined) {
+    console.log(
+      `\nanchor ${anchor.quoted.name}: not measured: ${anchor.notMeasured}; ` +
+        `its figure quoted from issue 22 (${anchor.quoted.rate} jobs/s) stands in`,
+    )
+  }
+  try {
+    await withServer(store, async (server) => {
+      const ours: ThroughputResult[] = []
+      const theirs: AnchorResult[] = []
+      let notMeasured = anchor.notMeasured
+      for (let round = 1; round <= rounds; round++) {
+        console.log(`\n== throughput on ${store}, round ${round} of ${rounds}`)
+        const result = await throughput(server, settings)
+        if (!result) return
+        ours.push(result)
+        if (notMeasured !== undefined) continue
+        try {
+          const measured = await anchor.round()
+          printAnchorRound(anchor, measured)
+          theirs.push(measured)
+        } catch (error) {
+          notMeasured = `failed: ${(error as Error).message.split('\n')[0]}`
+        }
+      }
+      const rate = median(ours.map((r) => r.jobsPerSecond))
+      const measured = notMeasured === undefined && theirs.length === rounds
+      const anchorRate = measured ? median(theirs.map((r) => r.jobsPerSecond)) : anchor.quoted.rate
+      const anchorName = measured
+        ? `${anchor.name} (measured, median of ${rounds})`
+        : `${anchor.quoted.name} (quoted from issue 22; not measured: ${notMeasured})`
+      console.log(
+        `\nthroughput on ${store}: podyard ${rate.toFixed(0)} jobs/s (median; rounds ` +
+          `${jobsPerSecond(ours.map((r) => r.jobsPerSecond))}), ${anchorName} ` +
+          `${anchorRate.toFixed(0)} jobs/s` +
+          (measured ? ` (rounds ${jobsPerSecond(theirs.map((r) => r.jobsPerSecond))})` : '') +
+          `: ratio ${(rate / anchorRate).toFixed(2)}x`,
+      )
+      figures.rate(
+        `/run -> TS worker -> done, ${store} (jobs/s)`,
+        rate,
+        { name: anchorName, rate: anchorRate, target: store === 'postgres' ? 2 : 0.5 },
+        `${median(ours.map((r) => r.serverCpuMsPerJob)).toFixed(3)} ms server CPU/job`,
+      )
+      figures.value(
+        `/run -> TS worker -> done, ${store}: 5xx answers + deadlocks logged (${rounds} round${rounds === 1 ? '' : 's'})`,
+        ours.reduce((sum, r) => sum + r.errors5xx + r.deadlocks, 0),
+        '<',
+        1,
+      )
+    })
+  } finally {
+    await anchor.close()
+  }
+}
+
 function pythonHasRunpod(): boolean {
   const probe = spawnSync(python, ['-c', 'import runpod'], { encoding: 'utf8' })
   return probe.status === 0
@@ -167,31 +275,7 @@ async function main(): Promise<void> {
   )
   try {
     if (parts.has('throughput')) {
-      for (const store of stores) {
-        await withServer(store, async (server) => {
-          console.log(`\n== throughput on ${store}`)
-          const result = await throughput(server, settings)
-          if (!result) return
-          figures.rate(
-            `/run -> TS worker -> done, ${store} (jobs/s)`,
-            result.jobsPerSecond,
-            store === 'postgres'
-              ? {
-                  name: 'graphile-worker 0.17 unbatched, PostgreSQL (quoted)',
-                  rate: 3_800,
-                  target: 2,
-                }
-              : { name: 'BullMQ + Redis (quoted)', rate: 19_500, target: 0.5 },
-            `${result.serverCpuMsPerJob.toFixed(3)} ms server CPU/job`,
-          )
-          figures.value(
-            `/run -> TS worker -> done, ${store}: 5xx answers + deadlocks logged`,
-            result.errors5xx + result.deadlocks,
-            '<',
-            1,
-          )
-        })
-      }
+      for (const store of stores) await throughputWithAnchor(store)
     }
     if (['runsync', 'example', 'python', 'cold'].some((p) => parts.has(p))) {
       await withServer('sqlite', async (server) => {
