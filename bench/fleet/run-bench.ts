@@ -36,6 +36,7 @@ import { cpus, tmpdir } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import { servingUrl } from '../jobs/bench-server.js'
 import { RawHttpConnection } from '../jobs/raw-http.js'
 import {
   closedLoop,
@@ -166,19 +167,7 @@ async function startServer(
   )
   closeSync(logOutput)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = setInterval(() => {
-      const match = /is serving at (\S+)/.exec(readFileSync(logFile, 'utf8'))
-      if (match) {
-        clearInterval(check)
-        resolve(match[1]!)
-      }
-    }, 50)
-    child.once('exit', (code) => {
-      clearInterval(check)
-      reject(new Error(`the server exited with ${code}: ${readFileSync(logFile, 'utf8')}`))
-    })
-  })
+  const url = await servingUrl(child, logFile)
   return {
     child,
     pid: child.pid!,

@@ -32,6 +32,26 @@ export const flag = (name: string) => process.argv.includes(`--${name}`)
 export const now = () => performance.timeOrigin + performance.now()
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * The URL a `podyard serve` child prints once it serves, read from its log file (a pipe this
+ * busy process drains late would block the server); rejects with the log when it exits first.
+ */
+export function servingUrl(child: ChildProcess, logFile: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const check = setInterval(() => {
+      const match = /is serving at (\S+)/.exec(readFileSync(logFile, 'utf8'))
+      if (match) {
+        clearInterval(check)
+        resolve(match[1]!)
+      }
+    }, 50)
+    child.once('exit', (code) => {
+      clearInterval(check)
+      reject(new Error(`the server exited with ${code}: ${readFileSync(logFile, 'utf8')}`))
+    })
+  })
+}
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
@@ -173,19 +193,7 @@ export async function startServer(options: ServerOptions): Promise<BenchServer> 
   )
   closeSync(logOutput)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = setInterval(() => {
-      const match = /is serving at (\S+)/.exec(readFileSync(logFile, 'utf8'))
-      if (match) {
-        clearInterval(check)
-        resolve(match[1]!)
-      }
-    }, 50)
-    child.once('exit', (code) => {
-      clearInterval(check)
-      reject(new Error(`podyard serve exited with ${code}: ${readFileSync(logFile, 'utf8')}`))
-    })
-  })
+  const url = await servingUrl(child, logFile)
   return {
     child,
     url,
