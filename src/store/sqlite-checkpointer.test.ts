@@ -48,6 +48,17 @@ describe('SQLite checkpoints on a thread of their own', () => {
     expect(rows.rows[0]!.n).toBe(2_000)
   })
 
+  it('still copies the WAL after a quiet spell, when its thread looks only once a second', async () => {
+    const file = await open(true)
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    await writePages(store!, 2_000)
+    const deadline = Date.now() + 5_000
+    while (sizeOf(file) < 2_000 * 3_900 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(sizeOf(file)).toBeGreaterThanOrEqual(2_000 * 3_900)
+  })
+
   it('without it, the same writes stay in the WAL below the automatic threshold', async () => {
     const file = await open(false)
     await sql.raw(`pragma wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`).execute(store!.db)

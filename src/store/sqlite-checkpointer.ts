@@ -4,6 +4,12 @@ import { Worker } from 'node:worker_threads'
 /** How often the checkpointer's thread copies the WAL back into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 50
 /**
+ * While nothing is written, the thread looks less and less often, up to this: an idle server's
+ * thread then wakes once a second instead of twenty times (the first write brings it back to
+ * CHECKPOINT_INTERVAL_MS; the server's own fallback checkpoint covers a burst meanwhile).
+ */
+export const IDLE_CHECK_MAX_MS = 1_000
+/**
  * The server's own connection checkpoints only past this many WAL pages (16 MiB): a safety net
  * for when the thread falls behind; SQLite's default is 1 000.
  */
@@ -25,10 +31,16 @@ db.pragma('synchronous = NORMAL')
 // unless the last checkpoint could not copy everything (a reader held the WAL).
 let version = -1
 let complete = false
-const timer = setInterval(() => {
+// Doubles while nothing changes, up to idleMaxMs; back to intervalMs at the first change.
+let delay = workerData.intervalMs
+function check() {
   try {
     const now = db.pragma('data_version', { simple: true })
-    if (now === version && complete) return
+    if (now === version && complete) {
+      delay = Math.min(delay * 2, workerData.idleMaxMs)
+      return
+    }
+    delay = workerData.intervalMs
     version = now
     const [result] = db.pragma('wal_checkpoint(PASSIVE)')
     complete = result !== undefined && result.busy === 0 && result.checkpointed === result.log
@@ -36,9 +48,13 @@ const timer = setInterval(() => {
     complete = false
     parentPort.postMessage({ error: String(error && error.message || error) })
   }
-}, workerData.intervalMs)
+}
+let timer = setTimeout(function tick() {
+  check()
+  timer = setTimeout(tick, delay)
+}, delay)
 parentPort.on('message', () => {
-  clearInterval(timer)
+  clearTimeout(timer)
   db.close()
   parentPort.close()
 })
@@ -63,7 +79,12 @@ export class SqliteCheckpointer {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3')
     this.worker = new Worker(THREAD_SOURCE, {
       eval: true,
-      workerData: { file, driver, intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS },
+      workerData: {
+        file,
+        driver,
+        intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
+        idleMaxMs: IDLE_CHECK_MAX_MS,
+      },
     })
     // It never keeps the process alive; closing the store stops it.
     this.worker.unref()
