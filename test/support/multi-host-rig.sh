@@ -304,16 +304,22 @@ start_engine() {
   fi
 }
 
-wait_engine() {
+# Whether host N's dockerd answers within 60 s; false at once when it gave up (it writes its
+# pidfile early, so a dead one is seen after 2 s).
+engine_ready() {
   local n=$1 i
   for i in $(seq 1 300); do
     engine_answers "$n" && return 0
-    # A dockerd that gave up (it writes its pidfile early) will not answer: say so now.
-    [ "$i" -lt 10 ] || live_pid "$RUN/host$n/dockerd.pid" dockerd "$n" >/dev/null || break
+    [ "$i" -lt 10 ] || live_pid "$RUN/host$n/dockerd.pid" dockerd "$n" >/dev/null || return 1
     sleep 0.2
   done
-  tail -20 "$RUN/host$n/dockerd.log" >&2 || true
-  die "host $n's dockerd does not answer on $(sock "$n") (log: $RUN/host$n/dockerd.log)"
+  return 1
+}
+
+wait_engine() {
+  engine_ready "$1" && return 0
+  tail -20 "$RUN/host$1/dockerd.log" >&2 || true
+  die "host $1's dockerd does not answer on $(sock "$1") (log: $RUN/host$1/dockerd.log)"
 }
 
 start_sshd() {
@@ -567,8 +573,14 @@ case "${1:-}" in
     ;;
   start-engine)
     host_arg "${2:-}"
-    start_engine "$2"
-    wait_engine "$2"
+    # A dockerd started beside the containerd its killed predecessor left running (live-restore)
+    # may give up waiting for it on a busy machine ("timeout waiting for containerd to start"):
+    # it is started again, up to three times.
+    for attempt in 1 2 3; do
+      start_engine "$2"
+      engine_ready "$2" && break
+      [ "$attempt" -lt 3 ] || wait_engine "$2"
+    done
     ;;
   cut)
     host_arg "${2:-}"
