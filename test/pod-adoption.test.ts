@@ -1,27 +1,14 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServe } from './support/cli.js'
+import { killProcessesWith, processesWith } from './support/processes.js'
 import { restartableStores } from './support/restartable-platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 
 const KEY = 'pyd_adoption-test-key-0123456789'
-
-/** Pids of processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return []
-  }
-}
 
 describe('pods across a server crash', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-adopt-'))
@@ -30,7 +17,7 @@ describe('pods across a server crash', () => {
   const doomedSleep = `sleep ${5_000_000 + Math.floor(Math.random() * 1_000_000)}`
   afterAll(() => {
     for (const marker of [keptSleep, doomedSleep]) {
-      for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
+      killProcessesWith(marker)
     }
     rmSync(dataDir, { recursive: true, force: true })
   })
@@ -122,7 +109,7 @@ describe.each(restartableStores())('terminating many pods across a server crash 
   const stubborn = `sleep ${6_000_000 + Math.floor(Math.random() * 1_000_000)}`
   let database: { url: string; drop(): Promise<void> } | undefined
   afterAll(async () => {
-    for (const pid of processesWith(`^${stubborn}$`)) process.kill(pid, 'SIGKILL')
+    killProcessesWith(`^${stubborn}$`)
     await database?.drop()
     rmSync(dataDir, { recursive: true, force: true })
   })

@@ -1,24 +1,11 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServe } from './support/cli.js'
+import { killProcessesWith } from './support/processes.js'
 
 const KEY = 'pyd_shutdown-admin-key-0123456789'
-
-/** Our pod's processes, found by a marker no other process has. */
-function processesWith(marker: string): number[] {
-  try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return []
-  }
-}
 
 /** Reads a response body until it ends; resolves with what came and when it ended. */
 async function readToEnd(response: Response, seen: (text: string) => void) {
@@ -42,13 +29,7 @@ describe('SIGTERM with clients connected', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-shutdown-'))
   const marker = `${6_000_000 + Math.floor(Math.random() * 1_000_000)}`
   afterAll(() => {
-    for (const pid of processesWith(`tick-${marker}`)) {
-      try {
-        process.kill(pid, 'SIGKILL')
-      } catch {
-        // Gone between the listing and the kill.
-      }
-    }
+    killProcessesWith(`tick-${marker}`)
     rmSync(dataDir, { recursive: true, force: true })
   })
 
