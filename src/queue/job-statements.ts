@@ -1,3 +1,4 @@
+import { directRows } from '../shared/direct-sqlite.js'
 import { CompiledQuery, type Kysely } from 'kysely'
 import { BY_LOCK_ORDER } from './lock-order.js'
 
@@ -185,13 +186,18 @@ export class JobStatements {
   }
 }
 
-/** Runs a statement of `JobStatements` on `db` (or a transaction of it); its rows. */
+/**
+ * Runs a statement of `JobStatements` on `db` (or a transaction of it); its rows. On SQLite,
+ * directly on the connection when it can be (src/shared/direct-sqlite.ts).
+ */
 export async function runStatement<R>(
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   db: Kysely<any>,
   text: string,
   parameters: readonly unknown[],
 ): Promise<R[]> {
+  const rows = directRows<R>(db, text, parameters)
+  if (rows) return rows
   const result = await db.executeQuery<R>(CompiledQuery.raw(text, parameters as unknown[]))
   return result.rows
 }

@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
-import SqliteDatabase from 'better-sqlite3'
+import SqliteDatabase, { type Statement as SqliteStatement } from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database-schema.js'
 import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
+import { runDirectlyOnSqlite } from '../shared/direct-sqlite.js'
 import { withStatementCache } from './sqlite-statement-cache.js'
 
 export type Dialect = 'sqlite' | 'postgres'
@@ -89,9 +90,17 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       )
     }
     const log = queryLog(options.onQuery)
+    const cached = withStatementCache(database)
     const db = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+      dialect: new SqliteDialect({ database: cached }),
       ...(log ? { log } : {}),
+    })
+    runDirectlyOnSqlite(db, {
+      prepare: (text) => cached.prepare(text) as SqliteStatement,
+      get inTransaction() {
+        return database.inTransaction
+      },
+      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     })
     return {
       db,

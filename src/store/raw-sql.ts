@@ -1,4 +1,5 @@
 import { CompiledQuery, PostgresAdapter, type Kysely } from 'kysely'
+import { directChanges, directRows } from '../shared/direct-sqlite.js'
 import type { Database } from './database-schema.js'
 
 /**
@@ -27,6 +28,8 @@ export async function rowsOf<R>(
   statement: Statement,
   parameters: readonly unknown[],
 ): Promise<R[]> {
+  const rows = directRows<R>(db, statement.sqlite, parameters)
+  if (rows) return rows
   const query = CompiledQuery.raw(statement.textFor(db), [...parameters])
   return (await db.executeQuery<R>(query)).rows
 }
@@ -37,6 +40,8 @@ export async function changesOf(
   statement: Statement,
   parameters: readonly unknown[],
 ): Promise<number> {
+  const changes = directChanges(db, statement.sqlite, parameters)
+  if (changes !== undefined) return changes
   const query = CompiledQuery.raw(statement.textFor(db), [...parameters])
   return Number((await db.executeQuery(query)).numAffectedRows ?? 0n)
 }
