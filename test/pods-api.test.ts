@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PodSchema } from '../src/api/rest/pod-schemas.js'
 import { ManualClock } from '../src/shared/clock.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { conformanceTo } from './support/schema-conformance.js'
 import { until } from './support/until.js'
+
+/** Every pod answer of these tests is checked against the documented schema, field by field. */
+const podErrors = conformanceTo(PodSchema)
+function conforming<T>(pod: T): T {
+  expect(podErrors(pod), JSON.stringify(pod)).toEqual([])
+  return pod
+}
 
 interface PodJson {
   id: string
@@ -34,10 +43,13 @@ describe('REST pods', () => {
   async function created(body: Record<string, unknown>): Promise<PodJson> {
     const response = await create(body)
     expect(response.status, JSON.stringify(await response.clone().json())).toBe(201)
-    return (await response.json()) as PodJson
+    return conforming((await response.json()) as PodJson)
   }
-  const getPod = async (id: string) =>
-    (await (await platform.call(`/v2/pods/${id}`)).json()) as PodJson
+  const getPod = async (id: string) => {
+    const response = await platform.call(`/v2/pods/${id}`)
+    const pod = (await response.json()) as PodJson
+    return response.status === 200 ? conforming(pod) : pod
+  }
   const terminate = (id: string) => platform.call(`/v2/pods/${id}`, { method: 'DELETE' })
   const act = (id: string, action: string) => post(`/v2/pods/${id}/action`, { action })
   async function waitFor(id: string, status: string, timeoutMs = 20_000): Promise<PodJson> {
@@ -321,7 +333,7 @@ describe('REST pods', () => {
     await terminate(b.id)
     const list = async (query: string) =>
       ((await (await platform.call(`/v2/pods${query}`)).json()) as { pods: PodJson[] }).pods.map(
-        (p) => p.id,
+        (p) => conforming(p).id,
       )
     expect(await list('')).toContain(a.id)
     expect(await list('')).not.toContain(b.id)
@@ -408,7 +420,7 @@ describe('REST pods', () => {
     expect(Number(first.env.RUNPOD_CPU_COUNT)).toBeGreaterThan(0)
     expect(first.kept).toBe('first\n')
 
-    const stopped = (await (await act(pod.id, 'stop')).json()) as PodJson
+    const stopped = conforming((await (await act(pod.id, 'stop')).json()) as PodJson)
     expect(stopped).toMatchObject({
       status: 'EXITED',
       cost: 0,
@@ -430,7 +442,7 @@ describe('REST pods', () => {
       /cannot restart pod .* while it is EXITED/,
     )
 
-    const started = (await (await act(pod.id, 'start')).json()) as PodJson
+    const started = conforming((await (await act(pod.id, 'start')).json()) as PodJson)
     expect(started.status).toBe('PROVISIONING')
     const again = await waitFor(pod.id, 'RUNNING')
     const second = (await (
@@ -520,7 +532,7 @@ describe('REST pods', () => {
     const renamed = (await (
       await platform.call(`/v2/pods/${pod.id}`, { method: 'PATCH', json: { name: 'renamed' } })
     ).json()) as PodJson
-    expect(renamed).toMatchObject({ name: 'renamed', status: 'RUNNING' })
+    expect(conforming(renamed)).toMatchObject({ name: 'renamed', status: 'RUNNING' })
     const patch = (json: unknown) => platform.call(`/v2/pods/${pod.id}`, { method: 'PATCH', json })
     expect((await problem(await patch({ mounts: { network: [] } }), 400)).detail).toMatch(
       /cannot be emptied/,
