@@ -120,8 +120,9 @@ export async function json<T>(
   url: string,
   body?: unknown,
   expected = 200,
+  apiKey = ADMIN_KEY,
 ): Promise<T> {
-  const response = await request(method, url, body)
+  const response = await request(method, url, body, apiKey)
   if (response.status !== expected) {
     throw new Error(`${method} ${url} answered ${response.status}: ${response.text.slice(0, 300)}`)
   }
@@ -244,12 +245,13 @@ export async function timeRunsync(
   count: number,
   warmup: number,
   body: unknown = { input: {} },
+  apiKey = ADMIN_KEY,
 ): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await json('POST', `${base}/runsync`, body)
+  for (let i = 0; i < warmup; i++) await json('POST', `${base}/runsync`, body, 200, apiKey)
   const durations: number[] = []
   for (let i = 0; i < count; i++) {
     const t0 = performance.now()
-    const result = await json<{ status: string }>('POST', `${base}/runsync`, body)
+    const result = await json<{ status: string }>('POST', `${base}/runsync`, body, 200, apiKey)
     durations.push(performance.now() - t0)
     if (result.status !== 'COMPLETED') throw new Error(`runsync ended ${JSON.stringify(result)}`)
   }

@@ -11,6 +11,7 @@
  * - `runsync`: sequential `/runsync` through one idle warm TS worker (the bench's own).
  * - `example`: the same through the README's example (examples/echo-worker.ts) on an endpoint
  *   whose worker the platform starts.
+ * - `dev`: the same through `podyard dev examples/echo-worker.ts` (its own platform process).
  * - `python`: the same through the real runpod-python worker (bench/jobs/python/handler.py) as
  *   it is, with the concurrency_modifier workaround, and with examples/python's event-driven
  *   job loop; skipped, saying so, when `<python> -c 'import runpod'` fails (`--python=`, or
@@ -47,6 +48,7 @@ import {
 } from './bench-server.js'
 import { openThroughputAnchor, type AnchorResult, type ThroughputAnchor } from './anchors.js'
 import { Figures } from './figures.js'
+import { devRunsync } from './dev-runsync.js'
 import { coldStarts, warmManagedRunsync, type WorkerCommand } from './managed-runsync.js'
 import { queueScale } from './queue-scale.js'
 import {
@@ -56,7 +58,7 @@ import {
   type ThroughputSettings,
 } from './throughput.js'
 
-const ALL_PARTS = ['throughput', 'runsync', 'example', 'python', 'cold', 'scale']
+const ALL_PARTS = ['throughput', 'runsync', 'example', 'dev', 'python', 'cold', 'scale']
 const parts = new Set(option('parts', ALL_PARTS.join(',')).split(','))
 const postgresAdminUrl =
   process.env.PODYARD_BENCH_POSTGRES_URL ?? process.env.PODYARD_TEST_POSTGRES_URL
@@ -291,6 +293,16 @@ async function main(): Promise<void> {
             Math.max(50, Math.min(settings.warmup, 500)),
           )
           figures.latency("/runsync, README's example on a managed endpoint", durations, {
+            p50: 1,
+            p99: 4,
+          })
+        }
+        if (parts.has('dev')) {
+          const durations = await devRunsync(
+            runsyncCalls,
+            Math.max(50, Math.min(settings.warmup, 500)),
+          )
+          figures.latency('/runsync, `podyard dev examples/echo-worker.ts`', durations, {
             p50: 1,
             p99: 4,
           })
