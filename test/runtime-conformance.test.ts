@@ -223,6 +223,14 @@ describe.each(runtimeDrivers())('runtime driver conformance: $name', (factory) =
       const inspected = await driver.inspect(spec.id)
       expect(inspected).toEqual(started)
       expect(await driver.list()).toContainEqual(started)
+      // Listed by labels: only the workloads whose spec carries each of them.
+      expect(await driver.list({ labels: { kind: 'pod', owner: 'acct-1' } })).toContainEqual(
+        started,
+      )
+      const ids = async (labels: Record<string, string>) =>
+        (await driver.list({ labels })).map((s) => s.id)
+      expect(await ids({ kind: 'worker' })).not.toContain(spec.id)
+      expect(await ids({ kind: 'pod', owner: 'acct-2' })).not.toContain(spec.id)
       await expect(driver.start(spec)).rejects.toThrow()
     })
 

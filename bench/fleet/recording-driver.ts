@@ -8,10 +8,12 @@ import type {
   LogLine,
   RuntimeDriver,
   WorkloadIsolation,
+  WorkloadFilter,
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
 } from '../../src/runtime/driver.js'
+import { hasLabels } from '../../src/runtime/driver.js'
 
 export class RecordingDriver implements RuntimeDriver {
   readonly name = 'recording'
@@ -53,8 +55,8 @@ export class RecordingDriver implements RuntimeDriver {
     return this.workloads.get(id)
   }
 
-  async list(): Promise<WorkloadState[]> {
-    return [...this.workloads.values()]
+  async list(filter?: WorkloadFilter): Promise<WorkloadState[]> {
+    return [...this.workloads.values()].filter((state) => hasLabels(state.labels, filter))
   }
 
   watch(listener: (id: string) => void): () => void {

@@ -38,8 +38,9 @@ export async function listWorkerWorkloads(
     drivers.map(async (driver) => {
       if (driverDown?.(driver)) return void unlisted.add(driver)
       try {
-        for (const state of await withTimeout(driver.list(), LIST_TIMEOUT_MS)) {
-          if (state.labels[POD_LABEL_KIND] === 'worker') workloads.set(state.id, { state, driver })
+        const workers = driver.list({ labels: { [POD_LABEL_KIND]: 'worker' } })
+        for (const state of await withTimeout(workers, LIST_TIMEOUT_MS)) {
+          workloads.set(state.id, { state, driver })
         }
       } catch (error) {
         unlisted.add(driver)

@@ -145,8 +145,12 @@ export interface RuntimeDriver {
   stop(id: string, options?: { graceMs?: number }): Promise<void>
   /** Current state, or undefined when the driver has no such workload. */
   inspect(id: string): Promise<WorkloadState | undefined>
-  /** Every workload the driver knows on this host, including ones started before a restart. */
-  list(): Promise<WorkloadState[]>
+  /**
+   * Every workload the driver knows on this host, including ones started before a restart; with
+   * `filter.labels`, only those whose spec carries each of these labels (the driver skips the
+   * others before it reads their state: a host of thousands of pods lists its few workers).
+   */
+  list(filter?: WorkloadFilter): Promise<WorkloadState[]>
   /**
    * Optional: calls `listener` with a workload's id when it ended on its own (or was found
    * ended), until the returned function is called. The pod lifecycle then reads such a
@@ -166,4 +170,20 @@ export interface RuntimeDriver {
   isolation(): Promise<WorkloadIsolation>
   /** Releases watchers and timers; running workloads keep running (they are re-adopted). */
   close(): Promise<void>
+}
+
+/** Which workloads `RuntimeDriver.list` answers. */
+export interface WorkloadFilter {
+  /** Labels a workload's spec must carry, each with this value. */
+  labels?: Readonly<Record<string, string>>
+}
+
+/** Whether `labels` carry every label of `filter` (all of them when it names none). */
+export function hasLabels(
+  labels: Readonly<Record<string, string>>,
+  filter: WorkloadFilter | undefined,
+): boolean {
+  if (!filter?.labels) return true
+  for (const [key, value] of Object.entries(filter.labels)) if (labels[key] !== value) return false
+  return true
 }

@@ -7,10 +7,12 @@ import type {
   LogQuery,
   RuntimeDriver,
   WorkloadIsolation,
+  WorkloadFilter,
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
 } from '../driver.js'
+import { hasLabels } from '../driver.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
@@ -219,15 +221,19 @@ export class DockerDriver implements RuntimeDriver {
     return found ? workloadStateOf(found.inspection) : undefined
   }
 
-  async list(): Promise<WorkloadState[]> {
+  async list(filter?: WorkloadFilter): Promise<WorkloadState[]> {
+    const wanted = Object.entries(filter?.labels ?? {}).map(([key, value]) => `${key}=${value}`)
     const summaries = await this.docker.listContainers({
       all: true,
-      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`] },
+      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`, ...wanted] },
     })
     const states: WorkloadState[] = []
     for (const summary of summaries) {
       const inspection = await ignoring([404], () => this.docker.getContainer(summary.Id).inspect())
-      if (inspection) states.push(workloadStateOf(inspection as ContainerInspection))
+      if (!inspection) continue
+      const state = workloadStateOf(inspection as ContainerInspection)
+      // Docker's filter also sees the image's labels; the spec's own must match.
+      if (hasLabels(state.labels, filter)) states.push(state)
     }
     return states
   }

@@ -22,10 +22,12 @@ import type {
   LogQuery,
   RuntimeDriver,
   WorkloadIsolation,
+  WorkloadFilter,
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
 } from '../driver.js'
+import { hasLabels } from '../driver.js'
 import { probeBubblewrap } from './bubblewrap.js'
 import { selectLogLines } from './log-lines.js'
 import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
@@ -313,7 +315,7 @@ export class ProcessDriver implements RuntimeDriver {
     return tracked && this.stateOf(tracked)
   }
 
-  async list(): Promise<WorkloadState[]> {
+  async list(filter?: WorkloadFilter): Promise<WorkloadState[]> {
     let names: string[]
     try {
       names = await readdir(this.stateDir)
@@ -321,7 +323,14 @@ export class ProcessDriver implements RuntimeDriver {
       if (isMissing(error)) return []
       throw error
     }
-    const states = await Promise.all(names.filter(isValidWorkloadId).map((id) => this.inspect(id)))
+    const states = await Promise.all(
+      names.filter(isValidWorkloadId).map(async (id) => {
+        const tracked = await this.load(id)
+        return tracked && hasLabels(tracked.record.spec.labels, filter)
+          ? this.stateOf(tracked)
+          : undefined
+      }),
+    )
     return states
       .filter((s): s is WorkloadState => s !== undefined)
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
