@@ -149,21 +149,21 @@ export interface ServerOptions {
   env?: Record<string, string>
 }
 
+/**
+ * A config file in `dir` whose job API limits do not cap the measurements (spec: 1000 /run per
+ * 10 s, 100 /health per endpoint), with `extra` over it; its path.
+ */
+export function writeBenchConfig(dir: string, extra: Record<string, unknown> = {}): string {
+  const file = path.join(dir, 'bench.yaml')
+  const unlimited = { rate: 100_000_000, concurrency: 100_000 }
+  const operations = { run: unlimited, runsync: unlimited, status: unlimited, health: unlimited }
+  writeFileSync(file, JSON.stringify({ jobLimits: { operations }, ...extra }))
+  return file
+}
+
 export async function startServer(options: ServerOptions): Promise<BenchServer> {
   const { dataDir } = options
-  const configFile = path.join(dataDir, 'bench.yaml')
-  // The job API's per-endpoint limits (spec: 1000 /run per 10 s, 100 /health) would cap the
-  // measurements.
-  const unlimited = { rate: 100_000_000, concurrency: 100_000 }
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      jobLimits: {
-        operations: { run: unlimited, runsync: unlimited, status: unlimited, health: unlimited },
-      },
-      ...options.config,
-    }),
-  )
+  const configFile = writeBenchConfig(dataDir, options.config)
   const logFile = path.join(dataDir, 'server.log')
   const logOutput = openSync(logFile, 'w')
   const profileDir = path.join(root, 'bench', 'jobs', 'profiles')

@@ -6,9 +6,11 @@
  * `/runsync` calls with the key it printed.
  */
 import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
-import { fmt, percentile, root, timeRunsync } from './bench-server.js'
+import { fmt, percentile, root, timeRunsync, writeBenchConfig } from './bench-server.js'
 
 interface DevReady {
   jobApiUrl: string
@@ -18,6 +20,8 @@ interface DevReady {
 const READY_TIMEOUT_MS = 60_000
 
 export async function devRunsync(count: number, warmup: number): Promise<number[]> {
+  // The bench's job API limits, as a user would raise them (`--config`).
+  const configDir = mkdtempSync(path.join(tmpdir(), 'podyard-bench-dev-'))
   const child = spawn(
     process.execPath,
     [
@@ -27,6 +31,8 @@ export async function devRunsync(count: number, warmup: number): Promise<number[
       '--port',
       '0',
       '--json',
+      '--config',
+      writeBenchConfig(configDir),
     ],
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
   )
@@ -72,5 +78,6 @@ export async function devRunsync(count: number, warmup: number): Promise<number[
     // Ctrl-C, as a user stops it: it stops its worker and removes its data directory.
     child.kill('SIGINT')
     await exited
+    rmSync(configDir, { recursive: true, force: true })
   }
 }

@@ -290,7 +290,7 @@ async function main(): Promise<void> {
               args: `${path.join(root, 'node_modules', '.bin', 'tsx')} ${path.join(root, 'examples', 'echo-worker.ts')}`,
             },
             runsyncCalls,
-            Math.max(50, Math.min(settings.warmup, 500)),
+            Math.max(50, settings.warmup),
           )
           figures.latency("/runsync, README's example on a managed endpoint", durations, {
             p50: 1,
@@ -298,10 +298,7 @@ async function main(): Promise<void> {
           })
         }
         if (parts.has('dev')) {
-          const durations = await devRunsync(
-            runsyncCalls,
-            Math.max(50, Math.min(settings.warmup, 500)),
-          )
+          const durations = await devRunsync(runsyncCalls, Math.max(50, settings.warmup))
           figures.latency('/runsync, `podyard dev examples/echo-worker.ts`', durations, {
             p50: 1,
             p99: 4,
