@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { JobSweeper } from '../src/control/job-sweeper.js'
 import { newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
 import type { JobQueueDatabase } from '../src/queue/job-tables.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
@@ -152,6 +153,25 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.get(EP, job.id))?.output).toBe('ok')
   })
 
+  it('tells the metrics the endpoint of each job a sweep times out', async () => {
+    const other = 'endpoint000002'
+    await submit({ policy: { executionTimeout: 5_000 } })
+    await submit({ endpointId: other, policy: { executionTimeout: 5_000 } })
+    await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
+    await queue.take(other, 'w2', { max: 1, leaseMs: LEASE })
+    clock.advance(6_000)
+    const ended: string[] = []
+    const sweeper = new JobSweeper({
+      queue,
+      clock,
+      logger: { info: () => {}, error: () => {} },
+      leaseMs: LEASE,
+      events: { ended: (endpointId, status) => ended.push(`${endpointId} ${status}`) },
+    })
+    await sweeper.sweep()
+    expect(ended.sort()).toEqual([`${EP} TIMED_OUT`, `${other} TIMED_OUT`])
+  })
+
   it("requeues a lost worker's jobs at once, whatever their leases, and fences the worker off", async () => {
     const running = await submit()
     const late = await submit({ policy: { executionTimeout: 5_000 } })
@@ -283,7 +303,10 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     clock.advance(4_999)
     expect((await queue.expire(clock.now())).timedOut).toEqual([])
     clock.advance(1)
-    expect(await queue.expire(clock.now())).toEqual({ timedOut: [job.id], deleted: [] })
+    expect(await queue.expire(clock.now())).toEqual({
+      timedOut: [{ id: job.id, endpointId: EP }],
+      deleted: [],
+    })
     expect(await queue.get(EP, job.id)).toMatchObject({
       status: 'TIMED_OUT',
       completedAt: '2026-03-01T00:01:05.000Z',
@@ -299,7 +322,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     clock.advance(LEASE)
     expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
       requeued: [],
-      timedOut: [job.id],
+      timedOut: [{ id: job.id, endpointId: EP }],
     })
     expect((await queue.get(EP, job.id))?.status).toBe('TIMED_OUT')
   })

@@ -72,15 +72,14 @@ export class JobSweeper {
     }
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
-    for (const _ of [...leases.timedOut, ...expired.timedOut]) {
-      this.deps.events?.ended(undefined, 'TIMED_OUT')
-    }
-    const moved = leases.requeued.length + leases.timedOut.length + expired.timedOut.length
+    const timedOut = [...leases.timedOut, ...expired.timedOut]
+    for (const job of timedOut) this.deps.events?.ended(job.endpointId, 'TIMED_OUT')
+    const moved = leases.requeued.length + timedOut.length
     if (moved > 0) {
       this.deps.logger.info(
         {
           requeued: leases.requeued,
-          timedOut: [...leases.timedOut, ...expired.timedOut],
+          timedOut: timedOut.map((job) => job.id),
           deleted: expired.deleted.length,
         },
         'job sweep',

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
+import type { EndpointJob } from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -153,9 +154,9 @@ export async function expireJobs(
   db: Db,
   postgres: boolean,
   now: number,
-): Promise<SweepEffects & { timedOut: string[]; deleted: string[] }> {
+): Promise<SweepEffects & { timedOut: EndpointJob[]; deleted: string[] }> {
   const at = iso(now)
-  const effects = { ...noEffects(), timedOut: [] as string[], deleted: [] as string[] }
+  const effects = { ...noEffects(), timedOut: [] as EndpointJob[], deleted: [] as string[] }
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, postgres))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
@@ -188,7 +189,7 @@ export async function expireJobs(
       if (updated && (await addWebhookDelivery(tx, updated, now))) effects.webhooks = true
       const key = await addStop(tx, row, 'timed-out', now)
       if (key !== undefined) effects.stopKeys.add(key)
-      effects.timedOut.push(row.id)
+      effects.timedOut.push({ id: row.id, endpointId: row.endpoint_id })
       effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: false })
     }
     await tx

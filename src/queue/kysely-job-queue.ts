@@ -9,6 +9,7 @@ import {
 import type {
   CompleteResult,
   IgnoredReason,
+  EndpointJob,
   JobCounts,
   JobPage,
   JobQueue,
@@ -647,14 +648,16 @@ export class KyselyJobQueue implements JobQueue {
     return listJobs(this.db, endpointId, options)
   }
 
-  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }> {
+  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: EndpointJob[] }> {
     const effects = await retryLockConflicts(() =>
       sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
     )
     this.afterSweep(effects)
     return {
       requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
-      timedOut: effects.touched.filter((t) => !t.requeued).map((t) => t.id),
+      timedOut: effects.touched
+        .filter((t) => !t.requeued)
+        .map((t) => ({ id: t.id, endpointId: t.endpointId })),
     }
   }
 
@@ -664,7 +667,7 @@ export class KyselyJobQueue implements JobQueue {
     )
   }
 
-  async expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }> {
+  async expire(now: Date): Promise<{ timedOut: EndpointJob[]; deleted: string[] }> {
     const effects = await retryLockConflicts(() =>
       sweeps.expireJobs(this.db, this.postgres, now.getTime()),
     )

@@ -36,8 +36,8 @@ export function platformMetrics(config: Pick<Config, 'telemetry'>): PlatformMetr
   const registry = new Registry()
   const perEndpoint = config.telemetry.endpointMetrics
   const endpointLabel = perEndpoint ? (['endpoint'] as const) : ([] as const)
-  const withEndpoint = (endpointId: string | undefined, labels: Record<string, string> = {}) =>
-    perEndpoint ? { ...labels, endpoint: endpointId ?? 'unknown' } : labels
+  const withEndpoint = (endpointId: string, labels: Record<string, string> = {}) =>
+    perEndpoint ? { ...labels, endpoint: endpointId } : labels
 
   const submitted = new Counter({
     name: 'podyard_jobs_submitted_total',

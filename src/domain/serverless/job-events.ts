@@ -11,9 +11,6 @@ export interface JobEvents {
   submitted(endpointId: string): void
   /** A worker took the job `delayMs` after it was submitted. */
   started(endpointId: string, delayMs: number): void
-  /**
-   * The job ended; `executionMs` when it ran. The sweeper knows only the ids of the jobs it
-   * timed out, so `endpointId` may be unknown.
-   */
-  ended(endpointId: string | undefined, status: JobEnd, executionMs?: number): void
+  /** The job ended; `executionMs` when it ran. */
+  ended(endpointId: string, status: JobEnd, executionMs?: number): void
 }

@@ -50,6 +50,12 @@ export interface StopNotice {
   reason: 'cancelled' | 'timed-out' | 'expired' | 'lease-lost'
 }
 
+/** A job by its id and its endpoint's. */
+export interface EndpointJob {
+  id: string
+  endpointId: string
+}
+
 /**
  * The serverless job queue of all endpoints (docs/serverless-queue.md). Every method is scoped
  * by endpoint: a job id of another endpoint is `not-found`. Timestamps come from the
@@ -139,9 +145,10 @@ export interface JobQueue {
   list(endpointId: string, options: { page: number; pageSize?: number }): Promise<JobPage>
   /**
    * IN_PROGRESS jobs whose lease ended before `now`: back to IN_QUEUE (their worker gets a stop
-   * notice), or TIMED_OUT when their execution deadline has passed too. Returns the ids moved.
+   * notice), or TIMED_OUT when their execution deadline has passed too. Returns the ids moved,
+   * and the timed-out jobs with their endpoints (the metrics count them per endpoint).
    */
-  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: string[] }>
+  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: EndpointJob[] }>
   /**
    * Renews the lease of every running job whose lease ends before `until` to `until` (the
    * platform starts leading after an absence: docs/serverless-queue.md). Returns how many.
@@ -151,7 +158,7 @@ export interface JobQueue {
    * Execution deadline passed -> TIMED_OUT; ttl passed -> deleted in any state; retention after
    * finishing passed -> deleted. Workers of running jobs affected get stop notices.
    */
-  expire(now: Date): Promise<{ timedOut: string[]; deleted: string[] }>
+  expire(now: Date): Promise<{ timedOut: EndpointJob[]; deleted: string[] }>
   /**
    * Takes (and forgets) the stop notices for the worker's jobs. A notice stops one attempt of a
    * job: one whose job this worker has taken again since (a later attempt) is dropped, not
