@@ -256,8 +256,12 @@ describe.each(testStores())('webhook deliveries on $name', ({ open }) => {
     clock.advance(600_000)
     // One is swept by the lease check (lease and deadline both passed), one by the deadline.
     await queue.heartbeat(EP, 'w2', [timedOut.id], 3_600_000)
-    expect((await queue.requeueExpiredLeases(clock.now())).timedOut).toEqual([leaseTimedOut.id])
-    expect((await queue.expire(clock.now())).timedOut).toEqual([timedOut.id])
+    expect((await queue.requeueExpiredLeases(clock.now())).timedOut).toEqual([
+      { id: leaseTimedOut.id, endpointId: EP },
+    ])
+    expect((await queue.expire(clock.now())).timedOut).toEqual([
+      { id: timedOut.id, endpointId: EP },
+    ])
 
     const quiet = await submit(null)
     await queue.take(EP, 'w3', { max: 1, leaseMs: 30_000 })
