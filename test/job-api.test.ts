@@ -579,7 +579,7 @@ describe('job sweeper', () => {
         },
         requeueExpiredLeases: async () => {
           calls.push('leases')
-          return { requeued: ['j1'], timedOut: [] }
+          return { requeued: ['j1'], ended: [] }
         },
         expire: async () => {
           calls.push('expire')

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { JobSweeper } from '../src/control/job-sweeper.js'
-import { newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
+import { MAX_JOB_ATTEMPTS, newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
 import type { JobQueueDatabase } from '../src/queue/job-tables.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
 import { ManualClock } from '../src/shared/clock.js'
@@ -129,11 +129,11 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
     clock.advance(LEASE - 1)
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
     clock.advance(1)
     expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
       requeued: [job.id],
-      timedOut: [],
+      ended: [],
     })
     expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
     expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'lease-lost' }])
@@ -153,7 +153,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.get(EP, job.id))?.output).toBe('ok')
   })
 
-  it('tells the metrics the endpoint of each job a sweep times out', async () => {
+  it('tells the metrics how each job a sweep ends ended, under its endpoint', async () => {
     const other = 'endpoint000002'
     await submit({ policy: { executionTimeout: 5_000 } })
     await submit({ endpointId: other, policy: { executionTimeout: 5_000 } })
@@ -170,6 +170,17 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     })
     await sweeper.sweep()
     expect(ended.sort()).toEqual([`${EP} TIMED_OUT`, `${other} TIMED_OUT`])
+
+    // A job whose workers keep losing its lease fails at its last attempt: FAILED, not TIMED_OUT.
+    ended.length = 0
+    const lost = await submit({ endpointId: other })
+    for (let attempt = 1; attempt <= MAX_JOB_ATTEMPTS; attempt++) {
+      await queue.take(other, `lost-${attempt}`, { max: 1, leaseMs: LEASE })
+      clock.advance(LEASE)
+      await sweeper.sweep()
+    }
+    expect(await queue.get(other, lost.id)).toMatchObject({ status: 'FAILED' })
+    expect(ended).toEqual([`${other} FAILED`])
   })
 
   it("requeues a lost worker's jobs at once, whatever their leases, and fences the worker off", async () => {
@@ -180,10 +191,10 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     await queue.take(EP, 'alive', { max: 1, leaseMs: LEASE })
     clock.advance(5_000)
     // Well within their leases: a sweep would leave them.
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
     expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({
       requeued: [running.id],
-      ended: [late.id],
+      ended: [{ id: late.id, endpointId: EP, status: 'TIMED_OUT' }],
     })
     expect(await queue.get(EP, running.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
     expect(await queue.get(EP, late.id)).toMatchObject({ status: 'TIMED_OUT' })
@@ -282,7 +293,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       new Date(clock.now().getTime() + LEASE * 10).toISOString(),
     )
     expect(await queue.get(EP, queued.id)).toMatchObject({ status: 'IN_QUEUE' })
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
   })
 
   it('keeps the lease while the worker heart-beats', async () => {
@@ -291,7 +302,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     for (let i = 0; i < 5; i++) {
       clock.advance(LEASE - 1_000)
       expect(await queue.heartbeat(EP, 'w1', [job.id, 'unknown'], LEASE)).toEqual([job.id])
-      expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], timedOut: [] })
+      expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
     }
     expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1' })
   })
@@ -322,7 +333,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     clock.advance(LEASE)
     expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
       requeued: [],
-      timedOut: [{ id: job.id, endpointId: EP }],
+      ended: [{ id: job.id, endpointId: EP, status: 'TIMED_OUT' }],
     })
     expect((await queue.get(EP, job.id))?.status).toBe('TIMED_OUT')
   })

@@ -256,8 +256,8 @@ describe.each(testStores())('webhook deliveries on $name', ({ open }) => {
     clock.advance(600_000)
     // One is swept by the lease check (lease and deadline both passed), one by the deadline.
     await queue.heartbeat(EP, 'w2', [timedOut.id], 3_600_000)
-    expect((await queue.requeueExpiredLeases(clock.now())).timedOut).toEqual([
-      { id: leaseTimedOut.id, endpointId: EP },
+    expect((await queue.requeueExpiredLeases(clock.now())).ended).toEqual([
+      { id: leaseTimedOut.id, endpointId: EP, status: 'TIMED_OUT' },
     ])
     expect((await queue.expire(clock.now())).timedOut).toEqual([
       { id: timedOut.id, endpointId: EP },

@@ -72,14 +72,18 @@ export class JobSweeper {
     }
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
-    const timedOut = [...leases.timedOut, ...expired.timedOut]
-    for (const job of timedOut) this.deps.events?.ended(job.endpointId, 'TIMED_OUT')
-    const moved = leases.requeued.length + timedOut.length
+    const ended = [
+      ...leases.ended,
+      ...expired.timedOut.map((job) => ({ ...job, status: 'TIMED_OUT' as const })),
+    ]
+    for (const job of ended) this.deps.events?.ended(job.endpointId, job.status)
+    const moved = leases.requeued.length + ended.length
     if (moved > 0) {
       this.deps.logger.info(
         {
           requeued: leases.requeued,
-          timedOut: timedOut.map((job) => job.id),
+          timedOut: ended.filter((job) => job.status === 'TIMED_OUT').map((job) => job.id),
+          failed: ended.filter((job) => job.status === 'FAILED').map((job) => job.id),
           deleted: expired.deleted.length,
         },
         'job sweep',

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import type { EndpointJob } from '../domain/serverless/ports.js'
+import type { EndedJob, EndpointJob } from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -28,13 +28,19 @@ const SWEEP_LOCK_KEY = 7_341_005
 
 /** What a sweep changed, for the wake-ups after its commit. */
 export interface SweepEffects {
-  /** Jobs whose status changed or that are gone; `requeued` when they are takeable again. */
-  touched: Array<{ endpointId: string; id: string; requeued: boolean }>
+  /**
+   * Jobs whose status changed or that are gone; `requeued` when they are takeable again, `ended`
+   * when the sweep ended them (TIMED_OUT or FAILED).
+   */
+  touched: Array<{ endpointId: string; id: string; requeued: boolean; ended?: SweptEnd }>
   /** Wake-up keys of the stop notices it wrote. */
   stopKeys: Set<string>
   /** It added webhook deliveries. */
   webhooks: boolean
 }
+
+/** How a sweep ends a running job. */
+export type SweptEnd = EndedJob['status']
 
 const noEffects = (): SweepEffects => ({ touched: [], stopKeys: new Set(), webhooks: false })
 
@@ -129,7 +135,12 @@ async function endLease(tx: Db, row: JobRow, at: number, effects: SweepEffects):
   }
   const key = await addStop(tx, row, timedOut ? 'timed-out' : 'lease-lost', at)
   if (key !== undefined) effects.stopKeys.add(key)
-  effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: !finished })
+  effects.touched.push({
+    endpointId: row.endpoint_id,
+    id: row.id,
+    requeued: !finished,
+    ...(finished ? { ended: timedOut ? 'TIMED_OUT' : 'FAILED' } : {}),
+  })
 }
 
 /** Renews every running lease that ends before `until` to `until`; returns how many. */
@@ -190,7 +201,12 @@ export async function expireJobs(
       const key = await addStop(tx, row, 'timed-out', now)
       if (key !== undefined) effects.stopKeys.add(key)
       effects.timedOut.push({ id: row.id, endpointId: row.endpoint_id })
-      effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: false })
+      effects.touched.push({
+        endpointId: row.endpoint_id,
+        id: row.id,
+        requeued: false,
+        ended: 'TIMED_OUT',
+      })
     }
     await tx
       .deleteFrom('job_stops')

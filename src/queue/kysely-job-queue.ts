@@ -8,6 +8,7 @@ import {
 } from '../domain/serverless/job.js'
 import type {
   CompleteResult,
+  EndedJob,
   IgnoredReason,
   EndpointJob,
   JobCounts,
@@ -648,17 +649,12 @@ export class KyselyJobQueue implements JobQueue {
     return listJobs(this.db, endpointId, options)
   }
 
-  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: EndpointJob[] }> {
+  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const effects = await retryLockConflicts(() =>
       sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
     )
     this.afterSweep(effects)
-    return {
-      requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
-      timedOut: effects.touched
-        .filter((t) => !t.requeued)
-        .map((t) => ({ id: t.id, endpointId: t.endpointId })),
-    }
+    return requeuedAndEnded(effects)
   }
 
   renewRunningLeases(until: Date): Promise<number> {
@@ -794,19 +790,30 @@ export class KyselyJobQueue implements JobQueue {
   async requeueWorkerJobs(
     endpointId: string,
     workerId: string,
-  ): Promise<{ requeued: string[]; ended: string[] }> {
+  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
       sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at),
     )
     this.afterSweep(effects)
-    return {
-      requeued: effects.touched.filter((t) => t.requeued).map((t) => t.id),
-      ended: effects.touched.filter((t) => !t.requeued).map((t) => t.id),
-    }
+    return requeuedAndEnded(effects)
   }
 
   scalingStats(endpointId: string): Promise<ScalingStats> {
     return scalingStats(this.db, endpointId, this.clock.now().getTime())
   }
+}
+
+/** The jobs a sweep of running jobs put back in the queue, and those it ended, with how. */
+function requeuedAndEnded(effects: sweeps.SweepEffects): {
+  requeued: string[]
+  ended: EndedJob[]
+} {
+  const requeued: string[] = []
+  const ended: EndedJob[] = []
+  for (const job of effects.touched) {
+    if (job.requeued) requeued.push(job.id)
+    else if (job.ended) ended.push({ id: job.id, endpointId: job.endpointId, status: job.ended })
+  }
+  return { requeued, ended }
 }

@@ -56,6 +56,11 @@ export interface EndpointJob {
   endpointId: string
 }
 
+/** A job a sweep ended: past its execution deadline, or out of attempts (a lost worker's). */
+export interface EndedJob extends EndpointJob {
+  status: 'TIMED_OUT' | 'FAILED'
+}
+
 /**
  * The serverless job queue of all endpoints (docs/serverless-queue.md). Every method is scoped
  * by endpoint: a job id of another endpoint is `not-found`. Timestamps come from the
@@ -145,10 +150,11 @@ export interface JobQueue {
   list(endpointId: string, options: { page: number; pageSize?: number }): Promise<JobPage>
   /**
    * IN_PROGRESS jobs whose lease ended before `now`: back to IN_QUEUE (their worker gets a stop
-   * notice), or TIMED_OUT when their execution deadline has passed too. Returns the ids moved,
-   * and the timed-out jobs with their endpoints (the metrics count them per endpoint).
+   * notice), TIMED_OUT when their execution deadline has passed too, FAILED when it was their
+   * last attempt (MAX_JOB_ATTEMPTS). Returns the ids requeued, and the jobs ended with their
+   * endpoints and statuses (the metrics count them).
    */
-  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; timedOut: EndpointJob[] }>
+  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; ended: EndedJob[] }>
   /**
    * Renews the lease of every running job whose lease ends before `until` to `until` (the
    * platform starts leading after an absence: docs/serverless-queue.md). Returns how many.
@@ -225,12 +231,12 @@ export interface JobQueue {
    * The worker is lost and can no longer be stopped (its host is DOWN): its running jobs go back
    * to the queue now, under the rules of an ended lease (TIMED_OUT past their deadline, FAILED
    * after MAX_JOB_ATTEMPTS), in one transaction, and nothing it sends afterwards is applied.
-   * Returns the jobs requeued and those that ended.
+   * Returns the ids requeued and the jobs that ended.
    */
   requeueWorkerJobs(
     endpointId: string,
     workerId: string,
-  ): Promise<{ requeued: string[]; ended: string[] }>
+  ): Promise<{ requeued: string[]; ended: EndedJob[] }>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
 }
