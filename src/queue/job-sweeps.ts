@@ -32,15 +32,12 @@ export interface SweepEffects {
    * Jobs whose status changed or that are gone; `requeued` when they are takeable again, `ended`
    * when the sweep ended them (TIMED_OUT or FAILED).
    */
-  touched: Array<{ endpointId: string; id: string; requeued: boolean; ended?: SweptEnd }>
+  touched: Array<{ endpointId: string; id: string; requeued: boolean; ended?: EndedJob['status'] }>
   /** Wake-up keys of the stop notices it wrote. */
   stopKeys: Set<string>
   /** It added webhook deliveries. */
   webhooks: boolean
 }
-
-/** How a sweep ends a running job. */
-export type SweptEnd = EndedJob['status']
 
 const noEffects = (): SweepEffects => ({ touched: [], stopKeys: new Set(), webhooks: false })
 
