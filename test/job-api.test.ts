@@ -583,7 +583,7 @@ describe('job sweeper', () => {
         },
         expire: async () => {
           calls.push('expire')
-          return { timedOut: [], deleted: [] }
+          return { ended: [], deleted: [] }
         },
       },
       clock: { now: () => new Date(now) },

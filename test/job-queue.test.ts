@@ -312,10 +312,10 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     clock.advance(60_000) // queue time does not count against the execution timeout
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
     clock.advance(4_999)
-    expect((await queue.expire(clock.now())).timedOut).toEqual([])
+    expect((await queue.expire(clock.now())).ended).toEqual([])
     clock.advance(1)
     expect(await queue.expire(clock.now())).toEqual({
-      timedOut: [{ id: job.id, endpointId: EP }],
+      ended: [{ id: job.id, endpointId: EP, status: 'TIMED_OUT' }],
       deleted: [],
     })
     expect(await queue.get(EP, job.id)).toMatchObject({
@@ -349,7 +349,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect((await queue.expire(clock.now())).deleted).toEqual([queued.id])
     expect(await queue.get(EP, queued.id)).toBeUndefined()
     clock.set('2026-03-01T00:00:20.000Z')
-    expect(await queue.expire(clock.now())).toEqual({ timedOut: [], deleted: [running.id] })
+    expect(await queue.expire(clock.now())).toEqual({ ended: [], deleted: [running.id] })
     expect(await queue.get(EP, running.id)).toBeUndefined()
     expect(await queue.readStream(EP, running.id)).toBeUndefined()
     expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: running.id, reason: 'expired' }])

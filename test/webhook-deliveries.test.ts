@@ -259,8 +259,8 @@ describe.each(testStores())('webhook deliveries on $name', ({ open }) => {
     expect((await queue.requeueExpiredLeases(clock.now())).ended).toEqual([
       { id: leaseTimedOut.id, endpointId: EP, status: 'TIMED_OUT' },
     ])
-    expect((await queue.expire(clock.now())).timedOut).toEqual([
-      { id: timedOut.id, endpointId: EP },
+    expect((await queue.expire(clock.now())).ended).toEqual([
+      { id: timedOut.id, endpointId: EP, status: 'TIMED_OUT' },
     ])
 
     const quiet = await submit(null)

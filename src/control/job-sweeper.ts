@@ -72,10 +72,7 @@ export class JobSweeper {
     }
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
-    const ended = [
-      ...leases.ended,
-      ...expired.timedOut.map((job) => ({ ...job, status: 'TIMED_OUT' as const })),
-    ]
+    const ended = [...leases.ended, ...expired.ended]
     for (const job of ended) this.deps.events?.ended(job.endpointId, job.status)
     const moved = leases.requeued.length + ended.length
     if (moved > 0) {

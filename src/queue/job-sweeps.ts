@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import type { EndedJob, EndpointJob } from '../domain/serverless/ports.js'
+import type { EndedJob } from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -162,9 +162,9 @@ export async function expireJobs(
   db: Db,
   postgres: boolean,
   now: number,
-): Promise<SweepEffects & { timedOut: EndpointJob[]; deleted: string[] }> {
+): Promise<SweepEffects & { deleted: string[] }> {
   const at = iso(now)
-  const effects = { ...noEffects(), timedOut: [] as EndpointJob[], deleted: [] as string[] }
+  const effects = { ...noEffects(), deleted: [] as string[] }
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, postgres))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
@@ -197,7 +197,6 @@ export async function expireJobs(
       if (updated && (await addWebhookDelivery(tx, updated, now))) effects.webhooks = true
       const key = await addStop(tx, row, 'timed-out', now)
       if (key !== undefined) effects.stopKeys.add(key)
-      effects.timedOut.push({ id: row.id, endpointId: row.endpoint_id })
       effects.touched.push({
         endpointId: row.endpoint_id,
         id: row.id,

@@ -10,7 +10,6 @@ import type {
   CompleteResult,
   EndedJob,
   IgnoredReason,
-  EndpointJob,
   JobCounts,
   JobPage,
   JobQueue,
@@ -663,12 +662,12 @@ export class KyselyJobQueue implements JobQueue {
     )
   }
 
-  async expire(now: Date): Promise<{ timedOut: EndpointJob[]; deleted: string[] }> {
+  async expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[] }> {
     const effects = await retryLockConflicts(() =>
       sweeps.expireJobs(this.db, this.postgres, now.getTime()),
     )
     this.afterSweep(effects)
-    return { timedOut: effects.timedOut, deleted: effects.deleted }
+    return { ended: requeuedAndEnded(effects).ended, deleted: effects.deleted }
   }
 
   /** The wake-ups of what a sweep changed, once it has committed. */
@@ -804,7 +803,7 @@ export class KyselyJobQueue implements JobQueue {
   }
 }
 
-/** The jobs a sweep of running jobs put back in the queue, and those it ended, with how. */
+/** The jobs a sweep put back in the queue, and those it ended, with how. */
 function requeuedAndEnded(effects: sweeps.SweepEffects): {
   requeued: string[]
   ended: EndedJob[]

@@ -50,14 +50,10 @@ export interface StopNotice {
   reason: 'cancelled' | 'timed-out' | 'expired' | 'lease-lost'
 }
 
-/** A job by its id and its endpoint's. */
-export interface EndpointJob {
+/** A job a sweep ended: past its execution deadline, or out of attempts (a lost worker's). */
+export interface EndedJob {
   id: string
   endpointId: string
-}
-
-/** A job a sweep ended: past its execution deadline, or out of attempts (a lost worker's). */
-export interface EndedJob extends EndpointJob {
   status: 'TIMED_OUT' | 'FAILED'
 }
 
@@ -162,9 +158,10 @@ export interface JobQueue {
   renewRunningLeases(until: Date): Promise<number>
   /**
    * Execution deadline passed -> TIMED_OUT; ttl passed -> deleted in any state; retention after
-   * finishing passed -> deleted. Workers of running jobs affected get stop notices.
+   * finishing passed -> deleted. Workers of running jobs affected get stop notices. Returns the
+   * jobs it timed out (with their endpoints, for the metrics) and the ids deleted.
    */
-  expire(now: Date): Promise<{ timedOut: EndpointJob[]; deleted: string[] }>
+  expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[] }>
   /**
    * Takes (and forgets) the stop notices for the worker's jobs. A notice stops one attempt of a
    * job: one whose job this worker has taken again since (a later attempt) is dropped, not
