@@ -108,9 +108,8 @@ const STATS_SAMPLE_MAX_AGE_MS = 60_000
 /** A read of the process table this recent serves a stats() call (measurements share reads). */
 const STATS_TABLE_MAX_AGE_MS = 1000
 /**
- * A read of the process table this recent finds the session members of a workload being
- * stopped (stops share reads): a process that left the group in this time before the stop, or
- * during it, is not followed.
+ * A read of the process table this recent finds what is left of a workload whose grace has
+ * passed (the stops that end their grace together share it).
  */
 const STOP_TABLE_MAX_AGE_MS = 250
 /** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
@@ -672,22 +671,32 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * SIGTERM to the group (and to session members that left it), SIGKILL after `graceMs`. The
-   * processes to stop are found in a read of /proc shared with the stops (and measurements)
-   * running at the same moment; the wait then follows only them and their children (a kill(0)
-   * of the group, a read of each one's /proc entry), so stopping many workloads costs each its
+   * processes to wait for are found in a read of /proc begun after the signal, shared with the
+   * stops (and measurements) running at the same moment; the wait then follows only them and
+   * their children (a read of each one's /proc entry), so stopping many workloads costs each its
    * own processes, not a read of every process on the machine. Zombies count as ended: an init
    * that reaps orphans late (some containers') does not hold a stop up.
    */
   private async stopNow(tracked: Tracked, graceMs: number, settle = true): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
-    if (record.bootId === currentBootId() && groupLives(group.pgid)) {
-      const members = await this.liveMembers(group)
+    const ours =
+      record.bootId === currentBootId() &&
+      groupLives(group.pgid) &&
+      !(await leaderIsStranger(group))
+    if (ours) {
+      const signalledAt = performance.now()
+      signalGroup(group, [], 'SIGTERM')
+      // Read after the signal: a process the workload started as it went out is in the read,
+      // and one that ignores it (the init of a sandbox's pid namespace) is followed, with what
+      // it starts later.
+      const members = await this.liveMembers(group, signalledAt)
       if (members !== undefined) {
-        signalGroup(group, members, 'SIGTERM')
         const known = new Map(members.map((m) => [m.pid, m.starttime]))
-        if (!(await this.waitForEnd(known, graceMs, null))) {
-          const left = (await this.liveMembers(group)) ?? []
+        const inGroup = members.filter((m) => m.pgrp === group.pgid).map((m) => m.pid)
+        if (!(await this.waitForEnd(known, graceMs, 'SIGTERM', new Set(inGroup)))) {
+          const left =
+            (await this.liveMembers(group, performance.now() - STOP_TABLE_MAX_AGE_MS)) ?? []
           signalGroup(group, left, 'SIGKILL')
           for (const member of left) known.set(member.pid, member.starttime)
           if (!(await this.waitForEnd(known, KILL_WAIT_MS, 'SIGKILL'))) {
@@ -707,26 +716,37 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * The group's members and session members that left it, from a shared read of the process
-   * table; undefined when the group ended and its leader's pid is another process's now.
+   * table begun after `readAfter` (performance.now()); undefined when the group ended and its
+   * leader's pid is another process's now.
    */
-  private async liveMembers(group: GroupIdentity): Promise<ProcStat[] | undefined> {
+  private async liveMembers(
+    group: GroupIdentity,
+    readAfter: number,
+  ): Promise<ProcStat[] | undefined> {
     if (await leaderIsStranger(group)) return undefined
-    return membersIn(await this.processes.read(performance.now() - STOP_TABLE_MAX_AGE_MS), group)
+    return membersIn(await this.processes.read(readAfter), group)
   }
 
   /**
-   * Until the `known` processes (and the children they had) are gone or zombies (true) or `ms`
-   * pass (false); `signal` is sent again to those still there each time.
+   * Until the `known` processes (and the children they had) are gone or zombies (true), or `ms`
+   * pass (false). Each one gets `signal` once, unless in `signalled` already (a process found
+   * meanwhile too: one started by a process that ignores the signal would never hear it
+   * otherwise); without `signalled`, every one still there gets it again at each look.
    */
   private async waitForEnd(
     known: Map<number, number>,
     ms: number,
-    signal: NodeJS.Signals | null,
+    signal: NodeJS.Signals,
+    signalled?: Set<number>,
   ): Promise<boolean> {
     const deadline = performance.now() + ms
     for (let pause = 2; ; pause = Math.min(STOP_POLL_MS, pause * 2)) {
       if (followProcesses(known) === 0) return true
-      if (signal) for (const pid of known.keys()) signalPid(pid, signal)
+      for (const pid of known.keys()) {
+        if (signalled?.has(pid)) continue
+        signalPid(pid, signal)
+        signalled?.add(pid)
+      }
       if (performance.now() >= deadline) return false
       await sleep(pause)
     }
