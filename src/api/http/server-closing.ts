@@ -51,7 +51,7 @@ export function installServerClosing(app: FastifyInstance): void {
   })
   app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     inProgress.set(request.socket, (inProgress.get(request.socket) ?? 0) + 1)
-    response.once('close', answered)
+    response.on('close', answered)
   })
 
   app.addHook('preClose', (done) => {
