@@ -42,6 +42,7 @@ import {
 import {
   currentBootId,
   followProcesses,
+  withDescendants,
   groupLives,
   leaderIsRunning,
   leaderIsStranger,
@@ -108,8 +109,8 @@ const STATS_SAMPLE_MAX_AGE_MS = 60_000
 /** A read of the process table this recent serves a stats() call (measurements share reads). */
 const STATS_TABLE_MAX_AGE_MS = 1000
 /**
- * A read of the process table this recent finds what is left of a workload whose grace has
- * passed (the stops that end their grace together share it).
+ * A read of the process table this recent finds the members of a workload being stopped (stops
+ * share reads); what the workload started since is found from its leader and those members.
  */
 const STOP_TABLE_MAX_AGE_MS = 250
 /** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
@@ -671,32 +672,28 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * SIGTERM to the group (and to session members that left it), SIGKILL after `graceMs`. The
-   * processes to wait for are found in a read of /proc begun after the signal, shared with the
-   * stops (and measurements) running at the same moment; the wait then follows only them and
-   * their children (a read of each one's /proc entry), so stopping many workloads costs each its
-   * own processes, not a read of every process on the machine. Zombies count as ended: an init
-   * that reaps orphans late (some containers') does not hold a stop up.
+   * processes to stop are found in a read of /proc shared with the stops (and measurements)
+   * running at the same moment, with the leader and every descendant of those added just before
+   * the signal (the read may be older than the workload's newest processes); the wait then
+   * follows only them and their children (a read of each one's /proc entry), and a process
+   * found meanwhile gets the signal too: one started by a process that ignores it (the init of a
+   * sandbox's PID namespace) would never hear it otherwise. Stopping many workloads thus costs
+   * each its own processes, not a read of every process on the machine. Zombies count as ended:
+   * an init that reaps orphans late (some containers') does not hold a stop up.
    */
   private async stopNow(tracked: Tracked, graceMs: number, settle = true): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
-    const ours =
-      record.bootId === currentBootId() &&
-      groupLives(group.pgid) &&
-      !(await leaderIsStranger(group))
-    if (ours) {
-      const signalledAt = performance.now()
-      signalGroup(group, [], 'SIGTERM')
-      // Read after the signal: a process the workload started as it went out is in the read,
-      // and one that ignores it (the init of a sandbox's pid namespace) is followed, with what
-      // it starts later.
-      const members = await this.liveMembers(group, signalledAt)
-      if (members !== undefined) {
+    if (record.bootId === currentBootId() && groupLives(group.pgid)) {
+      const read = await this.liveMembers(group)
+      if (read !== undefined) {
+        const roots = new Map(read.map((m) => [m.pid, m.starttime]))
+        if (group.leaderStartTicks !== null) roots.set(group.pgid, group.leaderStartTicks)
+        const members = withDescendants(roots)
+        signalGroup(group, members, 'SIGTERM')
         const known = new Map(members.map((m) => [m.pid, m.starttime]))
-        const inGroup = members.filter((m) => m.pgrp === group.pgid).map((m) => m.pid)
-        if (!(await this.waitForEnd(known, graceMs, 'SIGTERM', new Set(inGroup)))) {
-          const left =
-            (await this.liveMembers(group, performance.now() - STOP_TABLE_MAX_AGE_MS)) ?? []
+        if (!(await this.waitForEnd(known, graceMs, 'SIGTERM', new Set(known.keys())))) {
+          const left = (await this.liveMembers(group)) ?? []
           signalGroup(group, left, 'SIGKILL')
           for (const member of left) known.set(member.pid, member.starttime)
           if (!(await this.waitForEnd(known, KILL_WAIT_MS, 'SIGKILL'))) {
@@ -716,15 +713,11 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * The group's members and session members that left it, from a shared read of the process
-   * table begun after `readAfter` (performance.now()); undefined when the group ended and its
-   * leader's pid is another process's now.
+   * table; undefined when the group ended and its leader's pid is another process's now.
    */
-  private async liveMembers(
-    group: GroupIdentity,
-    readAfter: number,
-  ): Promise<ProcStat[] | undefined> {
+  private async liveMembers(group: GroupIdentity): Promise<ProcStat[] | undefined> {
     if (await leaderIsStranger(group)) return undefined
-    return membersIn(await this.processes.read(readAfter), group)
+    return membersIn(await this.processes.read(performance.now() - STOP_TABLE_MAX_AGE_MS), group)
   }
 
   /**

@@ -271,6 +271,26 @@ export function followProcesses(known: Map<number, number>): number {
   return known.size
 }
 
+/**
+ * The live processes among `roots` (pid -> start ticks) and all their descendants, now: a read
+ * of each one's /proc entries, never of every process on the machine.
+ */
+export function withDescendants(roots: ReadonlyMap<number, number>): ProcStat[] {
+  const found: ProcStat[] = []
+  const seen = new Set<number>()
+  const visit = (pid: number, startTicks: number | undefined) => {
+    if (seen.has(pid)) return
+    seen.add(pid)
+    const stat = readProcStatSync(pid)
+    if (stat === undefined || isGone(stat)) return
+    if (startTicks !== undefined && stat.starttime !== startTicks) return
+    found.push(stat)
+    for (const child of childrenOf(pid)) visit(child, undefined)
+  }
+  for (const [pid, startTicks] of roots) visit(pid, startTicks)
+  return found
+}
+
 /** Whether a process of that pid exists (a zombie too). */
 export function pidExists(pid: number): boolean {
   return exists(pid)
