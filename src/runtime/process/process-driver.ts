@@ -113,7 +113,7 @@ const STATS_TABLE_MAX_AGE_MS = 1000
  * share reads); what the workload started since is found from its leader and those members.
  */
 const STOP_TABLE_MAX_AGE_MS = 250
-/** How often a stop looks whether the group is gone (one kill(0) per look), at most. */
+/** How often a stop looks whether the processes it follows are gone, at most. */
 const STOP_POLL_MS = 25
 /**
  * How often the workloads adopted from a previous server (not this process's children, whose
