@@ -17,7 +17,7 @@ import {
   WorkerProcess,
 } from './chaos-rig.js'
 import { seededRandom } from '../../src/shared/seeded-random.js'
-import { judgeRuns } from './run-analysis.js'
+import { judgeRuns, runsOf } from './run-analysis.js'
 
 /**
  * Jobs run exactly once and are never lost (docs/serverless-queue.md, "Guarantees"; issue 15),
@@ -242,6 +242,12 @@ async function chaosRun(name: string, rig: Rig, runsDir: string): Promise<void> 
         `  runs beyond the first: ${verdict.extraRuns} (after a crash of the process that held the job: ${verdict.explainedByCrash}; otherwise: ${verdict.unexplained.length})`,
       ].join('\n'),
     )
+    // What a re-run nothing explains looked like, for whoever reads a failed run.
+    const runs = runsOf(readRunEvents(runsDir), kills)
+    for (const { jobId } of verdict.unexplained.slice(0, 10)) {
+      const seen = runs.get(jobId)?.map((run) => ({ ...run, killedAt: kills.get(run.pid) }))
+      console.log(`  not explained: job ${jobId}, its runs ${JSON.stringify(seen)}`)
+    }
     expect(verdict.accepted).toBeGreaterThanOrEqual(JOBS)
     expect(verdict.lost.slice(0, 10)).toEqual([])
     expect(verdict.completedUnrun.slice(0, 10)).toEqual([])

@@ -70,6 +70,35 @@ describe('the chaos suite’s verdict on the handlers’ records', () => {
     ])
   })
 
+  it('explains a re-run after a run that ended when its process was killed before the job ran again', () => {
+    // The rig saw the worker busy and killed it; the handler returned in between, and its result
+    // died with the process. A kill after the next run began explains nothing.
+    const verdict = judgeRuns({
+      accepted: new Set(['undelivered', 'late-kill']),
+      statuses: new Map([
+        ['undelivered', 'COMPLETED'],
+        ['late-kill', 'COMPLETED'],
+      ]),
+      events: [
+        start('undelivered', 10, 1),
+        end('undelivered', 20, 1),
+        start('undelivered', 90, 2),
+        end('undelivered', 95, 2),
+        start('late-kill', 10, 3),
+        end('late-kill', 20, 3),
+        start('late-kill', 40, 4),
+        end('late-kill', 45, 4),
+      ],
+      kills: new Map([
+        [1, 21],
+        [3, 50],
+      ]),
+    })
+    expect(verdict.extraRuns).toBe(2)
+    expect(verdict.explainedByCrash).toBe(1)
+    expect(verdict.unexplained).toEqual([{ jobId: 'late-kill', after: 'ended' }])
+  })
+
   it('takes a run of a process that was never killed and never ended as possibly still going', () => {
     const verdict = judgeRuns({
       accepted: new Set(['j']),

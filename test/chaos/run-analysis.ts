@@ -32,7 +32,10 @@ export interface RunVerdict {
   overlapping: string[]
   /** Runs beyond the first of each job. */
   extraRuns: number
-  /** Extra runs whose previous run was cut short by a crash of its process (as it should be). */
+  /**
+   * Extra runs whose previous run was cut short by a crash of its process, or whose process was
+   * killed after its handler returned, before the job ran again (its result undelivered).
+   */
   explainedByCrash: number
   /** Extra runs after a run that ended, gave up or stopped for a reason that is not a crash. */
   unexplained: Array<{ jobId: string; after: Run['how'] }>
@@ -66,6 +69,26 @@ export function runsOf(events: RunEvent[], kills: ReadonlyMap<number, number>): 
   return runs
 }
 
+/**
+ * Whether `previous` ended (its handler returned) but its process was killed before the job ran
+ * again (`next`): the worker posts a result after its handler returns, so the process may have
+ * died with the result undelivered, and the job was not finished (docs/serverless-queue.md,
+ * "Guarantees", 4). The rig picks a busy worker and then kills it: the run may end in between.
+ */
+function killedBeforeDelivery(
+  previous: Run,
+  next: Run,
+  kills: ReadonlyMap<number, number>,
+): boolean {
+  const killedAt = kills.get(previous.pid)
+  return (
+    previous.how === 'ended' &&
+    killedAt !== undefined &&
+    killedAt >= previous.stop! &&
+    killedAt <= next.start
+  )
+}
+
 export function judgeRuns(input: {
   accepted: ReadonlySet<string>
   /** Final status of each accepted job the platform still knows. */
@@ -95,8 +118,9 @@ export function judgeRuns(input: {
       const previous = jobRuns[i - 1]!
       const run = jobRuns[i]!
       extraRuns += 1
-      if (previous.how === 'killed') explainedByCrash += 1
-      else unexplained.push({ jobId, after: previous.how })
+      if (previous.how === 'killed' || killedBeforeDelivery(previous, run, input.kills)) {
+        explainedByCrash += 1
+      } else unexplained.push({ jobId, after: previous.how })
       // A run without a known stop may still be going: it overlaps whatever started after it.
       for (const earlier of jobRuns.slice(0, i)) {
         if (earlier.stop === undefined || earlier.stop > run.start) overlaps = true
