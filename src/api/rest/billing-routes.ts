@@ -2,6 +2,7 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import {
   BUCKET_SIZES,
+  MAX_BUCKETS,
   type BillingReportService,
   type BucketSize,
   type ReportQuery,
@@ -35,6 +36,7 @@ const baseQuery = {
   lastN: Type.Optional(
     Type.Integer({
       minimum: 1,
+      maximum: MAX_BUCKETS,
       description: 'the last N buckets up to endTime (not with startTime)',
     }),
   ),
