@@ -171,10 +171,9 @@ describe('billing reports', () => {
       'startTime=2026-03-05T00:00:00Z&endTime=2026-03-01T00:00:00Z',
       'bucketSize=hour&startTime=2020-01-01T00:00:00Z',
       'podId=x',
-      // Past any date there is (these answered 500, found by the hostile-input fuzz suite).
+      // Windows past any date there is (these answered 500, found by the hostile-input fuzz suite).
       'lastN=1e20',
       'bucketSize=month&lastN=1e309',
-      'endTime=%2B275760-09-13T00:00:00Z',
     ]) {
       await problem(await platform.call(`/v2/billing?${query}`), 422)
     }
