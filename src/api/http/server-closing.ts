@@ -14,7 +14,7 @@ declare module 'fastify' {
 }
 
 /** A request still unanswered this long after the close began is cut off with its connection. */
-export const CLOSE_DRAIN_MS = 10_000
+const CLOSE_DRAIN_MS = 10_000
 
 /**
  * Closing the server ends every connection as soon as no request of its own is in progress:

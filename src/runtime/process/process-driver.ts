@@ -42,7 +42,6 @@ import {
 import {
   currentBootId,
   followProcesses,
-  withDescendants,
   groupLives,
   leaderIsRunning,
   leaderIsStranger,
@@ -55,6 +54,7 @@ import {
   signalGroup,
   signalPid,
   systemPageSize,
+  withDescendants,
   type GroupIdentity,
 } from './process-group.js'
 import { watchOutput } from './output-watch.js'
