@@ -13,7 +13,12 @@ import {
 } from '../support/browser.js'
 import { repoRoot } from '../support/cli.js'
 import { json } from '../support/http.js'
-import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from '../support/platform.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  TEST_ADMIN_KEY,
+  type TestPlatform,
+} from '../support/platform.js'
 
 /**
  * The web console in a real browser (issue 19): Debian's Chromium driven by playwright-core
@@ -408,6 +413,179 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
       .toContain('"echo": "by name"')
     await screenshot(other, '11-by-host-name')
     await other.close()
+  })
+
+  describe('as a member (an account that is not the admin)', () => {
+    let memberKey: string
+    let member: Page
+    const podIds: string[] = []
+    const asMember = (pathAndQuery: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+      platform.call(pathAndQuery, { ...init, key: memberKey })
+
+    beforeAll(async () => {
+      memberKey = await otherAccountKey(platform, 'deployer@example.com')
+      member = await context.newPage()
+      member.on('pageerror', (error) => pageErrors.push(error.message))
+      await member.goto(`${base}/`)
+      await signIn(member, memberKey)
+      await member.getByRole('heading', { name: 'Dashboard' }).waitFor()
+    })
+
+    afterAll(async () => {
+      // The member's pods go, so that nothing of theirs is left on the hosts.
+      for (const id of podIds) await asMember(`/v2/pods/${id}`, { method: 'DELETE' })
+      await member?.close()
+    })
+
+    it('deploys a pod from a template: the fields show its ports and disk, left alone they are the pod’s, typed ones win', async () => {
+      const template = await json<{ id: string }>(
+        await asMember('/v2/templates', {
+          method: 'POST',
+          json: {
+            name: 'web',
+            image: 'busybox',
+            args: 'sleep 600',
+            ports: ['8888/http', '22/tcp'],
+            disk: 35,
+          },
+        }),
+        201,
+      )
+      const deploy = async (
+        name: string,
+        typed: { ports?: string; disk?: string; command?: string } = {},
+      ) => {
+        await member.goto(`${base}/pods/new`)
+        await member.getByLabel('Name', { exact: true }).fill(name)
+        await member.getByLabel('Template').selectOption({ label: 'web (busybox)' })
+        // The form shows what the template gives, as it loads it (soft: the pod is checked too).
+        const shown = async (label: string) =>
+          member.getByLabel(label, { exact: true }).inputValue()
+        expect.soft(await shown('Ports')).toBe('8888/http, 22/tcp')
+        expect.soft(await shown('Container disk (GB)')).toBe('35')
+        expect.soft(await shown('Image')).toBe('busybox')
+        expect.soft(await shown('Command')).toBe('sleep 600')
+        if (typed.ports !== undefined) await member.getByLabel('Ports').fill(typed.ports)
+        if (typed.disk !== undefined)
+          await member.getByLabel('Container disk (GB)').fill(typed.disk)
+        if (typed.command !== undefined)
+          await member.getByLabel('Command', { exact: true }).fill(typed.command)
+        await member.getByRole('radio', { name: 'CPU' }).check()
+        await member.getByRole('button', { name: 'Deploy pod' }).click()
+        await member.waitForURL(/\/pods\/(?!new$)[a-z0-9]+$/)
+        const id = member.url().split('/').pop()!
+        podIds.push(id)
+        return json<{ image: string; args: string; ports: string[]; disk: number }>(
+          await asMember(`/v2/pods/${id}`),
+        )
+      }
+
+      const untouched = await deploy('from-template')
+      expect(untouched).toMatchObject({
+        image: 'busybox',
+        args: 'sleep 600',
+        ports: ['8888/http', '22/tcp'],
+        disk: 35,
+      })
+      await screenshot(member, '12-pod-from-template')
+
+      // Typed values win; a field emptied is left to the template, as the hint says.
+      const typed = await deploy('typed-over', { ports: '9000/http', disk: '40', command: '' })
+      expect(typed).toMatchObject({
+        image: 'busybox',
+        args: 'sleep 600',
+        ports: ['9000/http'],
+        disk: 40,
+      })
+      expect((await json(await asMember(`/v2/templates/${template.id}`))).ports).toEqual([
+        '8888/http',
+        '22/tcp',
+      ])
+    })
+
+    it('shows each period’s own buckets once its report arrives, without rows of the last one', async () => {
+      // A pod of the member's that has spent something, as the meter charged it.
+      const spender = await json<{ id: string }>(
+        await asMember('/v2/pods', {
+          method: 'POST',
+          json: {
+            name: 'spender',
+            image: 'busybox',
+            args: 'sleep 600',
+            cpu: { id: 'cpu3c', vcpuCount: 2 },
+          },
+        }),
+        201,
+      )
+      podIds.push(spender.id)
+      const spent = async () => {
+        await platform.meter.tick()
+        const report = await json<{ metadata: { totals: { totalAmount: number } } }>(
+          await asMember('/v2/billing?bucketSize=day&lastN=1'),
+        )
+        return report.metadata.totals.totalAmount
+      }
+      await expect.poll(spent, { timeout: 30_000, interval: 500 }).toBeGreaterThan(0)
+      const periods = [
+        ['last 24 hours, by hour', 'hour', 24],
+        ['last 7 days, by day', 'day', 7],
+        ['last 30 days, by day', 'day', 30],
+      ] as const
+      /** The report's buckets as the console labels them, in the browser's own locale and zone. */
+      const expectedLabels = async (bucketSize: string, lastN: number) => {
+        const report = await json<{ records: Array<{ startTime: string }> }>(
+          await asMember(`/v2/billing?bucketSize=${bucketSize}&lastN=${lastN}`),
+        )
+        expect(report.records).toHaveLength(lastN)
+        return member.evaluate(
+          ([starts, size]) =>
+            starts.map((start) =>
+              size === 'hour'
+                ? new Date(start).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+                : new Date(start).toLocaleDateString(),
+            ),
+          [report.records.map((r) => r.startTime), bucketSize] as const,
+        )
+      }
+      /** The period column of a chart's table (the table is in a closed <details>: hidden too). */
+      const labelsOf = (chart: string) =>
+        member
+          .locator('figure')
+          .filter({ hasText: `${chart} as a table` })
+          .locator('tbody th')
+          .allTextContents()
+
+      await member
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Billing' })
+        .click()
+      await member.getByRole('img', { name: /^Spend by kind:/ }).waitFor({ timeout: 30_000 })
+      // The next reports arrive late, as over a slow network: the period changes first.
+      await member.route(/\/v2\/billing(\/\w+)?\?/, async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, 1500))
+        await route.continue().catch(() => undefined)
+      })
+      for (const [label, bucketSize, lastN] of periods) {
+        if (bucketSize !== 'hour') {
+          await member.getByLabel('Period').selectOption({ label })
+          // While the new report is on its way, the page says so, and shows no row of the last
+          // period labelled as this one (soft: the rows once it arrives are checked too).
+          const meanwhile = await labelsOf('Spend by kind')
+          expect.soft(new Set(meanwhile).size, meanwhile.join(' | ')).toBe(meanwhile.length)
+          const loading = member.getByRole('status').filter({ hasText: `Loading the ${label}` })
+          expect.soft(await loading.count()).toBe(1)
+        }
+        const expected = await expectedLabels(bucketSize, lastN)
+        expect(new Set(expected).size).toBe(lastN)
+        for (const chart of ['Spend by kind', 'Spend by pod and endpoint']) {
+          await expect
+            .poll(() => labelsOf(chart), { timeout: 15_000, interval: 250 })
+            .toEqual(expected)
+        }
+      }
+      await member.unroute(/\/v2\/billing(\/\w+)?\?/)
+      await screenshot(member, '13-billing-30-days')
+    })
   })
 
   it('passes axe-core on every page without serious or critical violations', async () => {

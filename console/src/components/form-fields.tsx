@@ -9,16 +9,23 @@ interface Labelled<V> {
   required?: boolean
 }
 
-/** A labelled one-line text input; `mono` for what is typed as code (commands, paths, ports). */
+/**
+ * A labelled one-line text input; `mono` for what is typed as code (commands, paths, ports).
+ * `type="number"` (with `min`) where a number may also be left empty: its value stays the text.
+ */
 export function TextField({
   type,
   mono,
   autoComplete,
+  placeholder,
+  min,
   ...field
 }: Labelled<string> & {
-  type?: 'email' | 'password' | 'datetime-local'
+  type?: 'email' | 'password' | 'datetime-local' | 'number'
   mono?: boolean
   autoComplete?: string
+  placeholder?: string
+  min?: number
 }) {
   return (
     <Field label={field.label} hint={field.hint}>
@@ -29,6 +36,8 @@ export function TextField({
           className={mono ? 'mono' : undefined}
           required={field.required}
           autoComplete={autoComplete}
+          placeholder={placeholder}
+          min={min}
           value={field.value}
           onChange={(e) => field.onChange(e.target.value)}
         />

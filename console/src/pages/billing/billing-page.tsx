@@ -4,6 +4,7 @@ import { EmptyState } from '../../components/empty-state'
 import { SelectField } from '../../components/form-fields'
 import { usd } from '../../components/format'
 import { LedgerTable } from '../../components/ledger-table'
+import { Loading } from '../../components/loading'
 import { Page, Section } from '../../components/page'
 import { ListView, ResourceView } from '../../components/resource-view'
 import { SpendStats } from '../../components/spend-stats'
@@ -23,9 +24,9 @@ type Range = keyof typeof RANGES
 export default function BillingPage() {
   const { api, account } = useSession()
   const [range, setRange] = useState<Range>('day')
-  const { bucketSize, lastN } = RANGES[range]
   const report = useResource(
     async (signal) => {
+      const { bucketSize, lastN } = RANGES[range]
       const query = { bucketSize, lastN }
       const [totals, pods, endpoints, podList, endpointList] = await Promise.all([
         ok(api.GET('/v2/billing', { params: { query }, signal })),
@@ -43,9 +44,10 @@ export default function BillingPage() {
         ...podList.pods.map((p): [string, string] => [p.id, p.name]),
         ...endpointList.endpoints.map((e): [string, string] => [e.id, e.name]),
       ])
-      return { totals, pods, endpoints, names }
+      // The period it answers: until the next period's report arrives, this one is still here.
+      return { range, totals, pods, endpoints, names }
     },
-    [api, bucketSize, lastN],
+    [api, range],
     { refreshMs: 30_000 },
   )
   const ledger = useResource(
@@ -53,17 +55,19 @@ export default function BillingPage() {
     [api],
   )
 
+  // Only the chosen period's own report is drawn: the last period's, still there while the new
+  // one is on its way, is neither shown as this period nor labelled with its bucket size.
   const charts = useMemo(() => {
-    if (!report.data) return undefined
+    if (report.data?.range !== range) return undefined
     const { totals, pods, endpoints, names } = report.data
     const starts = totals.records.map((r) => r.startTime)
     return {
-      buckets: starts.map((start) => bucketLabel(start, bucketSize)),
+      buckets: starts.map((start) => bucketLabel(start, RANGES[range].bucketSize)),
       kinds: byKind(totals.records),
       resources: byResource(starts, pods.records, endpoints.records, names),
       total: totals.metadata.totals.totalAmount,
     }
-  }, [report.data, bucketSize])
+  }, [report.data, range])
 
   return (
     <Page title="Billing">
@@ -102,7 +106,9 @@ export default function BillingPage() {
                 series={charts.resources}
               />
             </>
-          ) : null
+          ) : report.error ? null : (
+            <Loading what={`the ${RANGES[range].label}`} />
+          )
         }
       </ResourceView>
 

@@ -96,8 +96,10 @@ export function SpendChart({
             </tr>
           </thead>
           <tbody>
+            {/* A row a bucket, by position: two buckets may share a label (an hour repeated
+                when the clocks go back). */}
             {buckets.map((bucket, row) => (
-              <tr key={bucket}>
+              <tr key={row}>
                 <th scope="row">{bucket}</th>
                 {series.map((s) => (
                   <td key={s.label}>{usd(s.values[row] ?? 0)}</td>

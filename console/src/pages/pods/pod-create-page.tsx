@@ -20,6 +20,10 @@ import { GpuPicker } from './gpu-picker'
 type Volume = 'none' | 'persistent' | 'network'
 type Cloud = 'SECURE' | 'COMMUNITY'
 
+/** The form's container disk (GB) without a template. */
+const DEFAULT_DISK = 20
+const TEMPLATES_OWN = 'Leave empty to use the template’s.'
+
 /** Deploy a pod: a GPU of the catalog or a CPU flavor, a template or an image, storage, ports, env. */
 export function PodCreatePage() {
   const { api } = useSession()
@@ -52,21 +56,32 @@ export function PodCreatePage() {
 
   const [name, setName] = useState('')
   const [templateId, setTemplateId] = useState('')
-  const [image, setImage] = useState('')
-  const [args, setArgs] = useState('')
+  // What the user typed: undefined until they type in the field, which shows the template's
+  // value meanwhile (or the form's default without a template), and follows another template.
+  const [image, setImage] = useState<string>()
+  const [args, setArgs] = useState<string>()
+  const [disk, setDisk] = useState<string>()
+  const [ports, setPorts] = useState<string>()
+  const [startSsh, setStartSsh] = useState<boolean>()
   const [compute, setCompute] = useState<'gpu' | 'cpu'>('gpu')
   const [gpuId, setGpuId] = useState('')
   const [gpuCount, setGpuCount] = useState(1)
   const [cpu, setCpu] = useState<{ id: string; vcpuCount: number }>()
   const [dataCenterId, setDataCenterId] = useState('')
-  const [disk, setDisk] = useState(20)
   const [volume, setVolume] = useState<Volume>('none')
   const [persistentSize, setPersistentSize] = useState(20)
   const [mountPath, setMountPath] = useState('/workspace')
   const [volumeId, setVolumeId] = useState('')
-  const [ports, setPorts] = useState('')
   const [env, setEnv] = useState<Array<[string, string]>>([])
-  const [startSsh, setStartSsh] = useState(false)
+
+  const template = catalog.data?.templates.find((t) => t.id === templateId)
+  const shown = {
+    image: image ?? template?.image ?? '',
+    args: args ?? template?.args ?? '',
+    disk: disk ?? String(template?.disk ?? DEFAULT_DISK),
+    ports: ports ?? template?.ports.join(', ') ?? '',
+    startSsh: startSsh ?? template?.startSsh ?? false,
+  }
 
   const create = useAction(async (body: CreatePodBody) => {
     const pod = await ok(api.POST('/v2/pods', { body }))
@@ -78,17 +93,21 @@ export function PodCreatePage() {
     const chosenCpu =
       cpu ??
       (flavors[0] ? { id: flavors[0].id, vcpuCount: flavors[0].vcpuCounts[0] ?? 2 } : undefined)
+    // The pod gets what the form shows. A field left empty is left out of the body, so the
+    // template's value holds (or the API's default), as with the REST API and the CLI; `env`
+    // is merged with the template's by the API.
+    const portList = portsOf(shown.ports)
     const body: CreatePodBody = {
       name: name.trim(),
-      ...(image.trim() ? { image: image.trim() } : {}),
+      ...(shown.image.trim() ? { image: shown.image.trim() } : {}),
       ...(templateId ? { templateId } : {}),
-      ...(args.trim() ? { args } : {}),
-      disk,
-      ports: portsOf(ports),
+      ...(shown.args.trim() ? { args: shown.args } : {}),
+      ...(shown.disk.trim() ? { disk: Number(shown.disk) } : {}),
+      ...(portList.length > 0 ? { ports: portList } : {}),
       env: envOf(env),
       cloud,
       ...(dataCenterId ? { dataCenterIds: [dataCenterId] } : {}),
-      ...(startSsh ? { startSsh: true } : {}),
+      ...(shown.startSsh || template?.startSsh ? { startSsh: shown.startSsh } : {}),
       ...(compute === 'gpu'
         ? { gpu: { id: gpuId, count: gpuCount } }
         : chosenCpu
@@ -118,7 +137,7 @@ export function PodCreatePage() {
                   <TextField label="Name" required value={name} onChange={setName} />
                   <SelectField
                     label="Template"
-                    hint="Its image, command, disk, ports and env become the defaults."
+                    hint="Fills in its image, command, disk, ports and SSH choice, which you may change; its env and volume come too."
                     value={templateId}
                     onChange={setTemplateId}
                   >
@@ -129,16 +148,22 @@ export function PodCreatePage() {
                 <div className="row">
                   <TextField
                     label="Image"
-                    hint={templateId ? 'Leave empty to use the template’s.' : 'e.g. runpod/pytorch'}
-                    required={!templateId}
-                    value={image}
+                    hint={template ? TEMPLATES_OWN : 'e.g. runpod/pytorch'}
+                    required={!template}
+                    placeholder={template?.image}
+                    value={shown.image}
                     onChange={setImage}
                   />
                   <TextField
                     label="Command"
-                    hint="Run through /bin/sh -c; empty runs the image’s own."
+                    hint={
+                      template
+                        ? `Run through /bin/sh -c. ${TEMPLATES_OWN}`
+                        : 'Run through /bin/sh -c; empty runs the image’s own.'
+                    }
                     mono
-                    value={args}
+                    placeholder={template?.args || undefined}
+                    value={shown.args}
                     onChange={setArgs}
                   />
                 </div>
@@ -199,11 +224,18 @@ export function PodCreatePage() {
 
               <Section title="Storage">
                 <div className="row">
-                  <NumberField
+                  <TextField
+                    type="number"
                     label="Container disk (GB)"
-                    hint="Emptied at every start."
+                    hint={
+                      template
+                        ? `Emptied at every start. ${TEMPLATES_OWN}`
+                        : 'Emptied at every start.'
+                    }
+                    required={!template}
                     min={1}
-                    value={disk}
+                    placeholder={template ? String(template.disk) : undefined}
+                    value={shown.disk}
                     onChange={setDisk}
                   />
                   <SelectField
@@ -211,7 +243,11 @@ export function PodCreatePage() {
                     value={volume}
                     onChange={(value) => setVolume(value as Volume)}
                   >
-                    <option value="none">none</option>
+                    <option value="none">
+                      {template?.mounts.persistent && compute === 'gpu'
+                        ? `the template’s (${template.mounts.persistent.size} GB at ${template.mounts.persistent.path})`
+                        : 'none'}
+                    </option>
                     {compute === 'gpu' ? (
                       <option value="persistent">persistent volume on the host</option>
                     ) : null}
@@ -247,15 +283,22 @@ export function PodCreatePage() {
               <Section title="Network and environment">
                 <TextField
                   label="Ports"
-                  hint="Comma-separated port/protocol, e.g. 8888/http, 22/tcp."
+                  hint={`Comma-separated port/protocol, e.g. 8888/http, 22/tcp.${template ? ` ${TEMPLATES_OWN}` : ''}`}
                   mono
-                  value={ports}
+                  placeholder={template?.ports.join(', ') || undefined}
+                  value={shown.ports}
                   onChange={setPorts}
                 />
-                <CheckOption checked={startSsh} onChange={setStartSsh}>
+                <CheckOption checked={shown.startSsh} onChange={setStartSsh}>
                   Put my SSH keys in the pod (PUBLIC_KEY)
                 </CheckOption>
                 <KeyValueEditor label="Environment variables" value={env} onChange={setEnv} />
+                {template && Object.keys(template.env).length > 0 ? (
+                  <p className="hint">
+                    The template’s variables come too ({Object.keys(template.env).join(', ')}); one
+                    set here replaces the template’s of the same name.
+                  </p>
+                ) : null}
               </Section>
 
               <ErrorMessage error={create.error} />
