@@ -126,6 +126,23 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
     expect(JSON.parse(failed.stdout.trim())).toMatchObject({ id: 'from-file', status: 'FAILED' })
   })
 
+  it('is required from CommonJS too (what tsx makes of a .ts file outside a "type": "module" package)', async () => {
+    writeFileSync(
+      path.join(app, 'worker.cjs'),
+      `const { serve } = require('@podyard/worker')
+serve((job) => ({ doubled: job.input.n * 2 }))
+`,
+    )
+    const local = await run(process.execPath, ['worker.cjs', '--test_input', '{"input":{"n":3}}'], {
+      cwd: app,
+      env: { PATH: process.env.PATH },
+    })
+    expect(JSON.parse(local.stdout.trim())).toMatchObject({
+      status: 'COMPLETED',
+      output: { doubled: 6 },
+    })
+  })
+
   it('type-checks a TypeScript worker against the installed declarations', async () => {
     writeFileSync(
       path.join(app, 'typed.ts'),
