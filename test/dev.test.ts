@@ -12,6 +12,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
@@ -148,21 +149,28 @@ describe('podyard dev', () => {
   )
 
   it(
-    'prints JSON lines with --json: ready, then the test job; a JavaScript handler',
+    "prints JSON lines with --json: ready, then the test job; a JavaScript handler, with the folder's own copy of the SDK",
     {
       timeout: 120_000,
     },
     async () => {
       const dir = tempDir()
-      mkdirSync(path.join(dir, 'node_modules', '@podyard'), { recursive: true })
-      symlinkSync(
-        path.join(repoRoot, 'packages', 'worker'),
-        path.join(dir, 'node_modules', '@podyard', 'worker'),
+      // A copy of @podyard/worker installed in the folder wins over podyard's own.
+      const own = path.join(dir, 'node_modules', '@podyard', 'worker')
+      mkdirSync(own, { recursive: true })
+      writeFileSync(
+        path.join(own, 'package.json'),
+        '{"name": "@podyard/worker", "type": "module", "exports": "./index.js"}',
+      )
+      const sdk = pathToFileURL(path.join(repoRoot, 'packages', 'worker', 'dist', 'index.js'))
+      writeFileSync(
+        path.join(own, 'index.js'),
+        `export * from '${sdk.href}'\nexport const copy = 'the folder'\n`,
       )
       writeFileSync(
         path.join(dir, 'worker.mjs'),
-        `import { serve } from '@podyard/worker'
-const worker = serve((job) => ({ doubled: job.input.n * 2 }))
+        `import * as sdk from '@podyard/worker'
+const worker = sdk.serve((job) => ({ doubled: job.input.n * 2, copy: sdk.copy ?? 'podyard' }))
 process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
 `,
       )
@@ -195,7 +203,7 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
         expect(testJob!.testJob).toMatchObject({
           from: 'test_input.json',
           status: 'COMPLETED',
-          output: { doubled: 42 },
+          output: { doubled: 42, copy: 'the folder' },
           totalMs: expect.any(Number),
           executionTime: expect.any(Number),
         })
@@ -315,6 +323,151 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
       // A data directory that was given is kept, with its key, for the next run.
       expect(dataDirOf(dev.stdout())).toBe(dataDir)
       expect(readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim()).toBe(dev.banner.apiKey)
+    },
+  )
+
+  it(
+    'serves handlers from folders with nothing installed: handler.ts importing podyard/worker (CommonJS under tsx: no package.json), handler.js importing @podyard/worker; jobs through /runsync with their key',
+    { timeout: 120_000 },
+    async () => {
+      const handlers = {
+        'handler.ts': `import { serve, type JobContext } from 'podyard/worker'
+const worker = serve((job: { input: { n: number } }, context: JobContext) => ({
+  doubled: job.input.n * 2,
+  by: context.workerId,
+}))
+process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
+`,
+        'handler.js': `import { serve } from '@podyard/worker'
+const worker = serve((job) => ({ doubled: job.input.n * 2, by: 'js' }))
+process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
+`,
+      }
+      for (const [name, source] of Object.entries(handlers)) {
+        const dir = tempDir()
+        writeFileSync(path.join(dir, name), source)
+        const dev = await startDev([name, '--port', '0'], { cwd: dir })
+        let code: number | null
+        try {
+          await dev.waitFor(/^[a-z0-9]{14} \* READY$/m)
+          const done = await call(dev.banner, 'POST', 'runsync', { input: { n: 21 } })
+          expect(done, dev.stdout()).toMatchObject({
+            status: 'COMPLETED',
+            output: { doubled: 42 },
+          })
+        } finally {
+          code = await dev.interrupt()
+        }
+        expect(code).toBe(0)
+        expect(dev.stdout()).not.toMatch(/Cannot find|cannot import/)
+        expect(readdirSync(dir)).toEqual([name])
+        expect(processesIn(dir)).toEqual([])
+      }
+    },
+  )
+
+  it(
+    "resolves the worker SDK from a checkout's sources too (tsx src/main.ts)",
+    { timeout: 120_000 },
+    async () => {
+      const dir = tempDir()
+      writeFileSync(
+        path.join(dir, 'worker.mjs'),
+        `import { serve } from '@podyard/worker'
+const worker = serve((job) => ({ doubled: job.input.n * 2 }))
+process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
+`,
+      )
+      const dev = await startDev(['worker.mjs', '--port', '0'], { cwd: dir, fromSources: true })
+      let code: number | null
+      try {
+        expect(dev.stdout()).toMatch(/ --import \S+\/src\/cli\/dev-node-preload\.ts worker\.mjs/)
+        await dev.waitFor(/^[a-z0-9]{14} \* READY$/m)
+        const done = await call(dev.banner, 'POST', 'runsync', { input: { n: 4 } })
+        expect(done, dev.stdout()).toMatchObject({ status: 'COMPLETED', output: { doubled: 8 } })
+      } finally {
+        code = await dev.interrupt()
+      }
+      expect(code).toBe(0)
+      expect(processesIn(dir)).toEqual([])
+    },
+  )
+
+  it(
+    'says once what to install when a handler dies of an import, not at every restart, and the worker starts once it is installed',
+    { timeout: 120_000 },
+    async () => {
+      const unhealthy = (text: string) => text.match(/^[a-z0-9]{14} \* UNHEALTHY/gm)?.length ?? 0
+
+      // Node.js: the package, and the folder to install it in.
+      const dir = tempDir()
+      writeFileSync(
+        path.join(dir, 'handler.mjs'),
+        `import { serve } from '@podyard/worker'
+import { twice } from 'podyard-test-missing'
+const worker = serve((job) => ({ doubled: twice(job.input.n) }))
+process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
+`,
+      )
+      const dev = await startDev(['handler.mjs', '--port', '0'], { cwd: dir })
+      let code: number | null
+      const hint = `podyard dev: handler.mjs cannot import podyard-test-missing, which is not installed: run \`npm install podyard-test-missing\` in ${dir}; the worker is restarted meanwhile and starts once it is there`
+      try {
+        await dev.waitFor(/cannot import podyard-test-missing/)
+        await until(
+          'three failed starts',
+          async () => unhealthy(dev.stdout()),
+          (n) => n >= 3,
+          30_000,
+        )
+        expect(
+          dev
+            .stdout()
+            .split('\n')
+            .filter((line) => line === hint),
+        ).toHaveLength(1)
+
+        // What `npm install` would leave: the next restart (no change to the handler) takes it.
+        const pkg = path.join(dir, 'node_modules', 'podyard-test-missing')
+        mkdirSync(pkg, { recursive: true })
+        writeFileSync(
+          path.join(pkg, 'package.json'),
+          '{"name": "podyard-test-missing", "type": "module", "exports": "./index.js"}',
+        )
+        writeFileSync(path.join(pkg, 'index.js'), 'export const twice = (n) => n * 2\n')
+        const done = await call(dev.banner, 'POST', 'runsync', { input: { n: 5 } })
+        expect(done, dev.stdout()).toMatchObject({ status: 'COMPLETED', output: { doubled: 10 } })
+        expect(
+          dev
+            .stdout()
+            .split('\n')
+            .filter((line) => line === hint),
+        ).toHaveLength(1)
+      } finally {
+        code = await dev.interrupt()
+      }
+      expect(code).toBe(0)
+
+      // Python: pip, for the interpreter that runs it.
+      const pyDir = tempDir()
+      writeFileSync(path.join(pyDir, 'handler.py'), 'import podyard_test_missing\n')
+      const py = await startDev(['handler.py', '--port', '0'], { cwd: pyDir })
+      try {
+        await py.waitFor(
+          /^podyard dev: handler\.py cannot import podyard_test_missing, which is not installed: run `python3 -m pip install podyard_test_missing` \(the interpreter it runs under; --python picks another\); the worker is restarted meanwhile/m,
+        )
+        await until(
+          'three failed starts',
+          async () => unhealthy(py.stdout()),
+          (n) => n >= 3,
+          30_000,
+        )
+        expect(py.stdout().match(/cannot import podyard_test_missing/g)).toHaveLength(1)
+      } finally {
+        code = await py.interrupt()
+      }
+      expect(code).toBe(0)
+      expect(processesIn(pyDir)).toEqual([])
     },
   )
 })

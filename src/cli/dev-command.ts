@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import path from 'node:path'
 import { InvalidArgumentError, type Command } from 'commander'
 import { collect, parseEnvPairs } from './client-options.js'
+import { installHint, missingPackageOf } from './dev-hints.js'
 import { DevSession, type DevPlatform } from './dev-session.js'
 import {
   HANDLER_EXTENSIONS,
@@ -74,13 +75,21 @@ export function testJobOf(
   return { from, body: parsed as Record<string, unknown> }
 }
 
-/** tsx's loader for `node --import`, from podyard's own dependencies. */
+/** tsx's loader for `node --import`, from podyard's own dependencies, if it has it. */
 function tsxLoader(): string | undefined {
   try {
     return import.meta.resolve('tsx')
   } catch {
     return undefined
   }
+}
+
+/**
+ * The preload of Node.js handlers: dist/cli/dev-node-preload.js, or (podyard run from its
+ * sources through tsx, whose resolution finds the .ts for a .js) src/cli/dev-node-preload.ts.
+ */
+function nodePreload(): string {
+  return import.meta.resolve('./dev-node-preload.js')
 }
 
 export function addDevCommand(program: Command, deps: DevDeps): void {
@@ -132,12 +141,14 @@ export function addDevCommand(program: Command, deps: DevDeps): void {
         throw new InvalidArgumentError((error as Error).message)
       }
       const testJob = testJobOf(file, flags.input)
+      const python = flags.python ?? 'python3'
       const command = workerCommand({
         file,
         kind,
-        python: flags.python ?? 'python3',
+        python,
         node: process.execPath,
-        tsxLoader: kind === 'typescript' ? tsxLoader() : undefined,
+        tsxLoader: tsxLoader(),
+        nodePreload: nodePreload(),
       })
       const env = workerEnv({
         kind,
@@ -164,6 +175,10 @@ export function addDevCommand(program: Command, deps: DevDeps): void {
         watchFolder: flags.watch ?? false,
         json: flags.json ?? false,
         testJob,
+        hint: (line) => {
+          const missing = missingPackageOf(kind, line)
+          return missing === undefined ? undefined : installHint({ file, kind, python }, missing)
+        },
         print: deps.print,
         progress: deps.progress,
       })

@@ -41,6 +41,11 @@ export interface DevSessionOptions {
   json: boolean
   /** The job run once at start: `--input`, else test_input.json beside the handler. */
   testJob: { from: string; body: Record<string, unknown> } | undefined
+  /**
+   * What to do about a line of a worker's output that says an import failed (dev-hints.ts):
+   * printed once the worker has died of it, once per package until the handler changes.
+   */
+  hint(line: string): string | undefined
   print(text: string): void
   progress(text: string): void
 }
@@ -84,6 +89,10 @@ export class DevSession {
   /** Where each worker's stream was: a stream the server ends early is resumed from there. */
   private readonly lastEventIds = new Map<string, string>()
   private readonly throttledSeen = new Set<string>()
+  /** Per worker, the hint its output called for, and whether it died (in either order). */
+  private readonly hintsPending = new Map<string, { hint?: string; died?: boolean }>()
+  /** The hints printed since the handler last changed: each once, not at every restart. */
+  private readonly hinted = new Set<string>()
   private watch: HandlerWatch | undefined
   private endpointId = ''
   private revision = 0
@@ -185,6 +194,7 @@ export class DevSession {
   private async restart(name: string | undefined): Promise<void> {
     if (this.closing.signal.aborted) return
     this.revision += 1
+    this.hinted.clear()
     try {
       const endpoint = await this.client.request<EndpointJson>(
         'PATCH',
@@ -247,6 +257,7 @@ export class DevSession {
         this.done.add(workerId)
         this.followed.delete(workerId)
         this.lastEventIds.delete(workerId)
+        this.hintsPending.delete(workerId)
         follow.stream.abort()
       }
     }
@@ -270,6 +281,7 @@ export class DevSession {
         if (event.id !== undefined) this.lastEventIds.set(workerId, event.id)
         const { source, line } = JSON.parse(event.data) as { source: string; line: string }
         this.say(`${workerId} ${source === 'system' ? '*' : '|'} ${line}`)
+        this.noteForHint(workerId, source, line)
       }
     } catch (error) {
       if (!stream.signal.aborted) {
@@ -280,6 +292,29 @@ export class DevSession {
       // Ended by the server while the worker is still there: the next poll follows it again.
       if (this.followed.get(workerId)?.stream === stream) this.followed.delete(workerId)
     }
+  }
+
+  /**
+   * A worker that died after its output said an import failed: the hint, once. A handler that
+   * only logs such a line and goes on gets none; the order of its output and of the platform's
+   * event of its death is not relied on (they are two logs).
+   */
+  private noteForHint(workerId: string, source: string, line: string): void {
+    const state = this.hintsPending.get(workerId) ?? {}
+    if (source === 'system') {
+      if (!line.startsWith('UNHEALTHY')) return
+      state.died = true
+    } else {
+      const hint = this.options.hint(line)
+      if (hint === undefined) return
+      state.hint ??= hint
+    }
+    this.hintsPending.set(workerId, state)
+    if (state.hint === undefined || !state.died) return
+    this.hintsPending.delete(workerId)
+    if (this.hinted.has(state.hint)) return
+    this.hinted.add(state.hint)
+    this.say(state.hint)
   }
 
   /** Runs the test job once, through the job API, and prints its result and timings. */

@@ -1,6 +1,6 @@
 import path from 'node:path'
 
-/** What runs a handler file: runpod-python's interpreter, or Node.js (through tsx for TypeScript). */
+/** What runs a handler file: Python's interpreter, or Node.js (through tsx for TypeScript). */
 export type HandlerKind = 'python' | 'typescript' | 'javascript'
 
 const KINDS: Record<string, HandlerKind> = {
@@ -36,8 +36,18 @@ export interface WorkerCommandInput {
   python: string
   /** Node.js's executable (the one podyard runs on). */
   node: string
-  /** tsx's loader, as a file URL, for TypeScript handlers. */
+  /**
+   * tsx's loader, as a file URL, from podyard's own dependencies; undefined where podyard has
+   * none (an installed package: tsx is a development dependency), and then `tsx` as the
+   * handler's folder resolves it (the developer's own), or an import that fails with its hint.
+   */
   tsxLoader: string | undefined
+  /**
+   * podyard's preload for Node.js handlers (dev-node-preload, as a file URL): the worker SDK
+   * resolvable without installing it. A `.ts` one (podyard run from its sources, through tsx)
+   * needs tsx to load, so then every Node.js handler runs through tsx.
+   */
+  nodePreload: string
 }
 
 /**
@@ -49,17 +59,14 @@ export function workerCommand(input: WorkerCommandInput): string {
   const dir = shellQuote(path.dirname(input.file))
   const file = shellQuote(path.basename(input.file))
   const run = (() => {
-    switch (input.kind) {
-      case 'python':
-        return `${shellQuote(input.python)} -u ${file}`
-      case 'javascript':
-        return `${shellQuote(input.node)} ${file}`
-      case 'typescript':
-        if (input.tsxLoader === undefined) {
-          throw new Error('TypeScript handlers run through tsx, which is not installed')
-        }
-        return `${shellQuote(input.node)} --import ${shellQuote(input.tsxLoader)} ${file}`
+    if (input.kind === 'python') return `${shellQuote(input.python)} -u ${file}`
+    const imports: string[] = []
+    if (input.kind === 'typescript' || /\.[cm]?ts$/.test(input.nodePreload)) {
+      imports.push(input.tsxLoader ?? 'tsx')
     }
+    imports.push(input.nodePreload)
+    const flags = imports.map((loader) => `--import ${shellQuote(loader)}`).join(' ')
+    return `${shellQuote(input.node)} ${flags} ${file}`
   })()
   return `cd ${dir} && exec ${run}`
 }

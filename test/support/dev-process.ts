@@ -61,13 +61,17 @@ function parseBanner(text: string): DevBanner {
 
 /**
  * Starts `podyard dev <args>` as a real child process in its own process group (as a shell
- * runs a foreground job), and resolves once its banner is out.
+ * runs a foreground job), and resolves once its banner is out: the published bin (dist/), or
+ * with `fromSources` the checkout's sources through tsx (`npm run podyard`).
  */
 export function startDev(
   args: string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; fromSources?: boolean },
 ): Promise<DevProcess> {
-  const child = spawn(process.execPath, [bin, 'dev', ...args], {
+  const entry = options.fromSources
+    ? ['--import', import.meta.resolve('tsx'), path.join(repoRoot, 'src', 'main.ts')]
+    : [bin]
+  const child = spawn(process.execPath, [...entry, 'dev', ...args], {
     cwd: options.cwd,
     env: { ...process.env, PODYARD_ADMIN_KEY: '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
