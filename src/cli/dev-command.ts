@@ -75,14 +75,8 @@ export function testJobOf(
   return { from, body: parsed as Record<string, unknown> }
 }
 
-/** tsx's loader for `node --import`, from podyard's own dependencies, if it has it. */
-function tsxLoader(): string | undefined {
-  try {
-    return import.meta.resolve('tsx')
-  } catch {
-    return undefined
-  }
-}
+/** tsx's loader for `node --import`, from podyard's own dependencies. */
+const tsxLoader = (): string => import.meta.resolve('tsx')
 
 /**
  * The preload of Node.js handlers: dist/cli/dev-node-preload.js, or (podyard run from its

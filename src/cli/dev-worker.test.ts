@@ -28,10 +28,4 @@ describe("the command of podyard dev's worker", () => {
       `cd /w && exec /usr/bin/node --import ${base.tsxLoader} --import ${nodePreload} h.mjs`,
     )
   })
-
-  it("takes the handler folder's own tsx where podyard has none (an installed package)", () => {
-    expect(
-      workerCommand({ ...base, tsxLoader: undefined, file: '/w/handler.ts', kind: 'typescript' }),
-    ).toBe(`cd /w && exec /usr/bin/node --import tsx --import ${base.nodePreload} handler.ts`)
-  })
 })

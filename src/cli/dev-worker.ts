@@ -36,12 +36,8 @@ export interface WorkerCommandInput {
   python: string
   /** Node.js's executable (the one podyard runs on). */
   node: string
-  /**
-   * tsx's loader, as a file URL, from podyard's own dependencies; undefined where podyard has
-   * none (an installed package: tsx is a development dependency), and then `tsx` as the
-   * handler's folder resolves it (the developer's own), or an import that fails with its hint.
-   */
-  tsxLoader: string | undefined
+  /** tsx's loader, as a file URL, from podyard's own dependencies (none needed in the folder). */
+  tsxLoader: string
   /**
    * podyard's preload for Node.js handlers (dev-node-preload, as a file URL): the worker SDK
    * resolvable without installing it. A `.ts` one (podyard run from its sources, through tsx)
@@ -62,7 +58,7 @@ export function workerCommand(input: WorkerCommandInput): string {
     if (input.kind === 'python') return `${shellQuote(input.python)} -u ${file}`
     const imports: string[] = []
     if (input.kind === 'typescript' || /\.[cm]?ts$/.test(input.nodePreload)) {
-      imports.push(input.tsxLoader ?? 'tsx')
+      imports.push(input.tsxLoader)
     }
     imports.push(input.nodePreload)
     const flags = imports.map((loader) => `--import ${shellQuote(loader)}`).join(' ')
