@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config/load-config.js'
 import type { Config } from '../src/config/schema.js'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { DockerDriver } from '../src/runtime/docker/docker-driver.js'
-import { loadServerId } from '../src/runtime/docker/server-id.js'
+import { KyselyServerIdRepo } from '../src/store/server-id-repo.js'
 import { runCli } from './support/cli.js'
 import { startFakeRegistry } from './support/fake-registry.js'
 import { json } from './support/http.js'
@@ -105,8 +105,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
   it('create -> RUNNING with a reachable port -> stop -> start with the volume intact -> terminate', async () => {
     const platform: TestPlatform = await startTestPlatform({ fleet: 'none', driver: 'docker' })
     cleanups.push(() => platform.close())
-    // startTestPlatform's data directory is the default ./.podyard under its working directory.
-    const serverId = loadServerId(path.join(platform.dataDir, '.podyard'))
+    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
 
     // A CPU pod's persistent storage is a network volume (bound from the host); a GPU pod's
@@ -167,7 +166,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
       await platform.close()
       rmSync(fleetDir, { recursive: true, force: true })
     })
-    const serverId = loadServerId(path.join(platform.dataDir, '.podyard'))
+    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
 
     const created = await json<PodJson>(
@@ -263,6 +262,9 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
 
   it('adopts its containers after a restart, removes orphans, never touches others', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-adopt-'))
+    // A data directory of a server from before the id moved into the database: its id is kept.
+    const legacyId = `legacy-${process.pid}`
+    writeFileSync(path.join(dir, 'server-id'), `${legacyId}\n`)
     const config: Config = {
       ...loadConfig({ cwd: dir, env: {}, flags: {} }),
       dataDir: dir,
@@ -275,7 +277,8 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     }
     const logger = pino({ level: 'silent' })
     let platform: Platform | undefined = await startPlatform(config, { logger })
-    const serverId = loadServerId(dir)
+    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
+    expect(serverId).toBe(legacyId)
     const ours = new DockerDriver({ serverId })
     const foreign = new DockerDriver({ serverId: `${serverId}-foreign` })
     cleanups.push(async () => {
@@ -312,6 +315,8 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     const before = await ours.inspect(created.id)
     await platform.close()
     platform = undefined
+    // The database has the id now: the file is no longer needed.
+    rmSync(path.join(dir, 'server-id'))
 
     // While the server is down: a pod container of ours whose pod does not exist, and a pod
     // container of another server.
@@ -335,10 +340,16 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     expect(dockerNames('volume', 'podyard.workload=orphan-pod')).toHaveLength(1)
 
     platform = await startPlatform(config, { logger })
+    // The container goes first, then its volume: wait for both.
     await expect
-      .poll(async () => (await ours.inspect('orphan-pod')) === undefined, { timeout: 15_000 })
-      .toBe(true)
-    expect(dockerNames('volume', 'podyard.workload=orphan-pod')).toEqual([])
+      .poll(
+        async () => [
+          ...dockerNames('container', 'podyard.workload=orphan-pod'),
+          ...dockerNames('volume', 'podyard.workload=orphan-pod'),
+        ],
+        { timeout: 15_000 },
+      )
+      .toEqual([])
     // The pod's own container was adopted, not replaced.
     expect((await waitForStatus(call, created.id, 'RUNNING')).status).toBe('RUNNING')
     expect(await ours.inspect(created.id)).toEqual(before)

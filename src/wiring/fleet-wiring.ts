@@ -20,7 +20,6 @@ import { DockerDriver } from '../runtime/docker/docker-driver.js'
 import { dockerConnectionOf } from '../runtime/docker/docker-endpoint.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
-import { loadServerId } from '../runtime/docker/server-id.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
 import { discoverLocalHost } from '../runtime/host-discovery.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
@@ -28,6 +27,7 @@ import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
 import { KyselyHostStateRepo } from '../store/host-state-repo.js'
 import type { FleetParts, PlatformContext } from './platform-context.js'
+import { platformServerIds, type PlatformServerIds } from './server-id-wiring.js'
 
 export async function loadFleet(
   setting: string,
@@ -69,7 +69,8 @@ export async function wireFleet(
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     clock,
   })
-  const hosts = await hostRuntimesOf(config, fleet, processDriver, options.localDriver)
+  const serverIds = await platformServerIds(store, config.dataDir, logger)
+  const hosts = await hostRuntimesOf(config, fleet, serverIds, processDriver, options.localDriver)
   const isolation = await processDriver.isolation()
   if (isolation.level === 'none') {
     logger.warn(
@@ -120,11 +121,12 @@ export async function wireFleet(
 async function hostRuntimesOf(
   config: Readonly<Config>,
   fleet: Fleet,
+  serverIds: PlatformServerIds,
   processDriver: ProcessDriver,
   localDriver: RuntimeDriver = processDriver,
 ): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
-  const serverId = loadServerId(config.dataDir)
-  const base = { serverId, diskLimit: config.docker.diskLimit }
+  // One id for every engine, from the database: every replica sees the same containers.
+  const base = { ...serverIds, diskLimit: config.docker.diskLimit }
   const localEngines = new Map<boolean, DockerDriver>()
   const drivers: RuntimeDriver[] = [localDriver]
   const runtimes = new Map<string, HostRuntime>()

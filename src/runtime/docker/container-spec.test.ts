@@ -10,6 +10,7 @@ import {
   networkName,
   pullFailureMessage,
   pullLogLabel,
+  previousVolumeNames,
   pullProgressLine,
   registryAuthHeader,
   registryOf,
@@ -138,6 +139,32 @@ describe('toContainerCreateBody', () => {
     expect(volumeName('srv2', 'pod1', '/workspace')).not.toBe(
       volumeName('srv1', 'pod1', '/workspace'),
     )
+  })
+
+  it("mounts a former id's volume that the workload's last container had, and only podyard's", () => {
+    const mounts: WorkloadSpec['mounts'] = [
+      { hostPath: '/x', containerPath: '/workspace', kind: 'persistent' },
+      { hostPath: '/y', containerPath: '/data', kind: 'persistent' },
+      { hostPath: '/z', containerPath: '/cache', kind: 'persistent' },
+    ]
+    const previous = {
+      Config: { Labels: {} },
+      State: { Running: false, ExitCode: 0, StartedAt: '', FinishedAt: '' },
+      Mounts: [
+        { Type: 'volume', Name: 'podyard-old-pod1-workspace', Destination: '/workspace' },
+        // An anonymous volume of the image, and this server's own name: neither is carried.
+        { Type: 'volume', Name: '3f2a9c', Destination: '/data' },
+        { Type: 'volume', Name: 'podyard-srv1-pod1-cache', Destination: '/cache' },
+      ],
+    } satisfies ContainerInspection
+    const names = previousVolumeNames(spec({ mounts }), previous, ['old', 'older'])
+    expect(names).toEqual({ '/workspace': 'podyard-old-pod1-workspace' })
+    const body = toContainerCreateBody(spec({ mounts }), { ...options, volumeNames: names })
+    expect(body.HostConfig.Mounts.map((m) => [m.Target, m.Source])).toEqual([
+      ['/workspace', 'podyard-old-pod1-workspace'],
+      ['/data', 'podyard-srv1-pod1-data'],
+      ['/cache', 'podyard-srv1-pod1-cache'],
+    ])
   })
 
   it('joins the named network under its aliases, and the default network without one', () => {

@@ -63,6 +63,12 @@ export interface ContainerSpecOptions {
   simulatedGpus?: boolean
   /** Where the container's log continues the workload's (LOG_BASE_LABEL, PULL_LOG_LABEL). */
   log?: ContainerLogPosition
+  /**
+   * The named volume of a persistent mount (by container path) when it is not this server's
+   * volumeName: one of a former server id that the workload's last container had
+   * (previousVolumeNames).
+   */
+  volumeNames?: Readonly<Record<string, string>>
 }
 
 /** The labels of the driver's own on a container, never a spec label. */
@@ -165,12 +171,17 @@ export function volumeLabels(
  * `persistent`: a named volume (it survives stop/start; remove() deletes it). `network`: a bind
  * of the volume's host directory. `platform`: a read-only bind of podyard's own code.
  */
-export function containerMounts(spec: WorkloadSpec, serverId: string): ContainerMount[] {
+export function containerMounts(
+  spec: WorkloadSpec,
+  serverId: string,
+  volumeNames: Readonly<Record<string, string>> = {},
+): ContainerMount[] {
   return spec.mounts.map((mount): ContainerMount => {
     if (mount.kind === 'persistent') {
       return {
         Type: 'volume',
-        Source: volumeName(serverId, spec.id, mount.containerPath),
+        Source:
+          volumeNames[mount.containerPath] ?? volumeName(serverId, spec.id, mount.containerPath),
         Target: mount.containerPath,
         ReadOnly: mount.readOnly === true,
         VolumeOptions: { Labels: volumeLabels(serverId, spec.id, mount.containerPath) },
@@ -183,6 +194,33 @@ export function containerMounts(spec: WorkloadSpec, serverId: string): Container
       ReadOnly: mount.kind === 'platform' || mount.readOnly === true,
     }
   })
+}
+
+/**
+ * The persistent mounts of `spec` whose volume in the workload's last container (`previous`) is
+ * that of a former server id (`formerIds`): a new container mounts the same volume, so that a
+ * workload started before the platform's replicas shared one id keeps its data. Only podyard's
+ * own volume names count, never an anonymous volume of the image.
+ */
+export function previousVolumeNames(
+  spec: WorkloadSpec,
+  previous: ContainerInspection,
+  formerIds: Iterable<string>,
+): Record<string, string> {
+  const names: Record<string, string> = {}
+  const former = [...formerIds]
+  for (const mount of spec.mounts) {
+    if (mount.kind !== 'persistent') continue
+    const candidates = new Set(former.map((id) => volumeName(id, spec.id, mount.containerPath)))
+    const had = previous.Mounts?.find(
+      (m) =>
+        m.Type === 'volume' &&
+        m.Destination === mount.containerPath &&
+        candidates.has(m.Name ?? ''),
+    )
+    if (had?.Name) names[mount.containerPath] = had.Name
+  }
+  return names
 }
 
 /** `8888/http` is served over TCP; Docker knows only tcp, udp and sctp. */
@@ -228,7 +266,7 @@ export function toContainerCreateBody(
     },
     ExposedPorts: exposedPorts,
     HostConfig: {
-      Mounts: containerMounts(spec, options.serverId),
+      Mounts: containerMounts(spec, options.serverId, options.volumeNames),
       PortBindings: portBindings,
       NanoCpus: Math.round(spec.vcpus * 1e9),
       Memory: Math.round(spec.memoryGb * GIB),
@@ -351,6 +389,7 @@ export function pullFailureMessage(
 export interface ContainerInspection {
   Config: { Labels?: Record<string, string> | null }
   HostConfig?: { NetworkMode?: string }
+  Mounts?: Array<{ Type?: string; Name?: string; Destination?: string }>
   State: {
     Status?: string
     Running: boolean

@@ -23,8 +23,11 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
   const ids: string[] = []
   let counter = 0
 
-  function open(id = serverId): DockerDriver {
-    const driver = new DockerDriver({ serverId: id })
+  function open(id = serverId, formerIds: string[] = []): DockerDriver {
+    const driver = new DockerDriver({
+      serverId: id,
+      ...(formerIds.length > 0 ? { formerServerIds: () => Promise.resolve(formerIds) } : {}),
+    })
     drivers.push(driver)
     return driver
   }
@@ -298,6 +301,70 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     expect(lines.map((l) => l.line)).toEqual(['boot', 'boot'])
     await driver.remove(spec.id)
     expect(volumes(spec.id)).toEqual([])
+  })
+
+  function containers(workloadId: string): string[] {
+    return execFileSync(
+      'docker',
+      ['ps', '-a', '--filter', `label=podyard.workload=${workloadId}`, '--format', '{{.Names}}'],
+      { encoding: 'utf8' },
+    )
+      .split('\n')
+      .filter(Boolean)
+      .sort()
+  }
+
+  it("adopts a former id's container, and a new start keeps its volume", async () => {
+    const formerId = `${serverId}-former`
+    const former = open(formerId)
+    const spec = {
+      ...makeSpec('echo "boot" >> /workspace/boots; cat /workspace/boots; exec sleep 300'),
+      mounts: [
+        { hostPath: '/nonexistent/never-used', containerPath: '/workspace', kind: 'persistent' },
+      ],
+    } satisfies WorkloadSpec
+    const started = await former.start(spec)
+    await waitFor(async () => ((await former.readLogs(spec.id)).length === 1 ? true : undefined))
+    // The platform's driver, which knows the former id: that container is its workload.
+    const ours = open(serverId, [formerId])
+    expect(await ours.inspect(spec.id)).toEqual(started)
+    expect((await ours.list()).filter((s) => s.id === spec.id)).toEqual([started])
+    await ours.stop(spec.id, { graceMs: 1000 })
+    expect((await former.inspect(spec.id))?.phase).toBe('exited')
+    // Started again: a container of this server's id, on the volume the workload had (two
+    // boots in it), its log numbered on from the former container's.
+    await ours.start(spec)
+    const lines = await waitFor(async () => {
+      const read = await ours.readLogs(spec.id)
+      return read.length === 2 ? read : undefined
+    })
+    expect(lines.map((l) => [l.seq, l.line])).toEqual([
+      [2, 'boot'],
+      [3, 'boot'],
+    ])
+    expect(containers(spec.id)).toEqual([containerName(serverId, spec.id)])
+    expect(volumes(spec.id)).toEqual([`podyard-${formerId}-${spec.id}-workspace`])
+    await ours.remove(spec.id)
+    expect(containers(spec.id)).toEqual([])
+    expect(volumes(spec.id)).toEqual([])
+  })
+
+  it('keeps one container of a workload started under two ids; never touches other servers', async () => {
+    const formerId = `${serverId}-former`
+    const spec = makeSpec('exec sleep 300')
+    await open(formerId).start(spec)
+    // Replicas that each had their own id each started it, and another server has one too.
+    const newer = await open(serverId).start(spec)
+    const theirs = open(`${serverId}-other`)
+    await theirs.start(spec)
+    const ours = open(serverId, [formerId])
+    expect((await ours.list()).filter((s) => s.id === spec.id)).toEqual([newer])
+    expect(containers(spec.id)).toEqual(
+      [containerName(serverId, spec.id), containerName(`${serverId}-other`, spec.id)].sort(),
+    )
+    await ours.remove(spec.id)
+    expect(containers(spec.id)).toEqual([containerName(`${serverId}-other`, spec.id)])
+    expect((await theirs.inspect(spec.id))?.phase).toBe('running')
   })
 
   it('lets workloads on one network reach each other by alias, and no one else', async () => {

@@ -21,6 +21,7 @@ import {
   NETWORK_LABEL,
   networkName,
   pullFailureMessage,
+  previousVolumeNames,
   pullProgressLine,
   registryAuthHeader,
   SERVER_LABEL,
@@ -39,6 +40,15 @@ export interface DockerDriverOptions {
    * stops and removes only containers that do (never anyone else's).
    */
   serverId: string
+  /**
+   * The platform's former ids (docs/runtime.md, "The server id"): ids its replicas had each
+   * kept in their own data directory. Containers and volumes labelled with one are the
+   * platform's too: found, listed, stopped and removed like those of `serverId` (a workload
+   * with containers under two ids keeps the newest, running one first; list() removes the
+   * others), and a workload started again keeps its volume. Nothing new is labelled with them.
+   * Asked on every call (the caller caches it): a replica that starts later may add one.
+   */
+  formerServerIds?: () => Promise<readonly string[]>
   /** The engine's socket; /var/run/docker.sock (or DOCKER_HOST) by default. */
   socketPath?: string
   /**
@@ -176,9 +186,18 @@ export class DockerDriver implements RuntimeDriver {
     const { image, pullLines } = await this.ensureImage(spec, logEnd)
     const base = logEnd + pullLines.length
     this.logEnds.set(spec.id, base)
-    if (existing) await ignoring([404, 409], () => existing.container.remove({ force: true }))
+    // A workload's last container under a former id: the new one keeps its volumes.
+    const former = [...(await this.serverIds())].filter((id) => id !== this.options.serverId)
+    const volumeNames =
+      existing && former.length > 0
+        ? previousVolumeNames(spec, existing.inspection, former)
+        : undefined
+    for (const summary of await this.containersOf([`${WORKLOAD_LABEL}=${spec.id}`])) {
+      await ignoring([404, 409], () => this.docker.getContainer(summary.Id).remove({ force: true }))
+    }
     const body = toContainerCreateBody(spec, {
       serverId: this.options.serverId,
+      ...(volumeNames ? { volumeNames } : {}),
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
       diskLimit: this.options.diskLimit ?? false,
       simulatedGpus: this.options.simulatedGpus ?? false,
@@ -223,12 +242,19 @@ export class DockerDriver implements RuntimeDriver {
 
   async list(filter?: WorkloadFilter): Promise<WorkloadState[]> {
     const wanted = Object.entries(filter?.labels ?? {}).map(([key, value]) => `${key}=${value}`)
-    const summaries = await this.docker.listContainers({
-      all: true,
-      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`, ...wanted] },
-    })
     const states: WorkloadState[] = []
-    for (const summary of summaries) {
+    const listed = new Set<string>()
+    for (const summary of await this.containersOf(wanted)) {
+      // A workload is one container: the others are left over from when the platform's
+      // replicas had ids of their own and each started it (the first one is the one in use).
+      const workload = summary.Labels?.[WORKLOAD_LABEL] ?? ''
+      if (listed.has(workload)) {
+        await ignoring([404, 409], () =>
+          this.docker.getContainer(summary.Id).remove({ force: true }),
+        )
+        continue
+      }
+      listed.add(workload)
       const inspection = await ignoring([404], () => this.docker.getContainer(summary.Id).inspect())
       if (!inspection) continue
       const state = workloadStateOf(inspection as ContainerInspection)
@@ -307,16 +333,18 @@ export class DockerDriver implements RuntimeDriver {
   async remove(id: string): Promise<void> {
     this.pulls.delete(id)
     this.logEnds.delete(id)
-    const found = await this.find(id)
-    if (found) {
-      await ignoring([404, 409], () => found.container.remove({ force: true, v: true }))
-      const network = found.inspection.HostConfig?.NetworkMode
-      if (network) await this.removeNetworkIfUnused(network)
+    const ids = await this.serverIds()
+    for (const summary of await this.containersOf([`${WORKLOAD_LABEL}=${id}`], ids)) {
+      const container = this.docker.getContainer(summary.Id)
+      await ignoring([404, 409], () => container.remove({ force: true, v: true }))
+      const network = summary.HostConfig?.NetworkMode
+      if (network) await this.removeNetworkIfUnused(network, ids)
     }
     const { Volumes: volumes } = await this.docker.listVolumes({
-      filters: { label: [`${SERVER_LABEL}=${this.options.serverId}`, `${WORKLOAD_LABEL}=${id}`] },
+      filters: { label: [this.serverFilter(ids), `${WORKLOAD_LABEL}=${id}`] },
     })
     for (const volume of volumes ?? []) {
+      if (!ids.has(volume.Labels?.[SERVER_LABEL] ?? '')) continue
       await ignoring([404, 409], () => this.docker.getVolume(volume.Name).remove())
     }
   }
@@ -353,17 +381,43 @@ export class DockerDriver implements RuntimeDriver {
     return lines.reduce((end, line) => Math.max(end, line.seq), base)
   }
 
-  /** The container of a workload, found by labels so that others' containers are invisible. */
+  /** This server's id and the platform's former ones (DockerDriverOptions.formerServerIds). */
+  private async serverIds(): Promise<ReadonlySet<string>> {
+    return new Set([this.options.serverId, ...((await this.options.formerServerIds?.()) ?? [])])
+  }
+
+  /** The engine's label filter for `ids`: exact with one id; with several, checked by the caller. */
+  private serverFilter(ids: ReadonlySet<string>): string {
+    return ids.size === 1 ? `${SERVER_LABEL}=${this.options.serverId}` : SERVER_LABEL
+  }
+
+  /**
+   * The containers of ours (labelled with one of `ids`) that carry `labels`, each workload's
+   * to use first ahead of its others: running ones, then the newest (the last start, whose
+   * ports the platform recorded), then this server's id. Others' containers are invisible.
+   */
+  private async containersOf(
+    labels: string[],
+    ids?: ReadonlySet<string>,
+  ): Promise<Docker.ContainerInfo[]> {
+    const ours = ids ?? (await this.serverIds())
+    const summaries = await this.docker.listContainers({
+      all: true,
+      filters: { label: [this.serverFilter(ours), ...labels] },
+    })
+    const stopped = (s: Docker.ContainerInfo): number => (s.State === 'running' ? 0 : 1)
+    const former = (s: Docker.ContainerInfo): number =>
+      s.Labels?.[SERVER_LABEL] === this.options.serverId ? 0 : 1
+    return summaries
+      .filter((s) => ours.has(s.Labels?.[SERVER_LABEL] ?? ''))
+      .sort((a, b) => stopped(a) - stopped(b) || b.Created - a.Created || former(a) - former(b))
+  }
+
+  /** The container of a workload in use (containersOf's first). */
   private async find(
     id: string,
   ): Promise<{ container: Docker.Container; inspection: ContainerInspection } | undefined> {
-    const summaries = await this.docker.listContainers({
-      all: true,
-      filters: {
-        label: [`${SERVER_LABEL}=${this.options.serverId}`, `${WORKLOAD_LABEL}=${id}`],
-      },
-    })
-    const summary = summaries[0]
+    const summary = (await this.containersOf([`${WORKLOAD_LABEL}=${id}`]))[0]
     if (!summary) return undefined
     const container = this.docker.getContainer(summary.Id)
     const inspection = await ignoring([404], () => container.inspect())
@@ -455,11 +509,11 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   /** A network of ours that no container uses any more goes; one still in use stays (403/409). */
-  private async removeNetworkIfUnused(name: string): Promise<void> {
+  private async removeNetworkIfUnused(name: string, ids: ReadonlySet<string>): Promise<void> {
     const network = this.docker.getNetwork(name)
     const info = (await ignoring([404], () => network.inspect())) as
       { Labels?: Record<string, string>; Containers?: Record<string, unknown> } | undefined
-    if (!info || info.Labels?.[SERVER_LABEL] !== this.options.serverId) return
+    if (!info || !ids.has(info.Labels?.[SERVER_LABEL] ?? '')) return
     if (Object.keys(info.Containers ?? {}).length > 0) return
     await ignoring([403, 404, 409], () => network.remove())
   }

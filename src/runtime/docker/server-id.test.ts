@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { loadServerId, SERVER_ID_FILE } from './server-id.js'
+import { isServerId, newServerId, readServerIdFile, SERVER_ID_FILE } from './server-id.js'
 
-describe('loadServerId', () => {
+describe('server ids', () => {
   const dirs: string[] = []
   afterEach(() => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
@@ -15,20 +15,26 @@ describe('loadServerId', () => {
     return made
   }
 
-  it('generates an id once and returns the same one after a restart', () => {
-    const dataDir = path.join(dir(), 'not-yet-created')
-    const id = loadServerId(dataDir)
+  it('makes new ids that Docker names can carry, a different one each time', () => {
+    const id = newServerId()
     expect(id).toMatch(/^srv-[0-9a-f]{12}$/)
-    expect(readFileSync(path.join(dataDir, SERVER_ID_FILE), 'utf8')).toBe(`${id}\n`)
-    expect(loadServerId(dataDir)).toBe(id)
-    expect(loadServerId(dir())).not.toBe(id)
+    expect(isServerId(id)).toBe(true)
+    expect(newServerId()).not.toBe(id)
   })
 
-  it('keeps an id an operator wrote, and refuses one Docker could not use in names', () => {
+  it('reads the id a data directory kept, and writes nothing when there is none', () => {
     const dataDir = dir()
+    expect(readServerIdFile(dataDir)).toBeUndefined()
+    expect(readServerIdFile(path.join(dataDir, 'not-yet-created'))).toBeUndefined()
     writeFileSync(path.join(dataDir, SERVER_ID_FILE), 'gpu-host-7\n')
-    expect(loadServerId(dataDir)).toBe('gpu-host-7')
+    expect(readServerIdFile(dataDir)).toBe('gpu-host-7')
+  })
+
+  it('refuses a file that holds no id Docker could use in names', () => {
+    const dataDir = dir()
     writeFileSync(path.join(dataDir, SERVER_ID_FILE), 'Not An Id!\n')
-    expect(() => loadServerId(dataDir)).toThrow(/does not hold a server id/)
+    expect(() => readServerIdFile(dataDir)).toThrow(/server-id does not hold a server id/)
+    expect(isServerId('')).toBe(false)
+    expect(isServerId('-x')).toBe(false)
   })
 })
