@@ -127,7 +127,9 @@ describe('the OpenAPI document', () => {
       const response = await platform.call(url, { method: method.toUpperCase(), ...init })
       const body: unknown = await response.json()
       const documented = document.paths[path]![method]!.responses[String(response.status)]
-      const schema = documented?.content?.['application/json']?.schema
+      // Under the media type it came as: errors are application/problem+json.
+      const media = response.headers.get('content-type')?.split(';')[0] ?? ''
+      const schema = documented?.content?.[media]?.schema
       expect(schema, `${method} ${url} ${response.status}`).toBeDefined()
       const validate = ajv.compile(
         JSON.parse(JSON.stringify(schema).replaceAll('"#/components', '"podyard#/components')),

@@ -20,6 +20,11 @@ import {
   withDeepValues,
 } from './hostile-values.js'
 import { fuzzed, validish, type JsonSchema } from './schema-arbitrary.js'
+import {
+  operationsOf,
+  type DocumentOperation as Operation,
+  type OpenAPIDocument,
+} from '../support/openapi-operations.js'
 
 /**
  * The hostile-input fuzz suite (docs/development.md, "The fuzz suite"; issue 16). Against a real
@@ -187,58 +192,6 @@ function judge(request: FuzzRequest, answer: Answer | 'timeout' | Error): string
     }
   }
   return undefined
-}
-
-interface Operation {
-  method: string
-  path: string
-  parameters: Array<{ in: string; name: string; required?: boolean; schema: JsonSchema }>
-  body?: JsonSchema
-}
-
-/**
- * The operations of the served OpenAPI document, with the named schemas they refer to written
- * out in place. The worker protocol has a generator of its own (workerRequests).
- */
-function operationsOf(document: {
-  paths: Record<
-    string,
-    Record<
-      string,
-      {
-        tags?: string[]
-        parameters?: Operation['parameters']
-        requestBody?: { content?: Record<string, { schema: JsonSchema }> }
-      }
-    >
-  >
-  components?: { schemas?: Record<string, JsonSchema> }
-}): Operation[] {
-  const named = document.components?.schemas ?? {}
-  const inline = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(inline)
-    if (typeof value !== 'object' || value === null) return value
-    const ref = (value as { $ref?: unknown }).$ref
-    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
-      return inline(named[ref.slice('#/components/schemas/'.length)])
-    }
-    return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, inline(child)]))
-  }
-  const operations: Operation[] = []
-  for (const [path, item] of Object.entries(document.paths)) {
-    for (const [method, op] of Object.entries(item)) {
-      if (op.tags?.includes('Worker protocol')) continue
-      operations.push({
-        method: method.toUpperCase(),
-        path,
-        parameters: (inline(op.parameters) as Operation['parameters'] | undefined) ?? [],
-        ...(op.requestBody?.content?.['application/json']
-          ? { body: inline(op.requestBody.content['application/json'].schema) as JsonSchema }
-          : {}),
-      })
-    }
-  }
-  return operations
 }
 
 const LONG_POLLS = /\/(runsync|status-sync|stream|logs|job-take|job-take-batch|job-stop|openai)\b/
@@ -867,8 +820,9 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
       const started = performance.now()
       const document = (await (
         await realFetch(`${platform.url}/v2/openapi.json`)
-      ).json()) as Parameters<typeof operationsOf>[0]
-      const operations = operationsOf(document)
+      ).json()) as OpenAPIDocument
+      // The worker protocol has a generator of its own (workerRequests).
+      const operations = operationsOf(document).filter((o) => !o.tags.includes('Worker protocol'))
       expect(operations.length).toBeGreaterThan(80)
       let run = 0
       const sample = <T>(arbitrary: fc.Arbitrary<T>, numRuns: number) =>

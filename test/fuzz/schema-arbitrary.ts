@@ -111,6 +111,57 @@ export function validish(
   }
 }
 
+/**
+ * The plainest value `schema` allows, the same on every call: only the required properties, the
+ * first branch of a union and the first value of an enum, the smallest number and the shortest
+ * string allowed. `known(name)` as for validish: its first value stands for a property or
+ * parameter of that name (an id the server has, an image).
+ */
+export function plainValue(
+  schema: JsonSchema,
+  known: (name: string) => string[] = () => [],
+  name = '',
+): unknown {
+  if (schema.const !== undefined) return schema.const
+  if (schema.enum) return schema.enum[0]
+  const union = schema.anyOf ?? schema.oneOf
+  if (union && union.length > 0) return plainValue(union[0]!, known, name)
+  if (schema.allOf && schema.allOf.length > 0) {
+    return Object.assign({}, ...schema.allOf.map((part) => plainValue(part, known, name)))
+  }
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type
+  switch (type) {
+    case 'string': {
+      const [first] = known(name)
+      if (first !== undefined) return first
+      if (schema.format === 'date-time') return new Date().toISOString()
+      if (schema.pattern === '^/') return '/data'
+      return 'x'.repeat(Math.max(schema.minLength ?? 1, 1))
+    }
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? Math.min(1, schema.maximum ?? 1)
+    case 'boolean':
+      return false
+    case 'null':
+      return null
+    case 'array':
+      return Array.from({ length: schema.minItems ?? 0 }, () =>
+        plainValue(schema.items ?? {}, known, name),
+      )
+    case 'object': {
+      const required = new Set(schema.required ?? [])
+      return Object.fromEntries(
+        Object.entries(schema.properties ?? {})
+          .filter(([key]) => required.has(key))
+          .map(([key, property]) => [key, plainValue(property, known, key)]),
+      )
+    }
+    default:
+      return {}
+  }
+}
+
 /** One change that makes a valid-ish value wrong in one place. */
 type Mutation =
   | { kind: 'replace'; pick: number; value: unknown }

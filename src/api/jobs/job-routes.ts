@@ -70,6 +70,9 @@ const problems = {
   429: ProblemSchema,
 }
 
+/** A new job: a public model's price above the balance, or billing enforced at zero (402). */
+const submitProblems = { ...problems, 402: ProblemSchema, 413: ProblemSchema }
+
 type EndpointReq = FastifyRequest<{ Params: { endpointId: string } }>
 type JobReq = FastifyRequest<{ Params: { endpointId: string; jobId: string } }>
 
@@ -135,7 +138,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         params: EndpointParams,
         documented: {
           body: JobSubmission,
-          response: { 200: QueuedJob, 413: ProblemSchema, ...problems },
+          response: { 200: QueuedJob, ...submitProblems },
         },
       },
     },
@@ -161,7 +164,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
         documented: {
           body: JobSubmission,
           querystring: SyncWaitQuery,
-          response: { 200: Type.Union([Job, QueuedJob]), 413: ProblemSchema, ...problems },
+          response: { 200: Type.Union([Job, QueuedJob]), ...submitProblems },
         },
       },
     },

@@ -46,7 +46,35 @@ const Params = Type.Object({
   }),
   '*': Type.String(),
 })
-const openaiErrors = { 400: OpenAIError, 401: OpenAIError, 404: OpenAIError, 429: OpenAIError }
+const openaiError = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: OpenAIError } },
+})
+/** The answers of a call that gives no completion, in OpenAI's error shape (for the document). */
+const openaiErrors = {
+  400: OpenAIError,
+  401: OpenAIError,
+  402: openaiError("a public model's price above the balance, or billing enforced at zero"),
+  403: OpenAIError,
+  404: OpenAIError,
+  409: openaiError('the job was cancelled'),
+  429: OpenAIError,
+  500: openaiError('the job failed'),
+  502: openaiError("the worker's output is no OpenAI response"),
+  504: openaiError('the job timed out, or is still running when `?wait=` ends (its id to poll)'),
+  default: openaiError("the worker's own error status (e.g. vLLM's 400 for an unknown model)"),
+}
+/** `?wait=` of a call without "stream": true (read by intQuery), for the document. */
+const OpenAIWaitQuery = Type.Object({
+  wait: Type.Optional(
+    Type.Integer({
+      minimum: OPENAI_WAIT.min,
+      maximum: OPENAI_WAIT.max,
+      default: OPENAI_WAIT.default,
+      description: 'ms to wait for the job to end; then 504 with the job id to poll',
+    }),
+  ),
+})
 const OpenAIEvents = Type.String({
   description: 'with "stream": true: OpenAI\'s server-sent events, ending with `data: [DONE]`',
 })
@@ -298,6 +326,7 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
           'OpenAI-compatible call (e.g. /v1/chat/completions): a job with input {openai_route, openai_input}; JSON, or server-sent events with "stream": true',
         params: Params,
         documented: {
+          querystring: OpenAIWaitQuery,
           body: OpenAIRequest,
           response: {
             200: {
@@ -324,7 +353,10 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
         operationId: 'openaiGet',
         summary: 'OpenAI-compatible GET (e.g. /v1/models): a job with input {openai_route}',
         params: Params,
-        documented: { response: { 200: OpenAIResponse, ...openaiErrors } },
+        documented: {
+          querystring: OpenAIWaitQuery,
+          response: { 200: OpenAIResponse, ...openaiErrors },
+        },
       },
     },
     handler,

@@ -1,6 +1,7 @@
 import type { SwaggerOptions } from '@fastify/swagger'
 import { Type } from '@sinclair/typebox'
 import type { FastifySchema } from 'fastify'
+import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
 import { hoistComponentSchemas } from './component-schemas.js'
 import { withComponentTitles } from './component-names.js'
 
@@ -109,6 +110,29 @@ function splitOpenAIRoutes(paths: Record<string, PathItem>): void {
   }
 }
 
+/**
+ * Errors go out as application/problem+json (src/api/http/problem.ts), while @fastify/swagger
+ * writes every answer as application/json: each answer whose body is the Problem schema is
+ * declared with the media type it is sent with, so that a client choosing its parser by the
+ * content type finds it in the document (test/openapi-content-types.test.ts).
+ */
+function declareProblemMediaType(paths: Record<string, PathItem>): void {
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      const responses = (operation.responses ?? {}) as Record<
+        string,
+        { content?: Record<string, { schema?: { $ref?: string } }> }
+      >
+      for (const response of Object.values(responses)) {
+        const json = response.content?.['application/json']
+        if (json?.schema?.$ref === '#/components/schemas/Problem') {
+          response.content = { [PROBLEM_CONTENT_TYPE]: json }
+        }
+      }
+    }
+  }
+}
+
 /** @fastify/swagger's options: the served document at /v2/openapi.json. */
 export function openapiOptions(version: string): SwaggerOptions {
   return {
@@ -157,6 +181,7 @@ export function openapiOptions(version: string): SwaggerOptions {
       }
       splitOpenAIRoutes(document.paths)
       hoistComponentSchemas(document)
+      declareProblemMediaType(document.paths)
       return openapiObject
     },
   }

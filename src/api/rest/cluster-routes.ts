@@ -110,7 +110,7 @@ export async function clusterRoutes(
         operationId: 'createCluster',
         summary: 'Create an instant cluster',
         body: CreateClusterBody,
-        response: { 201: ClusterSchema, ...writeErrors },
+        response: { 201: ClusterSchema, 402: ProblemSchema, ...writeErrors },
       },
     },
     async (request, reply) => {

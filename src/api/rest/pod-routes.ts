@@ -27,6 +27,8 @@ import { enumValues } from './query-lists.js'
 const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const writeErrors = { ...errors, 400: ProblemSchema, 409: ProblemSchema, 422: ProblemSchema }
+/** What starts a pod may cost more than the account may spend (docs/billing.md). */
+const payingErrors = { ...writeErrors, 402: ProblemSchema }
 
 /** The user RunPod's images log in as over SSH. */
 export const SSH_USER = 'root'
@@ -97,9 +99,11 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
  * value of the schema's unions (nullable strings, the date-times, the runtime block) against
  * each branch with Ajv on every reply, which cost more than reading the pod (bench/README.md,
  * "GET /v2/pods/{id}"). The schema still documents the answer and validates it in the tests.
+ * With a serializer of its own, Fastify sets no Content-Type: it is set here, as the schema's
+ * serializer would have (clients generated from the document choose their parser by it).
  */
 function sendPlainJson(reply: FastifyReply, body: unknown): FastifyReply {
-  return reply.serializer(JSON.stringify).send(body)
+  return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }
 
 export async function podRoutes(
@@ -116,7 +120,7 @@ export async function podRoutes(
         operationId: 'createPod',
         summary: 'Create a pod',
         body: CreatePodBody,
-        response: { 201: PodSchema, ...writeErrors },
+        response: { 201: PodSchema, ...payingErrors },
       },
     },
     async (request, reply) => {
@@ -201,7 +205,7 @@ export async function podRoutes(
         summary: 'Start, stop, restart or terminate a pod',
         params: IdParams,
         body: PodActionBody,
-        response: { 200: PodSchema, 204: Type.Null(), ...writeErrors },
+        response: { 200: PodSchema, 204: Type.Null(), ...payingErrors },
       },
     },
     async (request, reply) => {
