@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RESERVED_PREFIXES } from '../src/api/http/reserved-paths.js'
 import { createTestEndpoint } from './support/http.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
@@ -113,6 +114,49 @@ describe('the web console at /', () => {
       const response = await get(missing)
       expect(response.status, missing).toBe(404)
       expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+    }
+  })
+
+  it('answers an unknown path under a reserved prefix with a 404 problem+json, even to a browser', async () => {
+    // Where API clients with a wrong base URL land (RunPod's REST v1, OpenAI's /v1), and a
+    // path under each prefix the server serves (docs/api.md, "Reserved paths").
+    const paths = [
+      '/v1',
+      '/v1/pods',
+      '/v1/chat/completions',
+      '/openai/v1/models',
+      '/V1/Pods',
+      ...RESERVED_PREFIXES.map((prefix) => `${prefix}/no/such/route`),
+    ]
+    for (const urlPath of paths) {
+      for (const accept of ['application/json', 'text/html', '*/*']) {
+        for (const method of ['GET', 'HEAD']) {
+          const where = `${method} ${urlPath} (Accept: ${accept})`
+          const response = await fetch(`${platform.url}${urlPath}?x=1`, {
+            method,
+            headers: { accept },
+          })
+          expect(response.status, where).toBe(404)
+          expect(response.headers.get('content-type'), where).toBe(
+            'application/problem+json; charset=utf-8',
+          )
+          expect(response.headers.get('content-security-policy'), where).toBeNull()
+          if (method === 'HEAD') continue
+          // The spec's error body: title, status, detail (and errors, absent here).
+          const body = (await response.json()) as Record<string, unknown>
+          expect(Object.keys(body).sort(), where).toEqual(['detail', 'status', 'title'])
+          expect(body, where).toMatchObject({ title: 'Not Found', status: 404 })
+          expect(body.detail, where).toMatch(new RegExp(`^no route for GET ${urlPath}\\b`))
+        }
+      }
+    }
+    const wrongBase = (await (await get('/v1/pods')).json()) as { detail: string }
+    expect(wrongBase.detail).toBe(
+      "no route for GET /v1/pods: podyard serves RunPod's REST API v2 under /v2, and the OpenAI-compatible API of an endpoint or a text model under /v2/<endpoint_id>/openai/v1",
+    )
+    // Next to them, the console's pages are still the page.
+    for (const page of ['/v1x', '/openapi', '/graphqlish/page']) {
+      expect((await get(page, { accept: 'text/html' })).status, page).toBe(200)
     }
   })
 

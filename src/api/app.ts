@@ -35,6 +35,7 @@ import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
+import { isReservedPath } from './http/reserved-paths.js'
 import { validatorCompiler } from './http/validation.js'
 import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
@@ -132,6 +133,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: requestIdOf,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Every route lies under a reserved prefix, so that an unknown path next to it is a 404
+  // problem+json rather than the console's page; the console's own files and `/` are its own.
+  const consoleAssets = deps.consoleDir ? loadConsoleAssets(deps.consoleDir) : undefined
+  const consolePaths = new Set(['/', ...(consoleAssets?.keys() ?? [])])
+  app.addHook('onRoute', (route) => {
+    if (!consolePaths.has(route.url) && !isReservedPath(route.url)) {
+      throw new Error(
+        `route ${route.url} is under no reserved prefix: add its first segment to RESERVED_PREFIXES (src/api/http/reserved-paths.ts) and docs/api.md`,
+      )
+    }
+  })
   app.setValidatorCompiler(validatorCompiler)
   installJsonBodyParser(app)
   installRequestIdHeader(app)
@@ -140,7 +152,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.
   app.addHook('preClose', async () => deps.jobs.close())
-  const consoleAssets = deps.consoleDir ? loadConsoleAssets(deps.consoleDir) : undefined
   const consolePage = consoleAssets?.get('/index.html')
   installProblemHandlers(app, {
     page: (request, reply) =>

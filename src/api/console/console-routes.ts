@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { isReservedPath } from '../http/reserved-paths.js'
 import type { ConsoleAsset } from './console-assets.js'
 
 /**
@@ -22,18 +23,14 @@ export const CONSOLE_CSP = [
 ].join('; ')
 
 /**
- * First path segments the console never answers for: the API, GraphQL, the job API (all of
- * `/v2`) and the operations routes. An unknown path there stays a problem+json 404.
+ * Whether a request the router did not match is a page of the console (client-side route). A
+ * path under the server's own prefixes (RESERVED_PREFIXES: the API, GraphQL, the operations
+ * routes, `/v1`, ...) never is, whatever its Accept header: it stays a problem+json 404.
  */
-const SERVER_PREFIXES = ['/v2', '/graphql', '/graphiql', '/healthz', '/readyz', '/metrics']
-
-/** Whether a request the router did not match is a page of the console (client-side route). */
 export function isConsolePage(request: FastifyRequest): boolean {
   if (request.method !== 'GET' && request.method !== 'HEAD') return false
   const urlPath = request.url.split('?')[0] ?? '/'
-  if (SERVER_PREFIXES.some((prefix) => urlPath === prefix || urlPath.startsWith(`${prefix}/`))) {
-    return false
-  }
+  if (isReservedPath(urlPath)) return false
   // A missing file (`/assets/old-1a2b.js`, `/robots.txt`) is a 404, not the page.
   if (urlPath.startsWith('/assets/')) return false
   const last = urlPath.slice(urlPath.lastIndexOf('/') + 1)

@@ -3,7 +3,10 @@ import type { ErrorObject } from 'ajv'
 import { AppError, isAppError } from '../../shared/app-error.js'
 import type { ErrorCode } from '../../shared/error-codes.js'
 import { httpStatusOf } from './error-status.js'
+import { baseUrlHint } from './reserved-paths.js'
 import { describeValidationErrors } from './validation.js'
+
+const urlPathOf = (request: FastifyRequest) => request.url.split('?')[0] ?? '/'
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
@@ -101,7 +104,7 @@ export function installProblemHandlers(
         reply,
         new AppError(
           'ROUTE_NOT_FOUND',
-          `no route for ${request.method} ${request.url.split('?')[0]}`,
+          `no route for ${request.method} ${urlPathOf(request)}${baseUrlHint(urlPathOf(request))}`,
         ),
       ),
   )
