@@ -1,16 +1,66 @@
-/** A small client of podyard's REST API, used by the CLI. Errors carry the problem detail. */
+import { STATUS_CODES } from 'node:http'
+
+/** A problem+json body (docs/api.md, "Errors"). */
+export interface Problem {
+  title?: string
+  detail?: string
+  errors?: string[]
+}
+
+/**
+ * A small client of podyard's REST API, used by the CLI. Errors carry the problem detail; an
+ * answer that is not podyard's (a proxy's error page) says so, with its status and URL.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly problem: { title?: string; detail?: string; errors?: string[] } | undefined,
+    readonly problem: Problem | undefined,
+    message?: string,
   ) {
     super(
-      problem?.detail
-        ? `${status} ${problem.title ?? ''}: ${problem.detail}`.replace(' :', ':')
-        : `request failed with HTTP ${status}`,
+      message ??
+        (problem?.detail
+          ? `${status} ${problem.title ?? ''}: ${problem.detail}`.replace(' :', ':')
+          : `request failed with HTTP ${status}`),
     )
     this.name = 'ApiError'
   }
+}
+
+/** The media type of an answer (`application/json`), lower case; '' when it has none. */
+function mediaTypeOf(response: Response): string {
+  return (response.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+}
+
+const isJson = (media: string) => media === 'application/json' || media.endsWith('+json')
+
+/** `502 Bad Gateway`: the status and its reason phrase. */
+function statusLine(response: Response): string {
+  const reason = response.statusText || STATUS_CODES[response.status] || ''
+  return `${response.status} ${reason}`.trim()
+}
+
+/**
+ * The error of a failed answer. podyard answers every error with problem+json (the job API adds
+ * `error`); anything else came from something between (a load balancer's HTML 502, a proxy's
+ * 404), so its body is not read as JSON and the message says where the answer came from.
+ */
+function errorOf(response: Response, url: string, text: string): ApiError {
+  if (isJson(mediaTypeOf(response))) {
+    try {
+      const body = JSON.parse(text) as unknown
+      if (typeof body === 'object' && body !== null && 'detail' in body) {
+        return new ApiError(response.status, body as Problem)
+      }
+    } catch {
+      // Not JSON after all: not podyard's answer either.
+    }
+  }
+  return new ApiError(
+    response.status,
+    undefined,
+    `${statusLine(response)} from ${url} (not podyard's answer: check the proxy)`,
+  )
 }
 
 export class ApiClient {
@@ -29,14 +79,22 @@ export class ApiClient {
     init: { signal?: AbortSignal; headers?: Record<string, string> } = {},
   ): Promise<Response> {
     const response = await this.fetch('GET', path, undefined, init.signal, init.headers)
-    if (!response.ok) {
-      const text = await response.text()
+    const url = this.urlOf(path)
+    if (!response.ok) throw errorOf(response, url, await response.text())
+    const media = mediaTypeOf(response)
+    if (media !== 'text/event-stream') {
+      await response.body?.cancel()
       throw new ApiError(
         response.status,
-        text ? (JSON.parse(text) as ApiError['problem']) : undefined,
+        undefined,
+        `${statusLine(response)} from ${url} is ${media || 'without a content type'}, not an event stream (not podyard's answer: check the URL and the proxy)`,
       )
     }
     return response
+  }
+
+  private urlOf(path: string): string {
+    return `${this.baseUrl.replace(/\/+$/, '')}${path}`
   }
 
   private async fetch(
@@ -46,7 +104,7 @@ export class ApiClient {
     signal?: AbortSignal,
     headers: Record<string, string> = {},
   ): Promise<Response> {
-    const url = `${this.baseUrl.replace(/\/+$/, '')}${path}`
+    const url = this.urlOf(path)
     try {
       return await fetch(url, {
         method,
@@ -94,12 +152,31 @@ export class ApiClient {
     })
   }
 
+  /**
+   * The answer's JSON (undefined when it has no body). A failed answer is an ApiError: the
+   * problem, or what the answer was when it is not podyard's. A success whose body is not JSON
+   * (a proxy's sign-in page, a URL that is some other web server) is refused the same way,
+   * rather than read as an object; one without a content type is read as JSON if it is JSON.
+   */
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await this.fetch(method, path, body)
+    const url = this.urlOf(path)
     const text = await response.text()
-    const parsed: unknown = text ? JSON.parse(text) : undefined
-    if (!response.ok) throw new ApiError(response.status, parsed as ApiError['problem'])
-    return parsed as T
+    if (!response.ok) throw errorOf(response, url, text)
+    if (text === '') return undefined as T
+    const media = mediaTypeOf(response)
+    const notPodyard = (what: string) =>
+      new ApiError(
+        response.status,
+        undefined,
+        `${statusLine(response)} from ${url} is ${what} (not podyard's answer: check the URL and the proxy)`,
+      )
+    if (media !== '' && !isJson(media)) throw notPodyard(`${media}, not JSON`)
+    try {
+      return JSON.parse(text) as T
+    } catch {
+      throw notPodyard('not valid JSON')
+    }
   }
 }
 
