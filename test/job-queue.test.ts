@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { JobSweeper } from '../src/control/job-sweeper.js'
 import { MAX_JOB_ATTEMPTS, newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
+import type { ManagedWorker } from '../src/domain/serverless/worker.js'
 import type { JobQueueDatabase } from '../src/queue/job-tables.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
 import { ManualClock } from '../src/shared/clock.js'
 import type { Database } from '../src/store/database-schema.js'
 import type { Store } from '../src/store/open-store.js'
-import { testStores } from './support/stores.js'
+import { KyselyWorkerRepo } from '../src/store/worker-repo.js'
+import { addTestAccount, testStores } from './support/stores.js'
 
 // The queue's copy of its table types must agree with the store's, both ways.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
@@ -15,7 +17,11 @@ const _schemasAgree: [
   Same<JobQueueDatabase['jobs'], Database['jobs']>,
   Same<JobQueueDatabase['job_stream'], Database['job_stream']>,
   Same<JobQueueDatabase['job_stops'], Database['job_stops']>,
-] = [true, true, true]
+  Same<
+    JobQueueDatabase['workers'],
+    Pick<Database['workers'], 'id' | 'phase' | 'reason' | 'phase_changed_at'>
+  >,
+] = [true, true, true, true]
 
 const EP = 'endpoint000001'
 const LEASE = 30_000
@@ -221,6 +227,88 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       applied: true,
     })
     expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({ requeued: [], ended: [] })
+  })
+
+  /** A managed worker's record, READY, of an account of its own (the store's foreign key). */
+  async function addManagedWorker(id: string, phase: ManagedWorker['phase'] = 'READY') {
+    const at = clock.now().toISOString()
+    const worker: ManagedWorker = {
+      id,
+      endpointId: EP,
+      accountId: await addTestAccount(store),
+      version: 1,
+      keyGeneration: 0,
+      phase,
+      reason: null,
+      hostId: 'gpu-node-2',
+      dataCenterId: 'EU-RO-1',
+      gpuTypeId: null,
+      cpuFlavorId: 'cpu3c',
+      gpuCount: 0,
+      gpuIndices: [],
+      vcpus: 2,
+      memoryGb: 4,
+      image: 'worker:1',
+      createdAt: at,
+      startedAt: at,
+      phaseChangedAt: at,
+    }
+    await new KyselyWorkerRepo(store.db).insert(worker)
+    return worker
+  }
+
+  it('stores a lost worker UNHEALTHY in the transaction that requeues its jobs (issue 27)', async () => {
+    await addManagedWorker('lostworker0001')
+    const job = await submit()
+    expect(await queue.take(EP, 'lostworker0001', { max: 1, leaseMs: LEASE })).toMatchObject([
+      { id: job.id },
+    ])
+    const reason = 'host gpu-node-2 lost at 2026-03-01T00:00:00.000Z (engine gone)'
+    expect(
+      await queue.requeueWorkerJobs(EP, 'lostworker0001', {
+        phase: 'UNHEALTHY',
+        reason,
+        changedAt: '2026-03-01T00:00:01.000Z',
+      }),
+    ).toEqual({ requeued: [job.id], ended: [] })
+    expect(await new KyselyWorkerRepo(store.db).get('lostworker0001')).toMatchObject({
+      phase: 'UNHEALTHY',
+      reason,
+      phaseChangedAt: '2026-03-01T00:00:01.000Z',
+    })
+    // It still calls, as a worker on a lost host may: it never gets its job back.
+    expect(await queue.take(EP, 'lostworker0001', { max: 10, leaseMs: LEASE })).toEqual([])
+    expect(await queue.take(EP, 'w2', { max: 1, leaseMs: LEASE })).toMatchObject([
+      { id: job.id, workerId: 'w2', attempts: 2 },
+    ])
+  })
+
+  it('refuses every take of a worker the store knows as UNHEALTHY or STOPPED, and hands it nothing (issue 27)', async () => {
+    await addManagedWorker('unhealthywork1', 'UNHEALTHY')
+    await addManagedWorker('stoppedworker1', 'STOPPED')
+    await addManagedWorker('readyworker001')
+    const job = await submit()
+    for (const retired of ['unhealthywork1', 'stoppedworker1']) {
+      expect(await queue.take(EP, retired, { max: 10, leaseMs: LEASE })).toEqual([])
+    }
+    // Its long poll waits as on an empty queue (no spin), however much is queued.
+    const taker = { workerId: 'unhealthywork1', leaseMs: LEASE, max: 1 }
+    expect(await queue.waitToTake(EP, taker, 150)).toBe(false)
+    expect(await queue.take(EP, 'readyworker001', { max: 1, leaseMs: LEASE })).toMatchObject([
+      { id: job.id, workerId: 'readyworker001' },
+    ])
+    // Nor is a job submitted while it waits on the empty queue handed to it (the submission may
+    // end its wait, as for any waiter; its take then finds nothing).
+    const waiting = queue.waitToTake(EP, taker, 300)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const submitted = await submit()
+    expect(typeof (await waiting)).toBe('boolean')
+    expect(await queue.get(EP, submitted.id)).toMatchObject({ status: 'IN_QUEUE' })
+    expect(await queue.take(EP, 'unhealthywork1', { max: 10, leaseMs: LEASE })).toEqual([])
+    // One the store does not know (it connects by itself) takes as before.
+    expect(await queue.take(EP, 'selfmanaged001', { max: 1, leaseMs: LEASE })).toMatchObject([
+      { id: submitted.id, workerId: 'selfmanaged001' },
+    ])
   })
 
   it('retires a stop notice of an earlier attempt when the same worker takes the job again', async () => {

@@ -12,6 +12,7 @@ import {
   countWorker,
   emptyWorkerCounts,
   MAX_LISTED_UNHEALTHY_WORKERS,
+  RETIRED_WORKER_PHASES,
   STOPPED_WORKER_RETENTION_MS,
   type ManagedWorker,
   type WorkerRoster,
@@ -773,15 +774,23 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     phase: ManagedWorker['phase'],
     reason: string | null,
   ): Promise<ManagedWorker> {
-    const next = {
-      ...worker,
-      phase,
-      reason,
-      phaseChangedAt: this.deps.clock.now().toISOString(),
-    }
+    const next = this.withPhase(worker, phase, reason)
     await this.deps.workers.update(next)
-    if (phase === 'UNHEALTHY' || phase === 'STOPPED') this.retired.add(worker.id)
-    await this.event(next, reason ? `${phase}: ${reason}` : phase)
+    return this.phaseWritten(next)
+  }
+
+  private withPhase(
+    worker: ManagedWorker,
+    phase: ManagedWorker['phase'],
+    reason: string | null,
+  ): ManagedWorker {
+    return { ...worker, phase, reason, phaseChangedAt: this.deps.clock.now().toISOString() }
+  }
+
+  /** The worker's new phase is stored: remembered here and written to its system log. */
+  private async phaseWritten(next: ManagedWorker): Promise<ManagedWorker> {
+    if (RETIRED_WORKER_PHASES.includes(next.phase)) this.retired.add(next.id)
+    await this.event(next, next.reason ? `${next.phase}: ${next.reason}` : next.phase)
     return next
   }
 
@@ -821,9 +830,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    * The worker's host is DOWN: the worker cannot be stopped nor asked anything, and may still run
    * there (an engine can die while its containers live on). It is UNHEALTHY at once, naming the
    * host, and replaced elsewhere without a crash-loop backoff (the endpoint did nothing wrong).
-   * Its long polls end, then its jobs go back to the queue now, not after their leases, fenced:
-   * whatever it still sends (a result, a heartbeat) names jobs no longer its own and is refused,
-   * and it takes nothing more. Its workload is removed when the host answers again.
+   * Its long polls end, then, in one transaction, it is stored UNHEALTHY and its jobs go back to
+   * the queue, now, not after their leases, fenced: whatever it still sends (a result, a
+   * heartbeat) names jobs no longer its own and is refused, and it takes nothing more, on any
+   * replica (a take reads its stored phase with the queue: issue 27, where a replica whose view
+   * of the workers lagged handed it back the job just requeued). Its workload is removed when
+   * the host answers again.
    */
   private async hostLost(
     worker: ManagedWorker,
@@ -832,7 +844,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     const reason = hostLostReason(worker.hostId!, down.since, down.reason)
     this.retired.add(worker.id)
     await this.deps.endPolls?.(worker.endpointId, worker.id)
-    const jobs = await this.deps.queue.requeueWorkerJobs(worker.endpointId, worker.id)
+    const next = this.withPhase(worker, 'UNHEALTHY', reason)
+    const jobs = await this.deps.queue.requeueWorkerJobs(worker.endpointId, worker.id, {
+      phase: 'UNHEALTHY',
+      reason,
+      changedAt: next.phaseChangedAt,
+    })
     await this.deps.allocations.remove('worker', worker.id)
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.idleSince.delete(worker.id)
@@ -840,7 +857,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       { endpointId: worker.endpointId, workerId: worker.id, reason, ...jobs },
       'worker lost with its host; its jobs are back in the queue and it is replaced elsewhere',
     )
-    return this.setPhase(worker, 'UNHEALTHY', reason)
+    return this.phaseWritten(next)
   }
 
   /**
@@ -939,9 +956,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
 /** The managed workers that are gone for good and must never take a job again. */
 function retiredOf(workers: readonly ManagedWorker[]): Set<string> {
-  return new Set(
-    workers.filter((w) => w.phase === 'UNHEALTHY' || w.phase === 'STOPPED').map((w) => w.id),
-  )
+  return new Set(workers.filter((w) => RETIRED_WORKER_PHASES.includes(w.phase)).map((w) => w.id))
 }
 
 /** The worker leaves a draining host and its replacement is placed (markMovingOff). */

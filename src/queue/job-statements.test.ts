@@ -37,8 +37,13 @@ describe('JobStatements', () => {
     it('take looks its rows up by seq, not by scanning the queued ones', async () => {
       const take = await plan(statements.takeUpdate(2), ['w', 'a', 'b', 'c', 1, 2])
       expect(take).toMatch(/USING INTEGER PRIMARY KEY \(rowid=\?\)/)
-      expect(await plan(statements.takeSelect, ['e', 'x', 3])).toContain('USING INDEX jobs_queue')
-      expect(await plan(statements.hasWork, ['e', 'x'])).toContain('USING INDEX jobs_queue')
+      const select = await plan(statements.takeSelect, ['e', 'x', 'w', 3])
+      expect(select).toContain('USING INDEX jobs_queue')
+      // The check of the worker's phase (issue 27) is one lookup of its row by primary key.
+      expect(select).toContain('SEARCH workers USING INDEX sqlite_autoindex_workers_1 (id=?)')
+      const workFor = await plan(statements.workFor, ['e', 'x', 'w'])
+      expect(workFor).toContain('USING INDEX jobs_queue')
+      expect(workFor).toContain('SEARCH workers USING INDEX sqlite_autoindex_workers_1 (id=?)')
     })
 
     it('completion and reads find the job by its id', async () => {

@@ -1,5 +1,6 @@
 import { directRows } from '../shared/direct-sqlite.js'
 import { CompiledQuery, type Kysely } from 'kysely'
+import { RETIRED_WORKER_PHASES } from '../domain/serverless/worker.js'
 import { BY_LOCK_ORDER } from './lock-order.js'
 
 /**
@@ -46,6 +47,15 @@ function numbered(text: string): string {
 
 const list = (n: number, item: string) => Array.from({ length: n }, () => item).join(', ')
 
+/**
+ * A row when the worker (one `?`) is one the store knows as gone for good (UNHEALTHY, STOPPED:
+ * a worker lost with its host may run on and call); none for a worker without a row (one that
+ * connects by itself). Uncorrelated, so evaluated once per statement, by the primary key of
+ * `workers` (issue 27).
+ */
+const RETIRED = `select 1 from workers where id = ? and phase in (${RETIRED_WORKER_PHASES.map((p) => `'${p}'`).join(', ')})`
+const NOT_RETIRED = `not exists (${RETIRED})`
+
 export class JobStatements {
   private readonly inserts = new Map<number, string>()
   private readonly takeUpdates = new Map<number, string>()
@@ -55,7 +65,7 @@ export class JobStatements {
   readonly complete: string
   readonly row: string
   readonly version: string
-  readonly hasWork: string
+  readonly workFor: string
   readonly countByStatus: string
   readonly countRetried: string
 
@@ -63,8 +73,11 @@ export class JobStatements {
     const postgres = dialect === 'postgres'
     // Only what the take decides with: the size of what the worker is sent is measured here, and
     // the rows it is not sent are never read (docs/job-api.md, "Take budget").
+    // Parameters: endpoint, now, worker, limit. A retired worker's take finds nothing: the check
+    // and the rows are read in one snapshot, and a lost worker is retired in the transaction
+    // that requeues its jobs, so it never takes those back (JobQueue.requeueWorkerJobs).
     this.takeSelect = this.text(
-      `select seq, execution_timeout_ms, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
+      `select seq, execution_timeout_ms, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? and ${NOT_RETIRED} order by created_at, seq limit ?${postgres ? ' for update skip locked' : ''}`,
     )
     // A finished job's retention depends on the row's `sync` (docs/job-api.md, "Retention").
     const retain = postgres
@@ -75,8 +88,11 @@ export class JobStatements {
     )
     this.row = this.text('select * from jobs where id = ? and endpoint_id = ?')
     this.version = this.text('select version from jobs where id = ? and endpoint_id = ?')
-    this.hasWork = this.text(
-      `select seq from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? limit 1`,
+    // A long poll's re-check (`waitToTake`): whether the endpoint has a job to take, and whether
+    // the worker is retired (then it waits as on an empty queue, and is never handed a job).
+    // Parameters: endpoint, now, worker; one row, `work` null when there is none.
+    this.workFor = this.text(
+      `select (select seq from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? limit 1) as work, (${RETIRED}) as retired`,
     )
     // `/health` (docs/job-api.md): read from indexes only, never the jobs' rows. `jobs_queue`
     // covers the counts per status; the partial index `jobs_retried` holds only retried jobs,
@@ -88,7 +104,7 @@ export class JobStatements {
       'select count(*) as n from jobs where endpoint_id = ? and retries > 0',
     )
     this.takeAtOnce = this.text(
-      `with candidates as materialized (select seq, created_at, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? order by created_at, seq limit ? for update skip locked), ` +
+      `with candidates as materialized (select seq, created_at, payload_size from jobs where endpoint_id = ? and status = 'IN_QUEUE' and expires_at > ? and ${NOT_RETIRED} order by created_at, seq limit ? for update skip locked), ` +
         `chosen as (select seq from (select seq, sum(payload_size) over (order by created_at, seq) as total, row_number() over (order by created_at, seq) as n from candidates) as ranked where n = 1 or total <= ?) ` +
         `update jobs set status = 'IN_PROGRESS', worker_id = ?, started_at = cast(? as timestamptz), lease_expires_at = cast(? as timestamptz), deadline_at = cast(? as timestamptz) + execution_timeout_ms * interval '1 millisecond', attempts = attempts + 1, version = version + 1 where seq in (select seq from chosen) returning *`,
     )
@@ -138,8 +154,9 @@ export class JobStatements {
    * PostgreSQL: a whole take in one statement (one round trip instead of begin, select, update
    * and commit): the endpoint's oldest queued rows up to `limit` are locked skipping locked ones,
    * cut to the payload budget (the first always taken), and moved to IN_PROGRESS with the
-   * deadline of each row's own execution timeout. Parameters: endpoint, now, limit, budget,
-   * worker, started, lease. The rows come back in no set order.
+   * deadline of each row's own execution timeout; nothing for a retired worker (`takeSelect`).
+   * Parameters: endpoint, now, worker, limit, budget, worker, started, lease, started. The rows
+   * come back in no set order.
    */
   readonly takeAtOnce: string
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import type { EndedJob } from '../domain/serverless/ports.js'
+import type { EndedJob, WorkerRetirement } from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -81,6 +81,11 @@ export async function requeueExpiredLeases(
  * that is no longer its own), so a job is never finished by two workers. Not under the sweep
  * lock: the rows are locked and waited for instead (PostgreSQL), so that a result the worker
  * is committing now either lands first or is refused, and the requeue is never skipped.
+ *
+ * With `retire`, the worker's row in `workers` is written first, in the same transaction: a take
+ * reads the worker's phase and the queued jobs in one snapshot (JobStatements.takeSelect), so
+ * no take, on any replica, can see its jobs back in the queue without seeing it retired, and it
+ * never takes them again (issue 27: it did, through a replica whose view of the workers lagged).
  */
 export async function requeueWorkerJobs(
   db: Db,
@@ -88,9 +93,17 @@ export async function requeueWorkerJobs(
   endpointId: string,
   workerId: string,
   at: number,
+  retire?: WorkerRetirement,
 ): Promise<SweepEffects> {
   const effects = noEffects()
   await db.transaction().execute(async (tx) => {
+    if (retire) {
+      await tx
+        .updateTable('workers')
+        .set({ phase: retire.phase, reason: retire.reason, phase_changed_at: retire.changedAt })
+        .where('id', '=', workerId)
+        .execute()
+    }
     let query = tx
       .selectFrom('jobs')
       .selectAll()

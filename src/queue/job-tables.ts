@@ -94,8 +94,21 @@ export interface WebhookAttemptsTable {
   outcome: string
 }
 
+/**
+ * The managed workers' phases (migration 0010-workers; the rest of the row is the store's):
+ * a take refuses a worker the store knows as gone for good (RETIRED_PHASES), and a lost
+ * worker's phase is written in the transaction that requeues its jobs.
+ */
+export interface WorkerPhasesTable {
+  id: string
+  phase: string
+  reason: string | null
+  phase_changed_at: string
+}
+
 export interface JobQueueDatabase {
   jobs: JobsTable
+  workers: WorkerPhasesTable
   job_stream: JobStreamTable
   job_stops: JobStopsTable
   webhook_deliveries: WebhookDeliveriesTable

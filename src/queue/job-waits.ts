@@ -32,6 +32,12 @@ interface Watch {
   job?: JobView
 }
 
+/**
+ * What a long poll's re-check of `waitToTake` found: a job to take, none, or that the worker
+ * is retired (the store knows it as gone for good: it takes nothing, whatever is queued).
+ */
+export type WorkCheck = 'work' | 'none' | 'retired'
+
 /** A worker waiting in `waitToTake` while the queue is empty, ready for a job handed over. */
 export interface IdleTaker {
   workerId: string
@@ -168,13 +174,17 @@ export class JobWaits {
     return undefined
   }
 
-  /** JobQueue.waitToTake, with `hasWork` to read whether the endpoint has a job to take. */
+  /**
+   * JobQueue.waitToTake, with `workFor` to read whether the endpoint has a job to take, or the
+   * worker is retired: then it waits as on an empty queue, never listed for a hand-off, until
+   * its wait ends (so that a lost worker that still calls neither spins nor is handed a job).
+   */
   async waitToTake(
     endpointId: string,
     taker: { workerId: string; leaseMs: number; max: number; holdsNothing?: boolean },
     timeoutMs: number,
     signal: AbortSignal | undefined,
-    hasWork: () => Promise<boolean>,
+    workFor: () => Promise<WorkCheck>,
   ): Promise<Job | boolean> {
     const idle: IdleTaker = {
       workerId: taker.workerId,
@@ -197,12 +207,12 @@ export class JobWaits {
         workKey(endpointId),
         async () => {
           if (idle.handOff !== undefined) return true
-          const found = await hasWork()
+          const found = await workFor()
           // Listed only while the queue, as last read, has nothing for it (and not once aborted).
-          if (found || signal?.aborted) unlist()
+          if (found !== 'none' || signal?.aborted) unlist()
           else if (handsOff && idle.handOff === undefined) this.listIdleTaker(endpointId, idle)
           // Claimed while it read: done waiting either way.
-          return found || idle.handOff !== undefined
+          return found === 'work' || idle.handOff !== undefined
         },
         timeoutMs,
         signal,

@@ -17,6 +17,7 @@ import type {
   ScalingStats,
   StopNotice,
   StreamRead,
+  WorkerRetirement,
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
@@ -261,6 +262,7 @@ export class KyselyJobQueue implements JobQueue {
       runStatement<JobRow>(this.db, this.statements.takeAtOnce, [
         endpointId,
         iso(now),
+        workerId,
         max,
         budget,
         workerId,
@@ -290,6 +292,7 @@ export class KyselyJobQueue implements JobQueue {
       const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
         endpointId,
         iso(now),
+        workerId,
         max,
       ])
       const chosen = withinBudget(candidates, options.maxPayloadSize ?? Number.POSITIVE_INFINITY)
@@ -748,11 +751,13 @@ export class KyselyJobQueue implements JobQueue {
     signal?: AbortSignal,
   ): Promise<Job | boolean> {
     return this.waits.waitToTake(endpointId, taker, timeoutMs, signal, async () => {
-      const rows = await runStatement(this.db, this.statements.hasWork, [
-        endpointId,
-        iso(this.clock.now().getTime()),
-      ])
-      return rows.length > 0
+      const [row] = await runStatement<{ work: unknown; retired: unknown }>(
+        this.db,
+        this.statements.workFor,
+        [endpointId, iso(this.clock.now().getTime()), taker.workerId],
+      )
+      if (row?.retired != null) return 'retired'
+      return row?.work != null ? 'work' : 'none'
     })
   }
 
@@ -789,10 +794,11 @@ export class KyselyJobQueue implements JobQueue {
   async requeueWorkerJobs(
     endpointId: string,
     workerId: string,
+    retire?: WorkerRetirement,
   ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
-      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at),
+      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, retire),
     )
     this.afterSweep(effects)
     return requeuedAndEnded(effects)

@@ -77,6 +77,8 @@ export interface JobQueue {
    * workers. Returns the whole jobs (s3Config included: this is the worker's view), oldest first.
    * With `maxPayloadSize`, it stops before the job that would take the characters of the jobs'
    * input, s3Config and webhook, as stored, past it; the first job is taken whatever its size.
+   * A worker the store knows as retired (RETIRED_WORKER_PHASES) takes nothing; one the store
+   * does not know (it connects by itself) takes as any.
    */
   take(
     endpointId: string,
@@ -204,7 +206,8 @@ export interface JobQueue {
    * an IN_QUEUE job to take, or, for a worker that takes one job at a time (`max` 1) or holds
    * none (`holdsNothing`), with the job itself when one submitted meanwhile was handed to it
    * (already its running job under a lease of `leaseMs`: no `take` needed); false after
-   * `timeoutMs` (or once `signal` aborts, as for the other waits).
+   * `timeoutMs` (or once `signal` aborts, as for the other waits). A retired worker (`take`)
+   * waits as on an empty queue and is handed nothing.
    */
   waitToTake(
     endpointId: string,
@@ -228,14 +231,25 @@ export interface JobQueue {
    * The worker is lost and can no longer be stopped (its host is DOWN): its running jobs go back
    * to the queue now, under the rules of an ended lease (TIMED_OUT past their deadline, FAILED
    * after MAX_JOB_ATTEMPTS), in one transaction, and nothing it sends afterwards is applied.
-   * Returns the ids requeued and the jobs that ended.
+   * With `retire` (a managed worker), its stored phase is written first in that transaction, so
+   * that no take sees its jobs back in the queue without seeing it retired (`take`). Returns
+   * the ids requeued and the jobs that ended.
    */
   requeueWorkerJobs(
     endpointId: string,
     workerId: string,
+    retire?: WorkerRetirement,
   ): Promise<{ requeued: string[]; ended: EndedJob[] }>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
+}
+
+/** A lost worker's stored phase, written with the requeue of its jobs (`requeueWorkerJobs`). */
+export interface WorkerRetirement {
+  phase: 'UNHEALTHY' | 'STOPPED'
+  reason: string | null
+  /** Its `phaseChangedAt` (ISO 8601). */
+  changedAt: string
 }
 
 export interface ScalingStats {

@@ -57,6 +57,12 @@ export interface ManagedWorker {
   phaseChangedAt: string
 }
 
+/**
+ * The phases of a worker gone for good: whatever it still sends, it takes no job (the job
+ * queue's take refuses it in the same statement: docs/serverless-queue.md, "Taking and leases").
+ */
+export const RETIRED_WORKER_PHASES: readonly WorkerPhase[] = ['UNHEALTHY', 'STOPPED']
+
 /** How long a STOPPED worker's record is kept: far longer than any meter interval. */
 export const STOPPED_WORKER_RETENTION_MS = 24 * 3600 * 1000
 
