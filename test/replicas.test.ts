@@ -1,13 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ProcessDriver } from '../src/runtime/process/process-driver.js'
-import { BANNER_LAST_LINE, repoRoot } from './support/cli.js'
 import { json } from './support/http.js'
 import { TEST_ADMIN_KEY } from './support/platform.js'
+import { leads, startReplica, stopReplicas, type Replica } from './support/replica-process.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 
 /**
@@ -51,45 +51,8 @@ function testWorker(baseUrl: string, endpointId: string, workerId: string): Test
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-interface Replica {
-  name: string
-  child: ChildProcess
-  url: string
-  exited: Promise<number | null>
-  output: () => string
-}
-
 /** Every replica process started, so that none outlives the suite. */
 const children: ChildProcess[] = []
-
-/** `podyard serve` from the sources (src/main.ts under tsx), as its own process. */
-function startReplica(name: string, env: NodeJS.ProcessEnv): Promise<Replica> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(repoRoot, 'src', 'main.ts'), 'serve'],
-      { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    children.push(child)
-    let output = ''
-    const exited = new Promise<number | null>((done) => child.on('close', (code) => done(code)))
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 40_000)
-    const collect = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /is serving at (http:\/\/\S+)/.exec(output)
-      if (match && output.includes(BANNER_LAST_LINE)) {
-        clearTimeout(timer)
-        resolve({ name, child, url: match[1]!, exited, output: () => output })
-      }
-    }
-    child.stdout!.on('data', collect)
-    child.stderr!.on('data', collect)
-    void exited.then((code) => {
-      clearTimeout(timer)
-      reject(new Error(`${name} exited with ${code}:\n${output}`))
-    })
-  })
-}
 
 describe.skipIf(!postgresUrl)('two replicas on one PostgreSQL database', () => {
   let database: { url: string; drop: () => Promise<void> }
@@ -126,13 +89,6 @@ describe.skipIf(!postgresUrl)('two replicas on one PostgreSQL database', () => {
     ).id
   const status = async (replica: Replica, jobId: string) =>
     json<Json>(await call(replica, `/v2/${endpointId}/status/${jobId}`))
-  /** Whether the replica leads, from its /metrics. */
-  const leads = async (replica: Replica) => {
-    const text = await (await fetch(`${replica.url}/metrics`)).text()
-    const match = /^podyard_cluster_leader\{replica="([^"]+)"\} (\d)$/m.exec(text)
-    if (!match) throw new Error(`no podyard_cluster_leader in /metrics of ${replica.name}`)
-    return { replica: match[1]!, leads: match[2] === '1' }
-  }
   let workers = 0
   const worker = (replica: Replica, id = `w${(workers += 1)}`) =>
     testWorker(replica.url, endpointId, id)
@@ -175,21 +131,17 @@ describe.skipIf(!postgresUrl)('two replicas on one PostgreSQL database', () => {
     }
     // Both at once on the empty database, as an orchestrator starts them: one migrates, they
     // create the accounts one after the other, and one of them leads (called `a` below).
-    const started = await Promise.all([startReplica('a', env), startReplica('b', env)])
+    const started = await Promise.all([
+      startReplica('a', env, children),
+      startReplica('b', env, children),
+    ])
     const leading = await Promise.all(started.map(async (r) => (await leads(r)).leads))
     ;[a, b] = leading[0] ? [started[0]!, started[1]!] : [started[1]!, started[0]!]
     endpointId = await createEndpoint('replicas')
   }, 90_000)
 
   afterAll(async () => {
-    await Promise.all(
-      children.map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return
-        const closed = new Promise((done) => child.once('close', done))
-        child.kill('SIGTERM')
-        await closed
-      }),
-    )
+    await stopReplicas(children)
     if (dataDir) {
       // Workloads outlive their server by design; this suite leaves none behind.
       const driver = new ProcessDriver({ stateDir: path.join(dataDir, 'runtime', 'process') })
