@@ -26,6 +26,7 @@ function configFromFlags(flags: ConfigFlags): Readonly<Config> {
       fleet: flags.fleet,
       driver: flags.driver,
       logLevel: flags.logLevel,
+      metricsListen: flags.metricsListen,
     },
   })
 }

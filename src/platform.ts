@@ -33,6 +33,7 @@ import { wireBilling } from './wiring/billing-wiring.js'
 import { fleetBanner, wireFleet } from './wiring/fleet-wiring.js'
 import { wireHosts } from './wiring/host-wiring.js'
 import { serverLogger } from './wiring/log-output.js'
+import { openMetricsListener } from './wiring/metrics-listener-wiring.js'
 import { platformMetrics } from './wiring/platform-metrics.js'
 import { wireLeadership } from './wiring/leadership-wiring.js'
 import { wireModels } from './wiring/model-wiring.js'
@@ -73,6 +74,8 @@ export interface Platform {
     fleet: string
     replica: string
     leader: boolean
+    /** Where the listener of config `metrics.listen` serves /metrics without a key. */
+    metrics?: string
     generatedAdminKey?: string
   }
   /** Set only on the first start of an empty store without PODYARD_ADMIN_KEY. */
@@ -158,14 +161,15 @@ export async function startPlatform(
 
     const address = await app.listen({ host: config.host, port: config.port })
     const url = address.replace('[::1]', 'localhost')
-    listening(
-      url,
-      app
-        .addresses()
-        .flatMap((bound) =>
-          typeof bound === 'string' ? [] : [{ address: bound.address, port: bound.port }],
-        ),
-    )
+    const metricsListener = await openMetricsListener(context).catch(async (error: unknown) => {
+      await app.close()
+      throw error
+    })
+    // Both are this server's own listeners, which webhooks never reach.
+    listening(url, [
+      ...listenersOf(app),
+      ...(metricsListener ? listenersOf(metricsListener.app) : []),
+    ])
     serving.describe({ url })
     await leadership.start()
     const { replicaId, clustered } = parts.replicas
@@ -176,11 +180,12 @@ export async function startPlatform(
         fleet: config.fleet,
         replica: replicaId,
         leader: leadership.isLeader(),
+        ...(metricsListener ? { metrics: metricsListener.url } : {}),
       },
       'podyard is serving',
     )
     const stopServing = async () => {
-      await app.close()
+      await Promise.all([app.close(), metricsListener?.app.close()])
       await leadership.stop()
     }
     const release = async () => {
@@ -196,6 +201,10 @@ export async function startPlatform(
         ? `  console       ${url}/   (sign in with an API key)`
         : `  console       not built: npm run build:console`,
       `  store         ${store.displayUrl}`,
+      // /metrics counts every account's work: the admin's key, or a private listener.
+      metricsListener
+        ? `  metrics       ${metricsListener.url}   (no key: keep this address private)`
+        : `  metrics       ${url}/metrics   (admin key; or metrics.listen, docs/production.md)`,
       ...(clustered
         ? [
             `  replica       ${replicaId}: ${leadership.isLeader() ? 'runs the reconcile loops (leader)' : 'API only; another replica runs the reconcile loops'}`,
@@ -227,6 +236,7 @@ export async function startPlatform(
         fleet: config.fleet,
         replica: replicaId,
         leader: leadership.isLeader(),
+        ...(metricsListener ? { metrics: metricsListener.url } : {}),
         ...(adminKey ? { generatedAdminKey: adminKey } : {}),
       },
       ...(adminKey ? { generatedAdminKey: adminKey } : {}),
@@ -254,6 +264,15 @@ export async function startPlatform(
     await serving.close()
     throw error
   }
+}
+
+/** The addresses and ports `app` listens on. */
+function listenersOf(app: FastifyInstance): Array<{ address: string; port: number }> {
+  return app
+    .addresses()
+    .flatMap((bound) =>
+      typeof bound === 'string' ? [] : [{ address: bound.address, port: bound.port }],
+    )
 }
 
 async function runningWorkloads(drivers: RuntimeDriver[]): Promise<RunningWorkloads> {

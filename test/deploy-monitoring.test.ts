@@ -62,7 +62,7 @@ describe.each(platformStores())('the metrics they read, on $name', (store) => {
   afterAll(() => platform.close())
 
   it('are all served at /metrics', async () => {
-    const text = await (await platform.call('/metrics', { key: null })).text()
+    const text = await (await platform.call('/metrics')).text()
     const served = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!))
     const missing = named.filter(
       (name) => !served.has(name) && !(store.name === 'sqlite' && POSTGRES_ONLY.has(name)),

@@ -144,7 +144,7 @@ describe.each(platformStores())('hosts on $name', (store) => {
       /local is draining/,
     )
 
-    const metrics = await (await platform.call('/metrics', { key: null })).text()
+    const metrics = await (await platform.call('/metrics')).text()
     expect(metrics).toMatch(/^podyard_hosts\{state="DOWN"\} 1$/m)
     expect(metrics).toMatch(/^podyard_hosts\{state="UP"\} 1$/m)
     expect(metrics).toMatch(/^podyard_hosts_schedule\{schedule="DRAINING"\} 1$/m)

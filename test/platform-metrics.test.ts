@@ -16,7 +16,7 @@ describe.each(platformStores())('platform metrics on $name', (store) => {
 
   const post = (path: string, json: unknown, key?: string) =>
     platform.call(path, { method: 'POST', json, ...(key === undefined ? {} : { key }) })
-  const scrape = async () => (await platform.call('/metrics', { key: null })).text()
+  const scrape = async () => (await platform.call('/metrics')).text()
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver()
@@ -141,7 +141,7 @@ describe('per-endpoint job metrics (telemetry.endpointMetrics)', () => {
     })
     const { id } = (await endpoint.json()) as { id: string }
     await platform.call(`/v2/${id}/run`, { method: 'POST', json: { input: {} } })
-    const text = await (await platform.call('/metrics', { key: null })).text()
+    const text = await (await platform.call('/metrics')).text()
     expect(valueOf(text, `podyard_jobs_submitted_total{endpoint="${id}"}`)).toBe(1)
     expect(valueOf(text, `podyard_queue_depth{endpoint="${id}"}`)).toBe(1)
   })

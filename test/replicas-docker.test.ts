@@ -134,7 +134,7 @@ describe.skipIf(!enabled)('two replicas with data directories of their own, one 
       ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
     })
   const leads = async (replica: Replica): Promise<boolean> => {
-    const text = await (await fetch(`${replica.url}/metrics`)).text()
+    const text = await (await call(replica, '/metrics')).text()
     const match = /^podyard_cluster_leader\{replica="[^"]+"\} (\d)$/m.exec(text)
     if (!match) throw new Error(`no podyard_cluster_leader in /metrics of ${replica.name}`)
     return match[1] === '1'

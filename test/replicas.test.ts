@@ -170,7 +170,7 @@ describe.skipIf(!postgresUrl)('two replicas on one PostgreSQL database', () => {
     }
     expect(b.output()).toContain('API only; another replica runs the reconcile loops')
     for (const replica of replicas()) {
-      const text = await (await fetch(`${replica.url}/metrics`)).text()
+      const text = await (await call(replica, '/metrics')).text()
       expect(text).toMatch(/^podyard_cluster_listening 1$/m)
     }
   })

@@ -174,7 +174,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       )
     })
   }
-  await app.register(opsRoutes, { readiness: deps.readiness, metrics, version: deps.version })
+  await app.register(opsRoutes, {
+    readiness: deps.readiness,
+    metrics,
+    version: deps.version,
+    accounts: deps.accounts,
+  })
   // One account's REST and GraphQL requests count against the same windows.
   const rateLimiter = new RateLimiter(deps.rateLimits, deps.clock)
   await app.register(graphqlRoutes, {

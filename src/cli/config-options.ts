@@ -10,6 +10,8 @@ export interface ConfigFlags {
   fleet?: string
   driver?: string
   logLevel?: string
+  /** `serve`: the separate /metrics listener (config `metrics.listen`). */
+  metricsListen?: string
   /** Store commands: create the database when there is none (docs/cli.md, "Store commands"). */
   init?: boolean
 }
@@ -35,6 +37,10 @@ export function addConfigOptions(command: Command, withServer: boolean): Command
       .option(
         '--driver <driver>',
         "the local host's runtime driver: process or docker (default process)",
+      )
+      .option(
+        '--metrics-listen <host:port>',
+        'also serve /metrics without a key on this address, for Prometheus (default none)',
       )
   } else {
     command.option('--init', 'create the database when there is none (else: refused)')

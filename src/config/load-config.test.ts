@@ -138,6 +138,37 @@ describe('loadConfig', () => {
     )
   })
 
+  it('takes metrics.listen as host:port from the file, PODYARD_METRICS_LISTEN or --metrics-listen', () => {
+    expect(loadConfig({ cwd: dirWith(), env: {} }).metrics.listen).toBe('')
+    const cwd = dirWith('metrics:\n  listen: 127.0.0.1:9464\n')
+    expect(loadConfig({ cwd, env: {} }).metrics.listen).toBe('127.0.0.1:9464')
+    expect(
+      loadConfig({ cwd, env: { PODYARD_METRICS_LISTEN: '10.0.0.5:9100' } }).metrics.listen,
+    ).toBe('10.0.0.5:9100')
+    expect(
+      loadConfig({
+        cwd,
+        env: { PODYARD_METRICS_LISTEN: '10.0.0.5:9100' },
+        flags: { metricsListen: '[::1]:9200' },
+      }).metrics.listen,
+    ).toBe('[::1]:9200')
+    for (const bad of [
+      '9464',
+      'metrics.internal',
+      '127.0.0.1:',
+      ':9464',
+      '127.0.0.1:70000',
+      '::1:9464',
+    ]) {
+      expect(() => loadConfig({ cwd, env: { PODYARD_METRICS_LISTEN: bad } })).toThrow(
+        `metrics.listen: expected host:port (127.0.0.1:9464, [::1]:9464), got ${JSON.stringify(bad)} (from environment variable PODYARD_METRICS_LISTEN)`,
+      )
+    }
+    expect(() => loadConfig({ cwd: dirWith('metrics:\n  listen: nope\n'), env: {} })).toThrow(
+      /metrics\.listen: .*"nope" \(from file .*podyard\.yaml\)/,
+    )
+  })
+
   it('keeps an explicit store URL', () => {
     const config = loadConfig({ cwd: dirWith(), env: { PODYARD_STORE_URL: 'postgres://u:p@db/x' } })
     expect(config.storeUrl).toBe('postgres://u:p@db/x')

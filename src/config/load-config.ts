@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
+import { parseListenAddress } from './listen-address.js'
 import { ConfigSchema, configKeys, type Config, type Leaf } from './schema.js'
 
 export class ConfigError extends Error {
@@ -132,6 +133,13 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
     const from = origin.get('workers.jobApiUrl')
     throw new ConfigError(
       `invalid configuration: workers.jobApiUrl: must be an http(s) URL, got ${JSON.stringify(jobApiUrl)}${from ? ` (from ${from})` : ''}`,
+    )
+  }
+  const metricsListen = config.metrics.listen
+  if (metricsListen !== '' && !parseListenAddress(metricsListen)) {
+    const from = origin.get('metrics.listen')
+    throw new ConfigError(
+      `invalid configuration: metrics.listen: expected host:port (127.0.0.1:9464, [::1]:9464), got ${JSON.stringify(metricsListen)}${from ? ` (from ${from})` : ''}`,
     )
   }
   const dataDir = path.resolve(cwd, config.dataDir)

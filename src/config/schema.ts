@@ -278,6 +278,16 @@ export const ConfigSchema = Type.Object(
           'json (one object a line), pretty (colored lines for people), or auto: pretty when stdout is a terminal, json otherwise',
       },
     ),
+    metrics: Type.Object(
+      {
+        listen: Type.String({
+          default: '',
+          description:
+            "host:port of a second listener that serves only /metrics, without a key, for a Prometheus on a private network (e.g. 127.0.0.1:9464, [::1]:9464); empty: none (the API's /metrics takes the admin's key either way)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     telemetry: Type.Object(
       {
         traceContext: Type.Boolean({
@@ -370,6 +380,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },
   { path: 'logLevel', env: 'PODYARD_LOG_LEVEL', flag: 'logLevel', type: 'string' },
   { path: 'logFormat', env: 'PODYARD_LOG_FORMAT', type: 'string' },
+  { path: 'metrics.listen', env: 'PODYARD_METRICS_LISTEN', flag: 'metricsListen', type: 'string' },
   { path: 'telemetry.traceContext', env: 'PODYARD_TRACE_CONTEXT', type: 'boolean' },
   { path: 'telemetry.endpointMetrics', env: 'PODYARD_METRICS_PER_ENDPOINT', type: 'boolean' },
 ]

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { BANNER_LAST_LINE, repoRoot } from './cli.js'
+import { TEST_ADMIN_KEY } from './platform.js'
 
 /** A `podyard serve` replica as its own process (docs/production.md, "Several replicas"). */
 export interface Replica {
@@ -61,7 +62,10 @@ export async function stopReplicas(children: ChildProcess[]): Promise<void> {
 
 /** Whether the replica leads the cluster, from its /metrics. */
 export async function leads(replica: Replica): Promise<{ replica: string; leads: boolean }> {
-  const text = await (await fetch(`${replica.url}/metrics`)).text()
+  const metrics = await fetch(`${replica.url}/metrics`, {
+    headers: { Authorization: `Bearer ${TEST_ADMIN_KEY}` },
+  })
+  const text = await metrics.text()
   const match = /^podyard_cluster_leader\{replica="([^"]+)"\} (\d)$/m.exec(text)
   if (!match) throw new Error(`no podyard_cluster_leader in /metrics of ${replica.name}`)
   return { replica: match[1]!, leads: match[2] === '1' }
