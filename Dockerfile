@@ -23,6 +23,8 @@ ENV NODE_ENV=production \
     PODYARD_LOG_FORMAT=json
 VOLUME /var/lib/podyard
 EXPOSE 8080
+# /metrics on 8080 takes the admin's key. PODYARD_METRICS_LISTEN=0.0.0.0:9464 serves it without
+# one on a port of its own: publish that port only to Prometheus's network (docs/production.md).
 
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PODYARD_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
+import { freePort } from '../src/control/free-port.js'
 import { repoRoot } from './support/cli.js'
 import { platformStores } from './support/platform-stores.js'
 import type { TestPlatform } from './support/platform.js'
@@ -19,6 +20,15 @@ interface Rule {
   annotations: { summary: string }
 }
 
+interface ScrapeJob {
+  job_name: string
+  metrics_path: string
+  static_configs: Array<{ targets: string[] }>
+  authorization?: unknown
+}
+
+const scrapeJobs = (parse(read('prometheus-scrape.yml')) as { scrape_configs: ScrapeJob[] })
+  .scrape_configs
 const rules = (parse(read('prometheus-alerts.yml')) as { groups: Array<{ rules: Rule[] }> })
   .groups[0]!.rules
 const dashboard = JSON.parse(read('grafana-dashboard.json')) as {
@@ -52,21 +62,46 @@ describe('the alert rules and the dashboard', () => {
     }
     expect(named.length).toBeGreaterThan(15)
   })
+
+  it("are fed by the scrape example's job, which the rules name, on the metrics listener", () => {
+    expect(scrapeJobs).toHaveLength(1)
+    const [job] = scrapeJobs
+    expect(rules.find((rule) => rule.alert === 'PodyardDown')?.expr).toBe(
+      `up{job="${job!.job_name}"} == 0`,
+    )
+    expect(job!.metrics_path).toBe('/metrics')
+    // metrics.listen's port in docs/production.md: no key there, so none configured.
+    for (const target of job!.static_configs.flatMap((c) => c.targets)) {
+      expect(target).toMatch(/:9464$/)
+    }
+    expect(job!.authorization).toBeUndefined()
+  })
 })
 
 describe.each(platformStores())('the metrics they read, on $name', (store) => {
   let platform: TestPlatform
+  let metricsUrl: string
   beforeAll(async () => {
-    platform = await store.start()
+    const port = await freePort('127.0.0.1')
+    platform = await store.start({ metrics: { listen: `127.0.0.1:${port}` } })
+    metricsUrl = `http://127.0.0.1:${port}${scrapeJobs[0]!.metrics_path}`
   })
   afterAll(() => platform.close())
 
-  it('are all served at /metrics', async () => {
-    const text = await (await platform.call('/metrics')).text()
+  const missingFrom = (text: string) => {
     const served = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!))
-    const missing = named.filter(
+    return named.filter(
       (name) => !served.has(name) && !(store.name === 'sqlite' && POSTGRES_ONLY.has(name)),
     )
-    expect(missing).toEqual([])
+  }
+
+  it('are all served on the metrics listener without a key, as the scrape example reads them', async () => {
+    const response = await fetch(metricsUrl)
+    expect(response.status).toBe(200)
+    expect(missingFrom(await response.text())).toEqual([])
+  })
+
+  it("are all served at the API's /metrics with the admin's key", async () => {
+    expect(missingFrom(await (await platform.call('/metrics')).text())).toEqual([])
   })
 })
