@@ -1,5 +1,6 @@
 import { getIntrospectionQuery } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MAX_QUERY_FIELDS } from '../src/api/graphql/query-limits.js'
 import { TEST_ADMIN_KEY, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
@@ -351,13 +352,16 @@ describe('GraphQL catalog, account and transport', () => {
     })
 
     it('stops documents that select too many fields (aliases expanded) before they run', async () => {
-      const aliases = Array.from({ length: 501 }, (_, i) => `a${i}: gpuTypes { id }`).join(' ')
+      // Each alias selects gpuTypes and id: 2 fields.
+      const aliases = Array.from(
+        { length: MAX_QUERY_FIELDS / 2 + 1 },
+        (_, i) => `a${i}: gpuTypes { id }`,
+      ).join(' ')
       const costly = await post({ query: `{ ${aliases} }` })
       expect(costly.status).toBe(400)
       expect(costly.body.errors).toEqual([
         expect.objectContaining({
-          message:
-            'this query selects 1002 fields (fragments and aliases expanded); the limit is 1000: split it into smaller documents',
+          message: `this query selects ${MAX_QUERY_FIELDS + 2} fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
           extensions: { code: 'VALIDATION_FAILED' },
         }),
       ])

@@ -20,6 +20,8 @@ export const errorCodes = {
   REQUEST_TIMEOUT: 'the request did not arrive in full within the time allowed',
   RESPONSE_TOO_LARGE: 'the answer would be larger than the service sends in one response',
   QUERY_TOO_EXPENSIVE: 'running the GraphQL request would cost more than one request may',
+  DOCUMENT_TOO_LARGE:
+    'the GraphQL document has more tokens, definitions, fragment spreads, directives or nesting than one request may',
   UNSUPPORTED_MEDIA_TYPE: 'the request body has a content type that is not accepted',
   PAYMENT_REQUIRED:
     'the account has no credits left for this (balance at or below zero, or not enough for the price)',

@@ -154,3 +154,95 @@ export const graphqlDocument: fc.Arbitrary<string> = fc.oneof(
     ),
   },
 )
+
+/*
+ * Documents aimed at what the server does before it asks for a key (issue 27): the budget of
+ * document-budget.ts, the public-document walk, the field limits and graphql-js's validation,
+ * and the run of a keyless public query. Sizes go well past every bound.
+ */
+
+const publicLeaf = fc.constantFrom(
+  '__typename',
+  'gpuTypes { id }',
+  'cpuTypes { id }',
+  '__schema { queryType { name } }',
+)
+const anyLeaf = fc.oneof(
+  { weight: 3, arbitrary: publicLeaf },
+  { weight: 1, arbitrary: fc.constant('myself { id }') },
+)
+
+/** `n` fragments, each spreading the next `width` times: width^n paths to the leaf. */
+const fanOut: fc.Arbitrary<string> = fc
+  .tuple(fc.integer({ min: 2, max: 90 }), fc.integer({ min: 2, max: 4 }), anyLeaf)
+  .map(
+    ([n, width, leaf]) =>
+      `query { ...F0 } ${Array.from(
+        { length: n },
+        (_, i) => `fragment F${i} on Query { ${`...F${i + 1} `.repeat(width)}}`,
+      ).join(' ')} fragment F${n} on Query { ${leaf} }`,
+  )
+
+/** A chain of `n` fragments, each spreading the next once, or inline fragments `n` deep. */
+const deepChain: fc.Arbitrary<string> = fc
+  .tuple(fc.integer({ min: 10, max: 5000 }), anyLeaf, fc.boolean())
+  .map(([n, leaf, inline]) =>
+    inline
+      ? `{ ${'... on Query { '.repeat(n)}${leaf}${' }'.repeat(n)} }`
+      : `query { ...F0 } ${Array.from(
+          { length: n },
+          (_, i) => `fragment F${i} on Query { ...F${i + 1} }`,
+        ).join(' ')} fragment F${n} on Query { ${leaf} }`,
+  )
+
+/** Directives by the hundred or thousand, on a field, a spread or an inline fragment. */
+const manyDirectives: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.integer({ min: 50, max: 5000 }),
+    fc.constantFrom('@include(if: true)', '@skip(if: false)', '@unknown', '@include(if: $v)'),
+    fc.constantFrom('field', 'spread', 'inline'),
+  )
+  .map(([n, directive, where]) => {
+    const all = ` ${directive}`.repeat(n)
+    return where === 'field'
+      ? `query ($v: Boolean = true) { __typename${all} }`
+      : where === 'spread'
+        ? `query ($v: Boolean = true) { ...F${all} } fragment F on Query { __typename }`
+        : `query ($v: Boolean = true) { ...${all} { __typename } }`
+  })
+
+/** Aliases of introspection, or the same introspection field again and again without one. */
+const introspectionAliases: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.integer({ min: 10, max: 3000 }),
+    fc.constantFrom(
+      '__schema { types { name fields { name } } }',
+      '__schema { types { name } }',
+      '__type(name: "Pod") { fields { name type { name ofType { name } } } }',
+      '__type(name: "Pod") { ofType { name } }',
+      '__typename',
+    ),
+    fc.constantFrom('aliases', 'same name', 'unused fragment', 'operations'),
+  )
+  .map(([n, body, how]) => {
+    const copies = (count: number) =>
+      Array.from({ length: count }, (_, i) => (how === 'aliases' ? `a${i}: ${body}` : body))
+    if (how === 'unused fragment') {
+      return `{ __typename } fragment U on Query { ${copies(n).join(' ')} }`
+    }
+    if (how === 'operations') {
+      const per = Math.max(1, Math.floor(n / 6))
+      return Array.from({ length: 6 }, (_, i) => `query Q${i} { ${copies(per).join(' ')} }`).join(
+        ' ',
+      )
+    }
+    return `{ ${copies(n).join(' ')} }`
+  })
+
+/** One document of the shapes above, all without any key on the wire. */
+export const preAuthenticationDocument: fc.Arbitrary<string> = fc.oneof(
+  fanOut,
+  deepChain,
+  manyDirectives,
+  introspectionAliases,
+)

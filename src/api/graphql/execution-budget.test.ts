@@ -4,6 +4,7 @@ import {
   budgetContext,
   ExecutionBudget,
   MAX_EXECUTION_COST,
+  MAX_KEYLESS_EXECUTION_COST,
   meterResolvers,
   STORE_READ_COST,
 } from './execution-budget.js'
@@ -15,8 +16,12 @@ const schemaOf = (sdl: string): GraphQLSchema => {
   return schema
 }
 
-async function run(schema: GraphQLSchema, source: string, rootValue?: unknown) {
-  const budget = new ExecutionBudget()
+async function run(
+  schema: GraphQLSchema,
+  source: string,
+  rootValue?: unknown,
+  budget = new ExecutionBudget(),
+) {
   const result = await execute({
     schema,
     document: parse(source),
@@ -33,6 +38,32 @@ describe('ExecutionBudget and meterResolvers', () => {
     expect(budget.exceeded).toBe(false)
     expect(budget.spent).toBeGreaterThan(1000)
     expect(budget.spent).toBeLessThan(MAX_EXECUTION_COST / 4)
+  })
+
+  it('a request without a key has a smaller budget, in which the full introspection query fits', async () => {
+    const schema = schemaOf(typeDefs)
+    const everything = getIntrospectionQuery({
+      descriptions: true,
+      specifiedByUrl: true,
+      directiveIsRepeatable: true,
+      schemaDescription: true,
+      inputValueDeprecation: true,
+    })
+    const keyless = new ExecutionBudget(MAX_KEYLESS_EXECUTION_COST)
+    const { result } = await run(schema, everything, undefined, keyless)
+    expect(result.errors).toBeUndefined()
+    expect(keyless.limit).toBe(MAX_KEYLESS_EXECUTION_COST)
+    // Room for the schema to grow to twice its size before keyless introspection is refused.
+    expect(keyless.spent).toBeLessThan(MAX_KEYLESS_EXECUTION_COST / 2)
+    // 100 aliases of the types' fields, 5 KB, are past it (they cost about 40 000).
+    const aliases = Array.from(
+      { length: 100 },
+      (_, i) => `a${i}: __schema { types { name fields { name } } }`,
+    ).join(' ')
+    const flood = new ExecutionBudget(MAX_KEYLESS_EXECUTION_COST)
+    await run(schema, `{ ${aliases} }`, undefined, flood)
+    expect(flood.exceeded).toBe(true)
+    expect(new ExecutionBudget().limit).toBe(MAX_EXECUTION_COST)
   })
 
   it('counts each value under a list, and each promise as a read of the store', async () => {

@@ -11,15 +11,24 @@ import {
  * What one GraphQL request may cost to run (docs/graphql.md, "Limits"): every field value
  * resolved costs 1, and a resolver that answers later (it reads the store or the catalog)
  * costs STORE_READ_COST more. The static limits of query-limits.ts count the fields of the
- * document once; a field under a list resolves once per item, so a document of 1 000 fields
+ * document once; a field under a list resolves once per item, so a document of 500 fields
  * could still make millions of values (aliases inside `__schema { types { fields ... } } }`)
  * or thousands of reads of the store (`gpuTypes { lowestPrice }` a few hundred times), each
  * holding the event loop for a second or more without a key (issue 16).
  *
- * graphql-js's full introspection query costs about 12 000 here, runpodctl's pod listing about
- * 60 per pod.
+ * graphql-js's full introspection query costs about 5 300 here, runpodctl's pod listing about
+ * 150 per pod.
  */
 export const MAX_EXECUTION_COST = 100_000
+/**
+ * What a request without a key may cost: the public catalog queries and introspection. At
+ * MAX_EXECUTION_COST, 100 aliases of `__schema { types { name fields { name } } }` (5 KB)
+ * answered 840 KB and held the event loop 150 to 330 ms, before any key was asked for (issue
+ * 27). The full introspection query (every option on) costs about 5 700, the largest catalog
+ * query (gpuTypes and lowestPrice with every field, twice, cpuTypes, the public models) about
+ * 3 100 on the demo fleet; at 20 000 a keyless request runs for a few tens of milliseconds.
+ */
+export const MAX_KEYLESS_EXECUTION_COST = 20_000
 /** The extra cost of a resolver that returns a promise: a read of the store or the catalog. */
 export const STORE_READ_COST = 100
 
@@ -27,8 +36,11 @@ export const STORE_READ_COST = 100
 export class ExecutionBudget {
   spent = 0
 
+  /** `limit`: MAX_EXECUTION_COST, or MAX_KEYLESS_EXECUTION_COST without a key. */
+  constructor(readonly limit: number = MAX_EXECUTION_COST) {}
+
   get exceeded(): boolean {
-    return this.spent > MAX_EXECUTION_COST
+    return this.spent > this.limit
   }
 
   /** Spends `cost`; false once the budget is exceeded. */

@@ -11,16 +11,18 @@ import { httpStatusOf } from '../http/error-status.js'
 import { toAppError } from '../http/problem.js'
 import { tooDeepError } from '../http/json-nesting.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
-import { parseDocument, MAX_DOCUMENT_TOKENS } from './document-parse.js'
+import { MAX_DOCUMENT_TOKENS } from './document-budget.js'
+import { parseDocument } from './document-parse.js'
 import {
   budgetContext,
   ExecutionBudget,
   MAX_EXECUTION_COST,
+  MAX_KEYLESS_EXECUTION_COST,
   meterResolvers,
   STORE_READ_COST,
 } from './execution-budget.js'
 import { isPublicDocument } from './public-operations.js'
-import { queryLimitsRule } from './query-limits.js'
+import { queryLimitErrors } from './query-limits.js'
 import { jsonLongerThan, MAX_RESPONSE_BYTES } from './response-size.js'
 import { buildResolvers, type GraphqlServices } from './resolvers.js'
 import { typeDefs } from './type-defs.js'
@@ -133,6 +135,14 @@ function requestOf(request: FastifyRequest): {
  */
 export const GRAPHQL_BODY_LIMIT = 1024 * 1024
 
+/** A document refused before it runs: over its budget or its limits, or not GraphQL (HTTP 400). */
+function sendDocumentErrors(reply: FastifyReply, errors: GraphQLError[]): FastifyReply {
+  return reply
+    .code(400)
+    .type('application/json')
+    .send({ data: null, errors: errors.map((error) => error.toJSON()) })
+}
+
 /** The answer that replaces one that went over a limit while it ran (errors[], HTTP 400). */
 function refusedAnswer(reply: FastifyReply, code: ErrorCode, message: string) {
   reply.code(httpStatusOf[code].status)
@@ -175,34 +185,34 @@ export async function graphqlRoutes(
           return sendGraphqlError(reply, tooDeepError(name))
         }
       }
-      // Parsed here, with a bound on tokens, so that a document that does not parse is
-      // answered as a syntax error: mercurius would try it as a JSON-encoded syntax tree.
+      // The document's budget (document-budget.ts) comes first, key or no key: a document over
+      // it is answered at once, with nothing parsed or walked and no key looked up. Then it is
+      // parsed here, so that one that does not parse is answered as a syntax error: mercurius
+      // would try it as a JSON-encoded syntax tree.
       const parsed = typeof query === 'string' ? parseDocument(query) : undefined
+      if (parsed?.ok === false && parsed.overBudget) {
+        return sendDocumentErrors(reply, [parsed.error])
+      }
       // Without any key, only the public catalog queries run (public-operations.ts); the
       // resolvers of every other field also refuse a request without a principal.
-      if (
-        presentedKey(request, 'bearer-or-query') === undefined &&
-        parsed?.ok === true &&
-        isPublicDocument(parsed.document, operationName)
-      ) {
-        return
+      const keyless = presentedKey(request, 'bearer-or-query') === undefined
+      if (!(keyless && parsed?.ok === true && isPublicDocument(parsed.document, operationName))) {
+        try {
+          request.principal = await authenticate(services.accounts, request, 'bearer-or-query')
+          countRequest(services.rateLimiter, request.principal.accountId, reply)
+          // Mutations are checked for write permission one by one (resolvers.ts).
+          const access = decideAccess(request.principal, { write: false })
+          if (!access.allowed) throw new AppError('FORBIDDEN', access.detail)
+        } catch (error) {
+          if (isAppError(error)) return sendGraphqlError(reply, error)
+          throw error
+        }
       }
-      try {
-        request.principal = await authenticate(services.accounts, request, 'bearer-or-query')
-        countRequest(services.rateLimiter, request.principal.accountId, reply)
-        // Mutations are checked for write permission one by one (resolvers.ts).
-        const access = decideAccess(request.principal, { write: false })
-        if (!access.allowed) throw new AppError('FORBIDDEN', access.detail)
-      } catch (error) {
-        if (isAppError(error)) return sendGraphqlError(reply, error)
-        throw error
-      }
-      if (parsed?.ok === false) {
-        return reply
-          .code(400)
-          .type('application/json')
-          .send({ data: null, errors: [parsed.error.toJSON()] })
-      }
+      if (parsed?.ok === false) return sendDocumentErrors(reply, [parsed.error])
+      // The field and depth limits (query-limits.ts), in one linear pass, before graphql-js's
+      // validation: some of its rules are quadratic in the fields of a document (issue 27).
+      const overLimits = parsed ? queryLimitErrors(parsed.document) : []
+      if (overLimits.length > 0) return sendDocumentErrors(reply, overLimits)
     })
 
     // An answer is refused, with errors[], when running it went over the execution budget or
@@ -215,7 +225,7 @@ export async function graphqlRoutes(
           return refusedAnswer(
             reply,
             'QUERY_TOO_EXPENSIVE',
-            `this request costs more than ${MAX_EXECUTION_COST} to run (each field value resolved costs 1, each read of the store ${STORE_READ_COST}): select fewer fields or fewer lists, or split it into smaller documents`,
+            `this request costs more than ${budget.limit} to run${budget.limit === MAX_KEYLESS_EXECUTION_COST ? ' without an API key' : ''} (each field value resolved costs 1, each read of the store ${STORE_READ_COST}): select fewer fields or fewer lists, or split it into smaller documents`,
           )
         }
         if (jsonLongerThan(payload, MAX_RESPONSE_BYTES)) {
@@ -234,12 +244,16 @@ export async function graphqlRoutes(
       resolvers: buildResolvers(services),
       path: '/graphql',
       graphiql: false,
-      validationRules: [queryLimitsRule],
+      // The field and depth limits were checked in the preHandler; the budget's token bound
+      // stays on mercurius's own parse of the same text.
       graphql: { parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS } },
       additionalRouteOptions: { bodyLimit: GRAPHQL_BODY_LIMIT },
       // principal is undefined only for the public catalog queries, which never read it.
       context: (request: FastifyRequest) => {
-        const budget = new ExecutionBudget()
+        // A request without a key has a smaller budget: it ran before any key was asked for.
+        const budget = new ExecutionBudget(
+          request.principal ? MAX_EXECUTION_COST : MAX_KEYLESS_EXECUTION_COST,
+        )
         budgets.set(request, budget)
         return { principal: request.principal!, ...budgetContext(budget) }
       },

@@ -1,17 +1,15 @@
-import { buildSchema, getIntrospectionQuery, parse, validate } from 'graphql'
+import { getIntrospectionQuery, parse } from 'graphql'
 import { describe, expect, it } from 'vitest'
 import {
+  MAX_DOCUMENT_FIELDS,
   MAX_INTROSPECTION_DEPTH,
   MAX_QUERY_DEPTH,
   MAX_QUERY_FIELDS,
-  queryLimitsRule,
+  queryLimitErrors,
 } from './query-limits.js'
 
-// A cyclic schema, so that documents of any depth can be written.
-const schema = buildSchema(`
-  type Query { node: Node }
-  type Node { id: String, child: Node }
-`)
+// Documents of a cyclic schema (type Query { node: Node } type Node { id: String, child: Node }),
+// so that they can be of any depth; the limits need no schema.
 
 /** `levels` levels below `node`: child { child { ... id } }. */
 const nested = (levels: number) => {
@@ -20,15 +18,12 @@ const nested = (levels: number) => {
   return selection
 }
 
-const messages = (source: string) =>
-  validate(schema, parse(source), [queryLimitsRule]).map((e) => e.message)
+const messages = (source: string) => queryLimitErrors(parse(source)).map((e) => e.message)
 
-describe('queryLimitsRule', () => {
+describe('queryLimitErrors', () => {
   it(`passes ${MAX_QUERY_DEPTH} levels and stops one more, naming the operation`, () => {
     expect(messages(`query Ok { node { ${nested(MAX_QUERY_DEPTH - 1)} } }`)).toEqual([])
-    const errors = validate(schema, parse(`query Deep { node { ${nested(MAX_QUERY_DEPTH)} } }`), [
-      queryLimitsRule,
-    ])
+    const errors = queryLimitErrors(parse(`query Deep { node { ${nested(MAX_QUERY_DEPTH)} } }`))
     expect(errors.map((e) => e.message)).toEqual([
       `query Deep is nested ${MAX_QUERY_DEPTH + 1} levels deep; the limit is ${MAX_QUERY_DEPTH}: select fewer nested fields`,
     ])
@@ -68,12 +63,15 @@ describe('queryLimitsRule', () => {
     // Each alias selects __schema, types and name: 3 fields.
     const schemas = (n: number) =>
       Array.from({ length: n }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')
-    expect(messages(`{ ${schemas(333)} }`)).toEqual([])
-    expect(messages(`{ ${schemas(334)} }`)).toEqual([
-      `this query selects 1002 fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
+    const third = Math.floor(MAX_QUERY_FIELDS / 3)
+    expect(messages(`{ ${schemas(third)} }`)).toEqual([])
+    expect(messages(`{ ${schemas(third + 1)} }`)).toEqual([
+      `this query selects ${3 * (third + 1)} fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
     ])
     const typenames = Array.from({ length: MAX_QUERY_FIELDS + 1 }, (_, i) => `t${i}: __typename`)
-    expect(messages(`{ ${typenames.join(' ')} }`)[0]).toMatch(/selects 1001 fields/)
+    expect(messages(`{ ${typenames.join(' ')} }`)[0]).toMatch(
+      new RegExp(`selects ${MAX_QUERY_FIELDS + 1} fields`),
+    )
   })
 
   it('limits the depth of introspection apart; the standard introspection query passes', () => {
@@ -86,5 +84,52 @@ describe('queryLimitsRule', () => {
       `this query nests introspection ${MAX_INTROSPECTION_DEPTH + 1} levels deep; the limit is ${MAX_INTROSPECTION_DEPTH}`,
     ])
     expect(messages(getIntrospectionQuery())).toEqual([])
+  })
+
+  it('needs no schema, and counts fragments spread twice each, 60 deep, at once (issue 27)', () => {
+    const fanOut = Array.from(
+      { length: 60 },
+      (_, i) => `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`,
+    ).join(' ')
+    const errors = queryLimitErrors(
+      parse(`query FanOut { ...F0 } ${fanOut} fragment F60 on Query { __typename }`),
+    )
+    expect(errors.map((e) => e.message)).toEqual([
+      `query FanOut selects ${2 ** 60} fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
+    ])
+    expect(errors[0]!.extensions).toEqual({ code: 'VALIDATION_FAILED' })
+    expect(errors[0]!.locations).toEqual([{ line: 1, column: 1 }])
+    expect(queryLimitErrors(parse(getIntrospectionQuery()))).toEqual([])
+  })
+
+  it(`holds each fragment, used or not, to ${MAX_QUERY_FIELDS} fields`, () => {
+    // Each copy selects __type, ofType and name: 3 fields.
+    const copies = (n: number) => '__type(name: "Pod") { ofType { name } } '.repeat(n)
+    const third = Math.floor(MAX_QUERY_FIELDS / 3)
+    expect(messages(`{ __typename } fragment U on Query { ${copies(third)} }`)).toEqual([])
+    expect(messages(`{ __typename } fragment U on Query { ${copies(third + 1)} }`)).toEqual([
+      `fragment U selects ${3 * (third + 1)} fields (fragments and aliases expanded); the limit is ${MAX_QUERY_FIELDS}: split it into smaller documents`,
+    ])
+    // A fragment on an introspection type is measured as introspection: TypeRef's depth passes.
+    const typeRef = `fragment TypeRef on __Type { ${'ofType { '.repeat(18)}name${' }'.repeat(18)} }`
+    expect(messages(`{ __type(name: "Pod") { ...TypeRef } } ${typeRef}`)).toEqual([])
+  })
+
+  it(`adds up the fields of every operation and fragment to ${MAX_DOCUMENT_FIELDS} at most`, () => {
+    const copies = (n: number) => '__type(name: "Pod") { name } '.repeat(n)
+    const half = MAX_QUERY_FIELDS / 2
+    const roots = (n: number) =>
+      Array.from({ length: n }, (_, i) => `query Q${i} { ${copies(half)} }`).join(' ')
+    const within = MAX_DOCUMENT_FIELDS / MAX_QUERY_FIELDS
+    expect(messages(roots(within))).toEqual([])
+    expect(messages(roots(within + 1))).toEqual([
+      `this document selects ${MAX_DOCUMENT_FIELDS + MAX_QUERY_FIELDS} fields in all its operations and fragments (each with its fragments expanded); the limit is ${MAX_DOCUMENT_FIELDS}: split it into smaller documents`,
+    ])
+    // graphql-js's introspection query: 229 fields in the operation, 240 in its fragments.
+    expect(
+      queryLimitErrors(
+        parse(getIntrospectionQuery({ inputValueDeprecation: true, schemaDescription: true })),
+      ),
+    ).toEqual([])
   })
 })

@@ -19,6 +19,7 @@ export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> 
   REQUEST_TIMEOUT: { status: 408, title: 'Request Timeout' },
   RESPONSE_TOO_LARGE: { status: 400, title: 'Bad Request' },
   QUERY_TOO_EXPENSIVE: { status: 400, title: 'Bad Request' },
+  DOCUMENT_TOO_LARGE: { status: 400, title: 'Bad Request' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
   PAYMENT_REQUIRED: { status: 402, title: 'Payment Required' },
   SPEND_LIMIT_EXCEEDED: { status: 402, title: 'Payment Required' },
