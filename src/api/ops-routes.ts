@@ -30,7 +30,7 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsDeps): Promise<vo
     try {
       await deps.readiness()
     } catch (error) {
-      request.log.warn({ err: error }, 'not ready')
+      request.log.warn({ err: (error as Error).cause ?? error }, 'not ready')
       throw new AppError('NOT_READY', `not ready: ${(error as Error).message}`)
     }
     return { status: 'ready' }

@@ -61,8 +61,12 @@ export async function wireApi(
     hosts: parts.hosts.service,
     models: { service: models.service, signer: models.signer },
     consoleDir,
+    // What /readyz says to anyone: never the driver's error, which can name the database's
+    // host and user (the log has it).
     readiness: async () => {
-      await store.ping()
+      await store.ping().catch((error: unknown) => {
+        throw new Error('the database does not answer', { cause: error })
+      })
       if (!(await isMigrated(store))) throw new Error('the database has pending migrations')
     },
   })
