@@ -125,6 +125,12 @@ export interface LogLine {
   line: string
 }
 
+/**
+ * What a workload's log may take on disk when nothing else is configured (config
+ * `workloadLogs.maxMb`): past it the oldest lines go (docs/runtime.md, "Logs").
+ */
+export const DEFAULT_WORKLOAD_LOG_MAX_BYTES = 50 * 1024 * 1024
+
 export interface LogQuery {
   /** Only lines with seq greater than this (resume after Last-Event-ID). */
   afterSeq?: number

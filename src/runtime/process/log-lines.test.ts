@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import type { LogQuery } from '../driver.js'
 import {
   formatLogEntry,
+  logEntryMatches,
+  logFilterOf,
+  logLineOf,
   MAX_LOG_LINE_BYTES,
-  parseLogEntries,
-  selectLogLines,
+  parseLogEntry,
   splitLogChunk,
   type LogEntry,
 } from './log-lines.js'
@@ -75,40 +78,41 @@ const entry = (seq: number, ts: string, line = `line ${seq}`): LogEntry => ({
 })
 
 describe('log entries', () => {
-  it('round-trip through logs.jsonl text, skipping a half-written last line', () => {
+  it('round-trip through a logs.jsonl line; anything else is no entry', () => {
     const text = formatLogEntry(entry(1, '2026-01-01T00:00:00.000Z', 'with "quotes"\tand tab'))
-    const entries = parseLogEntries(`${text}${formatLogEntry(entry(2, 'x'))}{"seq":3,"ts`)
-    expect(entries).toEqual([
+    expect(text.endsWith('\n')).toBe(true)
+    expect(parseLogEntry(text.trimEnd())).toEqual(
       entry(1, '2026-01-01T00:00:00.000Z', 'with "quotes"\tand tab'),
-      entry(2, 'x'),
-    ])
-    expect(parseLogEntries('not json\n{"seq":"1"}\n')).toEqual([])
+    )
+    for (const bad of ['not json', '{"seq":"1"}', '{"seq":3,"ts', 'null', '7']) {
+      expect(parseLogEntry(bad)).toBeUndefined()
+    }
   })
 })
 
-describe('selectLogLines', () => {
+describe('logEntryMatches', () => {
   const entries = [1, 2, 3, 4, 5].map((seq) =>
     entry(seq, new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString()),
   )
+  const seqs = (query: LogQuery): number[] =>
+    entries.filter((e) => logEntryMatches(e, logFilterOf(query))).map((e) => e.seq)
 
-  it('returns everything without a query, as LogLines', () => {
-    expect(selectLogLines(entries)).toHaveLength(5)
-    expect(selectLogLines(entries)[0]).toEqual({
+  it('keeps everything without a query', () => {
+    expect(seqs({})).toEqual([1, 2, 3, 4, 5])
+  })
+
+  it('filters by afterSeq and since (a since that is not a time keeps everything)', () => {
+    expect(seqs({ afterSeq: 3 })).toEqual([4, 5])
+    expect(seqs({ since: '2026-01-01T00:00:04.000Z' })).toEqual([4, 5])
+    expect(seqs({ since: '2026-01-01T00:00:02.000Z', afterSeq: 2 })).toEqual([3, 4, 5])
+    expect(seqs({ since: 'not a time' })).toEqual([1, 2, 3, 4, 5])
+  })
+
+  it('gives LogLines without the offset', () => {
+    expect(logLineOf(entries[0]!)).toEqual({
       seq: 1,
       ts: '2026-01-01T00:00:01.000Z',
       line: 'line 1',
     })
-  })
-
-  it('filters by afterSeq and since, then keeps the tail', () => {
-    const seqs = (query: Parameters<typeof selectLogLines>[1]): number[] =>
-      selectLogLines(entries, query).map((l) => l.seq)
-    expect(seqs({ afterSeq: 3 })).toEqual([4, 5])
-    expect(seqs({ tail: 2 })).toEqual([4, 5])
-    expect(seqs({ afterSeq: 1, tail: 10 })).toEqual([2, 3, 4, 5])
-    expect(seqs({ tail: 0 })).toEqual([])
-    expect(seqs({ since: '2026-01-01T00:00:04.000Z' })).toEqual([4, 5])
-    expect(seqs({ since: '2026-01-01T00:00:02.000Z', afterSeq: 2, tail: 2 })).toEqual([4, 5])
-    expect(seqs({ since: 'not a time' })).toEqual([1, 2, 3, 4, 5])
   })
 })

@@ -90,31 +90,28 @@ export function parseLogEntry(text: string): LogEntry | undefined {
   }
 }
 
-/**
- * Entries of a logs.jsonl text. Only newline-terminated lines count: the last one may be half
- * written by a server that crashed while appending.
- */
-export function parseLogEntries(text: string): LogEntry[] {
-  const complete = text.slice(0, text.lastIndexOf('\n') + 1)
-  const entries: LogEntry[] = []
-  for (const line of complete.split('\n')) {
-    if (line === '') continue
-    const entry = parseLogEntry(line)
-    if (entry) entries.push(entry)
-  }
-  return entries
+/** What a LogQuery's afterSeq and since keep (tail is the reader's: log-tail.ts). */
+export interface LogFilter {
+  afterSeq: number
+  /** Milliseconds since the epoch; NaN or undefined keep every time. */
+  sinceMs: number | undefined
 }
 
-/** Applies a LogQuery: afterSeq and since filter, then tail keeps the last N. */
-export function selectLogLines(entries: readonly LogEntry[], query: LogQuery = {}): LogLine[] {
-  const afterSeq = query.afterSeq ?? 0
-  const since = query.since === undefined ? undefined : Date.parse(query.since)
-  let selected = entries.filter(
-    (e) =>
-      e.seq > afterSeq && (since === undefined || Number.isNaN(since) || Date.parse(e.ts) >= since),
-  )
-  if (query.tail !== undefined) {
-    selected = query.tail <= 0 ? [] : selected.slice(-query.tail)
+export function logFilterOf(query: LogQuery = {}): LogFilter {
+  return {
+    afterSeq: query.afterSeq ?? 0,
+    sinceMs: query.since === undefined ? undefined : Date.parse(query.since),
   }
-  return selected.map((e) => ({ seq: e.seq, ts: e.ts, line: e.line }))
+}
+
+export function logEntryMatches(entry: LogEntry, filter: LogFilter): boolean {
+  const { afterSeq, sinceMs } = filter
+  return (
+    entry.seq > afterSeq &&
+    (sinceMs === undefined || Number.isNaN(sinceMs) || Date.parse(entry.ts) >= sinceMs)
+  )
+}
+
+export function logLineOf(entry: LogEntry): LogLine {
+  return { seq: entry.seq, ts: entry.ts, line: entry.line }
 }

@@ -601,3 +601,35 @@ describe('ProcessDriver with many workloads', () => {
     )
   })
 })
+
+describe('ProcessDriver logs within a budget (issue 28)', () => {
+  const budget = 64 * 1024
+  const logBytes = (id: string) =>
+    readdirSync(path.join(root, 'state', id))
+      .filter((name) => /^(output|logs)/.test(name))
+      .reduce((sum, name) => sum + statSync(path.join(root, 'state', id, name)).size, 0)
+
+  it('keeps a flooding workload within its budget while a follower goes on across rotations', async () => {
+    const d = driver({ logMaxBytes: budget })
+    const spec = makeSpec({
+      command: 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); echo "line-$i"; done; exec sleep 300',
+    })
+    await d.start(spec)
+    const seqs: number[] = []
+    const lines: string[] = []
+    const abort = new AbortController()
+    for await (const line of d.followLogs(spec.id, 0, abort.signal)) {
+      seqs.push(line.seq)
+      lines.push(line.line)
+      if (line.line === 'line-20000') break
+    }
+    abort.abort()
+    // Each line once, in order; the follower may have been left behind (lines gone), never
+    // sent back.
+    expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!)).toBe(true)
+    // 20 000 lines of about 60 bytes of log each would be 1.2 MB: the budget is 64 KiB.
+    expect(logBytes(spec.id)).toBeLessThanOrEqual(budget)
+    const tail = await d.readLogs(spec.id, { tail: 3 })
+    expect(tail.map((l) => l.line)).toEqual(['line-19998', 'line-19999', 'line-20000'])
+  })
+})

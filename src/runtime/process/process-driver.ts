@@ -27,10 +27,13 @@ import type {
   WorkloadState,
   WorkloadStats,
 } from '../driver.js'
-import { hasLabels } from '../driver.js'
+import { DEFAULT_WORKLOAD_LOG_MAX_BYTES, hasLabels } from '../driver.js'
 import { probeBubblewrap } from './bubblewrap.js'
-import { selectLogLines } from './log-lines.js'
-import { LogPump, readLogEntries, readLogEntriesFrom } from './log-pump.js'
+import { logBudgetOf, workloadLogFiles, type LogBudget } from './log-files.js'
+import { LogFollower } from './log-follower.js'
+import { logLineOf } from './log-lines.js'
+import { LogPump } from './log-pump.js'
+import { readLogTail } from './log-tail.js'
 import {
   CLOCK_TICKS_PER_SECOND,
   cpuPercent,
@@ -79,7 +82,7 @@ import {
 export type SandboxMode = 'auto' | 'none' | 'bubblewrap'
 
 export interface ProcessDriverOptions {
-  /** Where each workload keeps state.json, output.log, logs.jsonl and its exit status. */
+  /** Where each workload keeps state.json, its log files (log-files.ts) and its exit status. */
   stateDir: string
   /** Image reference -> shell command, for specs without a command of their own. */
   images?: Record<string, string>
@@ -94,6 +97,11 @@ export interface ProcessDriverOptions {
   sandboxUidBase?: number
   /** How often running workloads' output is copied into their logs (ms). */
   logPollMs?: number
+  /**
+   * What each workload's log may take on disk (output.log and the numbered log together, at
+   * rest): past it the oldest lines go (log-files.ts). DEFAULT_WORKLOAD_LOG_MAX_BYTES by default.
+   */
+  logMaxBytes?: number
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -129,8 +137,6 @@ const KILL_WAIT_MS = 10_000
 const LEFTOVER_GRACE_MS = 1_000
 
 const STATE_FILE = 'state.json'
-const OUTPUT_FILE = 'output.log'
-const LOG_FILE = 'logs.jsonl'
 const EXIT_STATUS_FILE = 'exit-status'
 /** The sandbox's /etc/passwd and /etc/group, naming the workload's user. */
 const PASSWD_FILE = 'passwd'
@@ -208,6 +214,7 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly clock: Clock
   private readonly sandboxMode: SandboxMode
   private readonly logPollMs: number
+  private readonly logBudget: LogBudget
   private readonly workloads = new Map<string, Tracked>()
   /** Running workloads this process did not start: their exit is looked for (ADOPTED_POLL_MS). */
   private readonly adopted = new Set<Tracked>()
@@ -232,6 +239,7 @@ export class ProcessDriver implements RuntimeDriver {
     this.clock = options.clock ?? systemClock
     this.sandboxMode = options.sandbox ?? 'auto'
     this.logPollMs = options.logPollMs ?? DEFAULT_LOG_POLL_MS
+    this.logBudget = logBudgetOf(options.logMaxBytes ?? DEFAULT_WORKLOAD_LOG_MAX_BYTES)
     this.bwrapPath = options.bwrapPath
     this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
     this.sandboxUsers = new SandboxUsers(
@@ -384,13 +392,14 @@ export class ProcessDriver implements RuntimeDriver {
     const tracked = await this.load(id)
     if (!tracked) return []
     if (this.active) await tracked.pump.pump(!(await this.isRunning(tracked.record)))
-    return selectLogLines(await readLogEntries(this.file(id, LOG_FILE)), query)
+    // From the end backwards: a tail costs what it returns, not the size of the log.
+    return (await readLogTail(workloadLogFiles(this.dir(id)), query)).map(logLineOf)
   }
 
   async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
     const stopped = AbortSignal.any([signal, this.closing.signal])
-    let last = afterSeq
-    let offset = 0
+    // Reads from where it was, a chunk at a time, never the whole log.
+    const follower = new LogFollower(workloadLogFiles(this.dir(id)), afterSeq)
     while (!stopped.aborted) {
       const tracked = await this.load(id)
       if (!tracked) return
@@ -398,13 +407,13 @@ export class ProcessDriver implements RuntimeDriver {
       // this pass delivers its last lines and following can end.
       const running = await this.isRunning(tracked.record)
       if (this.active) await tracked.pump.pump(!running)
-      const { entries, next } = await readLogEntriesFrom(this.file(id, LOG_FILE), offset)
-      offset = next
-      for (const entry of entries) {
-        if (entry.seq <= last) continue
-        if (stopped.aborted) return
-        yield { seq: entry.seq, ts: entry.ts, line: entry.line }
-        last = entry.seq
+      for (let atEnd = false; !atEnd;) {
+        const batch = await follower.read()
+        for (const entry of batch.entries) {
+          if (stopped.aborted) return
+          yield logLineOf(entry)
+        }
+        atEnd = batch.atEnd
       }
       if (!running) return
       await sleep(this.logPollMs, undefined, { signal: stopped }).catch(() => undefined)
@@ -568,7 +577,7 @@ export class ProcessDriver implements RuntimeDriver {
     // workload writes to the file itself, so its output does not depend on this process
     // staying alive (a pipe would break, and the workload die of SIGPIPE, with the server).
     // Append mode keeps the output of earlier runs, which logs.jsonl offsets refer to.
-    const fd = openSync(this.file(id, OUTPUT_FILE), 'a')
+    const fd = openSync(workloadLogFiles(this.dir(id)).output, 'a')
     let child
     try {
       child = spawn(launch.file, launch.args, {
@@ -840,7 +849,7 @@ export class ProcessDriver implements RuntimeDriver {
    */
   private startPumping(tracked: Tracked): void {
     if (tracked.unwatch !== undefined || this.closing.signal.aborted) return
-    const output = this.file(tracked.record.spec.id, OUTPUT_FILE)
+    const output = workloadLogFiles(this.dir(tracked.record.spec.id)).output
     tracked.unwatch = watchOutput(output, this.logPollMs, () => this.pumpSoon(tracked))
     // What it wrote before the watch began.
     this.pumpSoon(tracked)
@@ -887,7 +896,7 @@ export class ProcessDriver implements RuntimeDriver {
     const id = record.spec.id
     return {
       record,
-      pump: new LogPump(this.file(id, OUTPUT_FILE), this.file(id, LOG_FILE), this.clock),
+      pump: new LogPump(workloadLogFiles(this.dir(id)), this.clock, this.logBudget),
       unwatch: undefined,
       pumping: false,
       pumpAgain: false,
