@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
@@ -12,7 +12,12 @@ import { KyselyServerIdRepo } from '../src/store/server-id-repo.js'
 import { runCli } from './support/cli.js'
 import { startFakeRegistry } from './support/fake-registry.js'
 import { json } from './support/http.js'
-import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  TEST_ADMIN_KEY,
+  type TestPlatform,
+} from './support/platform.js'
 
 /**
  * Pods on the docker driver through the real HTTP API, against a real Docker engine with the
@@ -155,6 +160,53 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
       .toBe('gone')
 
     await startKeepsBootsAndTerminateLeavesNothing(call, created.id, first, serverId)
+  })
+
+  it("caps a tenant's container log on disk (workloadLogs.maxMb): json-file, two files of half", async () => {
+    const platform = await startTestPlatform({
+      fleet: 'none',
+      driver: 'docker',
+      workloadLogs: { maxMb: 1 },
+    } as Parameters<typeof startTestPlatform>[0])
+    cleanups.push(() => platform.close())
+    const tenant = await otherAccountKey(platform, 'docker-flood@example.com')
+    const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) =>
+      platform.call(p, { key: tenant, ...init })
+    // 300 000 lines: 2 MB of output, about 25 MB as Docker's json-file lines.
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'flood',
+          image: IMAGE,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: 'seq 1 300000; exec sleep 300',
+        },
+      }),
+      201,
+    )
+    await waitForStatus(call, created.id, 'RUNNING')
+    const [name] = dockerNames('container', `podyard.workload=${created.id}`)
+    const inspection = JSON.parse(
+      execFileSync('docker', ['inspect', name!], { encoding: 'utf8' }),
+    )[0] as { LogPath: string; HostConfig: { LogConfig: unknown } }
+    expect(inspection.HostConfig.LogConfig).toEqual({
+      Type: 'json-file',
+      Config: { 'max-size': '524288', 'max-file': '2' },
+    })
+    const tail = async () => {
+      const text = await (
+        await call(`/v2/pods/${created.id}/logs?follow=false&source=container&tail=3`)
+      ).text()
+      return [...text.matchAll(/"line":"([^"]*)"/g)].map((match) => match[1])
+    }
+    await expect.poll(tail, { timeout: 30_000 }).toEqual(['299998', '299999', '300000'])
+    // Docker looks after each write: a file may pass max-size by one line.
+    const onDisk = [inspection.LogPath, `${inspection.LogPath}.1`]
+      .filter((file) => existsSync(file))
+      .reduce((sum, file) => sum + statSync(file).size, 0)
+    expect(existsSync(`${inspection.LogPath}.1`)).toBe(true)
+    expect(onDisk).toBeLessThanOrEqual(1024 * 1024 + 1024)
   })
 
   it('a GPU pod on a simulated docker host keeps its persistent volume across stop -> start', async () => {

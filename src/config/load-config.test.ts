@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { DEFAULT_WORKLOAD_LOG_MAX_BYTES } from '../runtime/driver.js'
 import { ConfigError, loadConfig } from './load-config.js'
 
 function dirWith(yaml?: string): string {
@@ -111,6 +112,24 @@ describe('loadConfig', () => {
     ).toBe('process')
     expect(() => loadConfig({ cwd: dirWith(), env: {}, flags: { driver: 'kubernetes' } })).toThrow(
       ConfigError,
+    )
+  })
+
+  it('takes the budget of workload logs in MiB, 50 by default, and refuses one below 1', () => {
+    expect(loadConfig({ cwd: dirWith(), env: {} }).workloadLogs).toEqual({ maxMb: 50 })
+    expect(DEFAULT_WORKLOAD_LOG_MAX_BYTES).toBe(50 * 1024 * 1024)
+    expect(
+      loadConfig({ cwd: dirWith('workloadLogs:\n  maxMb: 5\n'), env: {} }).workloadLogs.maxMb,
+    ).toBe(5)
+    expect(
+      loadConfig({ cwd: dirWith(), env: { PODYARD_WORKLOAD_LOG_MAX_MB: '200' } }).workloadLogs
+        .maxMb,
+    ).toBe(200)
+    expect(() => loadConfig({ cwd: dirWith(), env: { PODYARD_WORKLOAD_LOG_MAX_MB: '0' } })).toThrow(
+      /workloadLogs\.maxMb.*PODYARD_WORKLOAD_LOG_MAX_MB/,
+    )
+    expect(() => loadConfig({ cwd: dirWith('workloadLogs:\n  maxMb: 0.5\n'), env: {} })).toThrow(
+      /workloadLogs\.maxMb/,
     )
   })
 

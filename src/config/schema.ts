@@ -255,6 +255,18 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    workloadLogs: Type.Object(
+      {
+        maxMb: Type.Integer({
+          minimum: 1,
+          maximum: 1024 * 1024,
+          default: 50,
+          description:
+            "MiB each pod's and worker's log may take on disk; past it the oldest lines go (process driver: its output and numbered log files; docker driver: json-file, two files of half each; docs/runtime.md)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     hosts: Type.Object(
       {
         probeIntervalMs: positiveInt('ms between two probes of every host (docs/fleet.md)', 5000),
@@ -375,6 +387,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
   { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },
+  { path: 'workloadLogs.maxMb', env: 'PODYARD_WORKLOAD_LOG_MAX_MB', type: 'integer' },
   { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },
   { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },

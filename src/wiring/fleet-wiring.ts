@@ -46,6 +46,11 @@ export async function loadFleet(
   )
 }
 
+/** What each workload's log may take on disk, in bytes (config `workloadLogs.maxMb`, MiB). */
+function workloadLogMaxBytes(config: Readonly<Config>): number {
+  return config.workloadLogs.maxMb * 1024 * 1024
+}
+
 /**
  * The fleet (config `fleet`), its catalog, and the runtime drivers of its hosts: the process
  * driver for every host without `driver: docker` (simulated hosts too: docs/fleet.md), and the
@@ -67,6 +72,7 @@ export async function wireFleet(
     },
     sandbox: config.sandbox,
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
+    logMaxBytes: workloadLogMaxBytes(config),
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)
@@ -126,7 +132,11 @@ async function hostRuntimesOf(
   localDriver: RuntimeDriver = processDriver,
 ): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
   // One id for every engine, from the database: every replica sees the same containers.
-  const base = { ...serverIds, diskLimit: config.docker.diskLimit }
+  const base = {
+    ...serverIds,
+    diskLimit: config.docker.diskLimit,
+    logMaxBytes: workloadLogMaxBytes(config),
+  }
   const localEngines = new Map<boolean, DockerDriver>()
   const drivers: RuntimeDriver[] = [localDriver]
   const runtimes = new Map<string, HostRuntime>()

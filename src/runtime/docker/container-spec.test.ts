@@ -270,6 +270,16 @@ describe('toContainerCreateBody', () => {
     ).toEqual({ size: '20G' })
   })
 
+  it("caps the container's log with the json-file driver: two files of half the budget", () => {
+    expect(toContainerCreateBody(spec(), options).HostConfig.LogConfig).toEqual({
+      Type: 'json-file',
+      Config: { 'max-size': String(25 * 1024 * 1024), 'max-file': '2' },
+    })
+    expect(
+      toContainerCreateBody(spec(), { ...options, logMaxBytes: 1024 * 1024 }).HostConfig.LogConfig,
+    ).toEqual({ Type: 'json-file', Config: { 'max-size': '524288', 'max-file': '2' } })
+  })
+
   it('never puts registry credentials in the body', () => {
     const body = toContainerCreateBody(
       spec({ registryAuth: { username: 'u', password: 'secret-pw' } }),

@@ -1,4 +1,10 @@
-import type { LogLine, WorkloadPort, WorkloadSpec, WorkloadState } from '../driver.js'
+import {
+  DEFAULT_WORKLOAD_LOG_MAX_BYTES,
+  type LogLine,
+  type WorkloadPort,
+  type WorkloadSpec,
+  type WorkloadState,
+} from '../driver.js'
 
 /**
  * Pure translation between podyard's WorkloadSpec and the Docker Engine API: the container
@@ -69,6 +75,8 @@ export interface ContainerSpecOptions {
    * (previousVolumeNames).
    */
   volumeNames?: Readonly<Record<string, string>>
+  /** What the container's log may take on disk (containerLogConfig); the default's otherwise. */
+  logMaxBytes?: number
 }
 
 /** The labels of the driver's own on a container, never a spec label. */
@@ -135,8 +143,30 @@ export interface ContainerCreateBody {
     StorageOpt?: Record<string, string>
     /** The user-defined network of WorkloadSpec.network. */
     NetworkMode?: string
+    LogConfig: ContainerLogConfig
   }
   NetworkingConfig?: { EndpointsConfig: Record<string, { Aliases: string[] }> }
+}
+
+/** HostConfig.LogConfig: Docker's log driver of the container and its options. */
+export interface ContainerLogConfig {
+  Type: 'json-file'
+  Config: { 'max-size': string; 'max-file': string }
+}
+
+/**
+ * The container's log within `maxBytes`, as the process driver keeps its workloads' logs: the
+ * json-file driver (the one whose log the driver reads back, whatever the daemon's default),
+ * in two files of half each; Docker rotates them and drops the oldest. A file may pass its
+ * size by one message (Docker looks after each write).
+ */
+export function containerLogConfig(
+  maxBytes: number = DEFAULT_WORKLOAD_LOG_MAX_BYTES,
+): ContainerLogConfig {
+  return {
+    Type: 'json-file',
+    Config: { 'max-size': String(Math.max(1, Math.floor(maxBytes / 2))), 'max-file': '2' },
+  }
 }
 
 /** Docker's container name for a workload: unique per server, readable in `docker ps`. */
@@ -271,6 +301,7 @@ export function toContainerCreateBody(
       NanoCpus: Math.round(spec.vcpus * 1e9),
       Memory: Math.round(spec.memoryGb * GIB),
       Init: true,
+      LogConfig: containerLogConfig(options.logMaxBytes),
     },
   }
   if (spec.command !== null) body.Cmd = ['/bin/sh', '-c', `${MERGE_STDERR}${spec.command}`]

@@ -58,6 +58,8 @@ export interface DockerDriverOptions {
   connection?: { options: Docker.DockerOptions; where: string }
   /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
   diskLimit?: boolean
+  /** What a container's log may take (HostConfig.LogConfig); DEFAULT_WORKLOAD_LOG_MAX_BYTES. */
+  logMaxBytes?: number
   /**
    * The hosts this driver serves have simulated GPUs: workloads are told their virtual GPU
    * indices in the env and get no device request (see ContainerSpecOptions.simulatedGpus).
@@ -200,6 +202,7 @@ export class DockerDriver implements RuntimeDriver {
       ...(volumeNames ? { volumeNames } : {}),
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
       diskLimit: this.options.diskLimit ?? false,
+      ...(this.options.logMaxBytes ? { logMaxBytes: this.options.logMaxBytes } : {}),
       simulatedGpus: this.options.simulatedGpus ?? false,
       log: { base, pullLines },
     })
