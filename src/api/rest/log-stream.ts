@@ -1,7 +1,14 @@
+import { once } from 'node:events'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { LogSource, PodLogLine, PodLogQuery } from '../../domain/pods/ports.js'
 
 const KEEPALIVE_MS = 15_000
+
+/**
+ * The most lines of history one request gets (wire-compat §3.2: `tail` <= 5000, the schemas'
+ * maximum), resumed with Last-Event-ID too: then the newest this many after that event.
+ */
+export const MAX_LOG_HISTORY = 5000
 
 export interface LogStreamSource {
   /** `source` of each event (`container`, `system`). */
@@ -78,9 +85,10 @@ async function* merged(
 
 /**
  * Answers a log request as server-sent events (wire-compat §3.2): `id: <ts>/<seq>` and
- * `data: {"ts","source","line"}`; the last `tail` lines (or those after Last-Event-ID), then,
- * unless `follow=false`, new lines as they come with a keep-alive comment every 15 s. With two
- * sources their lines are interleaved by time, and `tail` counts them together.
+ * `data: {"ts","source","line"}`; the last `tail` lines (or the last MAX_LOG_HISTORY after
+ * Last-Event-ID), then, unless `follow=false`, new lines as they come with a keep-alive comment
+ * every 15 s. With two sources their lines are interleaved by time, and `tail` counts them
+ * together. Lines are read on as the client takes them: a slow client is not buffered for.
  */
 export async function sendLogStream(
   request: FastifyRequest,
@@ -89,18 +97,19 @@ export async function sendLogStream(
   sources: LogStreamSource[],
 ): Promise<void> {
   const resume = resumeOf(request, sources.length)
-  const tail = query.tail ?? 100
+  const tail = Math.min(query.tail ?? 100, MAX_LOG_HISTORY)
   const since = resume.since ?? (query.since ? new Date(query.since).toISOString() : undefined)
   const lists = await Promise.all(
     sources.map((s, i) =>
       s.read({
-        ...(resume.cursor ? { afterSeq: resume.cursor[i]! } : { tail }),
+        ...(resume.cursor ? { afterSeq: resume.cursor[i]!, tail: MAX_LOG_HISTORY } : { tail }),
         ...(since ? { since } : {}),
       }),
     ),
   )
   let history = interleave(lists)
-  if (!resume.cursor) history = history.slice(Math.max(0, history.length - tail))
+  const kept = resume.cursor ? MAX_LOG_HISTORY : tail
+  history = history.slice(Math.max(0, history.length - kept))
 
   const abort = new AbortController()
   request.raw.on('close', () => abort.abort())
@@ -131,24 +140,28 @@ export async function sendLogStream(
     lists[i]!.reduce((max, line) => Math.max(max, line.seq), resume.cursor?.[i] ?? 0),
   )
   // What each event id says the client has: before the first line of a source it is sent, the
-  // lines `tail` left out count as had, so a resumed stream does not send them.
+  // lines the history left out count as had, so a resumed stream does not send them.
   const sent: Cursor = sources.map((_, i) => {
-    if (resume.cursor) return resume.cursor[i]!
     const first = history.find((h) => h.index === i)
     return first ? first.line.seq - 1 : cursor[i]!
   })
-  const send = (index: number, line: PodLogLine) => {
+  const send = async (index: number, line: PodLogLine) => {
     sent[index] = line.seq
-    out.write(sseEvent(line, sources[index]!.source, sent))
+    // A full socket: wait for the client rather than hold what it has not taken.
+    if (!out.write(sseEvent(line, sources[index]!.source, sent)) && !abort.signal.aborted) {
+      await once(out, 'drain', { signal: abort.signal }).catch(() => undefined)
+    }
   }
-  for (const { index, line } of history) send(index, line)
+  for (const { index, line } of history) await send(index, line)
   if (query.follow === false) {
     closing.removeEventListener('abort', endOnClose)
     return void out.end()
   }
   const keepalive = setInterval(() => out.write(': keepalive\n\n'), KEEPALIVE_MS)
   try {
-    for await (const { index, line } of merged(sources, cursor, abort.signal)) send(index, line)
+    for await (const { index, line } of merged(sources, cursor, abort.signal)) {
+      await send(index, line)
+    }
   } catch (error) {
     if (!abort.signal.aborted) request.log.warn({ err: error }, 'log stream failed')
   } finally {
