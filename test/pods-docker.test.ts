@@ -167,7 +167,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
       fleet: 'none',
       driver: 'docker',
       workloadLogs: { maxMb: 1 },
-    } as Parameters<typeof startTestPlatform>[0])
+    })
     cleanups.push(() => platform.close())
     const tenant = await otherAccountKey(platform, 'docker-flood@example.com')
     const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) =>
