@@ -21,6 +21,7 @@ interface HostJson {
     serverVersion: string
     runtimes: string[]
   } | null
+  unenforcedLimits?: { limit: string; reason: string; accepted: boolean }[]
   warnings: string[]
   podCount: number
 }
@@ -71,6 +72,12 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     lines.push(
       `reported    ${r.name}: ${r.cpus} CPUs, ${r.memoryGb} GB, Docker ${r.serverVersion}, runtimes ${r.runtimes.join(', ')}`,
     )
+  }
+  for (const u of host.unenforcedLimits ?? []) {
+    const consequence = u.accepted
+      ? 'accepted for every account (containment.acceptUnenforced)'
+      : "only the admin account's workloads start here (containment.acceptUnenforced)"
+    lines.push(`unenforced  ${u.limit}: ${u.reason}; ${consequence}`)
   }
   for (const warning of host.warnings) lines.push(`warning     ${warning}`)
   if (host.pods) lines.push('', host.pods.length > 0 ? podTable(host.pods) : 'no pods')

@@ -133,6 +133,24 @@ describe('loadConfig', () => {
     )
   })
 
+  it('takes the limits a host may leave unenforced from the file or the environment, and names the valid ones', () => {
+    expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({ acceptUnenforced: [] })
+    const cwd = dirWith('containment:\n  acceptUnenforced: [disk]\n')
+    expect(loadConfig({ cwd, env: {} }).containment.acceptUnenforced).toEqual(['disk'])
+    expect(
+      loadConfig({ cwd, env: { PODYARD_CONTAINMENT_ACCEPT_UNENFORCED: 'disk, pids' } }).containment
+        .acceptUnenforced,
+    ).toEqual(['disk', 'pids'])
+    expect(() =>
+      loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_ACCEPT_UNENFORCED: 'disks' } }),
+    ).toThrow(
+      'invalid configuration: containment.acceptUnenforced.0: must be one of "memory", "cpu", "pids", "disk", got "disks" (from environment variable PODYARD_CONTAINMENT_ACCEPT_UNENFORCED)',
+    )
+    expect(() =>
+      loadConfig({ cwd: dirWith('containment:\n  acceptUnenforced: disk\n'), env: {} }),
+    ).toThrow(/containment\.acceptUnenforced: Expected array/)
+  })
+
   it('takes the job lease and the job API URL for workers, and refuses a URL that is not http(s)', () => {
     const cwd = dirWith('workers:\n  jobLeaseMs: 15000\n')
     const config = loadConfig({

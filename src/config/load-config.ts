@@ -68,6 +68,16 @@ function readFile(file: string): Plain {
 }
 
 /**
+ * The values of a union of literals (an enum: TypeBox's "Expected union value" says too
+ * little), quoted and separated by commas; undefined for any other schema.
+ */
+function literalChoices(schema: { anyOf?: Array<{ const?: unknown }> }): string | undefined {
+  const variants = schema.anyOf
+  if (!variants?.every((variant) => 'const' in variant)) return undefined
+  return variants.map((variant) => JSON.stringify(variant.const)).join(', ')
+}
+
+/**
  * Layers defaults < file < environment < flags, then validates once. An invalid value is
  * reported with its key and where it came from, so the operator knows what to fix.
  */
@@ -116,11 +126,15 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   const withDefaults = Value.Default(ConfigSchema, merged) as Plain
   const problems = [...Value.Errors(ConfigSchema, withDefaults)].map((error) => {
     const dotted = error.path.replace(/^\//, '').replaceAll('/', '.')
-    const from = origin.get(dotted)
+    // An entry of a list came with the list.
+    const from = origin.get(dotted) ?? origin.get(dotted.replace(/\.\d+$/, ''))
+    const choices = literalChoices(error.schema as { anyOf?: Array<{ const?: unknown }> })
     const problem =
       error.type === ValueErrorType.ObjectAdditionalProperties
         ? 'unknown key'
-        : `${error.message}, got ${JSON.stringify(error.value)}`
+        : choices
+          ? `must be one of ${choices}, got ${JSON.stringify(error.value)}`
+          : `${error.message}, got ${JSON.stringify(error.value)}`
     return `${dotted}: ${problem}${from ? ` (from ${from})` : ''}`
   })
   if (problems.length > 0) {

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { CONTAINED_LIMITS } from '../shared/contained-limits.js'
 
 const positiveInt = (description: string, defaultValue: number) =>
   Type.Integer({ minimum: 1, default: defaultValue, description })
@@ -250,7 +251,7 @@ export const ConfigSchema = Type.Object(
         diskLimit: Type.Boolean({
           default: false,
           description:
-            "limit a container's writable layer to the pod's disk (storage drivers with size quotas only)",
+            "deprecated and ignored: a container's disk is limited wherever the engine's storage driver enforces sizes, found out by a trial (docs/runtime.md)",
         }),
       },
       { additionalProperties: false, default: {} },
@@ -264,6 +265,20 @@ export const ConfigSchema = Type.Object(
           description:
             "MiB each pod's and worker's log may take on disk; past it the oldest lines go (process driver: its output and numbered log files; docker driver: json-file, two files of half each; docs/runtime.md)",
         }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    containment: Type.Object(
+      {
+        acceptUnenforced: Type.Array(
+          Type.Union(CONTAINED_LIMITS.map((limit) => Type.Literal(limit))),
+          {
+            default: [],
+            uniqueItems: true,
+            description:
+              'limits (memory, cpu, pids, disk) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
+          },
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -388,6 +403,11 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
   { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },
   { path: 'workloadLogs.maxMb', env: 'PODYARD_WORKLOAD_LOG_MAX_MB', type: 'integer' },
+  {
+    path: 'containment.acceptUnenforced',
+    env: 'PODYARD_CONTAINMENT_ACCEPT_UNENFORCED',
+    type: 'list',
+  },
   { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },
   { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },

@@ -165,6 +165,7 @@ export class HostMonitor {
           memoryGb: Math.round((facts.memoryBytes / GB) * 10) / 10,
           serverVersion: facts.serverVersion,
           runtimes: facts.runtimes,
+          unenforced: facts.unenforced,
         },
       }
     } catch (error) {

@@ -1,20 +1,28 @@
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
+import type { ContainedLimit, UnenforcedLimit } from '../shared/contained-limits.js'
 
 /**
- * Who may run workloads that nothing isolates (docs/security.md, "Isolation by default"). A
- * workload without a sandbox is a plain process of the server's user: it reads the data
- * directory (the encryption key, the database), the server's environment, every account's
- * volumes, and can signal the server. Only code the operator trusts may run so.
+ * Who may run workloads that nothing isolates, or that a host does not hold to what they
+ * rented (docs/security.md, "Isolation by default" and "Containment"). A workload without a
+ * sandbox is a plain process of the server's user: it reads the data directory (the encryption
+ * key, the database), the server's environment, every account's volumes, and can signal the
+ * server. A workload whose memory, CPU, processes or disk a host does not limit can take them
+ * from every other workload there. Only code the operator trusts may run so.
  */
 export interface IsolationPolicy {
   /**
-   * Whether the account's workloads may run unisolated: the admin's (the single user of a
-   * laptop) and the platform's own (public models run podyard's build or what the operator
-   * configured).
+   * Whether the account's workloads may run unisolated or unlimited: the admin's (the single
+   * user of a laptop) and the platform's own (public models run podyard's build or what the
+   * operator configured).
    */
   trusted(accountId: string): Promise<boolean>
   /** `sandbox: none`: the operator accepted unisolated workloads for every account. */
   unisolatedForEveryone: boolean
+  /**
+   * `containment.acceptUnenforced`: the limits the operator accepts a host leaving unenforced,
+   * for every account.
+   */
+  acceptUnenforced: readonly ContainedLimit[]
 }
 
 /** The refusal's text, the same for pods (their ERROR reason) and workers (THROTTLED). */
@@ -26,6 +34,31 @@ export function unisolatedRefusal(isolation: WorkloadIsolation): string {
   )
 }
 
+/** `does not enforce the disk limit (why)`: what a host lacks, for refusals and host reasons. */
+export function describeUnenforced(unenforced: readonly UnenforcedLimit[]): string {
+  const names = unenforced.map((u) => u.limit)
+  const which = names.length === 1 ? `the ${names[0]} limit` : `the ${names.join(', ')} limits`
+  return `does not enforce ${which} (${unenforced.map((u) => `${u.limit}: ${u.reason}`).join('; ')})`
+}
+
+/** The refusal's text when the host does not enforce `unenforced` (never empty). */
+export function unenforcedRefusal(unenforced: readonly UnenforcedLimit[]): string {
+  return (
+    `not started: this host ${describeUnenforced(unenforced)}, which only the admin account's ` +
+    'workloads may run without; the operator can accept the risk for every account with ' +
+    `containment.acceptUnenforced: [${unenforced.map((u) => u.limit).join(', ')}] ` +
+    '(docs/security.md)'
+  )
+}
+
+/** The limits the driver's host leaves unenforced that the operator did not accept. */
+export function unacceptedLimits(
+  isolation: WorkloadIsolation,
+  policy: Pick<IsolationPolicy, 'acceptUnenforced'>,
+): UnenforcedLimit[] {
+  return (isolation.unenforced ?? []).filter((u) => !policy.acceptUnenforced.includes(u.limit))
+}
+
 /** Why the account's workload may not start on this driver, or null when it may. */
 export async function isolationRefusal(
   driver: Pick<RuntimeDriver, 'isolation'>,
@@ -33,7 +66,29 @@ export async function isolationRefusal(
   policy: IsolationPolicy,
 ): Promise<string | null> {
   const isolation = await driver.isolation()
-  if (isolation.level !== 'none' || policy.unisolatedForEveryone) return null
+  const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
+  const unaccepted = unacceptedLimits(isolation, policy)
+  if (!unisolated && unaccepted.length === 0) return null
   if (await policy.trusted(accountId)) return null
-  return unisolatedRefusal(isolation)
+  return unisolated ? unisolatedRefusal(isolation) : unenforcedRefusal(unaccepted)
+}
+
+/**
+ * Why a host takes none of the account's workloads, phrased for a list of hosts (placement
+ * reasons), or null when it takes them: the same rule as isolationRefusal.
+ */
+export async function hostIsolationReason(
+  driver: Pick<RuntimeDriver, 'isolation'>,
+  accountId: string,
+  policy: IsolationPolicy,
+): Promise<string | null> {
+  const isolation = await driver.isolation()
+  const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
+  const unaccepted = unacceptedLimits(isolation, policy)
+  if (!unisolated && unaccepted.length === 0) return null
+  if (await policy.trusted(accountId)) return null
+  return unisolated
+    ? "runs workloads without a sandbox, which only the admin account's may do (docs/security.md)"
+    : `${describeUnenforced(unaccepted)}, which only the admin account's workloads may run ` +
+        'without (containment.acceptUnenforced, docs/security.md)'
 }

@@ -1,3 +1,5 @@
+import type { UnenforcedLimit } from '../shared/contained-limits.js'
+
 /**
  * The runtime contract. A driver runs workloads on one host; it knows WorkloadSpecs, never
  * pods or workers (the control loops translate). Every driver passes the conformance suite in
@@ -90,6 +92,13 @@ export interface WorkloadIsolation {
   level: 'none' | 'sandbox' | 'container'
   /** What it is and, for `none`, why: shown in the start banner and in refusals. */
   detail: string
+  /**
+   * The limits of what a workload rented (its memory, vCPUs, processes, container disk) that
+   * this driver cannot enforce on its host, each with why; empty when it enforces them all.
+   * Absent: the driver does not say (the process driver, or an engine that did not answer);
+   * the control loops then refuse nothing for it (docs/security.md, "Containment").
+   */
+  unenforced?: UnenforcedLimit[]
 }
 
 export type WorkloadPhase = 'running' | 'exited'
@@ -103,6 +112,11 @@ export interface WorkloadState {
   exitCode: number | null
   /** When exited (ISO). */
   finishedAt: string | null
+  /**
+   * Set when exited: the kernel killed it, or a process of it, for reaching its memory limit
+   * (Docker's State.OOMKilled). The control loops tell the tenant so.
+   */
+  outOfMemory?: boolean
   labels: Record<string, string>
 }
 

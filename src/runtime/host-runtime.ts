@@ -1,3 +1,4 @@
+import type { UnenforcedLimit } from '../shared/contained-limits.js'
 import type { RuntimeDriver } from './driver.js'
 
 /** What a host's engine reports of its machine (docker-driver.ts probe()). */
@@ -7,6 +8,8 @@ export interface RuntimeFacts {
   memoryBytes: number
   serverVersion: string
   runtimes: string[]
+  /** The limits of a workload this engine does not enforce (docs/security.md, "Containment"). */
+  unenforced: UnenforcedLimit[]
 }
 
 /**

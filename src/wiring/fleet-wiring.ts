@@ -78,6 +78,11 @@ export async function wireFleet(
   const serverIds = await platformServerIds(store, config.dataDir, logger)
   const hosts = await hostRuntimesOf(config, fleet, serverIds, processDriver, options.localDriver)
   const isolation = await processDriver.isolation()
+  if (config.docker.diskLimit) {
+    logger.warn(
+      'docker.diskLimit is ignored: a container disk is limited wherever the engine enforces sizes (docs/runtime.md)',
+    )
+  }
   if (isolation.level === 'none') {
     logger.warn(
       { reason: isolation.detail, sandbox: config.sandbox },
@@ -93,6 +98,7 @@ export async function wireFleet(
       accountId === parts.accounts.modelsAccount.id ||
       (await parts.accounts.accounts.findAccount(accountId))?.role === 'admin',
     unisolatedForEveryone: config.sandbox === 'none',
+    acceptUnenforced: config.containment.acceptUnenforced,
   }
   const board = new HostBoard(fleet, new KyselyHostStateRepo(store.db), () =>
     clock.now().toISOString(),
@@ -132,11 +138,7 @@ async function hostRuntimesOf(
   localDriver: RuntimeDriver = processDriver,
 ): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
   // One id for every engine, from the database: every replica sees the same containers.
-  const base = {
-    ...serverIds,
-    diskLimit: config.docker.diskLimit,
-    logMaxBytes: workloadLogMaxBytes(config),
-  }
+  const base = { ...serverIds, logMaxBytes: workloadLogMaxBytes(config) }
   const localEngines = new Map<boolean, DockerDriver>()
   const drivers: RuntimeDriver[] = [localDriver]
   const runtimes = new Map<string, HostRuntime>()

@@ -29,6 +29,7 @@ export function wireHosts(context: PlatformContext): HostParts {
     runtimeOf: (hostId) => runtimeOf(hostId).where,
     pods: () => parts.pods.podStore.pods.list({}),
     drainHooks,
+    acceptUnenforced: config.containment.acceptUnenforced,
   })
   return { service, monitor, drainHooks }
 }

@@ -1,5 +1,5 @@
 import type { WorkerAutoscalerDeps } from '../control/worker-autoscaler.js'
-import { isolationRefusal } from '../control/workload-isolation.js'
+import { hostIsolationReason, isolationRefusal } from '../control/workload-isolation.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import { unreachableFromOtherHosts } from '../domain/serverless/job-api-address.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
@@ -25,8 +25,10 @@ type WorkerHostRules = Pick<
  *   URL): it takes no worker, with that reason in the worker list, rather than start one that
  *   can never ask for a job; a container on this machine's engine joins the host's network
  *   instead;
- * - an account whose workloads may not run unsandboxed is kept off process-driver hosts without
- *   a sandbox, and refused outright (THROTTLED) only when no other host exists.
+ * - an account whose workloads may not run unsandboxed, or unlimited, is kept off hosts without
+ *   a sandbox (process-driver hosts) or that do not enforce a limit the operator did not accept
+ *   (docs/security.md, "Containment"), and refused outright (THROTTLED) only when every host
+ *   is a process-driver host.
  */
 export function workerHostRules(
   context: PlatformContext,
@@ -43,7 +45,16 @@ export function workerHostRules(
       const url = jobApiBaseUrl()
       const unreachable = unreachableFromOtherHosts(url)
       const models = endpoint.accountId === parts.accounts.modelsAccount.id
-      const unsandboxed = await isolationRefusal(processDriver, endpoint.accountId, isolationPolicy)
+      // One answer per driver: the hosts of one engine share it.
+      const isolationReasons = new Map<RuntimeDriver, Promise<string | null>>()
+      const isolationReason = (driver: RuntimeDriver) => {
+        let reason = isolationReasons.get(driver)
+        if (!reason) {
+          reason = hostIsolationReason(driver, endpoint.accountId, isolationPolicy)
+          isolationReasons.set(driver, reason)
+        }
+        return reason
+      }
       for (const host of fleet.hosts) {
         if (out[host.id] !== undefined) continue
         const processHost = onProcessDriver(host.id)
@@ -54,9 +65,9 @@ export function workerHostRules(
           out[host.id] =
             `cannot reach the job API at ${url} (${unreachable}; set workers.jobApiUrl to an ` +
             'address the host reaches)'
-        } else if (unsandboxed && processHost) {
-          out[host.id] =
-            "runs workloads without a sandbox, which only the admin account's may do (docs/security.md)"
+        } else {
+          const unisolated = await isolationReason(driverFor(host.id))
+          if (unisolated) out[host.id] = unisolated
         }
       }
       return out

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { HostService } from '../../domain/hosts/host-service.js'
 import { AppError } from '../../shared/app-error.js'
+import { CONTAINED_LIMITS } from '../../shared/contained-limits.js'
 import { principalOf } from '../http/authentication.js'
 import { ProblemSchema } from './problem-schema.js'
 
@@ -48,6 +49,20 @@ export const HostSchema = Type.Object({
     }),
     Type.Null(),
   ]),
+  unenforcedLimits: Type.Array(
+    Type.Object({
+      limit: Type.Union(CONTAINED_LIMITS.map((limit) => Type.Literal(limit))),
+      reason: Type.String(),
+      accepted: Type.Boolean({
+        description:
+          "the operator accepts the risk (containment.acceptUnenforced); while one is not accepted, other accounts' workloads are refused here",
+      }),
+    }),
+    {
+      description:
+        'limits of a workload (memory, cpu, pids, disk) this host does not enforce, as its engine reported them',
+    },
+  ),
   warnings: Type.Array(Type.String()),
   podCount: Type.Integer(),
 })

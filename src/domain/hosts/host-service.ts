@@ -1,8 +1,9 @@
 import { AppError } from '../../shared/app-error.js'
+import type { ContainedLimit } from '../../shared/contained-limits.js'
 import { hostPublicIp, type Host } from '../catalog/fleet.js'
 import type { Pod } from '../pods/pod.js'
 import type { HostBoard } from './host-board.js'
-import { unplaceableReason, type HostStateRecord } from './host-state.js'
+import { unplaceableReason, type HostFacts, type HostStateRecord } from './host-state.js'
 
 /** A host as the admin API shows it (docs/fleet.md, "Host state"). */
 export interface HostView {
@@ -26,7 +27,15 @@ export interface HostView {
   /** Whether new pods and workers may be placed on it now, and if not, why. */
   placeable: boolean
   unplaceableReason: string | null
-  reported: HostStateRecord['facts']
+  reported: Omit<HostFacts, 'unenforced'> | null
+  /**
+   * The limits of a workload this host does not enforce, as its engine last reported them,
+   * each with why and whether the operator accepted the risk (`containment.acceptUnenforced`):
+   * while one is not accepted, only the admin account's workloads start here (docs/security.md,
+   * "Containment"). Empty for a host that enforces them all, or reports nothing (a
+   * process-driver host).
+   */
+  unenforcedLimits: Array<{ limit: ContainedLimit; reason: string; accepted: boolean }>
   warnings: string[]
   /** Pods (not terminated) that hold a place on it. */
   podCount: number
@@ -54,6 +63,8 @@ export interface HostServiceDeps {
   runtimeOf: (hostId: string) => string
   pods: () => Promise<Pod[]>
   drainHooks: DrainHook[]
+  /** `containment.acceptUnenforced`: the limits the operator lets hosts leave unenforced. */
+  acceptUnenforced?: readonly ContainedLimit[]
 }
 
 /** The operator's view of the hosts and their schedule: cordon, uncordon, drain. */
@@ -118,6 +129,8 @@ export class HostService {
   private view(host: Host, pods: Pod[]): HostView {
     const record = this.deps.board.state(host.id)!
     const reason = unplaceableReason(record)
+    const { unenforced = [], ...reported } = record.facts ?? { unenforced: [] }
+    const accepted = this.deps.acceptUnenforced ?? []
     return {
       id: host.id,
       dataCenterId: host.dataCenterId,
@@ -137,7 +150,8 @@ export class HostService {
       schedule: record.schedule,
       placeable: reason === undefined,
       unplaceableReason: reason ?? null,
-      reported: record.facts,
+      reported: record.facts ? (reported as Omit<HostFacts, 'unenforced'>) : null,
+      unenforcedLimits: unenforced.map((u) => ({ ...u, accepted: accepted.includes(u.limit) })),
       warnings: record.warnings,
       podCount: pods.filter((p) => p.hostId === host.id).length,
     }

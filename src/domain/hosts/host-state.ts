@@ -1,3 +1,4 @@
+import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type { Host } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
 
@@ -21,6 +22,11 @@ export interface HostFacts {
   memoryGb: number
   serverVersion: string
   runtimes: string[]
+  /**
+   * The limits of a workload its engine does not enforce, each with why (docs/security.md,
+   * "Containment"); absent in records written before engines reported them.
+   */
+  unenforced?: UnenforcedLimit[]
 }
 
 /** A host's state as the store keeps it (migration 0021), shared by every replica. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { WorkloadSpec } from '../driver.js'
 import {
+  containerLimits,
   containerName,
   exitCodeOf,
   IDLE_CMD,
@@ -8,6 +9,8 @@ import {
   MAX_PULL_LOG_LINES,
   MERGE_STDERR,
   networkName,
+  PIDS_PER_VCPU,
+  pidsLimitOf,
   pullFailureMessage,
   pullLogLabel,
   previousVolumeNames,
@@ -262,7 +265,7 @@ describe('toContainerCreateBody', () => {
     expect(cpu.Env.some((e) => /^(CUDA|NVIDIA)_VISIBLE_DEVICES=/.test(e))).toBe(false)
   })
 
-  it('sizes the writable layer only when configured', () => {
+  it('sizes the writable layer only where the engine enforces sizes', () => {
     expect(toContainerCreateBody(spec(), options).HostConfig).not.toHaveProperty('StorageOpt')
     expect(
       toContainerCreateBody(spec({ diskGb: 20 }), { ...options, diskLimit: true }).HostConfig
@@ -278,6 +281,52 @@ describe('toContainerCreateBody', () => {
     expect(
       toContainerCreateBody(spec(), { ...options, logMaxBytes: 1024 * 1024 }).HostConfig.LogConfig,
     ).toEqual({ Type: 'json-file', Config: { 'max-size': '524288', 'max-file': '2' } })
+  })
+
+  it('holds the container to what the workload rented: CPU quota, memory without swap, processes', () => {
+    expect(
+      toContainerCreateBody(spec({ vcpus: 2, memoryGb: 16 }), options).HostConfig,
+    ).toMatchObject({
+      NanoCpus: 2_000_000_000,
+      Memory: 16 * 1024 ** 3,
+      MemorySwap: 16 * 1024 ** 3,
+      PidsLimit: 2 * PIDS_PER_VCPU,
+    })
+  })
+})
+
+describe('containerLimits', () => {
+  it('gives PIDS_PER_VCPU processes per vCPU begun, at least one vCPU worth', () => {
+    expect(PIDS_PER_VCPU).toBe(512)
+    expect(pidsLimitOf(0.5)).toBe(512)
+    expect(pidsLimitOf(1)).toBe(512)
+    expect(pidsLimitOf(1.01)).toBe(1024)
+    expect(pidsLimitOf(2)).toBe(1024)
+    expect(pidsLimitOf(64)).toBe(64 * 512)
+  })
+
+  it('never lets swap add to the memory rented (MemorySwap equals Memory)', () => {
+    const limits = containerLimits(spec({ memoryGb: 0.5 }), false)
+    expect(limits.Memory).toBe(512 * 1024 ** 2)
+    expect(limits.MemorySwap).toBe(limits.Memory)
+  })
+
+  it('refuses a workload that rented no vCPU or no memory: Docker reads 0 as unlimited', () => {
+    expect(() => containerLimits(spec({ vcpus: 0 }), false)).toThrow(
+      /0 vCPUs and 4 GB of memory: a container without them would run unlimited/,
+    )
+    expect(() => containerLimits(spec({ memoryGb: 0 }), false)).toThrow(/would run unlimited/)
+    expect(() => containerLimits(spec({ vcpus: Number.NaN }), false)).toThrow(/unlimited/)
+    // The smallest amounts there are still count.
+    expect(containerLimits(spec({ vcpus: 0.01, memoryGb: 0.01 }), false)).toMatchObject({
+      NanoCpus: 10_000_000,
+      PidsLimit: PIDS_PER_VCPU,
+    })
+  })
+
+  it('sizes the disk in whole GB as rented, only with diskLimit', () => {
+    expect(containerLimits(spec({ diskGb: 1 }), true).StorageOpt).toEqual({ size: '1G' })
+    expect(containerLimits(spec({ diskGb: 1 }), false)).not.toHaveProperty('StorageOpt')
   })
 
   it('never puts registry credentials in the body', () => {
@@ -413,6 +462,18 @@ describe('workloadStateOf', () => {
     expect(exitCodeOf(137)).toBeNull()
     expect(exitCodeOf(143)).toBeNull()
     expect(exitCodeOf(255)).toBe(255)
+  })
+
+  it('reports an exited container the kernel killed for its memory limit as out of memory', () => {
+    const killed = workloadStateOf(inspection({ ExitCode: 137, OOMKilled: true }))
+    expect(killed).toMatchObject({ phase: 'exited', exitCode: null, outOfMemory: true })
+    expect(workloadStateOf(inspection({ ExitCode: 137, OOMKilled: false }))).not.toHaveProperty(
+      'outOfMemory',
+    )
+    // Still running (a child was killed, the command goes on): told when it exits.
+    expect(workloadStateOf(inspection({ Running: true, OOMKilled: true }))).not.toHaveProperty(
+      'outOfMemory',
+    )
   })
 })
 

@@ -56,9 +56,9 @@ export interface ContainerSpecOptions {
   /** Whether the image has a Cmd or Entrypoint of its own (from an image inspection). */
   imageHasCommand: boolean
   /**
-   * Send `diskGb` as the writable layer's size (`StorageOpt.size`). Only some storage drivers
-   * honour it (overlay2 on xfs mounted with pquota, btrfs, zfs, devicemapper); the others,
-   * overlay2 on ext4 included, refuse to create the container, so it is off unless configured.
+   * Send `diskGb` as the writable layer's size (`StorageOpt.size`): only where the engine's
+   * storage driver enforces sizes (engine-containment.ts finds out); the others, overlay2 on
+   * ext4 included, refuse to create a container that asks for one.
    */
   diskLimit: boolean
   /**
@@ -137,6 +137,9 @@ export interface ContainerCreateBody {
     PortBindings: Record<string, PortBinding[]>
     NanoCpus: number
     Memory: number
+    /** Memory plus swap: equal to Memory, so that the workload never swaps past what it rented. */
+    MemorySwap: number
+    PidsLimit: number
     /** docker-init as PID 1 forwards SIGTERM to the command (a shell as PID 1 ignores it). */
     Init: boolean
     DeviceRequests?: DeviceRequest[]
@@ -258,6 +261,52 @@ export function dockerPortKey(port: WorkloadPort): string {
   return `${port.private}/${port.protocol === 'udp' ? 'udp' : 'tcp'}`
 }
 
+/**
+ * The processes (and threads: the pids cgroup counts both) a workload may have per vCPU it
+ * rented. Half the kernel's own default per CPU (pid_max is 1024 per CPU on hosts of more than
+ * 32 CPUs, 32768 below): a host whose every vCPU is rented keeps at least half its process
+ * table for itself and its engine, and a fork bomb stops at its own pod. A data loader with a
+ * thread pool per worker process uses tens per vCPU, far below it.
+ */
+export const PIDS_PER_VCPU = 512
+
+/** The pids limit of a workload of `vcpus` vCPUs: PIDS_PER_VCPU per vCPU begun. */
+export function pidsLimitOf(vcpus: number): number {
+  return Math.max(1, Math.ceil(vcpus)) * PIDS_PER_VCPU
+}
+
+/** The limits of HostConfig that hold a workload to what it rented (docs/runtime.md). */
+export interface ContainerLimits {
+  NanoCpus: number
+  Memory: number
+  MemorySwap: number
+  PidsLimit: number
+  StorageOpt?: Record<string, string>
+}
+
+/**
+ * What the workload rented as the engine's limits: its vCPUs as a CPU quota, its memory with
+ * no swap beyond it, PIDS_PER_VCPU processes per vCPU, and (where the storage driver enforces
+ * it: `diskLimit`) its container disk as the writable layer's size. Docker reads 0 as no
+ * limit at all, so a spec that rented no vCPU or no memory is refused rather than unlimited.
+ */
+export function containerLimits(spec: WorkloadSpec, diskLimit: boolean): ContainerLimits {
+  if (!(spec.vcpus > 0) || !(spec.memoryGb > 0)) {
+    throw new Error(
+      `workload ${spec.id} has ${spec.vcpus} vCPUs and ${spec.memoryGb} GB of memory: ` +
+        'a container without them would run unlimited',
+    )
+  }
+  const memory = Math.round(spec.memoryGb * GIB)
+  return {
+    NanoCpus: Math.round(spec.vcpus * 1e9),
+    Memory: memory,
+    MemorySwap: memory,
+    PidsLimit: pidsLimitOf(spec.vcpus),
+    ...(diskLimit ? { StorageOpt: { size: `${spec.diskGb}G` } } : {}),
+  }
+}
+
 export function toContainerCreateBody(
   spec: WorkloadSpec,
   options: ContainerSpecOptions,
@@ -298,8 +347,7 @@ export function toContainerCreateBody(
     HostConfig: {
       Mounts: containerMounts(spec, options.serverId, options.volumeNames),
       PortBindings: portBindings,
-      NanoCpus: Math.round(spec.vcpus * 1e9),
-      Memory: Math.round(spec.memoryGb * GIB),
+      ...containerLimits(spec, options.diskLimit),
       Init: true,
       LogConfig: containerLogConfig(options.logMaxBytes),
     },
@@ -315,7 +363,6 @@ export function toContainerCreateBody(
       },
     ]
   }
-  if (options.diskLimit) body.HostConfig.StorageOpt = { size: `${spec.diskGb}G` }
   if (spec.hostNetwork) {
     body.HostConfig.NetworkMode = 'host'
   } else if (spec.network) {
@@ -427,6 +474,8 @@ export interface ContainerInspection {
     Restarting?: boolean
     Paused?: boolean
     ExitCode: number
+    /** The kernel's OOM killer killed a process of the container (its memory limit). */
+    OOMKilled?: boolean
     StartedAt: string
     FinishedAt: string
   }
@@ -510,6 +559,7 @@ export function workloadStateOf(inspection: ContainerInspection): WorkloadState 
     startedAt,
     exitCode: exitCodeOf(state.ExitCode),
     finishedAt: isoTime(state.FinishedAt) ?? startedAt,
+    ...(state.OOMKilled === true ? { outOfMemory: true } : {}),
     labels,
   }
 }

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
+import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Docker from 'dockerode'
 import { AppError } from '../../shared/app-error.js'
+import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type {
   LogLine,
   LogQuery,
@@ -32,6 +35,15 @@ import {
   type ContainerInspection,
   type PullProgressEvent,
 } from './container-spec.js'
+import {
+  containmentKey,
+  DISK_TRIAL_SIZE,
+  diskQuotaTrialOf,
+  isSettled,
+  unenforcedLimitsOf,
+  type DiskQuotaTrial,
+  type EngineInfo,
+} from './engine-containment.js'
 import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
 
 export interface DockerDriverOptions {
@@ -56,8 +68,6 @@ export interface DockerDriverOptions {
    * messages; socketPath is then ignored.
    */
   connection?: { options: Docker.DockerOptions; where: string }
-  /** Pass diskGb as StorageOpt.size; only for storage drivers that support it. */
-  diskLimit?: boolean
   /** What a container's log may take (HostConfig.LogConfig); DEFAULT_WORKLOAD_LOG_MAX_BYTES. */
   logMaxBytes?: number
   /**
@@ -80,6 +90,15 @@ export class DockerEngineUnreachableError extends Error {
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
+/**
+ * The repository of the empty image a disk size trial creates its container from (tagged at
+ * random per trial, so that replicas trying one engine at once never remove each other's).
+ */
+export const DISK_TRIAL_IMAGE = 'podyard-disk-trial'
+/** How long an inconclusive disk trial stands before it is made again. */
+const DISK_TRIAL_RETRY_MS = 60_000
+/** An empty tar archive (two zero blocks): the trial image has no files at all. */
+const EMPTY_TAR = Buffer.alloc(1024)
 /** After SIGKILL the engine reaps the container quickly; past this stop() gives up waiting. */
 const KILL_WAIT_MS = 10_000
 
@@ -126,6 +145,13 @@ export class DockerDriver implements RuntimeDriver {
    * (nothing in the engine remembers it then); the next start numbers on from it.
    */
   private readonly logEnds = new Map<string, number>()
+  /**
+   * What the engine enforces (engine-containment.ts), kept while its containmentKey holds, or
+   * until `retryAt` when the disk trial told nothing.
+   */
+  private containment: { key: string; unenforced: UnenforcedLimit[]; retryAt?: number } | undefined
+  /** The finding-out under way: one disk trial at a time. */
+  private finding: Promise<UnenforcedLimit[]> | undefined
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(
@@ -153,22 +179,20 @@ export class DockerDriver implements RuntimeDriver {
     }
   }
 
-  /** What the engine says of its machine (GET /info), after a ping; throws when it does not answer. */
+  /**
+   * What the engine says of its machine (GET /info), after a ping, with the limits it does not
+   * enforce; throws when it does not answer.
+   */
   async probe(): Promise<RuntimeFacts> {
     await this.docker.ping()
-    const info = (await this.docker.info()) as {
-      Name?: string
-      NCPU?: number
-      MemTotal?: number
-      ServerVersion?: string
-      Runtimes?: Record<string, unknown>
-    }
+    const info = (await this.docker.info()) as EngineInfo
     return {
       name: info.Name ?? '',
       cpus: info.NCPU ?? 0,
       memoryBytes: info.MemTotal ?? 0,
       serverVersion: info.ServerVersion ?? '',
       runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+      unenforced: await this.unenforcedLimits(info),
     }
   }
 
@@ -201,7 +225,7 @@ export class DockerDriver implements RuntimeDriver {
       serverId: this.options.serverId,
       ...(volumeNames ? { volumeNames } : {}),
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
-      diskLimit: this.options.diskLimit ?? false,
+      diskLimit: await this.diskEnforced(),
       ...(this.options.logMaxBytes ? { logMaxBytes: this.options.logMaxBytes } : {}),
       simulatedGpus: this.options.simulatedGpus ?? false,
       log: { base, pullLines },
@@ -352,8 +376,99 @@ export class DockerDriver implements RuntimeDriver {
     }
   }
 
+  /**
+   * Containers, with the limits this engine does not enforce (as last found out; the host
+   * monitor's probe keeps it current). An engine that does not answer says nothing of them:
+   * a start there fails anyway, with the engine's reason.
+   */
   async isolation(): Promise<WorkloadIsolation> {
-    return { level: 'container', detail: 'Docker containers' }
+    const isolation: WorkloadIsolation = { level: 'container', detail: 'Docker containers' }
+    try {
+      return {
+        ...isolation,
+        unenforced: this.containment?.unenforced ?? (await this.unenforcedLimits()),
+      }
+    } catch {
+      return isolation
+    }
+  }
+
+  /**
+   * The limits the engine does not enforce: its cgroup controllers from /info, and one trial of
+   * a container disk size. A definite answer is kept until the engine changes (containmentKey);
+   * an inconclusive trial is made again after DISK_TRIAL_RETRY_MS.
+   */
+  private async unenforcedLimits(known?: EngineInfo): Promise<UnenforcedLimit[]> {
+    const info = known ?? ((await this.docker.info()) as EngineInfo)
+    const key = containmentKey(info)
+    const kept = this.containment
+    if (kept?.key === key && (kept.retryAt === undefined || Date.now() < kept.retryAt))
+      return kept.unenforced
+    this.finding ??= (async () => {
+      const trial = await this.tryDiskSize()
+      const unenforced = unenforcedLimitsOf(info, trial)
+      this.containment = {
+        key,
+        unenforced,
+        ...(isSettled(trial) ? {} : { retryAt: Date.now() + DISK_TRIAL_RETRY_MS }),
+      }
+      return unenforced
+    })().finally(() => (this.finding = undefined))
+    return this.finding
+  }
+
+  /** Whether the engine enforces a container disk size: StorageOpt.size is sent only then. */
+  private async diskEnforced(): Promise<boolean> {
+    const unenforced = this.containment?.unenforced ?? (await this.unenforcedLimits())
+    return !unenforced.some((u) => u.limit === 'disk')
+  }
+
+  /**
+   * Creates (never starts) a container with a writable layer of DISK_TRIAL_SIZE from an empty
+   * image of its own, then removes both: whether the storage driver enforces sizes is known
+   * only by asking it (overlay2 does on xfs mounted with pquota, which /info does not say).
+   */
+  private async tryDiskSize(): Promise<DiskQuotaTrial> {
+    const tag = randomBytes(6).toString('hex')
+    const image = `${DISK_TRIAL_IMAGE}:${tag}`
+    try {
+      const progress = await this.docker.importImage(Readable.from([EMPTY_TAR]), {
+        repo: DISK_TRIAL_IMAGE,
+        tag,
+      })
+      await new Promise<void>((resolve, reject) =>
+        this.docker.modem.followProgress(
+          progress,
+          (error: Error | null, events: Array<{ error?: string }> | undefined) => {
+            // The engine reports a failed import as an event of the stream, not an HTTP error.
+            const failed = events?.find((event) => event.error)?.error
+            if (error || failed) reject(error ?? new Error(failed))
+            else resolve()
+          },
+        ),
+      )
+    } catch (error) {
+      return { outcome: 'unknown', message: `no trial image: ${(error as Error).message}` }
+    }
+    let created: Docker.Container | undefined
+    let failure: unknown
+    try {
+      created = await this.docker.createContainer({
+        name: `${DISK_TRIAL_IMAGE}-${tag}`,
+        Image: image,
+        Cmd: ['/never-run'],
+        HostConfig: { StorageOpt: { size: DISK_TRIAL_SIZE } },
+      })
+    } catch (error) {
+      failure = error
+    }
+    // Clean-up failures change nothing of the answer: the leftovers are a few bytes.
+    await created?.remove({ force: true }).catch(() => undefined)
+    await this.docker
+      .getImage(image)
+      .remove()
+      .catch(() => undefined)
+    return diskQuotaTrialOf(created ? undefined : failure)
   }
 
   async close(): Promise<void> {
