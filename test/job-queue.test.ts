@@ -311,6 +311,31 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     ])
   })
 
+  it('fails the jobs of a worker that ran out of memory at once, with why, and fences the worker off', async () => {
+    const running = await submit()
+    const late = await submit({ policy: { executionTimeout: 5_000 } })
+    const other = await submit()
+    await queue.take(EP, 'oom', { max: 2, leaseMs: LEASE })
+    await queue.take(EP, 'alive', { max: 1, leaseMs: LEASE })
+    clock.advance(5_000)
+    const error = 'out of memory: the worker used its 16 GB'
+    // On its first attempt: another attempt would run out of memory too.
+    expect(await queue.failWorkerJobs(EP, 'oom', error)).toEqual({
+      requeued: [],
+      ended: expect.arrayContaining([
+        { id: running.id, endpointId: EP, status: 'FAILED' },
+        { id: late.id, endpointId: EP, status: 'TIMED_OUT' },
+      ]),
+    })
+    expect(await queue.get(EP, running.id)).toMatchObject({ status: 'FAILED', error, attempts: 1 })
+    expect(await queue.get(EP, late.id)).toMatchObject({ status: 'TIMED_OUT' })
+    expect(await queue.get(EP, other.id)).toMatchObject({ status: 'IN_PROGRESS' })
+    expect(await queue.complete(EP, running.id, 'oom', { output: 'late' })).toMatchObject({
+      applied: false,
+    })
+    expect(await queue.failWorkerJobs(EP, 'oom', error)).toEqual({ requeued: [], ended: [] })
+  })
+
   it('retires a stop notice of an earlier attempt when the same worker takes the job again', async () => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })

@@ -9,6 +9,7 @@ import type { PodStore } from '../domain/pods/ports.js'
 import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import type { Clock } from '../shared/clock.js'
 import { freePort, portAnswers } from './free-port.js'
+import { outOfMemoryReason } from './out-of-memory.js'
 import {
   assignPorts,
   type PodAttachments,
@@ -313,11 +314,7 @@ export class PodReconciler {
       return written ? 0 : undefined
     }
     if (workload.phase === 'exited') {
-      await this.releaseAndSet(
-        pod,
-        'ERROR',
-        `the process exited with code ${workload.exitCode ?? 'none (killed)'} while starting`,
-      )
+      await this.releaseAndSet(pod, 'ERROR', `${await this.exitOf(pod, workload)} while starting`)
       return undefined
     }
     const aliveMs = this.deps.clock.now().getTime() - new Date(workload.startedAt).getTime()
@@ -342,9 +339,7 @@ export class PodReconciler {
       await this.releaseAndSet(pod, 'EXITED', 'the process exited with code 0')
       return undefined
     }
-    const what = workload
-      ? `the process exited with code ${code ?? 'none (killed)'}`
-      : 'its process is gone'
+    const what = workload ? await this.exitOf(pod, workload) : 'its process is gone'
     if (pod.crashRestarts < MAX_CRASH_RESTARTS) {
       const written = await this.transition(
         pod,
@@ -359,6 +354,18 @@ export class PodReconciler {
     }
     await this.releaseAndSet(pod, 'ERROR', `${what} after ${MAX_CRASH_RESTARTS} restarts`)
     return undefined
+  }
+
+  /**
+   * How the pod's process ended, for its statusReason: `the process exited with code 3`, or
+   * what it ran out of when the kernel killed it for its memory limit (outOfMemoryReason).
+   */
+  private async exitOf(pod: Pod, workload: WorkloadState): Promise<string> {
+    if (workload.outOfMemory && workload.exitCode !== 0) {
+      const allocation = await this.deps.store.allocations.findByOwner('pod', pod.id)
+      return outOfMemoryReason('pod', allocation?.memoryGb)
+    }
+    return `the process exited with code ${workload.exitCode ?? 'none (killed)'}`
   }
 
   private async cleanUp(pod: Pod, hasWorkload: boolean): Promise<void> {

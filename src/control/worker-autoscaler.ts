@@ -22,6 +22,7 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
+import { outOfMemoryReason } from './out-of-memory.js'
 import { untilLaunched } from './until-launched.js'
 import { WorkerFailures } from './worker-failures.js'
 import { launchWorker, type WorkerLaunchDeps } from './worker-launch.js'
@@ -90,7 +91,7 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
   endpoints: { listAll(): Promise<Endpoint[]> }
   allocations: AllocationRepo
   drivers: RuntimeDriver[]
-  queue: Pick<JobQueue, 'releaseWorker' | 'requeueWorkerJobs' | 'scalingStats'>
+  queue: Pick<JobQueue, 'releaseWorker' | 'requeueWorkerJobs' | 'failWorkerJobs' | 'scalingStats'>
   presence: WorkerPresence
   /** Each endpoint's crash-loop backoff (docs/serverless-workers.md, "Crash loops"). */
   startBackoffs: StartBackoffRepo
@@ -721,10 +722,18 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       return undefined
     }
     if (worker.phase === 'PENDING') return worker
+    // Killed for its memory limit: its jobs would be on another attempt too, so they fail
+    // with the reason rather than go back to the queue.
+    const outOfMemory =
+      workload?.outOfMemory && workload.exitCode !== 0
+        ? outOfMemoryReason('worker', worker.memoryGb)
+        : undefined
     const exited = (what: string) =>
       workload === undefined
         ? `its workload is gone ${what}`
-        : `exited with code ${workload.exitCode ?? 'none (killed)'} ${what}`
+        : outOfMemory
+          ? `${outOfMemory} ${what}`
+          : `exited with code ${workload.exitCode ?? 'none (killed)'} ${what}`
     const record = this.deps.presence.find(worker.endpointId, worker.id)
     if (worker.phase === 'STARTING') {
       if (
@@ -736,7 +745,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         return this.setPhase(worker, 'READY', null)
       }
       if (listed && (workload === undefined || workload.phase === 'exited')) {
-        return this.unhealthy(worker, exited('before asking for a job'))
+        return this.unhealthy(worker, exited('before asking for a job'), outOfMemory)
       }
       if (sinceMs > this.settings.startTimeoutMs) {
         return this.unhealthy(
@@ -748,7 +757,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
     // READY
     if (listed && (workload === undefined || workload.phase === 'exited')) {
-      return this.unhealthy(worker, exited('while ready'))
+      return this.unhealthy(worker, exited('while ready'), outOfMemory)
     }
     if (record?.unhealthy) {
       return this.unhealthy(
@@ -804,10 +813,15 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   }
 
   /**
-   * Its jobs go back to the queue (or fail after MAX_JOB_ATTEMPTS); its last lines are kept and
-   * the endpoint backs off (worker-failures.ts); its workload is removed.
+   * Its jobs go back to the queue (or fail after MAX_JOB_ATTEMPTS; with `jobError`, fail at
+   * once with it); its last lines are kept and the endpoint backs off (worker-failures.ts); its
+   * workload is removed.
    */
-  private async unhealthy(worker: ManagedWorker, reason: string): Promise<ManagedWorker> {
+  private async unhealthy(
+    worker: ManagedWorker,
+    reason: string,
+    jobError?: string,
+  ): Promise<ManagedWorker> {
     await this.failures.failed(
       worker,
       reason,
@@ -816,7 +830,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     // Gone first, then its jobs go back to the queue: a worker that only went silent may still
     // be running them, and a job must never run on two workers at once.
     await this.release(worker, 0)
-    const released = await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
+    const released =
+      jobError === undefined
+        ? await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
+        : (await this.deps.queue.failWorkerJobs(worker.endpointId, worker.id, jobError)).ended
+            .length
     this.deps.logger.warn(
       { endpointId: worker.endpointId, workerId: worker.id, reason, releasedJobs: released },
       'worker unhealthy; replaced it',

@@ -86,6 +86,9 @@ export async function requeueExpiredLeases(
  * reads the worker's phase and the queued jobs in one snapshot (JobStatements.takeSelect), so
  * no take, on any replica, can see its jobs back in the queue without seeing it retired, and it
  * never takes them again (issue 27: it did, through a replica whose view of the workers lagged).
+ *
+ * With `failure`, its jobs are not requeued but FAILED with it as their error (the worker ran out
+ * of memory: another attempt would too), unless their deadline has passed (TIMED_OUT).
  */
 export async function requeueWorkerJobs(
   db: Db,
@@ -93,7 +96,7 @@ export async function requeueWorkerJobs(
   endpointId: string,
   workerId: string,
   at: number,
-  retire?: WorkerRetirement,
+  { retire, failure }: { retire?: WorkerRetirement; failure?: string } = {},
 ): Promise<SweepEffects> {
   const effects = noEffects()
   await db.transaction().execute(async (tx) => {
@@ -112,22 +115,31 @@ export async function requeueWorkerJobs(
       .where(RUNNING)
     // Waits for the rows, so it takes them in the lock order like every waiting writer.
     if (postgres) query = query.orderBy(sql.raw(ID_IN_LOCK_ORDER)).forUpdate()
-    for (const row of await query.execute()) await endLease(tx, row, at, effects)
+    for (const row of await query.execute()) await endLease(tx, row, at, effects, failure)
   })
   return effects
 }
 
-/** A running job whose lease ended at `at`: requeued, TIMED_OUT or FAILED, its worker told. */
-async function endLease(tx: Db, row: JobRow, at: number, effects: SweepEffects): Promise<void> {
+/**
+ * A running job whose lease ended at `at`: requeued, TIMED_OUT or FAILED (after its last
+ * attempt, or at once with `failure` as its error), its worker told.
+ */
+async function endLease(
+  tx: Db,
+  row: JobRow,
+  at: number,
+  effects: SweepEffects,
+  failure?: string,
+): Promise<void> {
   const timedOut = row.deadline_at !== null && row.deadline_at <= iso(at)
-  const exhausted = !timedOut && Number(row.attempts) >= MAX_JOB_ATTEMPTS
+  const exhausted = !timedOut && (failure !== undefined || Number(row.attempts) >= MAX_JOB_ATTEMPTS)
   const update = tx.updateTable('jobs')
   const set = timedOut
     ? update.set(finishFields(row, 'TIMED_OUT', at))
     : exhausted
       ? update.set({
           ...finishFields(row, 'FAILED', at),
-          error: lostWorkerError(Number(row.attempts)),
+          error: failure ?? lostWorkerError(Number(row.attempts)),
         })
       : update.set({
           status: 'IN_QUEUE',

@@ -798,7 +798,22 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
-      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, retire),
+      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, { retire }),
+    )
+    this.afterSweep(effects)
+    return requeuedAndEnded(effects)
+  }
+
+  async failWorkerJobs(
+    endpointId: string,
+    workerId: string,
+    error: string,
+  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+    const at = this.clock.now().getTime()
+    const effects = await retryLockConflicts(() =>
+      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, {
+        failure: error,
+      }),
     )
     this.afterSweep(effects)
     return requeuedAndEnded(effects)

@@ -240,6 +240,16 @@ export interface JobQueue {
     workerId: string,
     retire?: WorkerRetirement,
   ): Promise<{ requeued: string[]; ended: EndedJob[] }>
+  /**
+   * The worker died of something another attempt would die of too (it ran out of memory): its
+   * running jobs end now, FAILED with `error` (TIMED_OUT past their deadline), in one
+   * transaction, and nothing it sends afterwards is applied. Returns the jobs that ended.
+   */
+  failWorkerJobs(
+    endpointId: string,
+    workerId: string,
+    error: string,
+  ): Promise<{ requeued: string[]; ended: EndedJob[] }>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
 }
