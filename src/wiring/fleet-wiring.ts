@@ -149,6 +149,8 @@ async function hostRuntimesOf(
         ...base,
         ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
         simulatedGpus,
+        // This machine's engine: its containers may call the API (workers do), nothing else here.
+        hostFirewall: { allowedPorts: config.port ? [config.port] : [], deniedDestinations: [] },
       })
       await docker.ping()
       localEngines.set(simulatedGpus, docker)

@@ -5,6 +5,7 @@ import {
   type WorkloadSpec,
   type WorkloadState,
 } from '../driver.js'
+import { networkConfigOf } from './tenant-network.js'
 
 /**
  * Pure translation between podyard's WorkloadSpec and the Docker Engine API: the container
@@ -32,8 +33,7 @@ export const LOG_BASE_LABEL = 'podyard.log-base'
 export const PULL_LOG_LABEL = 'podyard.pull-log'
 /** On a named volume: the container path it is mounted at. */
 export const MOUNT_LABEL = 'podyard.mount'
-/** On a network: the WorkloadSpec's network name. */
-export const NETWORK_LABEL = 'podyard.network'
+export { NETWORK_LABEL, networkName } from './tenant-network.js'
 
 /**
  * What a workload with no command runs when its image has no default command either (Docker
@@ -144,7 +144,7 @@ export interface ContainerCreateBody {
     Init: boolean
     DeviceRequests?: DeviceRequest[]
     StorageOpt?: Record<string, string>
-    /** The user-defined network of WorkloadSpec.network. */
+    /** The tenant's network (tenant-network.ts), or `host`. */
     NetworkMode?: string
     LogConfig: ContainerLogConfig
   }
@@ -184,11 +184,6 @@ export function containerName(serverId: string, workloadId: string): string {
 export function volumeName(serverId: string, workloadId: string, containerPath: string): string {
   const where = containerPath.replace(/^\/+|\/+$/g, '').replace(/[^a-zA-Z0-9]+/g, '-') || 'root'
   return `podyard-${serverId}-${workloadId}-${where}`.replace(/[^a-zA-Z0-9_.-]/g, '_')
-}
-
-/** Docker's name of a WorkloadSpec network: per server, so that servers never share one. */
-export function networkName(serverId: string, name: string): string {
-  return `podyard-${serverId}-${name}`.replace(/[^a-zA-Z0-9_.-]/g, '_')
 }
 
 /** Labels of the named volumes and networks podyard creates. */
@@ -363,15 +358,10 @@ export function toContainerCreateBody(
       },
     ]
   }
-  if (spec.hostNetwork) {
-    body.HostConfig.NetworkMode = 'host'
-  } else if (spec.network) {
-    const network = networkName(options.serverId, spec.network.name)
-    body.HostConfig.NetworkMode = network
-    body.NetworkingConfig = {
-      EndpointsConfig: { [network]: { Aliases: [...spec.network.aliases] } },
-    }
-  }
+  // The tenant's own bridge (tenant-network.ts), the host's network, or Docker's default.
+  const { NetworkMode, EndpointsConfig } = networkConfigOf(spec, options.serverId)
+  if (NetworkMode) body.HostConfig.NetworkMode = NetworkMode
+  if (EndpointsConfig) body.NetworkingConfig = { EndpointsConfig }
   return body
 }
 

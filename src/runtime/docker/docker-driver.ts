@@ -21,8 +21,6 @@ import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
   containerName,
   logPositionOf,
-  NETWORK_LABEL,
-  networkName,
   pullFailureMessage,
   previousVolumeNames,
   pullProgressLine,
@@ -44,7 +42,14 @@ import {
   type DiskQuotaTrial,
   type EngineInfo,
 } from './engine-containment.js'
+import { installHostFirewall, type HostFirewallRules } from './host-firewall.js'
 import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
+import {
+  networkCreateBody,
+  networkIsCurrent,
+  tenantNetworkOf,
+  type TenantNetwork,
+} from './tenant-network.js'
 
 export interface DockerDriverOptions {
   /**
@@ -75,6 +80,12 @@ export interface DockerDriverOptions {
    * indices in the env and get no device request (see ContainerSpecOptions.simulatedGpus).
    */
   simulatedGpus?: boolean
+  /**
+   * The engine runs on this machine: the driver installs the host firewall for its networks
+   * (host-firewall.ts) before the first workload starts. Absent (a remote engine): nothing
+   * keeps containers from the engine host's own services, and isolation() says so.
+   */
+  hostFirewall?: HostFirewallRules
 }
 
 /** The engine did not answer: the server refuses to start rather than fail every pod later. */
@@ -152,6 +163,9 @@ export class DockerDriver implements RuntimeDriver {
   private containment: { key: string; unenforced: UnenforcedLimit[]; retryAt?: number } | undefined
   /** The finding-out under way: one disk trial at a time. */
   private finding: Promise<UnenforcedLimit[]> | undefined
+  /** Why the host firewall is not in place (undefined: it is, or not tried yet). */
+  private firewallProblem: string | undefined
+  private firewallTried = false
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(
@@ -234,7 +248,11 @@ export class DockerDriver implements RuntimeDriver {
     for (const mount of spec.mounts) {
       if (mount.kind !== 'persistent') await mkdir(mount.hostPath, { recursive: true })
     }
-    if (spec.network && !spec.hostNetwork) await this.ensureNetwork(spec.network.name)
+    const network = tenantNetworkOf(spec, this.options.serverId)
+    if (network) {
+      this.ensureFirewall()
+      await this.ensureNetwork(network)
+    }
     const container = await this.docker.createContainer({
       name: containerName(this.options.serverId, spec.id),
       ...(body as Docker.ContainerCreateOptions),
@@ -382,7 +400,10 @@ export class DockerDriver implements RuntimeDriver {
    * a start there fails anyway, with the engine's reason.
    */
   async isolation(): Promise<WorkloadIsolation> {
-    const isolation: WorkloadIsolation = { level: 'container', detail: 'Docker containers' }
+    const isolation: WorkloadIsolation = {
+      level: 'container',
+      detail: `Docker containers; ${this.networkIsolation()}`,
+    }
     try {
       return {
         ...isolation,
@@ -469,6 +490,31 @@ export class DockerDriver implements RuntimeDriver {
       .remove()
       .catch(() => undefined)
     return diskQuotaTrialOf(created ? undefined : failure)
+  }
+
+  /** What keeps a tenant's containers from the host's services and the metadata range. */
+  private networkIsolation(): string {
+    if (!this.options.hostFirewall) {
+      return (
+        'a bridge per tenant; the host firewall is not podyard-managed on this engine ' +
+        '(remote: install it as docs/security.md says)'
+      )
+    }
+    this.ensureFirewall()
+    if (this.firewallProblem) {
+      return `a bridge per tenant; host firewall NOT in place (${this.firewallProblem})`
+    }
+    return 'a bridge per tenant; host firewall in place (no host services, no metadata range)'
+  }
+
+  /**
+   * Installs the host firewall once per driver (it is idempotent: every server start installs
+   * it again); a failure is kept and reported by isolation().
+   */
+  private ensureFirewall(): void {
+    if (!this.options.hostFirewall || this.firewallTried) return
+    this.firewallTried = true
+    this.firewallProblem = installHostFirewall(this.options.hostFirewall)
   }
 
   async close(): Promise<void> {
@@ -611,18 +657,24 @@ export class DockerDriver implements RuntimeDriver {
     }
   }
 
-  /** The user-defined bridge network of a WorkloadSpec network, created on first use. */
-  private async ensureNetwork(name: string): Promise<void> {
-    const docker = networkName(this.options.serverId, name)
-    if (await ignoring([404], () => this.docker.getNetwork(docker).inspect())) return
+  /**
+   * A tenant's bridge network, created on first use. One made by an earlier version (a bridge
+   * the host firewall does not cover) is made again when no container uses it.
+   */
+  private async ensureNetwork(network: TenantNetwork): Promise<void> {
+    const existing = this.docker.getNetwork(network.docker)
+    const info = (await ignoring([404], () => existing.inspect())) as
+      { Options?: Record<string, string>; Containers?: Record<string, unknown> } | undefined
+    if (info) {
+      if (networkIsCurrent(network, info.Options)) return
+      if (Object.keys(info.Containers ?? {}).length > 0) return
+      await ignoring([403, 404, 409], () => existing.remove())
+    }
     // 409: another start created it meanwhile.
     await ignoring([409], () =>
-      this.docker.createNetwork({
-        Name: docker,
-        Driver: 'bridge',
-        CheckDuplicate: true,
-        Labels: { [SERVER_LABEL]: this.options.serverId, [NETWORK_LABEL]: name },
-      }),
+      this.docker.createNetwork(
+        networkCreateBody(network, { [SERVER_LABEL]: this.options.serverId }),
+      ),
     )
   }
 

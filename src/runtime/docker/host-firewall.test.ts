@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest'
+import { firewallRestoreInput, jumpRules } from './host-firewall.js'
+
+describe('the host firewall of the docker driver', () => {
+  it("drops a bridge's packets to the host but replies and allowed ports; forwarded metadata too", () => {
+    expect(firewallRestoreInput({ allowedPorts: [8080], deniedDestinations: ['10.0.0.5'] })).toBe(
+      [
+        '*filter',
+        ':PODYARD-INPUT - [0:0]',
+        ':PODYARD-FORWARD - [0:0]',
+        '-A PODYARD-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN',
+        '-A PODYARD-INPUT -p tcp --dport 8080 -j RETURN',
+        '-A PODYARD-INPUT -j DROP',
+        '-A PODYARD-FORWARD -d 169.254.0.0/16 -j DROP',
+        '-A PODYARD-FORWARD -d 10.0.0.5 -j DROP',
+        '-A PODYARD-FORWARD -j RETURN',
+        'COMMIT',
+        '',
+      ].join('\n'),
+    )
+    expect(jumpRules()).toEqual([
+      { chain: 'INPUT', rule: ['-i', 'pydk+', '-j', 'PODYARD-INPUT'] },
+      { chain: 'DOCKER-USER', rule: ['-i', 'pydk+', '-j', 'PODYARD-FORWARD'] },
+    ])
+  })
+})
