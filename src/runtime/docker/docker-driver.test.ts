@@ -432,4 +432,27 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     expect(networks).not.toContain(`podyard-${serverId}-account-a`)
     expect(networks).toContain(`podyard-${serverId}-account-b`)
   })
+
+  it('makes one network of two workloads started on it at once', async () => {
+    const driver = open()
+    const specs = [1, 2].map(() => ({
+      ...makeSpec('exec sleep 100000'),
+      network: { name: 'account-c', aliases: [] },
+    }))
+    // Each start made the network: two of one name, which the next start could not join.
+    await Promise.all(specs.map((spec) => driver.start(spec)))
+    const named = () =>
+      execFileSync(
+        'docker',
+        ['network', 'ls', '--filter', `label=podyard.server=${serverId}`, '--format', '{{.Name}}'],
+        { encoding: 'utf8' },
+      )
+        .split('\n')
+        .filter((name) => name === `podyard-${serverId}-account-c`)
+    expect(named()).toHaveLength(1)
+    const third = { ...makeSpec('exec sleep 100000'), network: { name: 'account-c', aliases: [] } }
+    expect((await driver.start(third)).phase).toBe('running')
+    for (const spec of [...specs, third]) await driver.remove(spec.id)
+    expect(named()).toEqual([])
+  })
 })

@@ -166,6 +166,11 @@ export class DockerDriver implements RuntimeDriver {
   /** Why the host firewall is not in place (undefined: it is, or not tried yet). */
   private firewallProblem: string | undefined
   private firewallTried = false
+  /**
+   * Networks being made: two starts on one network at once would each create it (the engine's
+   * CheckDuplicate is not atomic), leaving two of one name that no later start can join.
+   */
+  private readonly networksMade = new Map<string, Promise<void>>()
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(
@@ -662,6 +667,15 @@ export class DockerDriver implements RuntimeDriver {
    * the host firewall does not cover) is made again when no container uses it.
    */
   private async ensureNetwork(network: TenantNetwork): Promise<void> {
+    let made = this.networksMade.get(network.docker)
+    if (!made) {
+      made = this.makeNetwork(network).finally(() => this.networksMade.delete(network.docker))
+      this.networksMade.set(network.docker, made)
+    }
+    await made
+  }
+
+  private async makeNetwork(network: TenantNetwork): Promise<void> {
     const existing = this.docker.getNetwork(network.docker)
     const info = (await ignoring([404], () => existing.inspect())) as
       { Options?: Record<string, string>; Containers?: Record<string, unknown> } | undefined
