@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { firewallRestoreInput, jumpRules } from './host-firewall.js'
+import { allowedPortsIn, firewallRestoreInput, jumpRules } from './host-firewall.js'
 
 describe('the host firewall of the docker driver', () => {
   it("drops a bridge's packets to the host but replies and allowed ports; forwarded metadata too", () => {
@@ -22,5 +22,18 @@ describe('the host firewall of the docker driver', () => {
       { chain: 'INPUT', rule: ['-i', 'pydk+', '-j', 'PODYARD-INPUT'] },
       { chain: 'DOCKER-USER', rule: ['-i', 'pydk+', '-j', 'PODYARD-FORWARD'] },
     ])
+  })
+
+  it("keeps the ports other podyard servers of the host let through (iptables -S's listing)", () => {
+    const listing = [
+      '-N PODYARD-INPUT',
+      '-A PODYARD-INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN',
+      '-A PODYARD-INPUT -p tcp -m tcp --dport 8080 -j RETURN',
+      '-A PODYARD-INPUT -p tcp -m tcp --dport 9090 -j RETURN',
+      '-A PODYARD-INPUT -j DROP',
+      '',
+    ].join('\n')
+    expect(allowedPortsIn(listing)).toEqual([8080, 9090])
+    expect(allowedPortsIn('')).toEqual([])
   })
 })

@@ -54,11 +54,34 @@ export function jumpRules(): Array<{ chain: string; rule: string[] }> {
   ]
 }
 
+/**
+ * The ports the INPUT chain already lets through (`iptables -S` of it): another podyard server
+ * of this host (a second replica, another platform) installed them, and its workers still call
+ * it there.
+ */
+export function allowedPortsIn(listing: string): number[] {
+  const pattern = new RegExp(
+    `^-A ${INPUT_CHAIN} -p tcp(?: -m tcp)? --dport (\\d+) -j RETURN$`,
+    'gm',
+  )
+  return [...listing.matchAll(pattern)].map((match) => Number(match[1]))
+}
+
 function iptables(args: string[], input?: string, command = 'iptables'): string | undefined {
+  return run(command, args, input).problem
+}
+
+function run(
+  command: string,
+  args: string[],
+  input?: string,
+): { problem?: string; stdout: string } {
   const result = spawnSync(command, args, { encoding: 'utf8', input, timeout: 10_000 })
-  if (result.error) return result.error.message
-  if (result.status !== 0) return (result.stderr || `exit ${result.status}`).trim()
-  return undefined
+  if (result.error) return { problem: result.error.message, stdout: '' }
+  if (result.status !== 0) {
+    return { problem: (result.stderr || `exit ${result.status}`).trim(), stdout: '' }
+  }
+  return { stdout: result.stdout }
 }
 
 /**
@@ -67,7 +90,14 @@ function iptables(args: string[], input?: string, command = 'iptables'): string 
  * because dockerd runs without iptables).
  */
 export function installHostFirewall(rules: HostFirewallRules): string | undefined {
-  const failed = iptables(['--noflush'], firewallRestoreInput(rules), 'iptables-restore')
+  // Replacing the chain must not close the ports of the host's other podyard servers.
+  const current = run('iptables', ['-S', INPUT_CHAIN]).stdout
+  const allowedPorts = [...new Set([...allowedPortsIn(current), ...rules.allowedPorts])]
+  const failed = iptables(
+    ['--noflush'],
+    firewallRestoreInput({ ...rules, allowedPorts }),
+    'iptables-restore',
+  )
   if (failed) return `iptables-restore: ${failed}`
   for (const { chain, rule } of jumpRules()) {
     // -C answers non-zero when the rule is absent; first in its chain, ahead of Docker's.
