@@ -19,6 +19,7 @@ import {
   type TestConfig,
 } from './support/platform.js'
 import { loadWorkerImage, WORKER_IMAGE } from './support/worker-image.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
  * Tenant containment on the docker driver (docs/security.md, "Containment"), against this
@@ -34,20 +35,7 @@ const IMAGE = 'podyard-conformance/plain:1'
 const HOST = 'sim-l4-1'
 
 /** Two GPUs on 2 vCPUs and 2 GB: a one-GPU pod or worker rents 1 vCPU and 1 GB. */
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: ${HOST}
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 2
-    driver: docker
-localHost: false
-`
+const FLEET = simulatedDockerFleet({ hostId: HOST, memoryGb: 2 })
 
 /**
  * A bounded fork bomb: 1500 sleeping processes at most, each forked by a shell that dies at

@@ -9,6 +9,7 @@ import { containerName } from '../src/runtime/docker/container-spec.js'
 import { KyselyServerIdRepo } from '../src/store/server-id-repo.js'
 import { json } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
  * Tenant containment on the docker driver (issue 28), through the real HTTP API as two
@@ -23,21 +24,12 @@ if (!enabled) console.log('docker network tests skipped: set PODYARD_TEST_DOCKER
 const IMAGE = 'podyard-conformance/plain:1'
 const METADATA_IP = '169.254.169.254'
 
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-    globalNetwork: true
-hosts:
-  - id: sim-l4-net
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 4 }
-    vcpus: 4
-    memoryGb: 4
-    driver: docker
-localHost: false
-`
+const FLEET = simulatedDockerFleet({
+  hostId: 'sim-l4-net',
+  gpus: 4,
+  vcpus: 4,
+  globalNetwork: true,
+})
 
 interface PodJson {
   id: string

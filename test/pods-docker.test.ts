@@ -18,6 +18,7 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
  * Pods on the docker driver through the real HTTP API, against a real Docker engine with the
@@ -68,20 +69,7 @@ const SERVE_VOLUME =
  * A simulated GPU host under the docker driver: this machine has no GPU, but a GPU pod (the only
  * kind with a persistent volume disk) runs in a container with virtual GPU indices.
  */
-const SIMULATED_GPU_FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: sim-l4-1
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 4
-    driver: docker
-localHost: false
-`
+const SIMULATED_GPU_FLEET = simulatedDockerFleet()
 
 describe('choosing the docker driver', () => {
   it('serve --driver docker refuses to start, saying so, when the engine does not answer', async () => {

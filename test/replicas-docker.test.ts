@@ -9,6 +9,7 @@ import { startServe } from './support/cli.js'
 import { json } from './support/http.js'
 import { TEST_ADMIN_KEY } from './support/platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
  * Two real `podyard serve` processes on one PostgreSQL database, each with a data directory of
@@ -32,20 +33,7 @@ const LEASE_TTL_MS = 1_500
 const SETTLE_MS = 3_000
 
 /** A simulated GPU host on this machine's engine: a GPU pod's volume disk is a named volume. */
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: sim-l4-1
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 4
-    driver: docker
-localHost: false
-`
+const FLEET = simulatedDockerFleet()
 
 /** Notes each boot in the volume, then serves it. */
 const SERVE_VOLUME =

@@ -17,6 +17,7 @@ import {
   WORKER_IMAGE_CONFIG,
   workerImageTar,
 } from './support/worker-image.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
  * Serverless workers as containers on this machine's engine (PODYARD_TEST_DOCKER=1): the local
@@ -27,21 +28,7 @@ import {
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('docker worker tests skipped: set PODYARD_TEST_DOCKER=1 (needs dockerd)')
 
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: sim-l4-1
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 4
-    driver: docker
-localHost:
-  dataCenterId: EU-SE-1
-`
+const FLEET = simulatedDockerFleet({ localHost: true })
 
 interface WorkerJson {
   id: string
