@@ -59,18 +59,35 @@ export function unacceptedLimits(
   return (isolation.unenforced ?? []).filter((u) => !policy.acceptUnenforced.includes(u.limit))
 }
 
+/**
+ * What keeps the account's workloads off this driver's host, or null when nothing does: no
+ * sandbox where the operator requires one, or limits it leaves unenforced that the operator did
+ * not accept; the admin account's (trusted) workloads run there regardless.
+ */
+async function whatRefuses(
+  driver: Pick<RuntimeDriver, 'isolation'>,
+  accountId: string,
+  policy: IsolationPolicy,
+): Promise<{ unisolated: WorkloadIsolation } | { unaccepted: UnenforcedLimit[] } | null> {
+  const isolation = await driver.isolation()
+  const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
+  const unaccepted = unacceptedLimits(isolation, policy)
+  if (!unisolated && unaccepted.length === 0) return null
+  if (await policy.trusted(accountId)) return null
+  return unisolated ? { unisolated: isolation } : { unaccepted }
+}
+
 /** Why the account's workload may not start on this driver, or null when it may. */
 export async function isolationRefusal(
   driver: Pick<RuntimeDriver, 'isolation'>,
   accountId: string,
   policy: IsolationPolicy,
 ): Promise<string | null> {
-  const isolation = await driver.isolation()
-  const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
-  const unaccepted = unacceptedLimits(isolation, policy)
-  if (!unisolated && unaccepted.length === 0) return null
-  if (await policy.trusted(accountId)) return null
-  return unisolated ? unisolatedRefusal(isolation) : unenforcedRefusal(unaccepted)
+  const refused = await whatRefuses(driver, accountId, policy)
+  if (!refused) return null
+  return 'unisolated' in refused
+    ? unisolatedRefusal(refused.unisolated)
+    : unenforcedRefusal(refused.unaccepted)
 }
 
 /**
@@ -82,13 +99,10 @@ export async function hostIsolationReason(
   accountId: string,
   policy: IsolationPolicy,
 ): Promise<string | null> {
-  const isolation = await driver.isolation()
-  const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
-  const unaccepted = unacceptedLimits(isolation, policy)
-  if (!unisolated && unaccepted.length === 0) return null
-  if (await policy.trusted(accountId)) return null
-  return unisolated
+  const refused = await whatRefuses(driver, accountId, policy)
+  if (!refused) return null
+  return 'unisolated' in refused
     ? "runs workloads without a sandbox, which only the admin account's may do (docs/security.md)"
-    : `${describeUnenforced(unaccepted)}, which only the admin account's workloads may run ` +
-        'without (containment.acceptUnenforced, docs/security.md)'
+    : `${describeUnenforced(refused.unaccepted)}, which only the admin account's workloads may ` +
+        'run without (containment.acceptUnenforced, docs/security.md)'
 }
