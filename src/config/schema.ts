@@ -233,6 +233,11 @@ export const ConfigSchema = Type.Object(
       description:
         "process driver: run pods and workers inside bubblewrap. auto: when it works here, else only the admin account's run, unsandboxed; none: every account's run unsandboxed (docs/security.md)",
     }),
+    podNetwork: Type.Union([Type.Literal('isolated'), Type.Literal('host')], {
+      default: 'isolated',
+      description:
+        "process driver: isolated: each sandboxed pod and worker in its own network namespace (pasta), reachable only through its declared ports; where that cannot be had, only the admin account's run. host: the host's network, loopback services included, for every account (docs/security.md)",
+    }),
     bwrapPath: Type.String({
       default: '',
       description: 'process driver: the bubblewrap executable; empty: bwrap on PATH',
@@ -398,6 +403,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'encryptionKey', env: 'PODYARD_ENCRYPTION_KEY', type: 'string' },
   { path: 'publicIp', env: 'PODYARD_PUBLIC_IP', type: 'string' },
   { path: 'sandbox', env: 'PODYARD_SANDBOX', type: 'string' },
+  { path: 'podNetwork', env: 'PODYARD_POD_NETWORK', type: 'string' },
   { path: 'bwrapPath', env: 'PODYARD_BWRAP_PATH', type: 'string' },
   { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },

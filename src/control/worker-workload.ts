@@ -1,5 +1,6 @@
 import path from 'node:path'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
+import { unreachableFromOtherHosts } from '../domain/serverless/job-api-address.js'
 import type { ManagedWorker } from '../domain/serverless/worker.js'
 import type { WorkloadMount, WorkloadSpec } from '../runtime/driver.js'
 import { POD_LABEL_KIND, tenantOf } from './pod-workload.js'
@@ -102,5 +103,18 @@ export function workerWorkloadOf(
     tenant: tenantOf(endpoint.accountId),
     ...(launch.registryAuth ? { registryAuth: launch.registryAuth } : {}),
     ...(launch.hostNetwork ? { hostNetwork: true } : {}),
+    ...loopbackPortOf(launch.baseUrl),
   }
+}
+
+/**
+ * The job API's port when its address is a loopback one: a worker in a network namespace of its
+ * own (the process driver's) reaches that port, and no other of the host's loopback.
+ */
+function loopbackPortOf(baseUrl: string): { loopbackPorts?: number[] } {
+  if (unreachableFromOtherHosts(baseUrl) === null) return {}
+  const url = URL.parse(baseUrl)
+  if (url === null) return {}
+  const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80
+  return { loopbackPorts: [port] }
 }

@@ -77,9 +77,16 @@ export interface WorkloadSpec {
    * The workload shares the host's network namespace, its loopback included: a serverless
    * worker on this machine's engine whose job API address is a loopback one. Drivers with
    * their own network namespaces (docker) honour it, ahead of `network`; the process driver
-   * always shares the host's network. A workload with it publishes no ports.
+   * ignores it (its workloads reach a loopback job API through `loopbackPorts`). A workload
+   * with it publishes no ports.
    */
   hostNetwork?: boolean
+  /**
+   * Host loopback TCP ports the workload reaches at the same address from a network namespace
+   * of its own (the job API of a worker on this machine). Only the process driver's isolated
+   * network uses it; the others reach loopback through `hostNetwork`.
+   */
+  loopbackPorts?: number[]
 }
 
 /** How a driver keeps the workloads it starts from the host and from each other. */

@@ -71,6 +71,7 @@ export async function wireFleet(
       ...config.images,
     },
     sandbox: config.sandbox,
+    network: config.podNetwork,
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     logMaxBytes: workloadLogMaxBytes(config),
     clock,

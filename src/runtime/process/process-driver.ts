@@ -35,6 +35,14 @@ import { logLineOf } from './log-lines.js'
 import { LogPump } from './log-pump.js'
 import { readLogTail } from './log-tail.js'
 import {
+  closePodNetwork,
+  namespaceName,
+  namespacePath,
+  openPodNetwork,
+  probePodNetwork,
+  type PodNetwork,
+} from './pod-network.js'
+import {
   CLOCK_TICKS_PER_SECOND,
   cpuPercent,
   cpuSample,
@@ -80,6 +88,8 @@ import {
 } from './workload-record.js'
 
 export type SandboxMode = 'auto' | 'none' | 'bubblewrap'
+/** isolated: each sandboxed workload in its own network namespace; host: the host's network. */
+export type PodNetworkMode = 'isolated' | 'host'
 
 export interface ProcessDriverOptions {
   /** Where each workload keeps state.json, its log files (log-files.ts) and its exit status. */
@@ -102,6 +112,8 @@ export interface ProcessDriverOptions {
    * rest): past it the oldest lines go (log-files.ts). DEFAULT_WORKLOAD_LOG_MAX_BYTES by default.
    */
   logMaxBytes?: number
+  /** The network of sandboxed workloads (default isolated; pod-network.ts). */
+  network?: PodNetworkMode
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -231,6 +243,10 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly bwrapPath: string | undefined
   private readonly sandboxUidBase: number
   private readonly sandboxUsers: SandboxUsers
+  private readonly networkMode: PodNetworkMode
+  private networkChoice: Promise<PodNetwork | null> | undefined
+  /** Why sandboxed workloads share the host's network, once the choice says they do. */
+  private sharedNetworkReason = ''
 
   constructor(options: ProcessDriverOptions) {
     this.stateDir = path.resolve(options.stateDir)
@@ -242,6 +258,7 @@ export class ProcessDriver implements RuntimeDriver {
     this.logBudget = logBudgetOf(options.logMaxBytes ?? DEFAULT_WORKLOAD_LOG_MAX_BYTES)
     this.bwrapPath = options.bwrapPath
     this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
+    this.networkMode = options.network ?? 'isolated'
     this.sandboxUsers = new SandboxUsers(
       path.join(path.dirname(this.stateDir), SANDBOX_USERS_FILE),
       this.sandboxUidBase,
@@ -297,13 +314,42 @@ export class ProcessDriver implements RuntimeDriver {
       return { level: 'none', detail: (error as Error).message }
     }
     if (sandbox === null) return { level: 'none', detail: this.unsandboxedReason }
-    return {
-      level: 'sandbox',
-      detail:
-        sandbox.setprivPath === null
-          ? "bubblewrap, as the server's user in a user namespace"
-          : 'bubblewrap, each tenant as its own unprivileged user',
+    const who =
+      sandbox.setprivPath === null
+        ? "bubblewrap, as the server's user in a user namespace"
+        : 'bubblewrap, each tenant as its own unprivileged user'
+    if ((await this.chooseNetwork()) !== null) {
+      return { level: 'sandbox', detail: `${who}, each workload in its own network (pasta)` }
     }
+    if (this.networkMode === 'host') {
+      return { level: 'sandbox', detail: `${who}, in the host's network (podNetwork: host)` }
+    }
+    // The operator did not accept shared networks: as unisolated as no sandbox at all for
+    // other accounts (the host's loopback services, other pods' ports).
+    return {
+      level: 'none',
+      detail: `${who}, but in the host's network: ${this.sharedNetworkReason}`,
+    }
+  }
+
+  /** The network namespaces of sandboxed workloads, when they are wanted and work here. */
+  private chooseNetwork(): Promise<PodNetwork | null> {
+    if (this.networkChoice === undefined) {
+      this.networkChoice = (async () => {
+        if (this.networkMode === 'host') return null
+        const probe = await probePodNetwork(process.env.PATH)
+        if (probe.ok) return probe.network
+        this.sharedNetworkReason = `network namespaces are not usable here: ${probe.reason}`
+        return null
+      })()
+    }
+    return this.networkChoice
+  }
+
+  /** A sandboxed workload's network namespace is gone with it (pasta leaves with it). */
+  private async releaseNetwork(id: string): Promise<void> {
+    const network = this.networkChoice && (await this.networkChoice.catch(() => null))
+    if (network) await closePodNetwork(network, namespaceName(this.stateDir, id))
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -484,15 +530,25 @@ export class ProcessDriver implements RuntimeDriver {
     const exitStatusFile = this.file(spec.id, EXIT_STATUS_FILE)
     await rm(exitStatusFile, { force: true })
     const identity = sandbox && (await this.prepareSandbox(spec, sandbox))
+    const network = sandbox && (await this.chooseNetwork())
+    const netns = network ? namespaceName(this.stateDir, spec.id) : null
+    if (network && netns) await openPodNetwork(network, netns, spec)
 
     const { command } = resolveCommand(spec, this.images, this.idleCommand)
     const launch = buildLaunch(spec, {
       command,
       exitStatusFile,
       sandbox: sandbox && identity ? { sandbox, identity } : null,
+      netns:
+        network && netns ? { nsenterPath: network.nsenterPath, path: namespacePath(netns) } : null,
       hostPath: process.env.PATH,
     })
-    const { pid, startTicks } = await this.spawnDetached(spec.id, launch)
+    const { pid, startTicks } = await this.spawnDetached(spec.id, launch).catch(
+      async (error: unknown) => {
+        if (netns) await this.releaseNetwork(spec.id)
+        throw error
+      },
+    )
     // Its environment (worker keys) and registry credentials are never written to disk.
     const record: WorkloadRecord = {
       spec: persistedSpecOf(spec),
@@ -620,6 +676,7 @@ export class ProcessDriver implements RuntimeDriver {
   /** The workload ended by itself: its last output, how it ended, and the listeners told. */
   private async ended(tracked: Tracked): Promise<void> {
     if (tracked.settled || tracked.removed) return
+    if (this.active) await this.releaseNetwork(tracked.record.spec.id)
     try {
       await this.settle(tracked)
     } catch {
@@ -713,6 +770,7 @@ export class ProcessDriver implements RuntimeDriver {
       }
     }
     this.adopted.delete(tracked)
+    await this.releaseNetwork(record.spec.id)
     if (settle) await this.settle(tracked)
     else {
       tracked.settled = true

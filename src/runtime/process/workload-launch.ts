@@ -214,8 +214,9 @@ export function buildWorkloadEnv(
     env.NVIDIA_VISIBLE_DEVICES = devices
   }
   for (const port of spec.ports) {
-    // No network namespace: the workload shares the host's network, so it must listen on the
-    // public port itself; RunPod's variable names the port the outside world reaches.
+    // The workload listens on the public port itself: sharing the host's network it must, and
+    // in a namespace of its own the same number is published (pod-network.ts), so a command
+    // written for either works in both; RunPod's variable names the port the world reaches.
     env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.public)
   }
   return env
@@ -249,11 +250,12 @@ function ancestorsToMake(paths: readonly string[], shown: readonly string[]): st
  * disk read-write at /root (the working directory), each mount at its container path, a fresh
  * /proc in its own PID namespace (the server and other workloads do not exist for it), a fresh
  * /dev, empty /tmp and /var/tmp, its own IPC and UTS namespaces (the host name is its id).
- * Started by root, it ends as the identity's unprivileged user with no capabilities. The
- * network is the host's. Deliberately absent: --die-with-parent (the workload must outlive the
+ * Started by root, it ends as the identity's unprivileged user with no capabilities.
+ * Deliberately absent: --die-with-parent (the workload must outlive the
  * server) and --new-session (the workload must stay in the process group the driver signals;
  * it is started in a session of its own without a terminal, so there is no terminal to
- * inject input into).
+ * inject input into). The network is the one bwrap starts in: the host's, or the workload's own
+ * namespace that buildLaunch enters first (pod-network.ts).
  */
 export function buildBubblewrapArgs(
   spec: WorkloadSpec,
@@ -324,14 +326,21 @@ export interface LaunchOptions {
   exitStatusFile: string
   /** The sandbox and who the workload is in it; null: unsandboxed. */
   sandbox: { sandbox: BubblewrapSandbox; identity: SandboxIdentity } | null
+  /**
+   * The sandbox enters this network namespace first (pod-network.ts): nsenter and the
+   * namespace's path. Null: the host's network.
+   */
+  netns?: { nsenterPath: string; path: string } | null
   hostPath: string | undefined
 }
 
 /** The exact process to spawn for a spec: the exit-status wrapper around sh or bwrap. */
 export function buildLaunch(spec: WorkloadSpec, options: LaunchOptions): Launch {
   const sandboxed = options.sandbox
+  const netns = sandboxed && options.netns ? options.netns : null
   const workload = sandboxed
     ? [
+        ...(netns ? [netns.nsenterPath, `--net=${netns.path}`] : []),
         sandboxed.sandbox.bwrapPath,
         ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity),
       ]

@@ -1,0 +1,196 @@
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import { networkInterfaces } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { WorkloadSpec } from '../driver.js'
+import { findExecutable } from './bubblewrap.js'
+
+/**
+ * A sandboxed workload's own network namespace (docs/runtime.md, "Network"). `ip netns` makes
+ * it (a file under /run/netns the driver can find again after a restart); pasta (Debian's
+ * `passt` package) gives it user-mode egress through the host's sockets and publishes its
+ * declared ports on the host, the same numbers on both sides. The namespace's loopback is its
+ * own: the host's loopback services (the API, PostgreSQL, Redis) and other workloads' ports are
+ * not there. Outbound connections leave through pasta, which runs in the host's namespace and
+ * would reach the host's own addresses and the link-local metadata address: those are
+ * unreachable routes inside the namespace, which the workload (no capabilities) cannot remove.
+ */
+export interface PodNetwork {
+  pastaPath: string
+  ipPath: string
+  nsenterPath: string
+}
+
+/** Destinations no workload reaches besides the host's own addresses: metadata services. */
+export const BLOCKED_DESTINATIONS = ['169.254.0.0/16', 'fd00:ec2::254/128'] as const
+
+const NETNS_DIR = '/run/netns'
+/** Where pasta writes its pid, so that a restart can wait for the old one to let go of the ports. */
+const PID_DIR = '/run/podyard-pasta'
+/** How long a stopped pasta may take to exit before it is killed. */
+const PASTA_EXIT_MS = 2000
+const COMMAND_TIMEOUT_MS = 10_000
+
+export type PodNetworkProbe = { ok: true; network: PodNetwork } | { ok: false; reason: string }
+
+function run(file: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: COMMAND_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      if (error) {
+        const said = stderr
+          .split('\n')
+          .filter((l) => l !== '' && !l.startsWith('Failed to send'))
+          .join('; ')
+        reject(new Error(`${[file, ...args].join(' ')}: ${said || error.message}`))
+      } else resolve()
+    })
+  })
+}
+
+/** The namespace's name: short (ip's limit), and distinct per state directory and workload. */
+export function namespaceName(stateDir: string, id: string): string {
+  const hash = createHash('sha256').update(`${stateDir}\0${id}`).digest('hex')
+  return `podyard-${hash.slice(0, 16)}`
+}
+
+export function namespacePath(name: string): string {
+  return `${NETNS_DIR}/${name}`
+}
+
+/** The host's own addresses, which a workload's outbound connections must not reach. */
+function hostAddresses(): string[] {
+  const out: string[] = []
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const address of addresses ?? []) {
+      if (address.internal || address.address.startsWith('fe80:')) continue
+      out.push(`${address.address}/${address.family === 'IPv4' ? 32 : 128}`)
+    }
+  }
+  return out
+}
+
+/** The pasta arguments for a spec: its declared ports in, the loopback ports it asks out. */
+export function pastaArgs(spec: Pick<WorkloadSpec, 'ports' | 'loopbackPorts'>, netns: string) {
+  const list = (ports: number[]) => (ports.length > 0 ? [...new Set(ports)].join(',') : 'none')
+  const tcp = spec.ports.filter((p) => p.protocol !== 'udp').map((p) => p.public)
+  const udp = spec.ports.filter((p) => p.protocol === 'udp').map((p) => p.public)
+  return [
+    // pasta drops to nobody by default, which may not enter a namespace root made.
+    '--runas',
+    '0',
+    '--config-net',
+    // Without it the gateway's address leads to the host's loopback.
+    '--no-map-gw',
+    '--quiet',
+    '--tcp-ports',
+    list(tcp),
+    '--udp-ports',
+    list(udp),
+    '--tcp-ns',
+    list(spec.loopbackPorts ?? []),
+    '--udp-ns',
+    'none',
+    '--pid',
+    pidFileOf(netns),
+    '--netns',
+    namespacePath(netns),
+  ]
+}
+
+function pidFileOf(name: string): string {
+  return `${PID_DIR}/${name}.pid`
+}
+
+/**
+ * Whether `pid` is still a running pasta (its pid may be another process's once it is gone; a
+ * zombie has let go of its ports, whoever reaps it).
+ */
+async function isPasta(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+  const match = /^\d+ \((.*)\) (\S)/.exec(stat)
+  if (!match) return false
+  return (match[1]!.startsWith('pasta') || match[1]!.startsWith('passt')) && match[2] !== 'Z'
+}
+
+/**
+ * Removes a workload's namespace and ends its pasta, waiting for it to be gone: a workload
+ * started again at once publishes the same ports, which the old pasta would still hold.
+ * Absent already: nothing.
+ */
+export async function closePodNetwork(network: PodNetwork, name: string): Promise<void> {
+  const pidFile = pidFileOf(name)
+  const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim())
+  await run(network.ipPath, ['netns', 'delete', name]).catch(() => undefined)
+  if (Number.isInteger(pid) && pid > 0 && (await isPasta(pid))) {
+    // It would see the namespace go and leave by itself, but only after a while.
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {
+      // gone meanwhile
+    }
+    const deadline = Date.now() + PASTA_EXIT_MS
+    while ((await isPasta(pid)) && Date.now() < deadline) await sleep(10)
+    if (await isPasta(pid)) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone meanwhile
+      }
+      while (await isPasta(pid)) await sleep(10)
+    }
+  }
+  await rm(pidFile, { force: true })
+}
+
+/**
+ * Makes the workload's namespace ready before its command starts: created afresh (a leftover of
+ * an earlier run removed), pasta attached (it returns once the interface is configured), and
+ * the blocked destinations made unreachable.
+ */
+export async function openPodNetwork(
+  network: PodNetwork,
+  name: string,
+  spec: Pick<WorkloadSpec, 'ports' | 'loopbackPorts'>,
+): Promise<void> {
+  await closePodNetwork(network, name)
+  await mkdir(PID_DIR, { recursive: true, mode: 0o700 })
+  await run(network.ipPath, ['netns', 'add', name])
+  try {
+    await run(network.pastaPath, pastaArgs(spec, name))
+    for (const destination of [...BLOCKED_DESTINATIONS, ...hostAddresses()]) {
+      const family = destination.includes(':') ? '-6' : '-4'
+      await run(network.ipPath, ['-n', name, family, 'route', 'add', 'unreachable', destination])
+    }
+  } catch (error) {
+    await closePodNetwork(network, name)
+    throw error
+  }
+}
+
+/**
+ * Whether workloads can get namespaces here: the server is root (the namespace is the host
+ * user namespace's, so the workload's unprivileged user cannot change it), ip, nsenter and
+ * pasta are there, and a namespace can really be made and connected.
+ */
+export async function probePodNetwork(searchPath: string | undefined): Promise<PodNetworkProbe> {
+  if (process.getuid?.() !== 0) {
+    return { ok: false, reason: 'network namespaces need the server to run as root' }
+  }
+  const pastaPath = await findExecutable('pasta', searchPath)
+  if (pastaPath === undefined) return { ok: false, reason: 'pasta (Debian: passt) is not on PATH' }
+  const ipPath = await findExecutable('ip', searchPath)
+  if (ipPath === undefined) return { ok: false, reason: 'ip (iproute2) is not on PATH' }
+  const nsenterPath = await findExecutable('nsenter', searchPath)
+  if (nsenterPath === undefined) return { ok: false, reason: 'nsenter (util-linux) is not on PATH' }
+  const network: PodNetwork = { pastaPath, ipPath, nsenterPath }
+  const name = namespaceName(`probe-${process.pid}`, `${Date.now()}`)
+  try {
+    await openPodNetwork(network, name, { ports: [] })
+    return { ok: true, network }
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message }
+  } finally {
+    await closePodNetwork(network, name)
+  }
+}
