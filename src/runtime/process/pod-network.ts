@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdir, readFile, rm } from 'node:fs/promises'
+import { access, mkdir, readFile, rm } from 'node:fs/promises'
 import { networkInterfaces } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { WorkloadSpec } from '../driver.js'
@@ -118,7 +118,10 @@ async function isPasta(pid: number): Promise<boolean> {
  * started again at once publishes the same ports, which the old pasta would still hold.
  * Absent already: nothing.
  */
-export async function closePodNetwork(network: PodNetwork, name: string): Promise<void> {
+export async function closePodNetwork(
+  network: Pick<PodNetwork, 'ipPath'>,
+  name: string,
+): Promise<void> {
   const pidFile = pidFileOf(name)
   const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim())
   await run(network.ipPath, ['netns', 'delete', name]).catch(() => undefined)
@@ -166,6 +169,20 @@ export async function openPodNetwork(
     await closePodNetwork(network, name)
     throw error
   }
+}
+
+/**
+ * Removes the namespace of a workload if it has one, whatever this driver's settings: a driver
+ * of `sandbox: none` or `podNetwork: host` may remove what another started.
+ */
+export async function releasePodNetwork(name: string, searchPath: string | undefined) {
+  const exists = await access(namespacePath(name)).then(
+    () => true,
+    () => false,
+  )
+  if (!exists) return
+  const ipPath = await findExecutable('ip', searchPath)
+  if (ipPath !== undefined) await closePodNetwork({ ipPath }, name)
 }
 
 /**

@@ -35,11 +35,11 @@ import { logLineOf } from './log-lines.js'
 import { LogPump } from './log-pump.js'
 import { readLogTail } from './log-tail.js'
 import {
-  closePodNetwork,
   namespaceName,
   namespacePath,
   openPodNetwork,
   probePodNetwork,
+  releasePodNetwork,
   type PodNetwork,
 } from './pod-network.js'
 import {
@@ -348,8 +348,7 @@ export class ProcessDriver implements RuntimeDriver {
 
   /** A sandboxed workload's network namespace is gone with it (pasta leaves with it). */
   private async releaseNetwork(id: string): Promise<void> {
-    const network = this.networkChoice && (await this.networkChoice.catch(() => null))
-    if (network) await closePodNetwork(network, namespaceName(this.stateDir, id))
+    await releasePodNetwork(namespaceName(this.stateDir, id), process.env.PATH)
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -676,12 +675,12 @@ export class ProcessDriver implements RuntimeDriver {
   /** The workload ended by itself: its last output, how it ended, and the listeners told. */
   private async ended(tracked: Tracked): Promise<void> {
     if (tracked.settled || tracked.removed) return
-    if (this.active) await this.releaseNetwork(tracked.record.spec.id)
     try {
       await this.settle(tracked)
     } catch {
       // Its last lines are read again by readLogs(); the end is known either way.
     }
+    if (this.active) await this.releaseNetwork(tracked.record.spec.id).catch(() => undefined)
     if (tracked.removed || !this.active) return
     for (const listener of this.listeners) listener(tracked.record.spec.id)
   }
