@@ -135,6 +135,8 @@ const STATS_TABLE_MAX_AGE_MS = 1000
 const STOP_TABLE_MAX_AGE_MS = 250
 /** How often a stop looks whether the processes it follows are gone, at most. */
 const STOP_POLL_MS = 25
+/** How often a stop that lasts looks for group members it does not follow (waitForEnd). */
+const STOP_RESCAN_MS = 1_000
 /**
  * How often the workloads adopted from a previous server (not this process's children, whose
  * exit Node reports) are looked at: one kill(0) each.
@@ -757,7 +759,8 @@ export class ProcessDriver implements RuntimeDriver {
         const members = withDescendants(roots)
         signalGroup(group, members, 'SIGTERM')
         const known = new Map(members.map((m) => [m.pid, m.starttime]))
-        if (!(await this.waitForEnd(known, graceMs, 'SIGTERM', new Set(known.keys())))) {
+        const rescan = () => this.liveMembers(group)
+        if (!(await this.waitForEnd(known, graceMs, 'SIGTERM', new Set(known.keys()), rescan))) {
           const left = (await this.liveMembers(group)) ?? []
           signalGroup(group, left, 'SIGKILL')
           for (const member of left) known.set(member.pid, member.starttime)
@@ -790,16 +793,28 @@ export class ProcessDriver implements RuntimeDriver {
    * Until the `known` processes (and the children they had) are gone or zombies (true), or `ms`
    * pass (false). Each one gets `signal` once, unless in `signalled` already (a process found
    * meanwhile too: one started by a process that ignores the signal would never hear it
-   * otherwise); without `signalled`, every one still there gets it again at each look.
+   * otherwise); without `signalled`, every one still there gets it again at each look. With
+   * `rescan`, a wait that lasts adds the group's members every STOP_RESCAN_MS: a process whose
+   * parent ended before the wait saw it (the sandbox's PID-namespace init, orphaned when bwrap's
+   * outer process died of the signal as it started) is in no known process's children, and its
+   * command would otherwise run on, unsignalled, through the whole grace.
    */
   private async waitForEnd(
     known: Map<number, number>,
     ms: number,
     signal: NodeJS.Signals,
     signalled?: Set<number>,
+    rescan?: () => Promise<ProcStat[] | undefined>,
   ): Promise<boolean> {
     const deadline = performance.now() + ms
+    let rescanAt = performance.now() + STOP_RESCAN_MS
     for (let pause = 2; ; pause = Math.min(STOP_POLL_MS, pause * 2)) {
+      if (rescan && performance.now() >= rescanAt) {
+        for (const member of (await rescan()) ?? []) {
+          if (!known.has(member.pid)) known.set(member.pid, member.starttime)
+        }
+        rescanAt = performance.now() + STOP_RESCAN_MS
+      }
       if (followProcesses(known) === 0) return true
       for (const pid of known.keys()) {
         if (signalled?.has(pid)) continue
