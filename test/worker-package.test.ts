@@ -1,5 +1,13 @@
 import { execFile, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -15,13 +23,16 @@ import {
 const run = promisify(execFile)
 
 /**
- * The worker SDK as its own package (issue 20): `npm pack` of packages/worker, installed into an
- * empty folder with nothing else, serves a job of a real platform and runs a local test job.
+ * The worker SDK as its own package (issues 20 and 31): a copy of packages/worker outside the
+ * checkout installs its own devDependencies and packs (building on prepack); the tarball,
+ * installed into an empty folder with nothing else, serves a job of a real platform, runs a
+ * local test job, and type-checks in a project without @types/node.
  */
 describe('@podyard/worker from npm pack, alone in an empty folder', () => {
   let dir: string
   let app: string
   let platform: TestPlatform
+  let packedFiles: string[]
 
   const worker = `
 import { serve } from '@podyard/worker'
@@ -40,10 +51,21 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-worker-package-'))
     app = path.join(dir, 'app')
     mkdirSync(app)
+    // The package's own files, as a clone has them (no dist/, no node_modules/ of the checkout).
+    const copy = path.join(dir, 'worker-src')
+    const source = path.join(repoRoot, 'packages', 'worker')
+    for (const name of ['package.json', 'README.md', 'LICENSE', 'tsconfig.build.json', 'src']) {
+      cpSync(path.join(source, name), path.join(copy, name), { recursive: true })
+    }
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: copy })
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], {
-      cwd: path.join(repoRoot, 'packages', 'worker'),
+      cwd: copy,
     })
-    const [packed] = JSON.parse(stdout) as Array<{ filename: string }>
+    const [packed] = JSON.parse(stdout) as Array<{
+      filename: string
+      files: Array<{ path: string }>
+    }>
+    packedFiles = packed!.files.map((file) => file.path)
     writeFileSync(
       path.join(app, 'package.json'),
       JSON.stringify({ name: 'app', private: true, type: 'module' }),
@@ -73,6 +95,29 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
     expect(manifest.name).toBe('@podyard/worker')
     expect(manifest.dependencies).toBeUndefined()
     expect(manifest.peerDependencies).toBeUndefined()
+  })
+
+  it('ships its build, sources, LICENSE and publishing metadata, no tests', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'dist/index.js',
+        'dist/index.d.ts',
+      ]),
+    )
+    expect(
+      packedFiles.filter((file) => file.includes('.test.') || file.endsWith('.tsbuildinfo')),
+    ).toEqual([])
+    const manifest = JSON.parse(
+      readFileSync(path.join(app, 'node_modules', '@podyard', 'worker', 'package.json'), 'utf8'),
+    ) as Record<string, unknown>
+    expect(manifest).toMatchObject({
+      license: 'Apache-2.0',
+      repository: { type: 'git', directory: 'packages/worker' },
+      publishConfig: { access: 'public' },
+    })
   })
 
   it('serves a job of a real endpoint', async () => {
@@ -143,7 +188,7 @@ serve((job) => ({ doubled: job.input.n * 2 }))
     })
   })
 
-  it('type-checks a TypeScript worker against the installed declarations', async () => {
+  it('type-checks a TypeScript worker against the installed declarations, without @types/node', async () => {
     writeFileSync(
       path.join(app, 'typed.ts'),
       `import { serve, type Handler } from '@podyard/worker'
@@ -167,10 +212,7 @@ serve(handler, { concurrency: (current: number) => current + 1 })
         'nodenext',
         '--target',
         'es2022',
-        '--types',
-        'node',
-        '--typeRoots',
-        path.join(repoRoot, 'node_modules', '@types'),
+        // No @types/node anywhere above the app: the SDK's declarations need none.
         'typed.ts',
       ],
       { cwd: app },

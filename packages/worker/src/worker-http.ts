@@ -3,7 +3,11 @@ import https from 'node:https'
 
 export interface HttpResponse {
   status: number
-  headers: http.IncomingHttpHeaders
+  /**
+   * node:http's IncomingHttpHeaders, spelled without Node's types: this interface is in the
+   * package's declarations, which compile in a project without @types/node.
+   */
+  headers: Record<string, string | string[] | undefined>
   body: string
 }
 
