@@ -115,7 +115,6 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
     ) as Record<string, unknown>
     expect(manifest).toMatchObject({
       license: 'Apache-2.0',
-      repository: { type: 'git', directory: 'packages/worker' },
       publishConfig: { access: 'public' },
     })
   })
