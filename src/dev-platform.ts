@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { DevPlatformFlags } from './cli/dev-command.js'
 import type { DevPlatform } from './cli/dev-session.js'
-import { ConfigError, loadConfig } from './config/load-config.js'
+import { loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
 
 /**
@@ -92,11 +92,6 @@ export async function startDevPlatform(
     }
   } catch (error) {
     removeThrowaway()
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new ConfigError(
-        `${(error as Error).message}: another server listens there; pass --port 0 for a free port`,
-      )
-    }
     throw error
   }
 }

@@ -42,6 +42,7 @@ import { wirePods } from './wiring/pod-wiring.js'
 import { wireReplicas } from './wiring/replica-wiring.js'
 import { wireServerless } from './wiring/serverless-wiring.js'
 import { NoDatabaseError, openServingStore } from './wiring/store-wiring.js'
+import { ListenError, listenError } from './wiring/listen-error.js'
 
 export { openMigratedStore } from './wiring/store-wiring.js'
 export { withStoreCommands } from './wiring/store-commands.js'
@@ -159,7 +160,11 @@ export async function startPlatform(
       ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
     })
 
-    const address = await app.listen({ host: config.host, port: config.port })
+    const address = await app
+      .listen({ host: config.host, port: config.port })
+      .catch((error: unknown) => {
+        throw listenError(error, config.host, config.port)
+      })
     const url = address.replace('[::1]', 'localhost')
     const metricsListener = await openMetricsListener(context).catch(async (error: unknown) => {
       await app.close()
@@ -295,6 +300,7 @@ async function runningWorkloads(drivers: RuntimeDriver[]): Promise<RunningWorklo
 export function isStartupRefusal(error: unknown): error is Error {
   return (
     error instanceof FleetError ||
+    error instanceof ListenError ||
     error instanceof StoreInUseError ||
     error instanceof DockerEngineUnreachableError ||
     error instanceof DatabaseTooNewError ||

@@ -72,8 +72,9 @@ describe.each(testStores())('AccountService on $name', ({ open }) => {
     expect(await accounts.authenticate(undefined)).toEqual({ ok: false, reason: 'missing' })
     expect(await accounts.authenticate('bad key with spaces')).toEqual({
       ok: false,
-      reason: 'malformed',
+      reason: 'not-a-key',
     })
+    expect(await accounts.authenticate('short')).toEqual({ ok: false, reason: 'too-short' })
     expect(await accounts.authenticate(`pyd_${'x'.repeat(40)}`)).toEqual({
       ok: false,
       reason: 'unknown',

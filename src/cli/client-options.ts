@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
 import { ApiClient } from '../client/api-client.js'
+import { unauthorizedHint } from './error-output.js'
 import { resolveTarget } from './profiles.js'
 
 export interface ClientFlags {
@@ -33,7 +34,7 @@ export function withClientOptions(command: Command): Command {
 
 export function clientFrom(flags: ClientFlags): ApiClient {
   const target = resolveTarget(flags, process.env, DEFAULT_SERVER_URL)
-  return new ApiClient(target.url, target.apiKey)
+  return new ApiClient(target.url, target.apiKey, unauthorizedHint(target.apiKeyFrom))
 }
 
 /** `-q, --quiet` for commands that create: only the new id is printed (for scripts). */

@@ -32,3 +32,14 @@ export function wantsJson(argv: readonly string[]): boolean {
   const end = argv.indexOf('--')
   return (end < 0 ? argv : argv.slice(0, end)).includes('--json')
 }
+
+/**
+ * What a CLI user does about a 401. The server's detail speaks of HTTP headers (the spec's
+ * wording for every client); a CLI user sets a flag, a variable or a profile instead.
+ */
+export function unauthorizedHint(apiKeyFrom: string | undefined): string {
+  if (apiKeyFrom === undefined) {
+    return 'the CLI found no API key: pass --api-key <key>, set PODYARD_API_KEY, or save one with `podyard config set --api-key-stdin` (the admin key is printed when the server first starts; `podyard keys create` makes more)'
+  }
+  return `the key came from ${apiKeyFrom}: use a key the server created (pyd_...), e.g. from \`podyard keys create\` or the console`
+}

@@ -86,6 +86,8 @@ export function writeProfiles(file: string, data: ProfilesFile): void {
 export interface ResolvedTarget {
   url: string
   apiKey: string | undefined
+  /** Where the key came from, for error messages: `--api-key`, `$PODYARD_API_KEY`, `profile "x"`. */
+  apiKeyFrom: string | undefined
   profile: string
 }
 
@@ -108,9 +110,18 @@ export function resolveTarget(
       `no profile "${named}" in ${file}: save one with podyard config set --profile ${named} --url ... --api-key-stdin`,
     )
   }
+  const [apiKey, apiKeyFrom] =
+    flags.apiKey !== undefined
+      ? [flags.apiKey, '--api-key']
+      : env.PODYARD_API_KEY
+        ? [env.PODYARD_API_KEY, '$PODYARD_API_KEY']
+        : saved?.apiKey
+          ? [saved.apiKey, `profile "${profile}"`]
+          : [undefined, undefined]
   return {
     url: flags.url ?? (env.PODYARD_URL || saved?.url || defaultUrl),
-    apiKey: flags.apiKey ?? (env.PODYARD_API_KEY || saved?.apiKey || undefined),
+    apiKey,
+    apiKeyFrom,
     profile,
   }
 }

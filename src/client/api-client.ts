@@ -45,12 +45,22 @@ function statusLine(response: Response): string {
  * `error`); anything else came from something between (a load balancer's HTML 502, a proxy's
  * 404), so its body is not read as JSON and the message says where the answer came from.
  */
-function errorOf(response: Response, url: string, text: string): ApiError {
+function errorOf(
+  response: Response,
+  url: string,
+  text: string,
+  unauthorizedHint: string | undefined,
+): ApiError {
   if (isJson(mediaTypeOf(response))) {
     try {
       const body = JSON.parse(text) as unknown
       if (typeof body === 'object' && body !== null && 'detail' in body) {
-        return new ApiError(response.status, body as Problem)
+        const error = new ApiError(response.status, body as Problem)
+        // The problem stays as the server sent it (--json shows it); the message adds the hint.
+        if (response.status === 401 && unauthorizedHint !== undefined) {
+          error.message = `${error.message}; ${unauthorizedHint}`
+        }
+        return error
       }
     } catch {
       // Not JSON after all: not podyard's answer either.
@@ -67,6 +77,8 @@ export class ApiClient {
   constructor(
     private readonly baseUrl: string,
     private readonly apiKey: string | undefined,
+    /** Added to the message of a 401 (the CLI says where to give a key). */
+    private readonly unauthorizedHint?: string,
   ) {}
 
   async get<T>(path: string): Promise<T> {
@@ -80,7 +92,7 @@ export class ApiClient {
   ): Promise<Response> {
     const response = await this.fetch('GET', path, undefined, init.signal, init.headers)
     const url = this.urlOf(path)
-    if (!response.ok) throw errorOf(response, url, await response.text())
+    if (!response.ok) throw errorOf(response, url, await response.text(), this.unauthorizedHint)
     const media = mediaTypeOf(response)
     if (media !== 'text/event-stream') {
       await response.body?.cancel()
@@ -162,7 +174,7 @@ export class ApiClient {
     const response = await this.fetch(method, path, body)
     const url = this.urlOf(path)
     const text = await response.text()
-    if (!response.ok) throw errorOf(response, url, text)
+    if (!response.ok) throw errorOf(response, url, text, this.unauthorizedHint)
     if (text === '') return undefined as T
     const media = mediaTypeOf(response)
     const notPodyard = (what: string) =>

@@ -46,7 +46,7 @@ export async function authenticate(
   source: KeySource,
 ): Promise<Principal> {
   const key = presentedKey(request, source)
-  // `?api_key=` is no header: a bad one is a wrong key, never "the header is malformed".
+  // `?api_key=` is no header: an empty one is named as the parameter, never "the header".
   const fromQuery =
     source === 'bearer-or-query' &&
     (request.headers.authorization === undefined || request.headers.authorization === '')
@@ -64,8 +64,7 @@ export async function authenticate(
   }
   const result = await accounts.authenticate(key)
   if (!result.ok) {
-    const reason = fromQuery && result.reason === 'malformed' ? 'unknown' : result.reason
-    throw new AppError('UNAUTHENTICATED', authFailureDetail[reason])
+    throw new AppError('UNAUTHENTICATED', authFailureDetail[result.reason])
   }
   return result.principal
 }

@@ -7,13 +7,19 @@ export interface Principal {
   key: ApiKey
 }
 
-export type AuthFailure = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked'
+export type AuthFailure =
+  'missing' | 'malformed' | 'too-short' | 'not-a-key' | 'unknown' | 'expired' | 'revoked'
 
 export type Authentication = { ok: true; principal: Principal } | { ok: false; reason: AuthFailure }
 
 export const authFailureDetail: Record<AuthFailure, string> = {
   missing: 'no API key: send the header Authorization: Bearer <key>',
   malformed: 'the Authorization header is malformed: expected Bearer <key>',
+  // The header is fine, the key in it is not: say so, rather than "the header is malformed".
+  'too-short':
+    'the API key is too short to be a podyard key (keys are pyd_ and 40 letters or digits)',
+  'not-a-key':
+    'the API key is not a podyard key: it has characters no key has (keys are pyd_ and 40 letters or digits)',
   unknown: 'the API key is not valid',
   expired: 'the API key has expired',
   revoked: 'the API key has been revoked',

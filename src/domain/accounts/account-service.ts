@@ -11,7 +11,13 @@ import {
   type User,
   type UserSettings,
 } from './account.js'
-import { API_KEY_SHAPE, displayPrefix, generateApiKey, hashApiKey } from './api-key-secret.js'
+import {
+  API_KEY_MIN_LENGTH,
+  API_KEY_SHAPE,
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+} from './api-key-secret.js'
 import type { AccountRepo, ApiKeyRepo } from './ports.js'
 
 /** Writing last-used on every request would turn every read into a write; once a minute is enough. */
@@ -294,7 +300,8 @@ export class AccountService {
   /** Resolves a presented key; the reason of a failure is a value, never an exception. */
   async authenticate(presented: string | undefined): Promise<Authentication> {
     if (presented === undefined || presented === '') return { ok: false, reason: 'missing' }
-    if (!API_KEY_SHAPE.test(presented)) return { ok: false, reason: 'malformed' }
+    if (presented.length < API_KEY_MIN_LENGTH) return { ok: false, reason: 'too-short' }
+    if (!API_KEY_SHAPE.test(presented)) return { ok: false, reason: 'not-a-key' }
     const hash = hashApiKey(presented)
     let found = this.authCache.get(hash)
     if (found !== undefined && found.until <= Date.now()) {

@@ -19,5 +19,7 @@ export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH)
 }
 
-/** What a presented credential may look like at all; anything else is malformed (401). */
+/** The shortest credential that may be a key at all (an admin may choose a key of 16). */
+export const API_KEY_MIN_LENGTH = 16
+/** What a presented credential may look like at all; anything else is no key (401). */
 export const API_KEY_SHAPE = /^[A-Za-z0-9_\-.~+/=]{16,256}$/
