@@ -107,13 +107,24 @@ describe('podyard billing', { timeout: 90_000 }, () => {
     expect(table.code, table.stderr).toBe(0)
     const lines = table.stdout.trimEnd().split('\n')
     expect(lines[0]).toMatch(/^START\s+END\s+TOTAL\s+POD CPU\s+POD DISK\s+STORAGE STANDARD$/)
-    expect(lines[1]).toMatch(
+    // The day without spend (2026-03-01) is left out, and the summary says so (issue 31).
+    expect(lines[1]).toMatch(/^2026-03-02T00:00:00.000Z\s+2026-03-03T00:00:00.000Z\s+\$0\.\d+/)
+    expect(lines[1]).toContain('$0.12 ')
+    expect(lines[2]).toMatch(
+      /^day buckets from 2026-03-01T00:00:00.000Z to 2026-03-03T00:00:00.000Z: 2 record\(s\), total \$0\.\d{2,6}; 1 without spend not shown \(--all shows them\)$/,
+    )
+    expect(lines).toHaveLength(3)
+    // --all lists every bucket.
+    const all = (await billing([...window, '--all'])).stdout.trimEnd().split('\n')
+    expect(all[1]).toMatch(
       /^2026-03-01T00:00:00.000Z\s+2026-03-02T00:00:00.000Z\s+\$0\.00\s+\$0\.00\s+\$0\.00\s+\$0\.00$/,
     )
-    expect(lines[2]).toMatch(/^2026-03-02T00:00:00.000Z\s+2026-03-03T00:00:00.000Z\s+\$0\.\d+/)
-    expect(lines[2]).toContain('$0.12 ')
-    expect(lines[3]).toMatch(
-      /^day buckets from 2026-03-01T00:00:00.000Z to 2026-03-03T00:00:00.000Z: 2 record\(s\), total \$0\.\d{2,6}$/,
+    expect(all[2]).toMatch(/^2026-03-02T00:00:00.000Z\s+2026-03-03T00:00:00.000Z\s+\$0\.\d+/)
+    expect(all[3]).toMatch(/: 2 record\(s\), total \$0\.\d{2,6}$/)
+    // A window without any spend says so, not 30 rows of $0.00.
+    const idle = await billing(['--start', '2026-01-01T00:00:00Z', '--end', '2026-01-31T00:00:00Z'])
+    expect(idle.stdout).toBe(
+      'No spend. day buckets from 2026-01-01T00:00:00.000Z to 2026-01-31T00:00:00.000Z: 30 record(s), total $0.00; 30 without spend not shown (--all shows them)\n',
     )
     // `billing totals` is the same report.
     const named = await billing(['totals', ...window])

@@ -15,6 +15,7 @@ interface WindowFlags extends ClientFlags {
   end?: string
   bucket?: string
   last?: number
+  all?: boolean
 }
 
 /**
@@ -155,9 +156,21 @@ const REPORTS: Record<string, ReportShape> = {
 
 const amountOf = (record: Record<string, unknown>, field: string) => Number(record[field] ?? 0)
 
-/** A report as a table, the window and its totals underneath. */
-export function reportTable(shape: ReportShape, report: BillingReportJson): string {
-  const { records, metadata } = report
+/**
+ * A report as a table, the window and its totals underneath. Buckets without spend are left
+ * out unless `all` (a month of days of `$0.00` hides the one day that cost something); the
+ * summary says how many were left out.
+ */
+export function reportTable(
+  shape: ReportShape,
+  report: BillingReportJson,
+  options: { all?: boolean } = {},
+): string {
+  const { metadata } = report
+  const records = options.all
+    ? report.records
+    : report.records.filter((r) => amountOf(r, 'totalAmount') !== 0)
+  const hidden = report.records.length - records.length
   // The totals report has one record per bucket with every amount: show only those used.
   const amounts = shape.filter
     ? shape.amounts
@@ -184,7 +197,9 @@ export function reportTable(shape: ReportShape, report: BillingReportJson): stri
   const summary =
     `${query.bucketSize} buckets from ${query.startTime} to ${query.endTime}: ` +
     `${metadata.recordCount} record(s)${count}, total ${formatUsd(amountOf(metadata.totals, 'totalAmount'))}`
-  return records.length === 0 ? `No usage. ${summary}` : `${formatTable(headers, rows)}\n${summary}`
+  const left = hidden > 0 ? `; ${hidden} without spend not shown (--all shows them)` : ''
+  if (records.length === 0) return `${hidden > 0 ? 'No spend' : 'No usage'}. ${summary}${left}`
+  return `${formatTable(headers, rows)}\n${summary}${left}`
 }
 
 /**
@@ -211,6 +226,7 @@ export function addBillingCommands(program: Command, deps: BillingCommandDeps): 
         ).choices(BUCKET_SIZES),
       )
       .option('--last <n>', 'the last n buckets up to --end', positiveInteger)
+      .option('--all', 'list buckets without spend too (by default only those that cost something)')
     if (shape.filter) command.option(shape.filter.flag, shape.filter.help)
     command.action(async (flags: WindowFlags & Record<string, unknown>) => {
       const filterValue = shape.filter
@@ -223,7 +239,7 @@ export function addBillingCommands(program: Command, deps: BillingCommandDeps): 
         lastN: flags.last,
         ...(shape.filter ? { [shape.filter.query]: filterValue } : {}),
       })
-      deps.print(flags.json ? json(report) : reportTable(shape, report))
+      deps.print(flags.json ? json(report) : reportTable(shape, report, { all: flags.all }))
     })
   }
 }
