@@ -188,9 +188,40 @@ describe.each(testStores())('the billing meter on $name', ({ open }) => {
     const credits = new KyselyCreditRepo(store.db)
     expect((await credits.credit(accountId))!.balanceNano).toBe(100_000_000_000 - total)
     const charges = (await credits.entries(accountId, 50)).filter((e) => e.kind === 'charge')
-    // One entry per tick that charged anything: 30 min, 90 min, 2 h, 3 h.
-    expect(charges).toHaveLength(4)
+    // One entry per resource and hour (issue 31), not one per tick: the pod and the volume in
+    // hours 0, 1 and 2, the worker's endpoint in hours 0 and 1. The ticks at 30 and 90 min, the
+    // restart's and the one at 2 h all add to the entries of their hours; each entry is exactly
+    // that resource's usage records of that hour.
+    expect(charges).toHaveLength(8)
     expect(charges.reduce((s, e) => s - e.amountNano, 0)).toBe(total)
+    const hourOf = (resourceKind: string, resourceId: string, bucketStart: string) =>
+      records
+        .filter(
+          (r) =>
+            r.resourceKind === resourceKind &&
+            r.resourceId === resourceId &&
+            r.bucketStart === bucketStart,
+        )
+        .reduce((s, r) => s + r.amountNano, 0)
+    const hours = [
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-01T01:00:00.000Z',
+      '2026-01-01T02:00:00.000Z',
+    ]
+    const expected = [
+      ...hours.map((h) => [`pod ${pod.id}: usage in the hour from ${h}`, hourOf('pod', pod.id, h)]),
+      ...hours.map((h) => [
+        `network volume ${volumeId}: usage in the hour from ${h}`,
+        hourOf('networkVolume', volumeId, h),
+      ]),
+      ...hours
+        .slice(0, 2)
+        .map((h) => [
+          `serverless endpoint endpointmetered: usage in the hour from ${h}`,
+          hourOf('serverless', 'endpointmetered', h),
+        ]),
+    ]
+    expect(charges.map((e) => [e.note, -e.amountNano]).sort()).toEqual(expected.sort())
   })
 
   it('bills a stopped worker up to its stop, even when it stopped between two runs', async () => {

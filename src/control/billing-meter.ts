@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { AccountCredit, CreditEntry } from '../domain/billing/credits.js'
 import type { MeterState, MeteredKind, UsageRepo } from '../domain/billing/ports.js'
@@ -24,7 +25,6 @@ import type {
   VolumeSizeRecord,
 } from '../domain/volumes/network-volume.js'
 import type { Clock } from '../shared/clock.js'
-import { newId } from '../shared/ids.js'
 
 export const DEFAULT_METER_INTERVAL_MS = 10_000
 
@@ -45,12 +45,20 @@ export interface BillingMeterDeps {
   afterCharge?: (credit: AccountCredit) => Promise<void>
 }
 
+/** What a tick charges one resource for one hour: one ledger entry, grown by later ticks. */
+interface HourCharge {
+  resourceKind: UsageResourceKind
+  resourceId: string
+  bucketStart: string
+  amountNano: number
+}
+
 /** One account's share of a tick. */
 interface AccountTick {
   records: Map<string, UsageRecord>
+  charges: Map<string, HourCharge>
   states: Array<{ state: MeterState; expectedUntil: string | null }>
   closed: Array<{ resourceKind: MeteredKind; resourceId: string; expectedUntil: string }>
-  totalNano: number
 }
 
 interface Metering {
@@ -73,8 +81,8 @@ const iso = (ms: number) => new Date(ms).toISOString()
 /**
  * The billing meter (docs/billing.md): a reconcile loop that charges, every `intervalMs`, what
  * each pod, serverless worker and network volume used since the meter last saw it, writes it as
- * hourly usage records and takes it off the account's balance as one ledger entry per account
- * and tick. Each account's tick is one transaction together with the meter's state, so a
+ * hourly usage records and takes it off the account's balance in one ledger entry per resource
+ * and hour, which each tick of that hour adds to. Each account's tick is one transaction together with the meter's state, so a
  * restart (or a crash mid-tick) neither charges twice nor leaves a gap; a second replica's
  * meter that raced it finds a state moved and writes nothing for that account.
  */
@@ -278,7 +286,7 @@ export class BillingMeter {
     if (unchanged) return
     let tick = ticks.get(metering.accountId)
     if (!tick) {
-      tick = { records: new Map(), states: [], closed: [], totalNano: 0 }
+      tick = { records: new Map(), charges: new Map(), states: [], closed: [] }
       ticks.set(metering.accountId, tick)
     }
     for (const accrual of accruals) {
@@ -296,7 +304,17 @@ export class BillingMeter {
           amountNano: accrual.amountNano,
         })
       }
-      tick.totalNano += accrual.amountNano
+      const hourKey = `${metering.usage.kind}:${metering.usage.id}:${bucketStart}`
+      const charge = tick.charges.get(hourKey)
+      if (charge) charge.amountNano += accrual.amountNano
+      else {
+        tick.charges.set(hourKey, {
+          resourceKind: metering.usage.kind,
+          resourceId: metering.usage.id,
+          bucketStart,
+          amountNano: accrual.amountNano,
+        })
+      }
     }
     if (metering.close) {
       if (state) {
@@ -323,29 +341,50 @@ export class BillingMeter {
   }
 
   private async commit(accountId: string, tick: AccountTick, nowMs: number): Promise<void> {
-    const charge: CreditEntry | null =
-      tick.totalNano > 0
-        ? {
-            id: newId.creditEntry(),
-            accountId,
-            amountNano: -tick.totalNano,
-            kind: 'charge',
-            note: `usage up to ${iso(nowMs)}`,
-            createdBy: null,
-            createdAt: iso(nowMs),
-          }
-        : null
+    const charges: CreditEntry[] = [...tick.charges.values()]
+      .filter((c) => c.amountNano > 0)
+      .map((c) => ({
+        id: hourChargeId(accountId, c),
+        accountId,
+        amountNano: -c.amountNano,
+        kind: 'charge',
+        note: `${USAGE_NOUNS[c.resourceKind]} ${c.resourceId}: usage in the hour from ${c.bucketStart}`,
+        createdBy: null,
+        createdAt: iso(nowMs),
+      }))
     const credit = await this.deps.usage.commit({
       accountId,
       records: [...tick.records.values()],
       states: tick.states,
       closed: tick.closed,
-      charge,
+      charges,
     })
     if (!credit) {
       this.deps.logger.info({ accountId }, 'billing meter: another meter charged first; skipped')
       return
     }
-    if (charge && this.deps.afterCharge) await this.deps.afterCharge(credit)
+    if (charges.length > 0 && this.deps.afterCharge) await this.deps.afterCharge(credit)
   }
+}
+
+const USAGE_NOUNS: Record<UsageResourceKind, string> = {
+  pod: 'pod',
+  serverless: 'serverless endpoint',
+  networkVolume: 'network volume',
+  endpoint: 'public model',
+}
+
+/**
+ * The ledger id of one resource's charges in one hour: the same in every tick and on every
+ * replica, so a tick after a restart (or another replica's) adds to the entry that the hour's
+ * earlier ticks started, instead of a new entry per tick. A credit entry id in shape.
+ */
+function hourChargeId(accountId: string, charge: HourCharge): string {
+  const digest = createHash('sha256')
+    .update(`${accountId}\0${charge.resourceKind}\0${charge.resourceId}\0${charge.bucketStart}`)
+    .digest()
+  return `cred_${BigInt(`0x${digest.toString('hex', 0, 12)}`)
+    .toString(36)
+    .padStart(14, '0')
+    .slice(-14)}`
 }

@@ -40,6 +40,36 @@ export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntr
     .execute()
 }
 
+/**
+ * Adds a charge to the ledger entry of the same id, or starts it: the meter's entry of one
+ * resource and hour grows tick by tick (docs/billing.md, "Ledger"). The balance moves by the
+ * amount added, so the sum of the entries stays the balance.
+ */
+export async function addToLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
+  await trx
+    .insertInto('credit_ledger')
+    .values({
+      id: entry.id,
+      account_id: entry.accountId,
+      amount_nano: entry.amountNano,
+      kind: entry.kind,
+      note: entry.note,
+      created_by: entry.createdBy,
+      created_at: entry.createdAt,
+    })
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({
+        amount_nano: eb('credit_ledger.amount_nano', '+', eb.ref('excluded.amount_nano')),
+      })),
+    )
+    .execute()
+  await trx
+    .updateTable('accounts')
+    .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
+    .where('id', '=', entry.accountId)
+    .execute()
+}
+
 export async function readCredit(
   db: Kysely<Database>,
   accountId: string,

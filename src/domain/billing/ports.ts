@@ -53,8 +53,11 @@ export interface MeterCommit {
   states: Array<{ state: MeterState; expectedUntil: string | null }>
   /** States to forget: resources that are gone and fully charged. */
   closed: Array<{ resourceKind: MeteredKind; resourceId: string; expectedUntil: string }>
-  /** The ledger entry of the tick (amountNano < 0), when anything was charged. */
-  charge: CreditEntry | null
+  /**
+   * What the tick charged (amountNano < 0), one entry per resource and hour: an entry whose id
+   * is in the ledger already (the same resource and hour, an earlier tick) grows by the amount.
+   */
+  charges: CreditEntry[]
 }
 
 export interface UsageQuery {
