@@ -70,6 +70,29 @@ describe('first-hour messages of the CLI', () => {
   })
 })
 
+describe('podyard account: whether the balance is enforced (issue 31, "Billing shown honestly")', () => {
+  it('says "not enforced" beside the balance with billing.enforce off (the default), not with it on', async () => {
+    for (const enforce of [false, true]) {
+      const platform = await startTestPlatform({ billing: { meterIntervalMs: 10_000, enforce } })
+      try {
+        const key = await otherAccountKey(platform, 'member@example.com')
+        const result = await runCli(['account', '--url', platform.url, '--api-key', key])
+        expect(result.code, result.stderr).toBe(0)
+        const balance = result.stdout.split('\n').find((line) => line.startsWith('balance'))
+        if (enforce) expect(balance).toBe('balance      $0.00')
+        else
+          expect(balance).toMatch(
+            /^balance {6}\$0\.00 \(not enforced: .*billing\.enforce is off\)$/,
+          )
+        const json = await runCli(['account', '--json', '--url', platform.url, '--api-key', key])
+        expect(JSON.parse(json.stdout)).toMatchObject({ balanceEnforced: enforce })
+      } finally {
+        await platform.close()
+      }
+    }
+  })
+})
+
 describe('podyard serve on a port in use', () => {
   let taken: Server
   let port: number

@@ -98,7 +98,11 @@ export interface AppDeps {
   /** Billing reports and current spend (docs/billing.md). */
   billing?: {
     reports: BillingReportService
-    spend: { currentSpendPerHour(accountId: string): Promise<number> }
+    spend: {
+      currentSpendPerHour(accountId: string): Promise<number>
+      /** Config `billing.enforce`: whether a used-up balance stops anything. */
+      readonly enforced: boolean
+    }
   }
 }
 

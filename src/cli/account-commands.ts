@@ -10,7 +10,12 @@ interface AccountJson {
   createdAt: string
   balance: number
   spendLimit: number
+  balanceEnforced?: boolean
 }
+
+/** Said beside the balance when nothing acts on it (config `billing.enforce: false`). */
+export const NOT_ENFORCED_NOTE =
+  '(not enforced: this server runs everything whatever the balance; billing.enforce is off)'
 
 /** `podyard account`: who the key belongs to, and the account's balance (GET /v2/account). */
 export function addAccountCommand(program: Command, deps: { print(text: string): void }): void {
@@ -27,8 +32,8 @@ export function addAccountCommand(program: Command, deps: { print(text: string):
             `account      ${account.id} (${account.name})`,
             `email        ${account.email}`,
             `role         ${account.role}`,
-            `balance      ${formatUsd(account.balance)}`,
-            `spend limit  ${formatUsd(account.spendLimit)}/h`,
+            `balance      ${formatUsd(account.balance)}${account.balanceEnforced === false ? ` ${NOT_ENFORCED_NOTE}` : ''}`,
+            `spend limit  ${formatUsd(account.spendLimit)}/h${account.balanceEnforced === false ? ' (not enforced)' : ''}`,
           ].join('\n'),
     )
   })

@@ -35,6 +35,12 @@ const AccountWithSpendSchema = Type.Intersect([
           "USD per hour: the account's pods and launched serverless workers (GraphQL currentSpendPerHr)",
       }),
     ),
+    balanceEnforced: Type.Optional(
+      Type.Boolean({
+        description:
+          'whether a used-up balance stops anything (config billing.enforce); false: the balance is only counted',
+      }),
+    ),
   }),
 ])
 
@@ -44,7 +50,11 @@ export interface AccountRouteDeps {
   accounts: AccountService
   credits: CreditService
   /** The account's current spend (docs/billing.md); absent, `currentSpendPerHour` is left out. */
-  spend?: { currentSpendPerHour(accountId: string): Promise<number> }
+  spend?: {
+    currentSpendPerHour(accountId: string): Promise<number>
+    /** Config `billing.enforce`: whether a used-up balance stops anything. */
+    readonly enforced: boolean
+  }
 }
 
 /** The caller's own account and its API keys (keys are shown once, at creation). */
@@ -73,7 +83,12 @@ export async function accountRoutes(
         email: user.email,
         balance,
         spendLimit,
-        ...(spend ? { currentSpendPerHour: await spend.currentSpendPerHour(accountId) } : {}),
+        ...(spend
+          ? {
+              currentSpendPerHour: await spend.currentSpendPerHour(accountId),
+              balanceEnforced: spend.enforced,
+            }
+          : {}),
       }
     },
   )

@@ -55,7 +55,11 @@ export interface RestDeps {
   /** `/billing...` reports (docs/billing.md); absent, those routes are not served. */
   billingReports?: BillingReportService
   /** Current spend per account (`GET /v2/account`'s `currentSpendPerHour`). */
-  spend?: { currentSpendPerHour(accountId: string): Promise<number> }
+  spend?: {
+    currentSpendPerHour(accountId: string): Promise<number>
+    /** Config `billing.enforce`: whether a used-up balance stops anything. */
+    readonly enforced: boolean
+  }
   /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
   hosts?: HostService
 }
