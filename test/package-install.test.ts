@@ -181,6 +181,11 @@ serve(handler)
     expect(JSON.parse(listed.stdout)).toEqual(
       expect.arrayContaining([expect.objectContaining({ id: podId, name: 'from-the-package' })]),
     )
+    // A pod outlives its server (a restarted one adopts it): terminated here, or it runs on.
+    await cli(['pods', 'terminate', podId])
+    await expect
+      .poll(async () => (await cli(['pods', 'list', '--json'])).stdout, { timeout: 60_000 })
+      .not.toContain(podId)
   })
 
   it('podyard dev runs a TypeScript handler with the SDK installed beside it', async () => {
