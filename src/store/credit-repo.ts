@@ -15,29 +15,34 @@ function entryOf(row: Selectable<CreditLedgerTable>): CreditEntry {
   }
 }
 
-/**
- * Writes the entry and moves the balance by its amount; call it inside a transaction (the
- * billing meter writes its usage in the same one).
- */
-export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
-  await trx
-    .insertInto('credit_ledger')
-    .values({
-      id: entry.id,
-      account_id: entry.accountId,
-      amount_nano: entry.amountNano,
-      kind: entry.kind,
-      note: entry.note,
-      created_by: entry.createdBy,
-      created_at: entry.createdAt,
-    })
-    .execute()
-  // One statement: two concurrent entries each add their own amount.
+function ledgerRow(entry: CreditEntry) {
+  return {
+    id: entry.id,
+    account_id: entry.accountId,
+    amount_nano: entry.amountNano,
+    kind: entry.kind,
+    note: entry.note,
+    created_by: entry.createdBy,
+    created_at: entry.createdAt,
+  }
+}
+
+/** One statement: two concurrent entries each add their own amount. */
+async function moveBalance(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
   await trx
     .updateTable('accounts')
     .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
     .where('id', '=', entry.accountId)
     .execute()
+}
+
+/**
+ * Writes the entry and moves the balance by its amount; call it inside a transaction (the
+ * billing meter writes its usage in the same one).
+ */
+export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
+  await trx.insertInto('credit_ledger').values(ledgerRow(entry)).execute()
+  await moveBalance(trx, entry)
 }
 
 /**
@@ -48,26 +53,14 @@ export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntr
 export async function addToLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
   await trx
     .insertInto('credit_ledger')
-    .values({
-      id: entry.id,
-      account_id: entry.accountId,
-      amount_nano: entry.amountNano,
-      kind: entry.kind,
-      note: entry.note,
-      created_by: entry.createdBy,
-      created_at: entry.createdAt,
-    })
+    .values(ledgerRow(entry))
     .onConflict((oc) =>
       oc.column('id').doUpdateSet((eb) => ({
         amount_nano: eb('credit_ledger.amount_nano', '+', eb.ref('excluded.amount_nano')),
       })),
     )
     .execute()
-  await trx
-    .updateTable('accounts')
-    .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
-    .where('id', '=', entry.accountId)
-    .execute()
+  await moveBalance(trx, entry)
 }
 
 export async function readCredit(
