@@ -1,6 +1,7 @@
 import { useEffect, useRef, type ReactNode } from 'react'
 import { Link, useLocation } from 'wouter'
 import { usd } from './components/format'
+import { balanceNotEnforced, NOT_ENFORCED_NOTE, NOT_ENFORCED_SHORT } from './components/spend-stats'
 import { useSession } from './session/session'
 
 interface NavItem {
@@ -82,6 +83,12 @@ export function Shell({ children }: { children: ReactNode }) {
           </span>
           <span>
             Balance <strong>{usd(account.balance)}</strong>
+            {balanceNotEnforced(account) ? (
+              <span className="muted" title={NOT_ENFORCED_NOTE}>
+                {' '}
+                {NOT_ENFORCED_SHORT}
+              </span>
+            ) : null}
           </span>
           <button type="button" className="button" onClick={signOut}>
             Sign out

@@ -588,6 +588,63 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     })
   })
 
+  describe('billing shown honestly (issue 31), as a member', () => {
+    const NOTE =
+      '(not enforced: this server runs everything whatever the balance; billing.enforce is off)'
+
+    /** A fresh member of `target`, signed in on a page of its own (its own storage). */
+    const memberOn = async (target: TestPlatform, email: string) => {
+      const own = await browser.newContext({ viewport: { width: 1280, height: 860 } })
+      const tab = await own.newPage()
+      tab.on('pageerror', (error) => pageErrors.push(error.message))
+      await tab.goto(`${target.url}/`)
+      await signIn(tab, await otherAccountKey(target, email))
+      await tab.getByRole('heading', { name: 'Dashboard' }).waitFor()
+      return { tab, own }
+    }
+    const accountStats = (tab: Page) => tab.locator('.stats').first()
+
+    it('says beside the balance and spend limit that they are not enforced (billing.enforce off, the default)', async () => {
+      const { tab, own } = await memberOn(platform, 'unenforced@example.com')
+      try {
+        await expect.poll(() => accountStats(tab).textContent()).toContain(NOTE)
+        expect(await accountStats(tab).textContent()).toMatch(/Spend limit.*\/h\(not enforced\)/)
+        expect(await tab.locator('.topbar').textContent()).toContain('(not enforced)')
+        // Nothing ran for this account; the dashboard does not claim more than it can know.
+        await expect
+          .poll(() => tab.getByRole('region', { name: 'Recent jobs' }).textContent())
+          .toContain('No job results to show: none ran, or their results expired')
+        await screenshot(tab, '14-balance-not-enforced')
+        await tab
+          .getByRole('navigation', { name: 'Main' })
+          .getByRole('link', { name: 'Billing' })
+          .click()
+        await tab.getByRole('heading', { name: 'Billing', level: 1 }).waitFor()
+        await expect.poll(() => accountStats(tab).textContent()).toContain(NOTE)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('says nothing of the kind where billing.enforce is on', async () => {
+      const enforcing = await startTestPlatform({
+        billing: { meterIntervalMs: 10_000, enforce: true },
+      })
+      try {
+        const { tab, own } = await memberOn(enforcing, 'enforced@example.com')
+        try {
+          await expect.poll(() => accountStats(tab).textContent()).toContain('Spend limit')
+          expect(await tab.locator('main').textContent()).not.toContain('not enforced')
+          expect(await tab.locator('.topbar').textContent()).not.toContain('not enforced')
+        } finally {
+          await own.close()
+        }
+      } finally {
+        await enforcing.close()
+      }
+    })
+  })
+
   it('passes axe-core on every page without serious or critical violations', async () => {
     const pod = await json<{ id: string }>(
       await platform.call('/v2/pods', {

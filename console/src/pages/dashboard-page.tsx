@@ -12,6 +12,9 @@ import { useResource } from '../hooks/use-resource'
 import { useSession } from '../session/session'
 
 const REFRESH_MS = 5000
+/** Result retention (docs/serverless-queue.md): /run jobs 30 minutes, /runsync jobs 1 minute. */
+const NO_JOB_RESULTS =
+  'No job results to show: none ran, or their results expired (kept 30 minutes after a /run job ends, 1 minute after /runsync).'
 
 /** Balance and spend, running pods, endpoints with their queue and workers, recent jobs. */
 export function DashboardPage() {
@@ -157,7 +160,10 @@ function RecentJobs({
     .flatMap(({ endpoint, requests }) => requests.map((job) => ({ endpoint, job })))
     .sort((a, b) => (a.job.createdAt < b.job.createdAt ? 1 : -1))
     .slice(0, 10)
-  if (jobs.length === 0) return <EmptyState title="No job has run yet." />
+  // Finished jobs are deleted after their retention, and the job API keeps no count of the
+  // deleted ones (/health counts the stored jobs): an empty list cannot tell "none ran" from
+  // "their results expired", so it says both.
+  if (jobs.length === 0) return <EmptyState title={NO_JOB_RESULTS} />
   return (
     <DataTable columns={['Job', 'Endpoint', 'Status', 'Submitted', 'Run time']}>
       {jobs.map(({ endpoint, job }) => (

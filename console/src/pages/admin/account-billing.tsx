@@ -6,6 +6,7 @@ import { NumberField, TextField } from '../../components/form-fields'
 import { perHour, usd } from '../../components/format'
 import { LedgerTable } from '../../components/ledger-table'
 import { Section } from '../../components/page'
+import { balanceNotEnforced, NOT_ENFORCED_NOTE } from '../../components/spend-stats'
 import { ResourceView } from '../../components/resource-view'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
@@ -19,7 +20,7 @@ export function AccountBilling({
   accountId: string
   onChange: () => void
 }) {
-  const { api } = useSession()
+  const { api, account } = useSession()
   const credits = useResource(
     async (signal) =>
       ok(
@@ -62,6 +63,8 @@ export function AccountBilling({
             <p>
               Balance <strong>{usd(data.balance)}</strong>, spend limit{' '}
               <strong>{perHour(data.spendLimit)}</strong>
+              {/* billing.enforce is the server's, so the admin's own account tells it for all. */}
+              {balanceNotEnforced(account) ? ` ${NOT_ENFORCED_NOTE}` : null}
             </p>
             <ActionForm className="form row" label="Add credits" onSubmit={() => void add.run()}>
               <NumberField
