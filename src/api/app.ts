@@ -16,6 +16,7 @@ import type { LimitedOperation, OperationLimit } from '../domain/serverless/oper
 import type { WebhookService } from '../domain/serverless/webhook-service.js'
 import type { WorkerKeyService } from '../domain/serverless/worker-keys.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
+import type { SecretService } from '../domain/secrets/secret-service.js'
 import type { TemplateService } from '../domain/templates/template-service.js'
 import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { ModelService } from '../domain/models/model-service.js'
@@ -58,6 +59,8 @@ export interface AppDeps {
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  /** Account secrets (`/v2/account/secrets`, GraphQL secretCreate/secretDelete). */
+  secrets?: SecretService
   endpoints: EndpointService
   jobs: JobService
   webhooks: WebhookService
@@ -194,6 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     templates: deps.templates,
     volumes: deps.volumes,
     registries: deps.registries,
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
     endpoints: deps.endpoints,
     workerKeys: deps.workerKeys,
     clock: deps.clock,
@@ -210,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     templates: deps.templates,
     volumes: deps.volumes,
     registries: deps.registries,
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
     endpoints: deps.endpoints,
     workerKeys: deps.workerKeys,
     workers: deps.workers,

@@ -1,4 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises'
+import type { SecretEnvResolver } from '../domain/secrets/ports.js'
 import path from 'node:path'
 import type { Logger } from 'pino'
 import type { Fleet, Host } from '../domain/catalog/fleet.js'
@@ -63,6 +64,8 @@ export interface PodReconcileDeps {
     accountId: string,
     registryId: string,
   ) => Promise<{ username: string; password: string } | undefined>
+  /** Resolves the account's secrets referenced from the pod's env; throws naming a missing one. */
+  resolveEnv?: SecretEnvResolver
   /** The account's SSH public keys (authorized_keys text), or null when none are set. */
   publicKeys: (accountId: string) => Promise<string | null>
   /**
@@ -290,7 +293,10 @@ export class PodReconciler {
     if (pod.registry && !registryAuth) throw new Error(`registry ${pod.registry} no longer exists`)
     // Only pods created with startSsh get the keys (absent: a pod from before the flag, which did).
     const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
+    // A missing secret throws: the pod goes ERROR with the secret's name (never a value).
+    const env = this.deps.resolveEnv ? await this.deps.resolveEnv(pod.accountId, pod.env) : pod.env
     return {
+      env,
       ...(volumeId
         ? { networkVolumePath: this.deps.volumePath(volumeId, pod.dataCenterId ?? '') }
         : {}),

@@ -39,6 +39,11 @@ export interface PodAttachments {
   /** Host directory of the pod's network volume, when it has a network mount. */
   networkVolumePath?: string
   registryAuth?: { username: string; password: string }
+  /**
+   * The pod's env with its `{{ RUNPOD_SECRET_<name> }}` references resolved: only the
+   * workload gets it, the stored pod keeps the references.
+   */
+  env?: Record<string, string>
   /** The owner's SSH public keys, for `PUBLIC_KEY` (RunPod's images add it to authorized_keys). */
   publicKey?: string
 }
@@ -67,7 +72,7 @@ export function workloadOf(
   const env: Record<string, string> = {
     // A PUBLIC_KEY the pod's own env sets wins over the account's keys.
     ...(attachments.publicKey ? { PUBLIC_KEY: attachments.publicKey } : {}),
-    ...pod.env,
+    ...(attachments.env ?? pod.env),
     RUNPOD_POD_ID: pod.id,
     RUNPOD_DC_ID: host.dataCenterId,
     RUNPOD_GPU_COUNT: String(gpuCount),

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { SecretEnvResolver } from '../domain/secrets/ports.js'
 import type { Fleet } from '../domain/catalog/fleet.js'
 import type { PlacementPolicy } from '../domain/catalog/placement.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
@@ -42,6 +43,8 @@ export interface WorkerLaunchDeps {
     accountId: string,
     registryId: string,
   ) => Promise<{ username: string; password: string } | undefined>
+  /** Resolves the account's secrets referenced from the endpoint's env; throws naming a missing one. */
+  resolveEnv?: SecretEnvResolver
   dataDir: string
   clock: Clock
   logger: Logger
@@ -186,7 +189,12 @@ export async function launchWorker(
     const registryAuth = endpoint.registry
       ? await deps.registryCredentials(endpoint.accountId, endpoint.registry)
       : undefined
+    // A missing secret throws: the worker fails with the secret's name (never a value).
+    const env = deps.resolveEnv
+      ? await deps.resolveEnv(endpoint.accountId, endpoint.env)
+      : endpoint.env
     const spec = workerWorkloadOf(endpoint, launched, {
+      env,
       baseUrl,
       hostNetwork,
       workerKey: key.workerKey,

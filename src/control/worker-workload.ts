@@ -24,6 +24,8 @@ export interface WorkerLaunch {
   /** Host directory of the network volume in the worker's data center, if any. */
   networkVolume?: { id: string; path: string }
   registryAuth?: { username: string; password: string }
+  /** The endpoint's env with its `{{ RUNPOD_SECRET_<name> }}` references resolved. */
+  env?: Record<string, string>
   /** Mounts the platform adds (its own code, for the workers of public models). */
   platformMounts?: WorkloadMount[]
   /** Join the host's network: the job API's address is a loopback one of this machine. */
@@ -58,7 +60,7 @@ export function workerWorkloadOf(
 ): WorkloadSpec {
   const computeName = worker.gpuTypeId ?? worker.cpuFlavorId ?? 'cpu'
   const env: Record<string, string> = {
-    ...endpoint.env,
+    ...(launch.env ?? endpoint.env),
     ...workerWebhooks(launch.baseUrl, endpoint.id, computeName),
     RUNPOD_POD_ID: worker.id,
     RUNPOD_POD_HOSTNAME: worker.id,

@@ -119,6 +119,16 @@ export interface RegistriesTable {
   created_at: string
 }
 
+export interface AccountSecretsTable {
+  id: string
+  account_id: string
+  name: string
+  description: string | null
+  /** The value encrypted with the platform's key (never the value itself). */
+  value_sealed: string
+  created_at: string
+}
+
 export interface TemplatesTable {
   id: string
   account_id: string
@@ -391,6 +401,7 @@ export interface Database {
   network_volumes: NetworkVolumesTable
   network_volume_sizes: NetworkVolumeSizesTable
   registries: RegistriesTable
+  account_secrets: AccountSecretsTable
   templates: TemplatesTable
   settings: SettingsTable
   jobs: JobsTable

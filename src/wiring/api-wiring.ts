@@ -36,6 +36,7 @@ export async function wireApi(
     templates: pods.templates,
     volumes: pods.volumes,
     registries: pods.registries,
+    secrets: pods.secrets,
     endpoints: serverless.endpoints,
     jobs: serverless.jobs,
     workerKeys: serverless.workerKeys,

@@ -24,6 +24,7 @@ import type { ObjectUrlSigner } from '../domain/models/signed-urls.js'
 import type { PodService } from '../domain/pods/pod-service.js'
 import type { RegistryService } from '../domain/registries/registry-service.js'
 import type { SecretBox } from '../domain/registries/secret-box.js'
+import type { SecretService } from '../domain/secrets/secret-service.js'
 import type { EndpointService } from '../domain/serverless/endpoint-service.js'
 import type { JobService } from '../domain/serverless/job-service.js'
 import type { ReleaseService } from '../domain/serverless/release-service.js'
@@ -159,6 +160,7 @@ export interface PodParts {
   volumes: VolumeService
   volumeStorage: DirectoryVolumeStorage
   registries: RegistryService
+  secrets: SecretService
   lifecycle: PodLifecycle
   pods: PodService
   clusters: ClusterService

@@ -18,6 +18,8 @@ import { KyselyClusterRepo } from '../store/cluster-repo.js'
 import { KyselyNetworkVolumeRepo } from '../store/network-volume-repo.js'
 import { podStoreOf } from '../store/pod-repo.js'
 import { KyselyRegistryRepo } from '../store/registry-repo.js'
+import { KyselySecretRepo } from '../store/secret-repo.js'
+import { SecretService } from '../domain/secrets/secret-service.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
 import { hostPublicIp } from '../domain/catalog/fleet.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
@@ -70,6 +72,12 @@ export function wirePods(context: PlatformContext): PodParts {
       return using.map((t) => `template ${t.id} (${t.name})`)
     },
   })
+  // Account secrets share the registries' key: one key seals everything at rest.
+  const secrets = new SecretService({
+    repo: new KyselySecretRepo(store.db),
+    box: parts.accounts.box,
+    clock,
+  })
   const registryExists = (accountId: string, id: string) => registries.exists(accountId, id)
   const templates = new TemplateService({
     repo: templateRepo,
@@ -108,6 +116,7 @@ export function wirePods(context: PlatformContext): PodParts {
     // A pod's network volume is in its data center (placement keeps them together).
     volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+    resolveEnv: (accountId, env) => secrets.resolveEnv(accountId, env),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
     isolationRefusal: (accountId, hostDriver) =>
       isolationRefusal(hostDriver, accountId, parts.fleet.isolationPolicy),
@@ -138,6 +147,7 @@ export function wirePods(context: PlatformContext): PodParts {
     volumes,
     volumeStorage,
     registries,
+    secrets,
     lifecycle,
     pods,
     clusters: new ClusterService({ repo: new KyselyClusterRepo(store.db), pods, clock }),

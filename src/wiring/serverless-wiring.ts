@@ -176,7 +176,7 @@ function workerAutoscalerOf(
 ): WorkerAutoscaler {
   const { config, store, clock, logger, parts } = context
   const { fleet, driverFor, drivers } = parts.fleet
-  const { podStore, volumes, volumeStorage, registries } = parts.pods
+  const { podStore, volumes, volumeStorage, registries, secrets } = parts.pods
   const billing = parts.billing
   const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
   return new WorkerAutoscaler({
@@ -203,6 +203,7 @@ function workerAutoscalerOf(
       )
     },
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
+    resolveEnv: (accountId, env) => secrets.resolveEnv(accountId, env),
     dataDir: config.dataDir,
     clock,
     logger,

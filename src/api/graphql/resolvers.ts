@@ -10,6 +10,7 @@ import type { Pod } from '../../domain/pods/pod.js'
 import { costOf } from '../../domain/pods/pod-rules.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
+import type { SecretService } from '../../domain/secrets/secret-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
 import type { Endpoint } from '../../domain/serverless/endpoint.js'
@@ -40,6 +41,8 @@ export interface GraphqlServices {
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  /** Account secrets (secretCreate, secretDelete); those mutations answer an error without it. */
+  secrets?: SecretService
   endpoints: EndpointService
   /** Worker keys: `aiKey` is the endpoint's (`RUNPOD_AI_API_KEY` of its workers). */
   workerKeys: WorkerKeyService
@@ -130,6 +133,10 @@ const SPOT_NOT_OFFERED =
 
 export function buildResolvers(services: GraphqlServices): IResolvers {
   const { accounts, pods, catalog, templates, volumes, registries, endpoints, clock } = services
+  const secretService = () => {
+    if (!services.secrets) throw new AppError('NOT_OFFERED', 'account secrets are not offered here')
+    return services.secrets
+  }
   const view = (pod: Pod) =>
     podView(pod, {
       fleet: catalog.fleet,
@@ -350,6 +357,22 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     ) => {
       await registries.delete(principal.accountId, need(registryAuthId))
       return true
+    },
+
+    secretCreate: async (
+      _root,
+      { input }: { input?: { name: string; value: string; description?: string | null } | null },
+      { principal },
+    ) => {
+      const secret = await asGraphqlInput(() =>
+        secretService().create(principal.accountId, need(input)),
+      )
+      return { id: secret.id, name: secret.name, description: secret.description }
+    },
+
+    secretDelete: async (_root, { id }: { id?: string | null }, { principal }) => {
+      await secretService().delete(principal.accountId, need(id))
+      return null
     },
 
     updateUserSettings: async (

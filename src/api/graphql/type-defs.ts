@@ -119,6 +119,10 @@ export const typeDefs = /* GraphQL */ `
     updateRegistryAuth(input: UpdateRegistryAuthInput): RegistryAuth
     "Delete registry credentials; refused while a pod or template uses them. Returns true."
     deleteRegistryAuth(registryAuthId: String): Boolean
+    "Store an account secret for env values to refer to as {{ RUNPOD_SECRET_<name> }}. The value is never returned."
+    secretCreate(input: SecretCreateInput): Secret
+    "Delete the caller's secret with this id. Returns null, as RunPod's does."
+    secretDelete(id: String): Boolean
     "Set the caller's SSH public keys (authorized_keys text)."
     updateUserSettings(input: UpdateUserSettingsInput): Myself
     "Create a serverless endpoint (no id), or replace the caller's endpoint with this id whole: fields left out take their defaults."
@@ -689,6 +693,20 @@ export const typeDefs = /* GraphQL */ `
   input PortConfigInput {
     port: PortNumber
     name: String
+  }
+
+  "An account secret: its value never comes back."
+  type Secret {
+    id: String!
+    name: String!
+    description: String
+  }
+
+  input SecretCreateInput {
+    "1 to 64 letters, digits or underscores; unique in the account"
+    name: String!
+    value: String!
+    description: String
   }
 
   input SaveRegistryAuthInput {

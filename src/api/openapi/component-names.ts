@@ -13,6 +13,7 @@ import { CreatePodBody, PodSchema, UpdatePodBody } from '../rest/pod-schemas.js'
 import { ProblemSchema } from '../rest/problem-schema.js'
 import { CreateRegistryBody, RegistrySchema } from '../rest/registry-routes.js'
 import { ReleaseListSchema } from '../rest/release-routes.js'
+import { CreateSecretBody, SecretSchema } from '../rest/secret-routes.js'
 import { CreateTemplateBody, TemplateSchema, UpdateTemplateBody } from '../rest/template-routes.js'
 import {
   CreateNetworkVolumeBody,
@@ -53,6 +54,8 @@ export const COMPONENT_NAMES: ReadonlyMap<object, string> = new Map<object, stri
   [RegistrySchema, 'Registry'],
   [CreateRegistryBody, 'RegistryCreateInput'],
   [ReleaseListSchema, 'ReleaseList'],
+  [SecretSchema, 'Secret'],
+  [CreateSecretBody, 'SecretCreateInput'],
   [TemplateSchema, 'Template'],
   [CreateTemplateBody, 'TemplateCreateInput'],
   [UpdateTemplateBody, 'TemplateUpdateInput'],

@@ -13,6 +13,7 @@ export const OPENAPI_TAGS = [
   { name: 'Templates', description: 'Reusable pod and endpoint settings' },
   { name: 'Network Volumes', description: 'Storage shared by the pods of a data center' },
   { name: 'Registries', description: 'Credentials of private container registries' },
+  { name: 'Secrets', description: 'Account secrets that env values refer to, never returned' },
   { name: 'Serverless', description: 'Queue-based endpoints, their workers and worker keys' },
   { name: 'Clusters', description: 'Groups of pods placed together' },
   { name: 'Billing', description: 'Spend by resource and time window' },

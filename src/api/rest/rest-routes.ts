@@ -9,6 +9,7 @@ import type { WebhookService } from '../../domain/serverless/webhook-service.js'
 import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import type { WorkerService } from '../../domain/serverless/worker-service.js'
 import type { RegistryService } from '../../domain/registries/registry-service.js'
+import type { SecretService } from '../../domain/secrets/secret-service.js'
 import type { TemplateService } from '../../domain/templates/template-service.js'
 import type { VolumeService } from '../../domain/volumes/volume-service.js'
 import type { ModelService } from '../../domain/models/model-service.js'
@@ -27,6 +28,7 @@ import { workerListRoutes } from './worker-list-routes.js'
 import { notOfferedRoutes } from './not-offered-routes.js'
 import { podRoutes } from './pod-routes.js'
 import { registryRoutes } from './registry-routes.js'
+import { secretRoutes } from './secret-routes.js'
 import { releaseRoutes } from './release-routes.js'
 import { clusterRoutes } from './cluster-routes.js'
 import type { ClusterService } from '../../domain/clusters/cluster-service.js'
@@ -43,6 +45,7 @@ export interface RestDeps {
   templates: TemplateService
   volumes: VolumeService
   registries: RegistryService
+  secrets?: SecretService
   endpoints: EndpointService
   webhooks: WebhookService
   workerKeys: WorkerKeyService
@@ -79,6 +82,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(templateRoutes, { templates: deps.templates })
   await app.register(volumeRoutes, { volumes: deps.volumes })
   await app.register(registryRoutes, { registries: deps.registries })
+  if (deps.secrets) await app.register(secretRoutes, { secrets: deps.secrets })
   await app.register(webhookRoutes, { webhooks: deps.webhooks })
   await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
   await app.register(workerListRoutes, { workers: deps.workers })

@@ -20,6 +20,7 @@ import * as postgres0019 from './postgres/0019-clusters.js'
 import * as postgres0020 from './postgres/0020-job-payload-size-and-retried-index.js'
 import * as postgres0021 from './postgres/0021-host-states.js'
 import * as postgres0022 from './postgres/0022-allocation-epoch.js'
+import * as postgres0023 from './postgres/0023-account-secrets.js'
 import * as sqlite0001 from './sqlite/0001-accounts-and-capacity.js'
 import * as sqlite0002 from './sqlite/0002-pods.js'
 import * as sqlite0003 from './sqlite/0003-templates-volumes-registries.js'
@@ -42,6 +43,7 @@ import * as sqlite0019 from './sqlite/0019-clusters.js'
 import * as sqlite0020 from './sqlite/0020-job-payload-size-and-retried-index.js'
 import * as sqlite0021 from './sqlite/0021-host-states.js'
 import * as sqlite0022 from './sqlite/0022-allocation-epoch.js'
+import * as sqlite0023 from './sqlite/0023-account-secrets.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -131,6 +133,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0022-allocation-epoch',
       sqlite: sqlite0022.statements,
       postgres: postgres0022.statements,
+    },
+    {
+      name: '0023-account-secrets',
+      sqlite: sqlite0023.statements,
+      postgres: postgres0023.statements,
     },
   ]
 
