@@ -314,8 +314,17 @@ async function measure(name: string): Promise<Figures> {
     const bytes = settings.mib * 1024 * 1024
     const pod = pods[0]!
     if (!Number.isFinite(pod.port)) throw new Error(`no published port for 8888`)
-    const loopbackMs = await loopbackDownload(pod.port, bytes)
-    const outboundMs = await outboundUpload(pod.port, bytes)
+    // A transfer that fails is reported as such (NaN in the table) and the bench goes on.
+    const attempt = async (what: string, transfer: () => Promise<number>) => {
+      try {
+        return await transfer()
+      } catch (error) {
+        console.log(`  ${name}: ${what} failed: ${(error as Error).message}`)
+        return Number.NaN
+      }
+    }
+    const loopbackMs = await attempt('loopback', () => loopbackDownload(pod.port, bytes))
+    const outboundMs = await attempt('outbound', () => outboundUpload(pod.port, bytes))
     const figures = {
       name,
       p50: percentile(times, 50),
