@@ -89,11 +89,18 @@ describe.skipIf(!enabled)('network isolation on the docker driver', () => {
       // ext4 does not): this test is about the network (containment-docker.test.ts: the disk).
       containment: { acceptUnenforced: ['disk'] },
     })
+    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     cleanups.push(async () => {
       await platform.close()
       rmSync(fleetDir, { recursive: true, force: true })
+      // A pod outlives its server: what a failure left before the pods were terminated goes.
+      const label = `label=podyard.server=${serverId}`
+      const ids = (listing: string) => listing.split('\n').filter(Boolean)
+      const containers = ids(docker(['ps', '-aq', '--filter', label]))
+      if (containers.length > 0) docker(['rm', '-f', ...containers])
+      const networks = ids(docker(['network', 'ls', '-q', '--filter', label]))
+      if (networks.length > 0) docker(['network', 'rm', ...networks])
     })
-    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     const keyA = await otherAccountKey(platform, 'a@example.com')
     const keyB = await otherAccountKey(platform, 'b@example.com')
 
