@@ -61,6 +61,8 @@ export interface WorkerLaunchDeps {
   hourlyPrice?: (candidate: WorkerCandidate, endpoint: Endpoint) => number
   /** Read-only mounts the platform adds to an endpoint's workers (public models: its code). */
   platformMounts?: (endpoint: Endpoint) => WorkloadMount[]
+  /** Loopback ports the platform's own workers reach (public models: their server's). */
+  platformLoopbackPorts?: (endpoint: Endpoint) => number[]
   /**
    * Why the account's workers may not run (workload-isolation.ts: no sandbox here), or null.
    * They stay THROTTLED with the reason, never placed nor charged.
@@ -203,6 +205,7 @@ export async function launchWorker(
       ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),
       ...(registryAuth ? { registryAuth } : {}),
       platformMounts: deps.platformMounts?.(endpoint) ?? [],
+      platformLoopbackPorts: deps.platformLoopbackPorts?.(endpoint) ?? [],
     })
     await deps.driverFor(placement.hostId).start(spec)
     deps.logger.info(

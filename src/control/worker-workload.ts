@@ -30,6 +30,11 @@ export interface WorkerLaunch {
   platformMounts?: WorkloadMount[]
   /** Join the host's network: the job API's address is a loopback one of this machine. */
   hostNetwork?: boolean
+  /**
+   * Loopback ports of this machine the platform's own workers reach besides the job API's (a
+   * public model's server, from the operator's config); never from a tenant's input.
+   */
+  platformLoopbackPorts?: number[]
 }
 
 /**
@@ -105,18 +110,25 @@ export function workerWorkloadOf(
     tenant: tenantOf(endpoint.accountId),
     ...(launch.registryAuth ? { registryAuth: launch.registryAuth } : {}),
     ...(launch.hostNetwork ? { hostNetwork: true } : {}),
-    ...loopbackPortOf(launch.baseUrl),
+    ...loopbackPortsOf([
+      ...loopbackPortOf(launch.baseUrl),
+      ...(launch.platformLoopbackPorts ?? []),
+    ]),
   }
 }
 
+function loopbackPortsOf(ports: number[]): { loopbackPorts?: number[] } {
+  return ports.length > 0 ? { loopbackPorts: [...new Set(ports)] } : {}
+}
+
 /**
- * The job API's port when its address is a loopback one: a worker in a network namespace of its
- * own (the process driver's) reaches that port, and no other of the host's loopback.
+ * The port of `address` when it is a loopback one of this machine (none otherwise): a worker in
+ * a network namespace of its own (the process driver's) reaches that port, and no other of the
+ * host's loopback. The job API's address, and a public model's server.
  */
-function loopbackPortOf(baseUrl: string): { loopbackPorts?: number[] } {
-  if (unreachableFromOtherHosts(baseUrl) === null) return {}
-  const url = URL.parse(baseUrl)
-  if (url === null) return {}
-  const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80
-  return { loopbackPorts: [port] }
+export function loopbackPortOf(address: string): number[] {
+  if (unreachableFromOtherHosts(address) === null) return []
+  const url = URL.parse(address)
+  if (url === null) return []
+  return [url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80]
 }

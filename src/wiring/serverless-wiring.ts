@@ -3,6 +3,7 @@ import { ConfigError } from '../config/load-config.js'
 import { JobSweeper } from '../control/job-sweeper.js'
 import { WebhookDispatcher } from '../control/webhook-dispatcher.js'
 import { WorkerAutoscaler } from '../control/worker-autoscaler.js'
+import { loopbackPortOf } from '../control/worker-workload.js'
 import { workerHourlyPrice } from '../domain/billing/usage.js'
 import { EgressGuard, type HostResolver } from '../domain/egress/egress-guard.js'
 import {
@@ -251,6 +252,13 @@ function workerAutoscalerOf(
               readOnly: true,
             },
           ]
+        : [],
+    // A public model's worker calls the server the operator configured for it (config, not a
+    // tenant's input): on this machine's loopback, its own network namespace must let it through.
+    platformLoopbackPorts: (endpoint) =>
+      endpoint.accountId === parts.accounts.modelsAccount.id &&
+      endpoint.env.PODYARD_MODEL_SERVER_URL !== undefined
+        ? loopbackPortOf(endpoint.env.PODYARD_MODEL_SERVER_URL)
         : [],
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
