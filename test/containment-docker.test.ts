@@ -224,7 +224,14 @@ describe.runIf(enabled)('containment: the operator accepts an unenforced disk', 
     expect(await podLog(member, pod.id, 'container')).toContain(
       "sh: can't fork: Resource temporarily unavailable",
     )
-    expect((await json<PodJson>(await member(`/v2/pods/${pod.id}`))).status).toBe('RUNNING')
+    // The pod itself lives on (the bomb's shell died, the pod's stayed): RUNNING once the
+    // lifecycle has seen it up, which a loaded machine may take a moment after the bomb.
+    await expect
+      .poll(async () => (await json<PodJson>(await member(`/v2/pods/${pod.id}`))).status, {
+        timeout: 60_000,
+        interval: 250,
+      })
+      .toBe('RUNNING')
     await member(`/v2/pods/${pod.id}`, { method: 'DELETE' })
   }, 120_000)
 
