@@ -4,7 +4,7 @@ import { platformStores } from './support/platform-stores.js'
 import { otherAccountKey, type TestPlatform } from './support/platform.js'
 
 /**
- * Accounts over HTTP for the admin (issue 19): the list, and a new account with its first key,
+ * Accounts over HTTP for the admin: the list, and a new account with its first key,
  * so that a team member can start without the server's terminal (docs/api.md, "Accounts").
  */
 interface AccountView {

@@ -5,7 +5,7 @@ import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
 /**
- * `podyard billing ...` (issue 8, docs/billing.md "CLI") as a real process against a real
+ * `podyard billing ...` (docs/billing.md "CLI") as a real process against a real
  * server whose meter is ticked on a manual clock: a pod and a network volume used for 90
  * minutes from 2026-03-02T10:00Z (a Monday), then the pod deleted and a day more metered.
  */
@@ -107,7 +107,7 @@ describe('podyard billing', { timeout: 90_000 }, () => {
     expect(table.code, table.stderr).toBe(0)
     const lines = table.stdout.trimEnd().split('\n')
     expect(lines[0]).toMatch(/^START\s+END\s+TOTAL\s+POD CPU\s+POD DISK\s+STORAGE STANDARD$/)
-    // The day without spend (2026-03-01) is left out, and the summary says so (issue 31).
+    // The day without spend (2026-03-01) is left out, and the summary says so.
     expect(lines[1]).toMatch(/^2026-03-02T00:00:00.000Z\s+2026-03-03T00:00:00.000Z\s+\$0\.\d+/)
     expect(lines[1]).toContain('$0.12 ')
     expect(lines[2]).toMatch(

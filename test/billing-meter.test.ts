@@ -188,7 +188,7 @@ describe.each(testStores())('the billing meter on $name', ({ open }) => {
     const credits = new KyselyCreditRepo(store.db)
     expect((await credits.credit(accountId))!.balanceNano).toBe(100_000_000_000 - total)
     const charges = (await credits.entries(accountId, 50)).filter((e) => e.kind === 'charge')
-    // One entry per resource and hour (issue 31), not one per tick: the pod and the volume in
+    // One entry per resource and hour, not one per tick: the pod and the volume in
     // hours 0, 1 and 2, the worker's endpoint in hours 0 and 1. The ticks at 30 and 90 min, the
     // restart's and the one at 2 h all add to the entries of their hours; each entry is exactly
     // that resource's usage records of that hour.

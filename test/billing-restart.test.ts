@@ -15,7 +15,7 @@ const HOUR = 3_600_000
 const usd = (nano: number) => Math.round(nano / 1000) / 1_000_000
 
 /**
- * The meter across a real server restart (issue 8): a pod metered for an hour, the server
+ * The meter across a real server restart: a pod metered for an hour, the server
  * stopped and started again on the same store, the pod metered for another hour. The total is
  * exactly two hours: nothing charged twice, no gap.
  */

@@ -8,7 +8,7 @@ import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
 /**
- * The CLI behind a proxy that answers for itself (issue 27, item 8): a load balancer's HTML 502
+ * The CLI behind a proxy that answers for itself: a load balancer's HTML 502
  * read as JSON printed `Unexpected token '<'`. Real bin, a real HTTP proxy on 127.0.0.1 in front
  * of a real server; each answer the proxy makes up must be named as what it is.
  */

@@ -10,7 +10,7 @@ import { until } from './support/until.js'
 type Json = Record<string, any>
 
 /**
- * The CLI covers the platform (issue 20): --version, profiles, --json everywhere (errors too),
+ * The CLI covers the platform: --version, profiles, --json everywhere (errors too),
  * --quiet on creates, GPU names, the commands that were missing. Real bin, real server.
  */
 describe('podyard CLI for people and scripts', () => {

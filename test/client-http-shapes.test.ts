@@ -5,7 +5,7 @@ import { createTestEndpoint, json } from './support/http.js'
 type Json = Record<string, unknown>
 
 /**
- * What RunPod's clients send and read at the HTTP level (issue 18, "HTTP"): a JSON content type
+ * What RunPod's clients send and read at the HTTP level: a JSON content type
  * on every request, bodies or not, and a string `error` in the error bodies of the job API.
  */
 describe('HTTP shapes of real clients', () => {

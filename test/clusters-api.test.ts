@@ -18,7 +18,7 @@ const ARGS =
   'echo "rank=$NODE_RANK nodes=$NUM_NODES trainers=$NUM_TRAINERS world=$WORLD_SIZE addr=$NODE_ADDR primary=$PRIMARY_ADDR:$PRIMARY_PORT master=$MASTER_ADDR"; sleep 300'
 
 /**
- * Instant clusters (issue 18, `/v2/clusters`) over real HTTP with real pod processes: N GPU pods
+ * Instant clusters (`/v2/clusters`) over real HTTP with real pod processes: N GPU pods
  * placed together in one data center, or none; each told its rank, the node count and the
  * primary's address; deleted with their cluster.
  */

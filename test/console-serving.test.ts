@@ -10,7 +10,7 @@ import { startTestPlatform, type TestPlatform } from './support/platform.js'
 /**
  * The web console is served at `/` from its built directory (docs/console.md): with a CSP that
  * works over plain HTTP, cache headers by kind of file, and client-side routes falling back to
- * index.html, while every server route answers exactly as before (issue 19).
+ * index.html, while every server route answers exactly as before.
  */
 const INDEX =
   '<!doctype html><html><head><script type="module" src="/assets/index-abc123.js"></script></head><body><div id="root"></div></body></html>'

@@ -59,7 +59,7 @@ const handlerPids = (dir: string) =>
     .map((name) => Number(name.slice(4)))
 
 /**
- * `podyard dev <handler>` (issue 20) as a developer runs it: a real child process in its own
+ * `podyard dev <handler>` as a developer runs it: a real child process in its own
  * process group, real workers, Ctrl-C as SIGINT to the group.
  */
 describe('podyard dev', () => {

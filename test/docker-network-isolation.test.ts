@@ -12,7 +12,7 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
 import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
- * Tenant containment on the docker driver (issue 28), through the real HTTP API as two
+ * Tenant containment on the docker driver, through the real HTTP API as two
  * non-admin accounts against a real Docker engine: a pod cannot reach another account's
  * undeclared ports, the host's own services or the metadata address; its declared port is
  * reachable, and an account's globally networked pods reach each other by name. Needs

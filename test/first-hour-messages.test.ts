@@ -7,7 +7,7 @@ import { runCli } from './support/cli.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
- * A new user's first mistakes (issue 31, "Messages that say what to do"): each message names
+ * A new user's first mistakes: each message names
  * what to do in the user's terms (a flag, a variable), not only what HTTP got. Real bin, real
  * server, a member account.
  */
@@ -70,7 +70,7 @@ describe('first-hour messages of the CLI', () => {
   })
 })
 
-describe('podyard account: whether the balance is enforced (issue 31, "Billing shown honestly")', () => {
+describe('podyard account: whether the balance is enforced', () => {
   it('says "not enforced" beside the balance with billing.enforce off (the default), not with it on', async () => {
     for (const enforce of [false, true]) {
       const platform = await startTestPlatform({ billing: { meterIntervalMs: 10_000, enforce } })

@@ -5,7 +5,7 @@ import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/
 type Json = any
 
 /**
- * GraphQL shapes RunPod's real clients send (issue 18, "GraphQL"): runpod-python's default CPU
+ * GraphQL shapes RunPod's real clients send: runpod-python's default CPU
  * pod, runpodctl's declared input types and string ports, the queries RunPod serves without a
  * key, and requests with no query at all.
  */

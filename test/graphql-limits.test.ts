@@ -14,7 +14,7 @@ import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
 /**
- * What one GraphQL request may cost (docs/graphql.md, "Limits"; issues 16 and 27): a document's
+ * What one GraphQL request may cost (docs/graphql.md, "Limits"): a document's
  * budget of tokens, definitions, spreads, directives and nesting is checked before anything
  * else, introspection counts against the field limit, running is bounded by an execution budget
  * (a smaller one without a key), answers by a size cap, bodies by 1 MiB; each refusal is
@@ -154,7 +154,7 @@ describe('GraphQL limits', () => {
     expect(refusal(large).extensions?.code).toBe('PAYLOAD_TOO_LARGE')
   })
 
-  describe('before any key is asked for, the work is bounded by the document (issue 27)', () => {
+  describe('before any key is asked for, the work is bounded by the document', () => {
     it('fragments spread twice each, 24 deep (800 bytes), are refused at once', async () => {
       // Walked once per path before authentication, this held the event loop about 6 s (n = 25:
       // 12.6 s, n = 40: minutes); each fragment is now looked at once.

@@ -6,7 +6,7 @@ import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/
 
 /**
  * `/health` is limited per endpoint like the other job API operations (docs/job-api.md,
- * "Limits"; issue 16: 16 callers of an endpoint with 100 000 stored jobs slowed every route of
+ * "Limits"; 16 callers of an endpoint with 100 000 stored jobs slowed every route of
  * the server), and its counts stay right: from indexes, retried jobs included.
  */
 describe('/health limits and counts', () => {

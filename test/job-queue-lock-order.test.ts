@@ -13,7 +13,7 @@ import { until } from './support/until.js'
  * One lock order for the rows of `jobs` on PostgreSQL (docs/serverless-queue.md, "Lock order"):
  * a worker's heartbeat (a ping, or a take that renews its leases) and a batch of completions
  * touch the same worker's rows; locked in different orders they deadlock, and PostgreSQL kills
- * one of them after `deadlock_timeout` (issue 22: `deadlock detected`, answered 500 to the
+ * one of them after `deadlock_timeout` (`deadlock detected`, answered 500 to the
  * worker). SQLite runs one transaction at a time and cannot deadlock, so this is PostgreSQL's.
  */
 const postgresUrl = process.env[POSTGRES_URL_ENV]

@@ -257,7 +257,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     return worker
   }
 
-  it('stores a lost worker UNHEALTHY in the transaction that requeues its jobs (issue 27)', async () => {
+  it('stores a lost worker UNHEALTHY in the transaction that requeues its jobs', async () => {
     await addManagedWorker('lostworker0001')
     const job = await submit()
     expect(await queue.take(EP, 'lostworker0001', { max: 1, leaseMs: LEASE })).toMatchObject([
@@ -283,7 +283,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     ])
   })
 
-  it('refuses every take of a worker the store knows as UNHEALTHY or STOPPED, and hands it nothing (issue 27)', async () => {
+  it('refuses every take of a worker the store knows as UNHEALTHY or STOPPED, and hands it nothing', async () => {
     await addManagedWorker('unhealthywork1', 'UNHEALTHY')
     await addManagedWorker('stoppedworker1', 'STOPPED')
     await addManagedWorker('readyworker001')

@@ -12,7 +12,7 @@ import { testStores } from './support/stores.js'
 
 /**
  * A take hands out at most TAKE_PAYLOAD_BUDGET of jobs (docs/job-api.md, "Take budget"), always
- * at least one, and leases only the jobs it hands out (issue 16: 55 jobs of 10 MB in one
+ * at least one, and leases only the jobs it hands out (55 jobs of 10 MB in one
  * job-take-batch answered 500 and left all 55 IN_PROGRESS).
  */
 

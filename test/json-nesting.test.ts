@@ -8,7 +8,7 @@ import { platformStores } from './support/platform-stores.js'
 /**
  * JSON nested past MAX_JSON_DEPTH (docs/api.md, "Nesting") is refused with 400 on every route
  * that reads JSON, before anything is stored; a worker's result nested too deep ends its job
- * FAILED instead of a 500 and a re-run (issue 16).
+ * FAILED instead of a 500 and a re-run.
  */
 
 type Json = Record<string, unknown>

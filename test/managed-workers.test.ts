@@ -7,7 +7,7 @@ import { callJson, startTestPlatform, type TestPlatform } from './support/platfo
 import { until } from './support/until.js'
 
 /**
- * Serverless workers run by the platform (issue 7): real worker processes under the process
+ * Serverless workers run by the platform: real worker processes under the process
  * driver, each a podyard/worker program (test/fixtures/sdk-worker.mjs) configured only by the
  * RUNPOD_* environment the autoscaler gives it, over real HTTP.
  */
@@ -570,7 +570,7 @@ describe('managed serverless workers', () => {
 })
 
 /**
- * Cold start (issue 22): a queued job wakes the autoscaler at once, and from zero workers one
+ * Cold start: a queued job wakes the autoscaler at once, and from zero workers one
  * starts without waiting out `queueDelay`. The loop here ticks once at start and then only
  * every 10 minutes, so only the wake-up can start the worker that runs the job.
  */

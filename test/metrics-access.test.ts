@@ -37,7 +37,7 @@ function canListen(port: number, host = '127.0.0.1'): Promise<boolean> {
 
 /**
  * `/metrics` counts every account's pods, jobs, workers and endpoints: a tenant's pod that
- * reached it on loopback read platform-wide figures (issue 28). It is the admin's, or a
+ * reached it on loopback read platform-wide figures. It is the admin's, or a
  * separate listener's (`metrics.listen`); `/healthz` and `/readyz` stay open and say nothing
  * of tenants.
  */

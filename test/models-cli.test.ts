@@ -7,7 +7,7 @@ import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
 /**
- * `podyard models list|run` (issue 8, docs/public-endpoints.md "CLI") as a real process
+ * `podyard models list|run` (docs/public-endpoints.md "CLI") as a real process
  * against a real server whose autoscaler runs the reference model workers as processes
  * (the settings of test/public-models.test.ts).
  */

@@ -4,7 +4,7 @@ import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
  * Mount paths are absolute, normalized, not `/` and not under /proc, /sys or /dev everywhere one
- * is accepted (docs/pods.md, "Mount paths"; issue 16): REST pods (create and PATCH), REST
+ * is accepted (docs/pods.md, "Mount paths"): REST pods (create and PATCH), REST
  * templates (create and PATCH), GraphQL pod deployments and saveTemplate. Each refusal is 422
  * (GraphQL: VALIDATION_FAILED) naming the field.
  */

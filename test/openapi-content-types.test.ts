@@ -16,8 +16,8 @@ import {
 /**
  * Every operation of the served `/v2/openapi.json` is called once, and each answer is one the
  * document declares: its status is declared for the operation, its Content-Type is a media type
- * declared for that status (none when the status has no content), and a JSON body parses
- * (issue 27, item 2). Clients generated from the document pick their parser by the content type:
+ * declared for that status (none when the status has no content), and a JSON body parses.
+ * Clients generated from the document pick their parser by the content type:
  * @hey-api/openapi-ts's read every pod as `{}` while pods went out without one.
  *
  * The operations come from the served document, so a new route is called the day it is

@@ -12,7 +12,7 @@ const run = promisify(execFile)
 const ADMIN_KEY = 'pyd_package_test_admin_key_0123456789'
 
 /**
- * podyard as npm packages (issue 31): the repository's tarball and @podyard/worker's, installed
+ * podyard as npm packages: the repository's tarball and @podyard/worker's, installed
  * into an empty prefix with nothing but Node.js and npm (dependencies from the registry or
  * npm's cache, better-sqlite3 compiled there), used from a folder outside the checkout: the
  * installed `podyard serve` and CLI, and `podyard dev` running a TypeScript handler that

@@ -11,7 +11,7 @@ import { until } from './support/until.js'
 type Json = any
 
 /**
- * Issue 28: a pod of the process driver shared the host's network. As another account, a pod
+ * Before network namespaces a pod of the process driver shared the host's network. As another account, a pod
  * tries the platform's API on loopback, a PostgreSQL-like listener on loopback, another
  * tenant's pod on a port it did not declare, and the metadata address (added to this host's
  * loopback interface by the test: nothing leaves the machine); each must be unreachable, and its own declared

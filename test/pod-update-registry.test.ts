@@ -4,7 +4,7 @@ import type { TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
 
 /**
- * A pod PATCH naming a registry (found by the fuzz suite, issue 16): the registry was looked up
+ * A pod PATCH naming a registry (found by the fuzz suite): the registry was looked up
  * inside the pod's exclusive unit, through the store rather than the unit, and on SQLite that
  * read waited for the unit's own connection forever; from then on every request that read the
  * store hung. Each request here has 5 s to be answered.

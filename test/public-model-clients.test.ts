@@ -14,8 +14,7 @@ function pngSize(bytes: Buffer): { width: number; height: number } {
 }
 
 /**
- * Public models called as RunPod's SDKs and OpenAI's clients call them (issue 18, "Public
- * models and the OpenAI route"), over real HTTP, with the reference workers running.
+ * Public models called as RunPod's SDKs and OpenAI's clients call them, over real HTTP, with the reference workers running.
  */
 describe('public models as clients call them', () => {
   let platform: TestPlatform

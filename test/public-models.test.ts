@@ -10,7 +10,7 @@ import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.j
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
- * Public model endpoints (issue 8, docs/public-endpoints.md) over real HTTP: the platform's
+ * Public model endpoints (docs/public-endpoints.md) over real HTTP: the platform's
  * autoscaler runs the reference model workers (dist/models/reference-worker.js) as real
  * processes, sandboxed when bubblewrap works here; the text adapter calls a tiny in-test
  * OpenAI-compatible server.

@@ -12,7 +12,7 @@ import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { until } from './support/until.js'
 
 /**
- * Issue 27: a worker lost with its host (its engine died, its container lives on and still
+ * A worker lost with its host (its engine died, its container lives on and still
  * reaches the platform) took back, through the replica that does not lead, the job the leader
  * had just requeued, and ran it a second time. Two real server processes on one PostgreSQL
  * database: `a` leads, `b` does not. The worker's host is a Docker engine reached through a

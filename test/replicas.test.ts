@@ -12,7 +12,7 @@ import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 
 /**
  * Two real server processes on one PostgreSQL database, clients alternating between them
- * (docs/production.md, "Several replicas"; issue 9): jobs are taken exactly once, long polls
+ * (docs/production.md, "Several replicas"): jobs are taken exactly once, long polls
  * wake on either replica, one replica runs the reconcile loops and the other takes over when
  * it is killed with SIGKILL, losing nothing, and the job API limits count both replicas.
  */

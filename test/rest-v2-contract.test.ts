@@ -6,7 +6,7 @@ type Json = Record<string, unknown>
 
 /**
  * Points of RunPod's REST v2 contract (its OpenAPI document, "Frontdoor v2.9.0") that clients
- * following it depend on (issue 18, "REST v2 contract points").
+ * following it depend on.
  */
 describe('REST v2 contract points', () => {
   let platform: TestPlatform

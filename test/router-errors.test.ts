@@ -5,7 +5,7 @@ import { startTestPlatform, type TestPlatform } from './support/platform.js'
 /**
  * What the router and Node's HTTP parser refuse before any route runs is answered as
  * problem+json like every other error (docs/api.md, "Errors before routing"), and a connection
- * that cannot go on says `Connection: close` before it ends (issue 16).
+ * that cannot go on says `Connection: close` before it ends.
  */
 
 interface RawAnswer {

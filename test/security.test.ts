@@ -28,7 +28,7 @@ import { until } from './support/until.js'
 type Json = any
 
 /**
- * What an attacker with an ordinary API key could do with a pod before podyard issue 16, tried
+ * What an attacker with an ordinary API key could do with a pod before its fixes, tried
  * again (docs/security.md). The pod's command tries each item and prints READ/DENIED per item
  * to its log, which the test reads through the API as the attacker.
  */

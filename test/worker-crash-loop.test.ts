@@ -10,7 +10,7 @@ import { platformStores } from './support/platform-stores.js'
 import { until } from './support/until.js'
 
 /**
- * Workers that crash in a loop (issue 15, trace B): the endpoint backs off, exponentially, and
+ * Workers that crash in a loop: the endpoint backs off, exponentially, and
  * a healthy start ends it; the crashed worker's last lines, its exit reason and the next start
  * are visible in the workers list, its logs and /health. Real worker processes
  * (test/fixtures/crashing-worker.mjs) under the process driver, over real HTTP.

@@ -8,7 +8,7 @@ import { platformStores } from './support/platform-stores.js'
 import { until } from './support/until.js'
 
 /**
- * A worker that holds a job is never stopped as idle (issue 15, trace A): a cold-started
+ * A worker that holds a job is never stopped as idle: a cold-started
  * worker's first heartbeat can arrive after it was handed its first job, naming no job. The
  * autoscaler counts the jobs the store has leased to the worker, not only what the last
  * heartbeat said. Real worker processes (test/fixtures/late-ping-worker.mjs) over real HTTP.

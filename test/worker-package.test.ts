@@ -23,7 +23,7 @@ import {
 const run = promisify(execFile)
 
 /**
- * The worker SDK as its own package (issues 20 and 31): a copy of packages/worker outside the
+ * The worker SDK as its own package: a copy of packages/worker outside the
  * checkout installs its own devDependencies and packs (building on prepack); the tarball,
  * installed into an empty folder with nothing else, serves a job of a real platform, runs a
  * local test job, and type-checks in a project without @types/node.

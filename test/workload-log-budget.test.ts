@@ -5,7 +5,7 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
 import { until } from './support/until.js'
 
 /**
- * podyard issue 28, "Logs with a budget": a tenant's pod on the process driver that floods its
+ * Logs with a budget: a tenant's pod on the process driver that floods its
  * stdout. Before the fix its output and numbered log grew without bound under the data
  * directory (884 MB in the report), and the log route read the whole log into one string
  * (`RangeError: Invalid string length`, a 500, and the server's memory grown for good).
@@ -42,7 +42,7 @@ function eventsOf(text: string): LogEvent[] {
     })
 }
 
-describe('a workload that floods its log (issue 28: logs with a budget)', () => {
+describe('a workload that floods its log (logs with a budget)', () => {
   let platform: TestPlatform
   let tenant: string
   let podId: string

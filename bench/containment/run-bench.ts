@@ -1,5 +1,5 @@
 /**
- * What containment costs (issue 28; bench/README.md, "bench/containment"). The process driver's
+ * What containment costs (bench/README.md, "bench/containment"). The process driver's
  * workloads of a second, non-admin account, under three settings of the server:
  *
  * - `isolated`: `sandbox: auto` (bubblewrap) and `podNetwork: isolated` (the default: a network

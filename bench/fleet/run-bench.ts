@@ -1,5 +1,5 @@
 /**
- * bench/fleet: the cost of pods as the fleet and the pods grow (bench/README.md, issue 22).
+ * bench/fleet: the cost of pods as the fleet and the pods grow (bench/README.md).
  *
  * Part 1, a 10 000-host simulated fleet whose hosts run here under a driver that only records
  * workloads (bench/fleet/recording-driver.ts; spawning a real process per pod would measure

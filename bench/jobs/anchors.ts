@@ -153,7 +153,7 @@ export interface AnchorOptions {
 
 /**
  * The anchor of one store's throughput: measured round by round when it can run here, else its
- * figure quoted from issue 22, saying why it was not measured.
+ * figure quoted from an earlier run on this machine, saying why it was not measured.
  */
 export interface ThroughputAnchor {
   name: string

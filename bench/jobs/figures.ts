@@ -1,7 +1,7 @@
 /**
  * The figures of a bench run, printed at its end as one table: each with its target and, where
  * there is one, its anchor (a figure of another system: measured in the same run, or quoted from
- * issue 22 or published, as its name says) and the ratio to it.
+ * an earlier run on this machine or published, as its name says) and the ratio to it.
  */
 import { fmt, percentile } from './bench-server.js'
 

@@ -177,7 +177,7 @@ async function throughputWithAnchor(store: string): Promise<void> {
   if (anchor.notMeasured !== undefined) {
     console.log(
       `\nanchor ${anchor.quoted.name}: not measured: ${anchor.notMeasured}; ` +
-        `its figure quoted from issue 22 (${anchor.quoted.rate} jobs/s) stands in`,
+        `its figure quoted from an earlier run on this machine (${anchor.quoted.rate} jobs/s) stands in`,
     )
   }
   try {
@@ -204,7 +204,7 @@ async function throughputWithAnchor(store: string): Promise<void> {
       const anchorRate = measured ? median(theirs.map((r) => r.jobsPerSecond)) : anchor.quoted.rate
       const anchorName = measured
         ? `${anchor.name} (measured, median of ${rounds})`
-        : `${anchor.quoted.name} (quoted from issue 22; not measured: ${notMeasured})`
+        : `${anchor.quoted.name} (quoted from an earlier run on this machine; not measured: ${notMeasured})`
       console.log(
         `\nthroughput on ${store}: podyard ${rate.toFixed(0)} jobs/s (median; rounds ` +
           `${jobsPerSecond(ours.map((r) => r.jobsPerSecond))}), ${anchorName} ` +

@@ -851,7 +851,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    * Its long polls end, then, in one transaction, it is stored UNHEALTHY and its jobs go back to
    * the queue, now, not after their leases, fenced: whatever it still sends (a result, a
    * heartbeat) names jobs no longer its own and is refused, and it takes nothing more, on any
-   * replica (a take reads its stored phase with the queue: issue 27, where a replica whose view
+   * replica (a take reads its stored phase with the queue; before it did, a replica whose view
    * of the workers lagged handed it back the job just requeued). Its workload is removed when
    * the host answers again.
    */

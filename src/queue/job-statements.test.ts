@@ -39,7 +39,7 @@ describe('JobStatements', () => {
       expect(take).toMatch(/USING INTEGER PRIMARY KEY \(rowid=\?\)/)
       const select = await plan(statements.takeSelect, ['e', 'x', 'w', 3])
       expect(select).toContain('USING INDEX jobs_queue')
-      // The check of the worker's phase (issue 27) is one lookup of its row by primary key.
+      // The check of the worker's phase is one lookup of its row by primary key.
       expect(select).toContain('SEARCH workers USING INDEX sqlite_autoindex_workers_1 (id=?)')
       const workFor = await plan(statements.workFor, ['e', 'x', 'w'])
       expect(workFor).toContain('USING INDEX jobs_queue')
@@ -53,7 +53,7 @@ describe('JobStatements', () => {
       expect(await plan(statements.version, ['id', 'e'])).toContain('sqlite_autoindex_jobs_1')
     })
 
-    it('/health counts from indexes alone, never reading the jobs (issue 16)', async () => {
+    it('/health counts from indexes alone, never reading the jobs', async () => {
       expect(await plan(statements.countByStatus, ['e'])).toBe(
         'SEARCH jobs USING COVERING INDEX jobs_queue (endpoint_id=?)',
       )

@@ -51,7 +51,7 @@ const list = (n: number, item: string) => Array.from({ length: n }, () => item).
  * A row when the worker (one `?`) is one the store knows as gone for good (UNHEALTHY, STOPPED:
  * a worker lost with its host may run on and call); none for a worker without a row (one that
  * connects by itself). Uncorrelated, so evaluated once per statement, by the primary key of
- * `workers` (issue 27).
+ * `workers`.
  */
 const RETIRED = `select 1 from workers where id = ? and phase in (${RETIRED_WORKER_PHASES.map((p) => `'${p}'`).join(', ')})`
 const NOT_RETIRED = `not exists (${RETIRED})`
@@ -186,7 +186,7 @@ export class JobStatements {
    * Renews the leases of `n` jobs the worker holds: the lease's end, endpoint, worker, then the
    * ids; returns the ids renewed. On PostgreSQL the rows are locked in the lock order first
    * (src/queue/lock-order.ts): a plain `update ... where id in (...)` locks them in whatever
-   * order its plan visits them, and deadlocked with batched completions (issue 22).
+   * order its plan visits them, and deadlocked with batched completions.
    */
   heartbeat(n: number): string {
     let text = this.heartbeats.get(n)

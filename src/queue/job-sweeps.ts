@@ -85,7 +85,7 @@ export async function requeueExpiredLeases(
  * With `retire`, the worker's row in `workers` is written first, in the same transaction: a take
  * reads the worker's phase and the queued jobs in one snapshot (JobStatements.takeSelect), so
  * no take, on any replica, can see its jobs back in the queue without seeing it retired, and it
- * never takes them again (issue 27: it did, through a replica whose view of the workers lagged).
+ * never takes them again (it did, through a replica whose view of the workers lagged).
  *
  * With `failure`, its jobs are not requeued but FAILED with it as their error (the worker ran out
  * of memory: another attempt would too), unless their deadline has passed (TIMED_OUT).

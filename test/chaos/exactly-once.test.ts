@@ -20,7 +20,7 @@ import { seededRandom } from '../../src/shared/seeded-random.js'
 import { judgeRuns, runsOf } from './run-analysis.js'
 
 /**
- * Jobs run exactly once and are never lost (docs/serverless-queue.md, "Guarantees"; issue 15),
+ * Jobs run exactly once and are never lost (docs/serverless-queue.md, "Guarantees"),
  * through crashes of every part: at least 5 000 jobs submitted at a steady rate to an endpoint
  * served by the platform's own workers and by workers the suite starts, while the server is
  * killed with SIGKILL three times and stopped cleanly once at random moments and started again

@@ -21,7 +21,7 @@ import {
 } from '../support/platform.js'
 
 /**
- * The web console in a real browser (issue 19): Debian's Chromium driven by playwright-core
+ * The web console in a real browser: Debian's Chromium driven by playwright-core
  * against a real platform serving the console, built from the current sources first. Each
  * scenario of the issue's "Done when", one after the other in one browser tab (the pod, the
  * endpoint and the spend of earlier scenarios feed the later ones). Screenshots of each page
@@ -588,7 +588,7 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
     })
   })
 
-  describe('billing shown honestly (issue 31), as a member', () => {
+  describe('billing shown honestly, as a member', () => {
     const NOTE =
       '(not enforced: this server runs everything whatever the balance; billing.enforce is off)'
 

@@ -9,7 +9,7 @@ import { repoRoot } from '../support/cli.js'
 import { startTestPlatform, type TestPlatform } from '../support/platform.js'
 
 /**
- * The console cannot drift from the server (issue 19): its client's types are generated from
+ * The console cannot drift from the server: its client's types are generated from
  * the served /v2/openapi.json, so a route whose schema changes under it stops the console from
  * type-checking, which stops `npm run build:console` (and `npm install`). Checked here on a copy
  * of console/src, against the served document as it is and with one field renamed.

@@ -156,7 +156,7 @@ export const graphqlDocument: fc.Arbitrary<string> = fc.oneof(
 )
 
 /*
- * Documents aimed at what the server does before it asks for a key (issue 27): the budget of
+ * Documents aimed at what the server does before it asks for a key: the budget of
  * document-budget.ts, the public-document walk, the field limits and graphql-js's validation,
  * and the run of a keyless public query. Sizes go well past every bound.
  */

@@ -27,7 +27,7 @@ import {
 } from '../support/openapi-operations.js'
 
 /**
- * The hostile-input fuzz suite (docs/development.md, "The fuzz suite"; issue 16). Against a real
+ * The hostile-input fuzz suite (docs/development.md, "The fuzz suite"). Against a real
  * platform with two accounts it sends generated requests to every operation of the served
  * `/v2/openapi.json` (bodies, path and query parameters, headers: valid-ish and hostile values
  * from each operation's own schemas), to the worker protocol and to GraphQL, and checks:
@@ -54,7 +54,7 @@ const PER_OPERATION = 200
 /** GraphQL documents sent, half by POST and half by GET, with and without keys. */
 const GRAPHQL_REQUESTS = 600
 /**
- * GraphQL documents aimed at the work done before a key is asked for (issue 27): fragments
+ * GraphQL documents aimed at the work done before a key is asked for: fragments
  * spread twice each, deep chains, directives and introspection by the thousand. Sent without a
  * key, one at a time, each must be answered within PRE_AUTH_ANSWER_MS (best of three, as the
  * machine is shared), and `/healthz`, asked all the while, within the same.
@@ -71,7 +71,7 @@ const HEALTHZ_BUDGET_MS = 100
 /**
  * While a batch runs (eight requests in flight, some of megabytes, on a machine others share),
  * `/healthz` must still be answered within this: a request that holds the event loop for
- * seconds is what this finds (issue 16's introspection flood held it 7.6 s).
+ * seconds is what this finds (2 000 aliased introspections once held it 7.6 s).
  */
 const STALL_MS = 2_000
 /** The whole test process (the platform and this suite's client). */

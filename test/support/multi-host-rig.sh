@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The multi-host rig: three Docker engines on this machine, each in its own network namespace,
-# standing in for three GPU hosts (issue 17). Run as root.
+# standing in for three GPU hosts. Run as root.
 #
 #   up      build the rig (idempotent), load the test images, check every transport
 #   down    remove everything the rig made (idempotent)

@@ -17,7 +17,7 @@ export interface ServerSentEvent {
 
 /**
  * Calls the openapi-fetch client cannot make: routes the document does not describe yet (the
- * job API's bodies, the hosts of issue 17) and server-sent event streams, which EventSource
+ * job API's bodies, the admin host routes) and server-sent event streams, which EventSource
  * cannot open with an Authorization header.
  */
 export class RawApi {

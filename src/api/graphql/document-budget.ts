@@ -3,7 +3,7 @@ import type { ErrorCode } from '../../shared/error-codes.js'
 
 /*
  * What one GraphQL document may hold, counted on its tokens before it is parsed, key or no key
- * (docs/graphql.md, "Limits"; issue 27). All the server does with a document afterwards (the
+ * (docs/graphql.md, "Limits"). All the server does with a document afterwards (the
  * parse, the public-document decision, the field and depth limits, graphql-js's validation) is
  * bounded by these numbers whatever the document's shape; a bound on bytes alone is not enough,
  * since 1.6 KB of fragments spread twice each expand to 2^40 fields, and graphql-js's

@@ -14,7 +14,7 @@ import {
  * document once; a field under a list resolves once per item, so a document of 500 fields
  * could still make millions of values (aliases inside `__schema { types { fields ... } } }`)
  * or thousands of reads of the store (`gpuTypes { lowestPrice }` a few hundred times), each
- * holding the event loop for a second or more without a key (issue 16).
+ * holding the event loop for a second or more without a key.
  *
  * graphql-js's full introspection query costs about 5 300 here, runpodctl's pod listing about
  * 150 per pod.

@@ -210,7 +210,7 @@ export async function graphqlRoutes(
       }
       if (parsed?.ok === false) return sendDocumentErrors(reply, [parsed.error])
       // The field and depth limits (query-limits.ts), in one linear pass, before graphql-js's
-      // validation: some of its rules are quadratic in the fields of a document (issue 27).
+      // validation: some of its rules are quadratic in the fields of a document.
       const overLimits = parsed ? queryLimitErrors(parsed.document) : []
       if (overLimits.length > 0) return sendDocumentErrors(reply, overLimits)
     })

@@ -31,7 +31,7 @@ type Verdict = boolean | typeof VISITING
  * public. Each fragment is looked at once and its verdict remembered: a fragment spread twice
  * in each of n fragments (`F0 { ...F1 ...F1 } F1 { ...F2 ...F2 } ...`) was walked once per path,
  * 2^n times, before any key was asked for; n = 25 (1 KB) held the event loop 12 s, n = 40 for
- * minutes (issue 27). The walk is now linear in the document.
+ * minutes. The walk is now linear in the document.
  */
 function onlyPublicFields(
   set: SelectionSetNode,

@@ -59,7 +59,7 @@ describe('queryLimitErrors', () => {
     )
   })
 
-  it('counts introspection fields against the field limit (issue 16)', () => {
+  it('counts introspection fields against the field limit', () => {
     // Each alias selects __schema, types and name: 3 fields.
     const schemas = (n: number) =>
       Array.from({ length: n }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')
@@ -86,7 +86,7 @@ describe('queryLimitErrors', () => {
     expect(messages(getIntrospectionQuery())).toEqual([])
   })
 
-  it('needs no schema, and counts fragments spread twice each, 60 deep, at once (issue 27)', () => {
+  it('needs no schema, and counts fragments spread twice each, 60 deep, at once', () => {
     const fanOut = Array.from(
       { length: 60 },
       (_, i) => `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`,

@@ -12,9 +12,9 @@ export const MAX_QUERY_DEPTH = 12
 /**
  * Fields an operation, or a fragment, may select, counted after expanding fragments and
  * aliases: its cost. Introspection fields count like any other: 2 000 aliases of `__schema`
- * answered 80 MB and held the event loop for seconds (issue 16). runpod-python's and
+ * answered 80 MB and held the event loop for seconds. runpod-python's and
  * runpodctl's largest documents select about 60 fields, graphql-js's full introspection query
- * 229. It was 1 000 until issue 27: graphql-js's validation compares fields of the same name
+ * 229. It was 1 000 before: graphql-js's validation compares fields of the same name
  * pairwise (OverlappingFieldsCanBeMerged), so its cost grows with the square of this bound, and
  * 330 copies of `__type(name: "Pod") { ofType { name } }` took 100 ms to validate, without a
  * key; at 500 the worst such document takes a quarter of that.
@@ -94,8 +94,8 @@ function measure(
  * fragment goes over (HTTP 400, code VALIDATION_FAILED), with a message saying which limit and
  * by how much. It needs no schema and reads each fragment once, so its cost is linear in the
  * document: the GraphQL route checks it before graphql-js's own validation, whose
- * OverlappingFieldsCanBeMerged rule is quadratic in the fields of an operation or fragment
- * (issue 27), so that only documents within the limits reach it.
+ * OverlappingFieldsCanBeMerged rule is quadratic in the fields of an operation or fragment,
+ * so that only documents within the limits reach it.
  */
 export function queryLimitErrors(document: DocumentNode): GraphQLError[] {
   const fragments = new Map<string, FragmentDefinitionNode>()
@@ -116,7 +116,7 @@ export function queryLimitErrors(document: DocumentNode): GraphQLError[] {
     if (node.kind === Kind.FRAGMENT_DEFINITION) {
       // A fragment is held to the field limit on its own, used or not: graphql-js compares the
       // fields of every fragment pairwise too, and an unused fragment of 980 same-named fields
-      // made a document of one field that took 300 ms to validate (issue 27). Its depth counts
+      // made a document of one field that took 300 ms to validate. Its depth counts
       // where it is spread.
       const name = node.name.value
       const introspective = node.typeCondition.name.value.startsWith('__')

@@ -50,8 +50,8 @@ export interface PodOnHost {
 }
 
 /**
- * Called when a host starts draining: the serverless workers' part moves its workers off
- * (issue 17); pods stay and are listed for the operator.
+ * Called when a host starts draining: the serverless workers' part moves its workers off;
+ * pods stay and are listed for the operator.
  */
 export type DrainHook = (hostId: string) => Promise<void>
 

@@ -753,7 +753,7 @@ export class PodService {
   async update(accountId: string, id: string, patch: UpdatePodInput): Promise<Pod> {
     // Outside `mutate`: its exclusive unit holds SQLite's one connection, and a read of the
     // registries through the store (not the unit) waited for it forever: one PATCH naming a
-    // registry froze every request that reads the store (found by the fuzz suite, issue 16).
+    // registry froze every request that reads the store (found by the fuzz suite).
     await this.get(accountId, id)
     await this.checkRegistry(accountId, patch.registry)
     return this.mutate(accountId, id, async (current, unit) => {

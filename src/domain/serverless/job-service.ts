@@ -44,7 +44,7 @@ export const TAKE_RENEWAL_INTERVAL_MS = 5_000
  * input, s3Config and webhook as stored (bytes, for ASCII). A take stops before the job that
  * would pass it, but always hands out one job, however large. With jobs of at most 20 MB (the
  * /runsync body limit) an answer stays under 40 MB; 55 jobs of 10 MB in one answer were more
- * than Node can make a string of, and the take failed with 500 after leasing them all (issue 16).
+ * than Node can make a string of, and the take failed with 500 after leasing them all.
  */
 export const TAKE_PAYLOAD_BUDGET = 16 * 1024 * 1024
 
@@ -52,7 +52,7 @@ export interface JobServiceDeps {
   endpoints: EndpointService
   queue: JobQueue
   presence: WorkerPresence
-  /** The managed workers (issue 7); without it every worker takes jobs and counts by presence. */
+  /** The managed workers; without it every worker takes jobs and counts by presence. */
   roster?: WorkerRoster
   clock: Clock
   leaseMs?: number

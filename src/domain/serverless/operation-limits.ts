@@ -29,7 +29,7 @@ export interface OperationLimit {
 
 /**
  * The spec's table. `/status-sync` counts as `status`; `/openai/*` is one operation. `/retry`
- * and `/health` have no limit given: `/retry` has none; `/health`'s is ours (issue 16), so
+ * and `/health` have no limit given: `/retry` has none; `/health`'s is ours, so
  * that callers of one endpoint's health cannot crowd out its other operations. 100 per 10 s is
  * a dashboard per second, and then some; a health check needs no more than a few at once.
  */

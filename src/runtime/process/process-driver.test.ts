@@ -602,7 +602,7 @@ describe('ProcessDriver with many workloads', () => {
   })
 })
 
-describe('ProcessDriver logs within a budget (issue 28)', () => {
+describe('ProcessDriver logs within a budget', () => {
   const budget = 64 * 1024
   const logBytes = (id: string) =>
     readdirSync(path.join(root, 'state', id))

@@ -1,5 +1,5 @@
 /**
- * What the job API's cheaper paths need (issue 16). `payload_size`: the characters of a job's
+ * What the job API's cheaper paths need. `payload_size`: the characters of a job's
  * input, s3Config and webhook as stored, written with the job, so that a take can keep to its
  * budget (docs/job-api.md, "Take budget") reading only this column of the jobs it may hand out.
  * Jobs stored before this migration count as 0. `jobs_retried`: the few retried jobs of an
