@@ -210,4 +210,20 @@ describe('loadConfig', () => {
     const config = loadConfig({ cwd: dirWith(), env: { PODYARD_STORE_URL: 'postgres://u:p@db/x' } })
     expect(config.storeUrl).toBe('postgres://u:p@db/x')
   })
+
+  it('is frozen all the way down: nested settings cannot be changed once loaded', () => {
+    const config = loadConfig({
+      cwd: dirWith('containment:\n  acceptUnenforced: [memory]\n'),
+      env: {},
+    })
+    expect(Object.isFrozen(config)).toBe(true)
+    expect(Object.isFrozen(config.rateLimit)).toBe(true)
+    expect(Object.isFrozen(config.workloadLogs)).toBe(true)
+    expect(Object.isFrozen(config.containment.acceptUnenforced)).toBe(true)
+    expect(() => {
+      ;(config.rateLimit as { minute: number }).minute = 1
+    }).toThrow(TypeError)
+    expect(() => (config.containment.acceptUnenforced as string[]).push('disk')).toThrow(TypeError)
+    expect(config.rateLimit.minute).toBe(600)
+  })
 })

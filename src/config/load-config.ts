@@ -157,10 +157,19 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
     )
   }
   const dataDir = path.resolve(cwd, config.dataDir)
-  return Object.freeze({
+  return deepFreeze({
     ...config,
     dataDir,
     storeUrl: config.storeUrl || `sqlite:${path.join(dataDir, 'podyard.db')}`,
-    rateLimit: Object.freeze({ ...config.rateLimit }),
   })
+}
+
+/** Frozen all the way down: no part of the platform can change the configuration it was given. */
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const key of Reflect.ownKeys(value))
+      deepFreeze((value as Record<PropertyKey, unknown>)[key])
+    Object.freeze(value)
+  }
+  return value
 }
