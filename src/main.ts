@@ -8,12 +8,13 @@ import { pathToFileURL } from 'node:url'
 import { errorJson, wantsJson } from './cli/error-output.js'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
 import { leftRunningMessage } from './cli/serve-shutdown.js'
-import { ConfigError, loadConfig } from './config/load-config.js'
+import { loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
 import { startDevPlatform } from './dev-platform.js'
 import type * as PlatformModule from './platform.js'
 import { isAppError } from './shared/app-error.js'
 import { systemClock } from './shared/clock.js'
+import { StartupRefusal } from './shared/startup-refusal.js'
 
 function configFromFlags(flags: ConfigFlags): Readonly<Config> {
   return loadConfig({
@@ -139,7 +140,7 @@ export async function run(argv: string[]): Promise<number> {
       if (!json && commanderPrinted) return exitCode
       return fail(error, (error as Error).message.replace(/^error: /, ''), exitCode)
     }
-    if (error instanceof ConfigError || (loaded && (await loaded).isStartupRefusal(error))) {
+    if (error instanceof StartupRefusal) {
       return fail(error, (error as Error).message, 2)
     }
     return fail(error, isAppError(error) ? error.detail : (error as Error).message, 1)

@@ -13,19 +13,13 @@ import type { PodLifecycle } from './control/pod-lifecycle.js'
 import { POD_LABEL_KIND } from './control/pod-workload.js'
 import type { WorkerAutoscaler } from './control/worker-autoscaler.js'
 import { WORKER_LABEL_ENDPOINT } from './control/worker-workload.js'
-import { FleetError, type Fleet } from './domain/catalog/fleet.js'
+import type { Fleet } from './domain/catalog/fleet.js'
 import type { HostResolver } from './domain/egress/egress-guard.js'
-import { ModelConfigError } from './domain/models/model-registry.js'
-import { EncryptionKeyFormatError } from './domain/registries/secret-box.js'
-import { DockerEngineUnreachableError } from './runtime/docker/docker-driver.js'
 import type { RuntimeDriver } from './runtime/driver.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import { resolveWithSystem } from './shared/host-addresses.js'
 import type { Config } from './config/schema.js'
-import { EncryptionKeyMismatchError } from './store/encryption-check.js'
-import { DatabaseTooNewError } from './store/migrate.js'
 import type { Store } from './store/open-store.js'
-import { StoreInUseError } from './store/serving-lock.js'
 import { acquireStartupLock } from './store/startup-lock.js'
 import { wireAccounts } from './wiring/account-wiring.js'
 import { wireApi } from './wiring/api-wiring.js'
@@ -41,8 +35,8 @@ import { platformContext } from './wiring/platform-context.js'
 import { wirePods } from './wiring/pod-wiring.js'
 import { wireReplicas } from './wiring/replica-wiring.js'
 import { wireServerless } from './wiring/serverless-wiring.js'
-import { NoDatabaseError, openServingStore } from './wiring/store-wiring.js'
-import { ListenError, listenError } from './wiring/listen-error.js'
+import { openServingStore } from './wiring/store-wiring.js'
+import { listenError } from './wiring/listen-error.js'
 
 export { openMigratedStore } from './wiring/store-wiring.js'
 export { withStoreCommands } from './wiring/store-commands.js'
@@ -294,19 +288,4 @@ async function runningWorkloads(drivers: RuntimeDriver[]): Promise<RunningWorklo
     }
   }
   return running
-}
-
-/** Errors that mean "this installation refuses to start as configured" (exit code 2). */
-export function isStartupRefusal(error: unknown): error is Error {
-  return (
-    error instanceof FleetError ||
-    error instanceof ListenError ||
-    error instanceof StoreInUseError ||
-    error instanceof DockerEngineUnreachableError ||
-    error instanceof DatabaseTooNewError ||
-    error instanceof EncryptionKeyMismatchError ||
-    error instanceof EncryptionKeyFormatError ||
-    error instanceof ModelConfigError ||
-    error instanceof NoDatabaseError
-  )
 }

@@ -4,8 +4,9 @@ import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
 import { parseListenAddress } from './listen-address.js'
 import { ConfigSchema, configKeys, type Config, type Leaf } from './schema.js'
+import { StartupRefusal } from '../shared/startup-refusal.js'
 
-export class ConfigError extends Error {
+export class ConfigError extends StartupRefusal {
   constructor(message: string) {
     super(message)
     this.name = 'ConfigError'

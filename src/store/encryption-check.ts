@@ -2,11 +2,12 @@ import type { Kysely } from 'kysely'
 import { SecretBoxError, type SecretBox } from '../domain/registries/secret-box.js'
 import type { Database } from './database-schema.js'
 import { KyselySettingsRepo } from './settings-repo.js'
+import { StartupRefusal } from '../shared/startup-refusal.js'
 
 export const ENCRYPTION_CHECK_SETTING = 'encryption.check'
 const CHECK_PLAINTEXT = 'podyard encryption check'
 
-export class EncryptionKeyMismatchError extends Error {
+export class EncryptionKeyMismatchError extends StartupRefusal {
   constructor(message: string) {
     super(message)
     this.name = 'EncryptionKeyMismatchError'

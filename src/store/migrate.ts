@@ -1,11 +1,12 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import { migrationStatements } from './migrations/migration-list.js'
 import type { Store } from './open-store.js'
+import { StartupRefusal } from '../shared/startup-refusal.js'
 
 export const MIGRATION_TABLE = 'podyard_migration'
 export const MIGRATION_LOCK_TABLE = 'podyard_migration_lock'
 
-export class DatabaseTooNewError extends Error {
+export class DatabaseTooNewError extends StartupRefusal {
   constructor(
     readonly unknownMigrations: string[],
     readonly latestKnown: string,

@@ -1,6 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import SqliteDatabase from 'better-sqlite3'
+import { StartupRefusal } from '../shared/startup-refusal.js'
 
 /**
  * One serving platform per SQLite store (docs/production.md, "SQLite"). Two `podyard serve` on
@@ -11,7 +12,7 @@ import SqliteDatabase from 'better-sqlite3'
  * taken over without any stale-lock guessing. A file beside it says who holds it, for the
  * message a second server prints.
  */
-export class StoreInUseError extends Error {
+export class StoreInUseError extends StartupRefusal {
   override name = 'StoreInUseError'
 }
 

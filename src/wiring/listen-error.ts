@@ -1,9 +1,11 @@
+import { StartupRefusal } from '../shared/startup-refusal.js'
+
 /**
  * The API port could not be opened. Node's own message (`listen EADDRINUSE: address already in
  * use 127.0.0.1:8080`) names the code but not what to do; this one says how to pick another
  * port. A startup refusal (exit code 2), like a configuration error.
  */
-export class ListenError extends Error {
+export class ListenError extends StartupRefusal {
   constructor(message: string, options: { cause: unknown }) {
     super(message, options)
     this.name = 'ListenError'

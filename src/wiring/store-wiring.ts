@@ -12,12 +12,13 @@ import { verifyEncryptionKey } from '../store/encryption-check.js'
 import { appliedMigrations, migrateToLatest } from '../store/migrate.js'
 import { openStore, type Store } from '../store/open-store.js'
 import { lockForServing, type ServingLock } from '../store/serving-lock.js'
+import { StartupRefusal } from '../shared/startup-refusal.js'
 
 /**
  * A store command (`keys`, `accounts`, `credits`, `migrate`) found no podyard database where
  * the configuration points and was not told to create one (`--init`).
  */
-export class NoDatabaseError extends Error {
+export class NoDatabaseError extends StartupRefusal {
   override name = 'NoDatabaseError'
 }
 

@@ -14,6 +14,7 @@ import {
   type CpuPrice,
   type GpuPrice,
 } from './price-table.js'
+import { StartupRefusal } from '../../shared/startup-refusal.js'
 
 export const CLOUDS = ['SECURE', 'COMMUNITY'] as const
 export type Cloud = (typeof CLOUDS)[number]
@@ -298,7 +299,7 @@ export const FleetFileSchema = Type.Object(
 export type FleetFile = Static<typeof FleetFileSchema>
 
 /** A fleet definition that cannot be used; `errors` name each offending path. */
-export class FleetError extends Error {
+export class FleetError extends StartupRefusal {
   constructor(
     readonly source: string,
     readonly errors: string[],

@@ -7,6 +7,7 @@ import {
   type ModelWorkerSettings,
   type PriceUnit,
 } from './model.js'
+import { StartupRefusal } from '../../shared/startup-refusal.js'
 
 /**
  * The image of the reference model workers. The process driver runs it as Node.js on the
@@ -68,7 +69,7 @@ export const DEFAULT_MODELS: readonly ModelDefinition[] = [
   },
 ]
 
-export class ModelConfigError extends Error {
+export class ModelConfigError extends StartupRefusal {
   constructor(message: string) {
     super(message)
     this.name = 'ModelConfigError'

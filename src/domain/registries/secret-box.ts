@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { StartupRefusal } from '../../shared/startup-refusal.js'
 
 export const ENCRYPTION_KEY_BYTES = 32
 /** 96-bit nonces are what GCM is specified for; other lengths go through an extra GHASH. */
@@ -17,7 +18,7 @@ export class SecretBoxError extends Error {
 }
 
 /** The key text was not the base64 encoding of 32 bytes. The message never repeats the text. */
-export class EncryptionKeyFormatError extends Error {
+export class EncryptionKeyFormatError extends StartupRefusal {
   constructor(message: string) {
     super(message)
     this.name = 'EncryptionKeyFormatError'

@@ -50,6 +50,7 @@ import {
   tenantNetworkOf,
   type TenantNetwork,
 } from './tenant-network.js'
+import { StartupRefusal } from '../../shared/startup-refusal.js'
 
 export interface DockerDriverOptions {
   /**
@@ -89,7 +90,7 @@ export interface DockerDriverOptions {
 }
 
 /** The engine did not answer: the server refuses to start rather than fail every pod later. */
-export class DockerEngineUnreachableError extends Error {
+export class DockerEngineUnreachableError extends StartupRefusal {
   constructor(where: string, cause: unknown) {
     super(
       `the docker driver is configured but the Docker engine at ${where} does not answer ` +
