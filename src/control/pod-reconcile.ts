@@ -7,7 +7,11 @@ import { hostLostAt, hostLostReason } from '../domain/hosts/host-state.js'
 import type { Pod, PodStatus } from '../domain/pods/pod.js'
 import { MAX_CRASH_RESTARTS } from '../domain/pods/pod-rules.js'
 import type { PodStore } from '../domain/pods/ports.js'
-import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
+import {
+  PublishedPortTakenError,
+  type RuntimeDriver,
+  type WorkloadState,
+} from '../runtime/driver.js'
 import type { Clock } from '../shared/clock.js'
 import { freePort, portAnswers } from './free-port.js'
 import { outOfMemoryReason } from './out-of-memory.js'
@@ -35,11 +39,6 @@ const REMOTE_PORTS = { from: 30_000, count: 30_000 }
 
 function randomRemotePort(): number {
   return REMOTE_PORTS.from + Math.floor(Math.random() * REMOTE_PORTS.count)
-}
-
-/** The engine refused a published port another process holds. */
-function portTaken(error: unknown): boolean {
-  return /port is already allocated|address already in use/i.test((error as Error)?.message ?? '')
 }
 
 export interface PodReconcileDeps {
@@ -272,7 +271,8 @@ export class PodReconciler {
         try {
           await this.driverOf(pod).start(spec)
         } catch (error) {
-          if (network.remote && attempt < PORT_ATTEMPTS && portTaken(error)) continue
+          if (network.remote && attempt < PORT_ATTEMPTS && error instanceof PublishedPortTakenError)
+            continue
           throw error
         }
         if (!(await this.transition(pod, 'STARTING', null, { portMappings }))) return undefined

@@ -26,6 +26,14 @@ export interface WorkloadPort {
 }
 
 /**
+ * A host port the workload was to publish is held by another process (the engine said so in
+ * its own words; drivers translate them). The caller may try other ports.
+ */
+export class PublishedPortTakenError extends Error {
+  override name = 'PublishedPortTakenError'
+}
+
+/**
  * A private network the workload joins (pods with globalNetworking: one per account). Drivers
  * with their own network namespaces (docker) honour it; the process driver shares the host's
  * network and ignores it.

@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startFakeRegistry, type FakeRegistry } from '../../../test/support/fake-registry.js'
-import type { LogLine, WorkloadSpec } from '../driver.js'
+import { PublishedPortTakenError, type LogLine, type WorkloadSpec } from '../driver.js'
 import { containerName } from './container-spec.js'
 import { DockerDriver } from './docker-driver.js'
 
@@ -118,6 +120,24 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     // And the same id may run for both servers at once.
     await ours.start(spec)
     expect((await ours.inspect(spec.id))?.phase).toBe('running')
+  })
+
+  it('says a published port another process holds is taken, as a typed error, leaving nothing', async () => {
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, '0.0.0.0', resolve))
+    const port = (holder.address() as AddressInfo).port
+    try {
+      const driver = open()
+      const spec = {
+        ...makeSpec('sleep 30'),
+        ports: [{ private: 8080, protocol: 'tcp' as const, public: port }],
+      }
+      const failure = await driver.start(spec).catch((error: unknown) => error)
+      expect(failure).toBeInstanceOf(PublishedPortTakenError)
+      expect(await driver.inspect(spec.id)).toBeUndefined()
+    } finally {
+      holder.close()
+    }
   })
 
   it('fails to start an image that is absent and cannot be pulled, leaving nothing', async () => {

@@ -15,7 +15,7 @@ import type {
   WorkloadState,
   WorkloadStats,
 } from '../driver.js'
-import { hasLabels } from '../driver.js'
+import { hasLabels, PublishedPortTakenError } from '../driver.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import {
@@ -87,6 +87,11 @@ export interface DockerDriverOptions {
    * keeps containers from the engine host's own services, and isolation() says so.
    */
   hostFirewall?: HostFirewallRules
+}
+
+/** The engine's words for a published port another process holds (docker-proxy or iptables). */
+function publishedPortTaken(error: unknown): boolean {
+  return /port is already allocated|address already in use/i.test((error as Error)?.message ?? '')
 }
 
 /** The engine did not answer: the server refuses to start rather than fail every pod later. */
@@ -268,7 +273,9 @@ export class DockerDriver implements RuntimeDriver {
       await container.start()
     } catch (error) {
       await ignoring([404, 409], () => container.remove({ force: true }))
-      throw error
+      throw publishedPortTaken(error)
+        ? new PublishedPortTakenError((error as Error).message, { cause: error })
+        : error
     }
     // The container holds the position now.
     this.logEnds.delete(spec.id)
