@@ -141,6 +141,7 @@ export async function startPlatform(
     parts.models = await wireModels(context)
     metrics.watch({
       store,
+      presence: parts.serverless.presence,
       meter: parts.billing.meter,
       meterIntervalMs: config.billing.meterIntervalMs,
     })

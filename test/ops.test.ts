@@ -28,7 +28,10 @@ describe('operations endpoints', () => {
       /podyard_http_requests_total\{method="GET",route="\/v2\/catalog\/gpus",status="200"\} \d+/,
     )
     expect(text).toMatch(/# TYPE podyard_http_request_duration_seconds histogram/)
-    expect(text).toMatch(/podyard_process_cpu_seconds_total/)
+    // Process and runtime metrics under their standard names, as stock dashboards read them.
+    expect(text).toMatch(/^process_cpu_seconds_total \d/m)
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m)
+    expect(text).not.toMatch(/^podyard_(process|nodejs)_/m)
   })
 
   it('serves an OpenAPI 3.1 document generated from the route schemas, and a docs page', async () => {

@@ -64,15 +64,17 @@ describe.each(platformStores())('platform metrics on $name', (store) => {
       )
       .toBe(1)
     const text = await scrape()
-    expect(valueOf(text, 'podyard_jobs_submitted_total')).toBe(2)
-    expect(valueOf(text, 'podyard_jobs_ended_total{status="COMPLETED"}')).toBe(1)
-    expect(valueOf(text, 'podyard_jobs_ended_total{status="CANCELLED"}')).toBe(1)
-    expect(valueOf(text, 'podyard_jobs_ended_total{status="FAILED"}')).toBe(0)
-    expect(valueOf(text, 'podyard_jobs_ended_total{status="TIMED_OUT"}')).toBe(0)
-    expect(valueOf(text, 'podyard_job_delay_seconds_count')).toBe(1)
-    expect(valueOf(text, 'podyard_job_execution_seconds_count')).toBe(1)
-    expect(valueOf(text, 'podyard_queue_depth')).toBe(0)
-    expect(valueOf(text, 'podyard_queue_oldest_age_seconds')).toBe(0)
+    const own = `endpoint="${endpointId}"`
+    expect(valueOf(text, `podyard_jobs_submitted_total{${own}}`)).toBe(2)
+    expect(valueOf(text, `podyard_jobs_ended_total{status="COMPLETED",${own}}`)).toBe(1)
+    expect(valueOf(text, `podyard_jobs_ended_total{status="CANCELLED",${own}}`)).toBe(1)
+    // The `other` series exist from the start, so that alerts have something to read.
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="FAILED",endpoint="other"}')).toBe(0)
+    expect(valueOf(text, 'podyard_jobs_ended_total{status="TIMED_OUT",endpoint="other"}')).toBe(0)
+    expect(valueOf(text, `podyard_job_delay_seconds_count{${own}}`)).toBe(1)
+    expect(valueOf(text, `podyard_job_execution_seconds_count{${own}}`)).toBe(1)
+    expect(valueOf(text, 'podyard_queue_depth{endpoint="other"}')).toBe(0)
+    expect(valueOf(text, 'podyard_queue_oldest_age_seconds{endpoint="other"}')).toBe(0)
     expect(valueOf(text, 'podyard_webhook_attempts_total{outcome="gave_up"}')).toBe(0)
   })
 
@@ -87,8 +89,10 @@ describe.each(platformStores())('platform metrics on $name', (store) => {
     expect(pod.status).toBe(201)
     await new Promise((resolve) => setTimeout(resolve, 1_100))
     const text = await scrape()
-    expect(valueOf(text, 'podyard_queue_depth')).toBe(1)
-    expect(valueOf(text, 'podyard_queue_oldest_age_seconds')).toBeGreaterThanOrEqual(1)
+    expect(valueOf(text, `podyard_queue_depth{endpoint="${endpointId}"}`)).toBe(1)
+    expect(
+      valueOf(text, `podyard_queue_oldest_age_seconds{endpoint="${endpointId}"}`),
+    ).toBeGreaterThanOrEqual(1)
     const pods = ['PROVISIONING', 'STARTING', 'RUNNING'].map(
       (status) => valueOf(text, `podyard_pods{status="${status}"}`) ?? 0,
     )
@@ -125,24 +129,65 @@ describe.each(platformStores())('platform metrics on $name', (store) => {
   })
 })
 
-describe('per-endpoint job metrics (telemetry.endpointMetrics)', () => {
+describe('the endpoint label and the workers gauge', () => {
   let platform: TestPlatform
   beforeAll(async () => {
-    platform = await startTestPlatform({
-      telemetry: { traceContext: false, endpointMetrics: true },
-    })
+    platform = await startTestPlatform({ telemetry: { traceContext: false, endpointLabels: 2 } })
   })
   afterAll(() => platform.close())
 
-  it('labels the job series by endpoint only when the operator opts in', async () => {
-    const endpoint = await platform.call('/v2/serverless', {
+  const createEndpoint = async (name: string) => {
+    const created = await platform.call('/v2/serverless', {
       method: 'POST',
-      json: { name: 'labelled', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+      json: { name, image: 'worker:1', gpu: { pools: ['ADA_24'] } },
     })
-    const { id } = (await endpoint.json()) as { id: string }
-    await platform.call(`/v2/${id}/run`, { method: 'POST', json: { input: {} } })
+    expect(created.status).toBe(201)
+    return ((await created.json()) as { id: string }).id
+  }
+
+  // First: no job anywhere yet, so no worker of the platform's own.
+  it('counts a self-started worker as /health does', async () => {
+    const id = await createEndpoint('self-started')
+    const { workerKey } = (await (
+      await platform.call(`/v2/serverless/${id}/worker-key`)
+    ).json()) as { workerKey: string }
+    // A worker started by its owner, not by the platform: it only calls the worker protocol.
+    const take = await platform.call(`/v2/${id}/job-take/own-worker-1?wait=0`, { key: workerKey })
+    expect([200, 204]).toContain(take.status)
+    const health = (await (await platform.call(`/v2/${id}/health`)).json()) as {
+      workers: { idle: number; running: number; unhealthy: number }
+    }
+    expect(health.workers.idle).toBe(1)
     const text = await (await platform.call('/metrics')).text()
-    expect(valueOf(text, `podyard_jobs_submitted_total{endpoint="${id}"}`)).toBe(1)
-    expect(valueOf(text, `podyard_queue_depth{endpoint="${id}"}`)).toBe(1)
+    // No job was submitted, so the platform started no worker: this is the one /health counts.
+    expect(valueOf(text, 'podyard_workers{phase="READY"}')).toBe(1)
+    for (const phase of ['PENDING', 'STARTING', 'UNHEALTHY'])
+      expect(valueOf(text, `podyard_workers{phase="${phase}"}`)).toBe(0)
+  })
+
+  it('gives the first endpoints up to telemetry.endpointLabels their id, the rest "other"', async () => {
+    const ids = [await createEndpoint('first'), await createEndpoint('second')]
+    ids.push(await createEndpoint('third'), await createEndpoint('fourth'))
+    for (const [index, id] of ids.entries()) {
+      for (let n = 0; n <= index; n++) {
+        const run = await platform.call(`/v2/${id}/run`, { method: 'POST', json: { input: { n } } })
+        expect(run.status).toBe(200)
+      }
+    }
+    const text = await (await platform.call('/metrics')).text()
+    expect(valueOf(text, `podyard_jobs_submitted_total{endpoint="${ids[0]}"}`)).toBe(1)
+    expect(valueOf(text, `podyard_jobs_submitted_total{endpoint="${ids[1]}"}`)).toBe(2)
+    // The third and fourth (3 + 4 jobs) share one series: the cap holds.
+    expect(valueOf(text, 'podyard_jobs_submitted_total{endpoint="other"}')).toBe(7)
+    expect(valueOf(text, 'podyard_queue_depth{endpoint="other"}')).toBe(7)
+    expect(valueOf(text, `podyard_queue_depth{endpoint="${ids[1]}"}`)).toBe(2)
+    for (const family of ['podyard_jobs_submitted_total', 'podyard_queue_depth']) {
+      const labels = new Set(
+        [...text.matchAll(new RegExp(`^${family}\\{endpoint="([^"]+)"\\}`, 'gm'))].map(
+          (match) => match[1],
+        ),
+      )
+      expect(labels, family).toEqual(new Set([ids[0], ids[1], 'other']))
+    }
   })
 })

@@ -18,7 +18,7 @@ describe('trace context (telemetry.traceContext)', () => {
 
   beforeAll(async () => {
     platform = await startTestPlatform(
-      { logLevel: 'info', telemetry: { traceContext: true, endpointMetrics: false } },
+      { logLevel: 'info', telemetry: { traceContext: true, endpointLabels: 20 } },
       { logger: pino({ level: 'info' }, sink) },
     )
     plain = await startTestPlatform()

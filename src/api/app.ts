@@ -92,10 +92,10 @@ export interface AppDeps {
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
   hosts?: HostService
   /**
-   * Config `telemetry` (docs/production.md, "Monitoring" and "Tracing"): W3C traceparent in and
-   * out, and per-endpoint labels on the job metrics.
+   * Config `telemetry` (docs/production.md, "Request ids and tracing"): W3C traceparent in and
+   * out.
    */
-  telemetry?: { traceContext: boolean; endpointMetrics: boolean }
+  telemetry?: { traceContext: boolean }
   /** The registry `/metrics` serves, holding the platform's metrics; a new one when absent. */
   metrics?: Registry
   /** Billing reports and current spend (docs/billing.md). */

@@ -327,10 +327,12 @@ export const ConfigSchema = Type.Object(
           description:
             "W3C traceparent: continue the caller's trace, answer this request's span, log traceId and spanId",
         }),
-        endpointMetrics: Type.Boolean({
-          default: false,
+        endpointLabels: Type.Integer({
+          minimum: 0,
+          maximum: 1000,
+          default: 20,
           description:
-            'label the job metrics by endpoint id too (one series per endpoint: for a bounded number of endpoints)',
+            "how many endpoints get their id as the job and queue metrics' endpoint label (the first active; the rest are other)",
         }),
       },
       { additionalProperties: false, default: {} },
@@ -421,5 +423,5 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'logFormat', env: 'PODYARD_LOG_FORMAT', type: 'string' },
   { path: 'metrics.listen', env: 'PODYARD_METRICS_LISTEN', flag: 'metricsListen', type: 'string' },
   { path: 'telemetry.traceContext', env: 'PODYARD_TRACE_CONTEXT', type: 'boolean' },
-  { path: 'telemetry.endpointMetrics', env: 'PODYARD_METRICS_PER_ENDPOINT', type: 'boolean' },
+  { path: 'telemetry.endpointLabels', env: 'PODYARD_METRICS_ENDPOINT_LABELS', type: 'integer' },
 ]

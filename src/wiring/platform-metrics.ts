@@ -4,8 +4,10 @@ import type { Config } from '../config/schema.js'
 import { SCALE_DOWN_REASONS } from '../control/worker-autoscaler.js'
 import { POD_STATUSES } from '../domain/pods/pod.js'
 import type { JobEnd, JobEvents } from '../domain/serverless/job-events.js'
+import type { WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { WorkerPhase } from '../domain/serverless/worker.js'
 import type { Store } from '../store/open-store.js'
+import { EndpointLabels, OTHER_ENDPOINTS } from './endpoint-labels.js'
 
 const WORKER_PHASES: readonly WorkerPhase[] = ['PENDING', 'STARTING', 'READY', 'UNHEALTHY']
 const JOB_ENDS: readonly JobEnd[] = ['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED']
@@ -15,8 +17,8 @@ const JOB_SECONDS = [0.05, 0.25, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600]
 /**
  * The platform's own metrics at `/metrics` besides HTTP and the process (docs/production.md,
  * "Monitoring"): jobs, the queue, workers, pods, the autoscaler, webhooks, the database and the
- * billing meter. Every label takes a bounded set of values; the endpoint id is a label only when
- * the operator opts in (`telemetry.endpointMetrics`), as there is one series per endpoint.
+ * billing meter. Every label takes a bounded set of values: the job and queue metrics' `endpoint`
+ * is the id of at most `telemetry.endpointLabels` endpoints, `other` for the rest (EndpointLabels).
  */
 export interface PlatformMetrics {
   readonly registry: Registry
@@ -24,9 +26,13 @@ export interface PlatformMetrics {
   onScale(direction: 'up' | 'down', reason: string, count: number): void
   onWebhookAttempt(outcome: 'delivered' | 'retry' | 'gave_up'): void
   onQuery(seconds: number, failed: boolean): void
-  /** The gauges read when `/metrics` is: from the store, and from this replica's meter. */
+  /**
+   * The gauges read when `/metrics` is: from the store, the workers that connect by themselves
+   * (`presence`, as `/health` counts them), and this replica's meter.
+   */
   watch(sources: {
     store: Store
+    presence: Pick<WorkerPresence, 'everyActive'>
     meter: { meteredThroughMs: number | undefined }
     meterIntervalMs: number
   }): void
@@ -34,36 +40,39 @@ export interface PlatformMetrics {
 
 export function platformMetrics(config: Pick<Config, 'telemetry'>): PlatformMetrics {
   const registry = new Registry()
-  const perEndpoint = config.telemetry.endpointMetrics
-  const endpointLabel = perEndpoint ? (['endpoint'] as const) : ([] as const)
-  const withEndpoint = (endpointId: string, labels: Record<string, string> = {}) =>
-    perEndpoint ? { ...labels, endpoint: endpointId } : labels
+  const endpoints = new EndpointLabels(config.telemetry.endpointLabels)
+  const withEndpoint = (endpointId: string, labels: Record<string, string> = {}) => ({
+    ...labels,
+    endpoint: endpoints.of(endpointId),
+  })
 
   const submitted = new Counter({
     name: 'podyard_jobs_submitted_total',
     help: 'Jobs submitted (/run, /runsync, OpenAI routes, public models)',
-    labelNames: [...endpointLabel],
+    labelNames: ['endpoint'],
     registers: [registry],
   })
   const ended = new Counter({
     name: 'podyard_jobs_ended_total',
     help: 'Jobs that ended, by status: COMPLETED, FAILED, TIMED_OUT, CANCELLED',
-    labelNames: ['status', ...endpointLabel],
+    labelNames: ['status', 'endpoint'],
     registers: [registry],
   })
-  if (!perEndpoint) for (const status of JOB_ENDS) ended.inc({ status }, 0)
-  if (!perEndpoint) submitted.inc(0)
+  // `other` is always there, 0 until there are more endpoints than the cap: rates and alerts
+  // have a series to read before the first job.
+  for (const status of JOB_ENDS) ended.inc({ status, endpoint: OTHER_ENDPOINTS }, 0)
+  submitted.inc({ endpoint: OTHER_ENDPOINTS }, 0)
   const delay = new Histogram({
     name: 'podyard_job_delay_seconds',
     help: 'From submission to a worker taking the job',
-    labelNames: [...endpointLabel],
+    labelNames: ['endpoint'],
     buckets: JOB_SECONDS,
     registers: [registry],
   })
   const execution = new Histogram({
     name: 'podyard_job_execution_seconds',
     help: 'From a worker taking the job to its result (COMPLETED or FAILED)',
-    labelNames: [...endpointLabel],
+    labelNames: ['endpoint'],
     buckets: JOB_SECONDS,
     registers: [registry],
   })
@@ -106,7 +115,7 @@ export function platformMetrics(config: Pick<Config, 'telemetry'>): PlatformMetr
     onScale: (direction, reason, count) => scaled.inc({ direction, reason }, count),
     onWebhookAttempt: (outcome) => webhooks.inc({ outcome }),
     onQuery: (seconds, failed) => queries.observe({ outcome: failed ? 'error' : 'ok' }, seconds),
-    watch: (sources) => watchStore(registry, perEndpoint, sources),
+    watch: (sources) => watchStore(registry, endpoints, sources),
   }
 }
 
@@ -124,61 +133,84 @@ async function fromStore(read: () => Promise<void>): Promise<void> {
 
 function watchStore(
   registry: Registry,
-  perEndpoint: boolean,
+  endpoints: EndpointLabels,
   sources: Parameters<PlatformMetrics['watch']>[0],
 ): void {
-  const { store, meter } = sources
+  const { store, meter, presence } = sources
   const db = store.db
   new Gauge({
     name: 'podyard_queue_depth',
-    help: 'Jobs waiting for a worker (IN_QUEUE)',
-    labelNames: perEndpoint ? ['endpoint'] : [],
+    help: 'Jobs waiting for a worker (IN_QUEUE), by endpoint',
+    labelNames: ['endpoint'],
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        this.reset()
         const rows = await db
           .selectFrom('jobs')
           .select(['endpoint_id', sql<number>`count(*)`.as('count')])
           .where('status', '=', 'IN_QUEUE')
           .groupBy('endpoint_id')
           .execute()
-        if (perEndpoint) for (const row of rows) this.set({ endpoint: row.endpoint_id }, row.count)
-        else this.set(rows.reduce((sum, row) => sum + Number(row.count), 0))
+        // The longest queues take the free label values first.
+        rows.sort((a, b) => Number(b.count) - Number(a.count))
+        const depth = new Map<string, number>([[OTHER_ENDPOINTS, 0]])
+        for (const row of rows) {
+          const endpoint = endpoints.of(row.endpoint_id)
+          depth.set(endpoint, (depth.get(endpoint) ?? 0) + Number(row.count))
+        }
+        this.reset()
+        for (const [endpoint, count] of depth) this.set({ endpoint }, count)
       })
     },
   })
   new Gauge({
     name: 'podyard_queue_oldest_age_seconds',
-    help: 'How long the oldest job waiting for a worker has waited (0 when none waits)',
+    help: 'How long the oldest job waiting for a worker has waited (0 when none waits), by endpoint',
+    labelNames: ['endpoint'],
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const row = await db
+        const rows = await db
           .selectFrom('jobs')
-          .select(sql<string | null>`min(created_at)`.as('oldest'))
+          .select(['endpoint_id', sql<string | null>`min(created_at)`.as('oldest')])
           .where('status', '=', 'IN_QUEUE')
-          .executeTakeFirst()
-        const oldest = row?.oldest ? Date.parse(row.oldest) : undefined
-        this.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest) / 1000))
+          .groupBy('endpoint_id')
+          .execute()
+        const now = Date.now()
+        const age = new Map<string, number>([[OTHER_ENDPOINTS, 0]])
+        for (const row of rows) {
+          if (!row.oldest) continue
+          const endpoint = endpoints.of(row.endpoint_id)
+          const seconds = Math.max(0, (now - Date.parse(row.oldest)) / 1000)
+          age.set(endpoint, Math.max(age.get(endpoint) ?? 0, seconds))
+        }
+        this.reset()
+        for (const [endpoint, seconds] of age) this.set({ endpoint }, seconds)
       })
     },
   })
   new Gauge({
     name: 'podyard_workers',
-    help: 'Serverless workers by phase: PENDING (no room), STARTING, READY, UNHEALTHY',
+    help: 'Serverless workers by phase: PENDING (no room), STARTING, READY, UNHEALTHY; those that connect by themselves as READY or UNHEALTHY',
     labelNames: ['phase'],
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const rows = await db
-          .selectFrom('workers')
-          .select(['phase', sql<number>`count(*)`.as('count')])
-          .groupBy('phase')
-          .execute()
-        for (const phase of WORKER_PHASES) {
-          this.set({ phase }, Number(rows.find((r) => r.phase === phase)?.count ?? 0))
+        const rows = await db.selectFrom('workers').select(['id', 'phase']).execute()
+        const counts = new Map<string, number>(WORKER_PHASES.map((phase) => [phase, 0]))
+        const managed = new Set<string>()
+        for (const row of rows) {
+          managed.add(row.id)
+          counts.set(row.phase, (counts.get(row.phase) ?? 0) + 1)
         }
+        // Workers started by someone else count as /health counts them: idle or running is
+        // READY, a worker that reports itself unhealthy is UNHEALTHY.
+        for (const record of presence.everyActive()) {
+          if (managed.has(record.workerId)) continue
+          const phase = record.unhealthy ? 'UNHEALTHY' : 'READY'
+          counts.set(phase, counts.get(phase)! + 1)
+        }
+        for (const phase of WORKER_PHASES) this.set({ phase }, counts.get(phase) ?? 0)
       })
     },
   })

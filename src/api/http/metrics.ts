@@ -14,7 +14,7 @@ export const WAITING_ROUTE =
  * can build many apps).
  */
 export function installMetrics(app: FastifyInstance, registry = new Registry()): Registry {
-  collectDefaultMetrics({ register: registry, prefix: 'podyard_' })
+  installRuntimeMetrics(registry)
   const series = new RequestSeries()
   new Counter({
     name: 'podyard_http_requests_total',
@@ -43,6 +43,27 @@ export function installMetrics(app: FastifyInstance, registry = new Registry()):
     done()
   })
   return registry
+}
+
+/**
+ * prom-client's gauges that end in `_total`, which the exposition format keeps for counters
+ * (`promtool check metrics` refuses them): each is the sum of its per-type gauge of the same
+ * name without the suffix (`sum(nodejs_active_handles)`).
+ */
+const TOTAL_GAUGES = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+]
+
+/**
+ * The process and Node.js runtime metrics under their standard names (`process_cpu_seconds_total`,
+ * `nodejs_eventloop_lag_seconds`, ...), without a prefix, so that stock Node.js dashboards and
+ * alerts read them as they read any other service's.
+ */
+export function installRuntimeMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry })
+  for (const name of TOTAL_GAUGES) registry.removeSingleMetric(name)
 }
 
 /** A `podyard_http_requests_total` series: its labels, and the requests not yet counted. */

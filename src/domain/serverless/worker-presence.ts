@@ -209,6 +209,12 @@ export class WorkerPresence {
     return out
   }
 
+  /** Every endpoint's workers seen within the window (the `podyard_workers` gauge). */
+  everyActive(): WorkerRecord[] {
+    const since = this.clock.now().getTime() - this.windowMs
+    return [...this.workers.values()].filter((record) => record.lastSeenAt >= since)
+  }
+
   counts(endpointId: string): WorkerCounts {
     const counts: WorkerCounts = {
       idle: 0,
