@@ -33,16 +33,20 @@ const rules = (parse(read('prometheus-alerts.yml')) as { groups: Array<{ rules: 
   .groups[0]!.rules
 const dashboard = JSON.parse(read('grafana-dashboard.json')) as {
   panels: Array<{ type: string; targets?: Array<{ expr: string }> }>
+  templating: { list: Array<{ name: string; query?: unknown }> }
 }
 const expressions = [
   ...rules.map((rule) => rule.expr),
   ...dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr)),
 ]
-/** The metric families the rules and the dashboard read (a histogram's by its own name). */
+/**
+ * The metric families the rules and the dashboard read (a histogram's by its own name): podyard's
+ * own, and the process and Node.js runtime metrics under their standard names.
+ */
 const named = [
   ...new Set(
     expressions.flatMap((expr) =>
-      [...expr.matchAll(/\bpodyard_[a-z0-9_]+/g)].map((match) =>
+      [...expr.matchAll(/\b(?:podyard|process|nodejs)_[a-z0-9_]+/g)].map((match) =>
         match[0].replace(/_(bucket|count|sum)$/, ''),
       ),
     ),
@@ -61,6 +65,22 @@ describe('the alert rules and the dashboard', () => {
       expect(panel.targets?.length).toBeGreaterThan(0)
     }
     expect(named.length).toBeGreaterThan(15)
+    expect(named).toContain('nodejs_eventloop_lag_p99_seconds')
+    expect(named.filter((name) => /^podyard_(process|nodejs)_/.test(name))).toEqual([])
+  })
+
+  it('read the runtime metrics of the podyard job only, and the job metrics by endpoint', () => {
+    // process_* and nodejs_* are every Node.js service's names: without the job they would mix.
+    for (const expr of expressions.filter((e) => /\b(process|nodejs)_/.test(e))) {
+      expect(expr).toContain('{job="podyard"}')
+    }
+    expect(dashboard.templating.list.map((variable) => variable.name)).toContain('endpoint')
+    const jobPanels = dashboard.panels
+      .flatMap((panel) => panel.targets ?? [])
+      .map((target) => target.expr)
+      .filter((expr) => /podyard_(jobs?|queue)_/.test(expr))
+    expect(jobPanels.length).toBeGreaterThan(5)
+    for (const expr of jobPanels) expect(expr).toContain('endpoint=~"$endpoint"')
   })
 
   it("are fed by the scrape example's job, which the rules name, on the metrics listener", () => {

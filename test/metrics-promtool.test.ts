@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { repoRoot } from './support/cli.js'
 import { platformStores } from './support/platform-stores.js'
 import type { TestPlatform } from './support/platform.js'
 
@@ -61,6 +62,16 @@ describe.runIf(enabled).each(platformStores())('promtool check metrics on $name'
     ).toBeUndefined()
     // promtool prints one line per problem and exits 1 when there is any.
     expect(`${check.stdout}${check.stderr}`.trim()).toBe('')
+    expect(check.status).toBe(0)
+  })
+
+  it("accepts deploy/prometheus-alerts.yml's rules", () => {
+    const check = spawnSync(promtool, ['check', 'rules', 'deploy/prometheus-alerts.yml'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    })
+    expect(check.error).toBeUndefined()
+    expect(`${check.stdout}${check.stderr}`).toMatch(/SUCCESS: \d+ rules found/)
     expect(check.status).toBe(0)
   })
 })
