@@ -83,7 +83,7 @@ describe("the platform's endpoints, as a tenant sees them", () => {
     const admin = await platform.call('/metrics')
     expect(admin.status).toBe(200)
     expect(admin.headers.get('content-type')).toMatch(/^text\/plain/)
-    expect(await admin.text()).toMatch(/^podyard_jobs_submitted_total 0$/m)
+    expect(await admin.text()).toMatch(/^podyard_jobs_submitted_total{endpoint="other"} 0$/m)
 
     const endpointId = await createTestEndpoint(platform, 'admin-ep')
     const keyOf = async (permission: string, endpoints?: string[]) =>
@@ -135,7 +135,7 @@ describe('metrics.listen: a listener of its own for Prometheus', () => {
       expect(scraped.status).toBe(200)
       expect(scraped.headers.get('content-type')).toMatch(/^text\/plain/)
       const text = await scraped.text()
-      expect(text).toMatch(/^podyard_jobs_submitted_total 0$/m)
+      expect(text).toMatch(/^podyard_jobs_submitted_total{endpoint="other"} 0$/m)
       expect(text).toMatch(/^# TYPE podyard_http_requests_total counter$/m)
 
       // Only /metrics: the API is on its own port, with its keys.
