@@ -3,18 +3,25 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { prettyLogs } from '../src/wiring/log-output.js'
+import { colourLogs, prettyLogs } from '../src/wiring/log-output.js'
 import { BANNER_LAST_LINE, repoRoot, startServe } from './support/cli.js'
 
 const bin = path.join(repoRoot, 'bin', 'podyard.js')
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g
+// eslint-disable-next-line no-control-regex
+const HAS_ANSI = /\u001b\[[0-9;]*m/
 
 /**
  * `podyard serve` on a terminal: util-linux's `script` gives it a pseudo-terminal as stdout.
  * Resolves with everything printed up to the banner's last line, then stops the server.
  */
 async function serveOnTerminal(dataDir: string, env: NodeJS.ProcessEnv): Promise<string> {
+  return (await serveOnTerminalRaw(dataDir, env)).replace(ANSI, '')
+}
+
+/** As serveOnTerminal, with the terminal's escape sequences (colours) left in. */
+async function serveOnTerminalRaw(dataDir: string, env: NodeJS.ProcessEnv): Promise<string> {
   const command = `exec ${process.execPath} ${bin} serve --port 0 --data-dir ${dataDir}`
   const script = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: repoRoot,
@@ -41,7 +48,7 @@ async function serveOnTerminal(dataDir: string, env: NodeJS.ProcessEnv): Promise
     for (const pid of server.split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGTERM')
     await closed
   }
-  return output.replace(ANSI, '').replace(/\r\n/g, '\n')
+  return output.replace(/\r\n/g, '\n')
 }
 
 /** The lines from the banner's first to its last. */
@@ -70,6 +77,38 @@ describe('log output', () => {
     expect(prettyLogs('json', true)).toBe(false)
     expect(prettyLogs('pretty', false)).toBe(true)
   })
+
+  it('colours pretty lines only on a terminal, and never with NO_COLOR or TERM=dumb', () => {
+    expect(colourLogs(true, {})).toBe(true)
+    expect(colourLogs(false, {})).toBe(false)
+    expect(colourLogs(true, { NO_COLOR: '1' })).toBe(false)
+    // no-color.org: an empty NO_COLOR is as if it were not set.
+    expect(colourLogs(true, { NO_COLOR: '' })).toBe(true)
+    expect(colourLogs(true, { TERM: 'dumb' })).toBe(false)
+  })
+
+  it('colours the log on a terminal, and not with NO_COLOR=1', { timeout: 120_000 }, async () => {
+    const coloured = await serveOnTerminalRaw(dataDir(), { NO_COLOR: '', TERM: 'xterm' })
+    expect(coloured).toMatch(/podyard is serving/)
+    expect(coloured).toMatch(HAS_ANSI)
+    const plain = await serveOnTerminalRaw(dataDir(), { NO_COLOR: '1', TERM: 'xterm' })
+    expect(plain).toMatch(/\] INFO: podyard is serving/)
+    expect(plain).not.toMatch(HAS_ANSI)
+  })
+
+  it(
+    'writes pretty lines without colour when stdout is not a terminal',
+    { timeout: 60_000 },
+    async () => {
+      const server = await startServe(['--port', '0', '--data-dir', dataDir()], {
+        PODYARD_LOG_FORMAT: 'pretty',
+      })
+      server.child.kill('SIGTERM')
+      await server.exited
+      expect(server.banner).toMatch(/\] INFO: podyard is serving/)
+      expect(server.banner).not.toMatch(HAS_ANSI)
+    },
+  )
 
   it(
     'prints readable lines on a terminal, before a banner that nothing interrupts',

@@ -8,6 +8,14 @@ export function prettyLogs(format: Config['logFormat'], stdoutIsTerminal: boolea
 }
 
 /**
+ * Whether pretty lines are coloured: on a terminal, unless the environment says no colour
+ * (`NO_COLOR` set and not empty, as no-color.org has it, or `TERM=dumb`).
+ */
+export function colourLogs(isTerminal: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  return isTerminal && !env.NO_COLOR && env.TERM !== 'dumb'
+}
+
+/**
  * The server's logger. Lines are written synchronously, JSON or pretty (formatted in this thread,
  * not a worker's): written later, they would land in the middle of the start banner, which
  * main.ts prints once the server is up (docs/production.md, "Logs").
@@ -25,7 +33,7 @@ export function serverLogger(
     pinoPretty({
       sync: true,
       destination: fd,
-      colorize: stdoutIsTerminal,
+      colorize: colourLogs(stdoutIsTerminal),
       translateTime: 'SYS:HH:MM:ss.l',
       ignore: 'pid,hostname',
     }),
