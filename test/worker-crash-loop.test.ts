@@ -185,6 +185,42 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
     }, 90_000)
   })
 
+  describe('with a backoff of a minute from the first failure', () => {
+    beforeAll(() =>
+      start({ ...WORKER_SETTINGS, startBackoffMs: 60_000, startBackoffMaxMs: 60_000 }),
+    )
+    afterAll(stop)
+
+    it('ends the backoff when the endpoint gets a new version: the fix starts at once', async () => {
+      const id = await createEndpoint()
+      const backoff = await until(
+        'the first failure',
+        async () => (await health(id)).startBackoff,
+        (b) => b !== undefined,
+        30_000,
+      )
+      expect(Date.parse(backoff.nextStartAt) - Date.parse(backoff.lastFailure.at)).toBe(60_000)
+      // The fix: the worker finds what it missed, and the endpoint's env changes (a new version).
+      writeFileSync(path.join(dir, 'healthy'), '')
+      const updated = await call(`/v2/serverless/${id}`, {
+        method: 'PATCH',
+        json: { env: { TEST_DIR: dir, FIXED: '1' } },
+      })
+      expect(updated.status, JSON.stringify(updated.body)).toBe(200)
+      expect((await health(id)).startBackoff).toBeUndefined()
+      // Ready well before the old version's minute is over.
+      const ready = await until(
+        'a worker of the new version',
+        () => health(id),
+        (h) => h.workers.ready === 1,
+        30_000,
+      )
+      expect(ready).not.toHaveProperty('startBackoff')
+      expect(Date.now()).toBeLessThan(Date.parse(backoff.nextStartAt))
+      await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+    }, 90_000)
+  })
+
   describe('with a backoff too short to matter', () => {
     beforeAll(() => start({ ...WORKER_SETTINGS, startBackoffMs: 1, startBackoffMaxMs: 1 }))
     afterAll(stop)

@@ -350,7 +350,8 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
 
   /**
    * An endpoint has a new version: its older workers take no job from now on, and their long
-   * polls end (a job waiting for one would be handed to it), without waiting for the next tick.
+   * polls end (a job waiting for one would be handed to it), without waiting for the next tick;
+   * its crash-loop backoff, earned by the older version, ends.
    * Replicas that follow learn it on their next pass (the gap of docs/serverless-workers.md).
    */
   async drainOlderVersions(endpoint: Pick<Endpoint, 'id' | 'version'>): Promise<void> {
@@ -361,6 +362,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       ([, seen]) => seen.endpointId === endpoint.id && seen.version < endpoint.version,
     )
     await Promise.all(older.map(([workerId]) => this.deps.endPolls?.(endpoint.id, workerId)))
+    await this.failures.versionChanged(endpoint.id, endpoint.version)
   }
 
   // ---- WorkerRoster ----

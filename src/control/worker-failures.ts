@@ -103,6 +103,23 @@ export class WorkerFailures {
     this.deps.logger.info({ endpointId }, 'a worker started healthy; the start backoff ends')
   }
 
+  /**
+   * The endpoint has a new version (image, command, env...): what crashed was the old one, so the
+   * new one starts at once rather than after the old one's backoff.
+   */
+  async versionChanged(endpointId: string, version: number): Promise<void> {
+    const backoff =
+      this.backoffs.get(endpointId) ??
+      (await this.deps.backoffs.list()).find((b) => b.endpointId === endpointId)
+    if (!backoff) return
+    await this.deps.backoffs.delete(endpointId)
+    this.backoffs.delete(endpointId)
+    this.deps.logger.info(
+      { endpointId, version },
+      'the endpoint has a new version; the start backoff ends',
+    )
+  }
+
   /** The lines kept for a failed worker as `query` asks, or undefined when none were kept. */
   async readKept(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[] | undefined> {
     const kept = await this.deps.workers.keptLog(worker.id)
