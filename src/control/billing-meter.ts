@@ -25,6 +25,7 @@ import type {
   VolumeSizeRecord,
 } from '../domain/volumes/network-volume.js'
 import type { Clock } from '../shared/clock.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export const DEFAULT_METER_INTERVAL_MS = 10_000
 
@@ -87,31 +88,22 @@ const iso = (ms: number) => new Date(ms).toISOString()
  * meter that raced it finds a state moved and writes nothing for that account.
  */
 export class BillingMeter {
-  private readonly intervalMs: number
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
-  private stopped = true
+  private readonly loop: ReconcileLoop
 
   constructor(private readonly deps: BillingMeterDeps) {
-    this.intervalMs = deps.intervalMs ?? DEFAULT_METER_INTERVAL_MS
+    this.loop = new ReconcileLoop({
+      pass: () => this.tick(),
+      intervalMs: deps.intervalMs ?? DEFAULT_METER_INTERVAL_MS,
+      onError: (error) => deps.logger.error({ err: error }, 'billing meter failed'),
+    })
   }
 
   start(): void {
-    this.stopped = false
-    const tick = () => {
-      this.running = this.tick()
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'billing meter failed'))
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.intervalMs)
-        })
-    }
-    this.timer = setTimeout(tick, this.intervalMs)
+    this.loop.start()
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearTimeout(this.timer)
-    await this.running
+  stop(): Promise<void> {
+    return this.loop.stop()
   }
 
   /** When the last pass ended that metered everything up to its start (ms), for the metrics. */

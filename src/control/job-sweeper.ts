@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { JobQueue } from '../domain/serverless/ports.js'
 import type { JobEvents } from '../domain/serverless/job-events.js'
 import type { Clock } from '../shared/clock.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export const JOB_SWEEP_INTERVAL_MS = 1_000
 
@@ -13,9 +14,7 @@ export const JOB_SWEEP_INTERVAL_MS = 1_000
  * makes their sweeps skip each other.
  */
 export class JobSweeper {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
-  private stopped = true
+  private readonly loop: ReconcileLoop
 
   /** Set by start(): the first sweep renews the running jobs' leases first. */
   private justStarted = false
@@ -31,7 +30,13 @@ export class JobSweeper {
       /** Told of the jobs a sweep timed out, for the metrics. */
       events?: Pick<JobEvents, 'ended'>
     },
-  ) {}
+  ) {
+    this.loop = new ReconcileLoop({
+      pass: () => this.sweep(),
+      intervalMs: deps.intervalMs ?? JOB_SWEEP_INTERVAL_MS,
+      onError: (error) => deps.logger.error({ err: error }, 'job sweep failed'),
+    })
+  }
 
   /**
    * Starts sweeping, on the replica that leads. The platform may have been away (stopped,
@@ -42,17 +47,13 @@ export class JobSweeper {
    * (docs/serverless-queue.md, "Guarantees").
    */
   start(): void {
-    if (!this.stopped) return
-    this.stopped = false
+    if (this.loop.running) return
     this.justStarted = true
-    this.schedule()
+    this.loop.start()
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true
-    clearTimeout(this.timer)
-    this.timer = undefined
-    await this.running
+  stop(): Promise<void> {
+    return this.loop.stop()
   }
 
   /** One sweep; exposed for tests. */
@@ -86,18 +87,5 @@ export class JobSweeper {
         'job sweep',
       )
     }
-  }
-
-  private schedule(): void {
-    if (this.stopped) return
-    this.timer = setTimeout(() => {
-      this.running = this.sweep()
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'job sweep failed'))
-        .finally(() => {
-          this.running = undefined
-          this.schedule()
-        })
-    }, this.deps.intervalMs ?? JOB_SWEEP_INTERVAL_MS)
-    this.timer.unref()
   }
 }

@@ -13,6 +13,7 @@ import {
 } from '../domain/serverless/webhook-delivery.js'
 import type { EgressGuard } from '../domain/egress/egress-guard.js'
 import type { Clock } from '../shared/clock.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import { pinnedRequest } from '../shared/pinned-request.js'
 
 /** How often the store is asked for due deliveries when nothing nudges (other replicas' jobs). */
@@ -110,10 +111,7 @@ export class WebhookDispatcher {
   private readonly send: WebhookSender
   private readonly inFlight = new Set<Promise<void>>()
   private abort = new AbortController()
-  private timer: NodeJS.Timeout | undefined
-  private passing: Promise<void> | undefined
-  private again = false
-  private stopped = true
+  private readonly loop: ReconcileLoop
   private lastPurge = 0
 
   constructor(private readonly deps: WebhookDispatcherDeps) {
@@ -122,13 +120,17 @@ export class WebhookDispatcher {
     this.intervalMs = deps.intervalMs ?? WEBHOOK_POLL_INTERVAL_MS
     this.maxInFlight = deps.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT
     this.send = webhookSender(deps.egress)
+    this.loop = new ReconcileLoop({
+      pass: async () => void (await this.claimAndSend()),
+      intervalMs: this.intervalMs,
+      onError: (error) => deps.logger.error({ err: error }, 'webhook pass failed'),
+    })
   }
 
   start(): void {
-    if (!this.stopped) return
-    this.stopped = false
+    if (this.loop.running) return
     this.abort = new AbortController()
-    this.schedule(0)
+    this.loop.start({ immediate: true })
   }
 
   /**
@@ -136,22 +138,14 @@ export class WebhookDispatcher {
    * start (of this server or another replica) sends them at once.
    */
   async stop(): Promise<void> {
-    this.stopped = true
-    clearTimeout(this.timer)
-    this.timer = undefined
     this.abort.abort()
-    await this.passing
+    await this.loop.stop()
     await Promise.all([...this.inFlight])
   }
 
   /** Something may be due now (a job with a webhook just finished in this process). */
   nudge(): void {
-    if (this.stopped) return
-    if (this.passing) {
-      this.again = true
-      return
-    }
-    this.schedule(0)
+    this.loop.nudge()
   }
 
   /**
@@ -237,32 +231,12 @@ export class WebhookDispatcher {
     else if (next.status === 'failed') this.deps.logger.warn(fields, 'webhook delivery gave up')
     else this.deps.logger.info(fields, 'webhook attempt')
     // The retry goes when due rather than at the next poll (which still finds it otherwise).
-    if (next.status === 'pending' && !this.stopped) {
-      setTimeout(() => this.nudge(), this.retryDelayMs).unref()
-    }
+    if (next.status === 'pending') this.loop.wakeIn(this.retryDelayMs)
   }
 
   private async purgeOld(now: Date): Promise<void> {
     if (now.getTime() - this.lastPurge < PURGE_INTERVAL_MS) return
     this.lastPurge = now.getTime()
     await this.deps.deliveries.purgeFinished(new Date(now.getTime() - WEBHOOK_RECORD_RETENTION_MS))
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return
-    clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      this.passing = this.claimAndSend()
-        .then(() => undefined)
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'webhook pass failed'))
-        .finally(() => {
-          this.passing = undefined
-          const again = this.again
-          this.again = false
-          this.schedule(again ? 0 : this.intervalMs)
-        })
-    }, delayMs)
-    this.timer.unref()
   }
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { LimitedOperation, OperationUsage } from '../domain/serverless/operation-limits.js'
 import type { Database } from './database-schema.js'
-import { PeriodicRun } from '../shared/periodic-run.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 /** How often each replica publishes its job API counters and reads the others'. */
 export const SHARED_LIMITS_SYNC_MS = 1_000
@@ -32,17 +32,17 @@ export interface SharedJobLimitsDeps {
  * a limit.
  */
 export class SharedJobLimits {
-  private readonly ticks: PeriodicRun
+  private readonly ticks: ReconcileLoop
   private readonly written = new Set<string>()
   private readonly now: () => number
 
   constructor(private readonly deps: SharedJobLimitsDeps) {
     this.now = deps.now ?? Date.now
-    this.ticks = new PeriodicRun(
-      () => this.sync(),
-      deps.intervalMs ?? SHARED_LIMITS_SYNC_MS,
-      (error) => deps.logger.warn({ err: error }, 'syncing the job API counters failed'),
-    )
+    this.ticks = new ReconcileLoop({
+      pass: () => this.sync(),
+      intervalMs: deps.intervalMs ?? SHARED_LIMITS_SYNC_MS,
+      onError: (error) => deps.logger.warn({ err: error }, 'syncing the job API counters failed'),
+    })
   }
 
   start(): void {

@@ -6,7 +6,7 @@ import {
 } from '../domain/serverless/worker-presence.js'
 import type { Database, WorkerPresenceTable } from './database-schema.js'
 import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
-import { PeriodicRun } from '../shared/periodic-run.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 /** How often each replica publishes the workers it saw and reads everyone's. */
 export const SHARED_PRESENCE_SYNC_MS = 1_000
@@ -29,14 +29,14 @@ export interface SharedWorkerPresenceDeps {
  * worker took on two replicas within one interval may be known only by its next call or ping.
  */
 export class SharedWorkerPresence {
-  private readonly ticks: PeriodicRun
+  private readonly ticks: ReconcileLoop
 
   constructor(private readonly deps: SharedWorkerPresenceDeps) {
-    this.ticks = new PeriodicRun(
-      () => this.sync(),
-      deps.intervalMs ?? SHARED_PRESENCE_SYNC_MS,
-      (error) => deps.logger.warn({ err: error }, 'syncing worker presence failed'),
-    )
+    this.ticks = new ReconcileLoop({
+      pass: () => this.sync(),
+      intervalMs: deps.intervalMs ?? SHARED_PRESENCE_SYNC_MS,
+      onError: (error) => deps.logger.warn({ err: error }, 'syncing worker presence failed'),
+    })
   }
 
   start(): void {
