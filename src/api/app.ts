@@ -204,6 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     rateLimiter,
     ...(deps.billing ? { spend: deps.billing.spend } : {}),
     ...(deps.models ? { models: deps.models.service } : {}),
+    clusters: deps.clusters,
   })
   await app.register(restRoutes, {
     prefix: '/v2',

@@ -1,6 +1,7 @@
 import path from 'node:path'
 import type { Pod, PortMapping } from '../domain/pods/pod.js'
 import { INTERNAL_DOMAIN, parsePortSpec } from '../domain/pods/pod-rules.js'
+import { imageCommandOf } from '../domain/pods/docker-args.js'
 import type { WorkloadSpec } from '../runtime/driver.js'
 
 export const POD_LABEL_KIND = 'podyard.kind'
@@ -85,10 +86,12 @@ export function workloadOf(
     // A CPU pod on a host with GPUs must not see them: CUDA and the NVIDIA runtime read these.
     ...(gpuCount === 0 ? { CUDA_VISIBLE_DEVICES: '', NVIDIA_VISIBLE_DEVICES: 'void' } : {}),
   }
+  const imageCommand = imageCommandOf(pod.args)
   return {
     id: pod.id,
     image: pod.image,
-    command: pod.args.trim() === '' ? null : pod.args,
+    command: pod.args.trim() === '' || imageCommand ? null : pod.args,
+    ...(imageCommand ? { imageCommand } : {}),
     env,
     containerDiskPath: dirs.containerDisk,
     diskGb: pod.disk,

@@ -52,6 +52,12 @@ export interface WorkloadSpec {
   image: string
   /** Shell command; null runs the image's default (or the driver's documented idle process). */
   command: string | null
+  /**
+   * The image's entrypoint and command replaced by argument lists, run without a shell (RunPod's
+   * JSON dockerArgs); only with `command` null. The process driver, which has no image
+   * entrypoints, runs the entrypoint followed by the command.
+   */
+  imageCommand?: { entrypoint?: string[]; cmd?: string[] }
   env: Record<string, string>
   /**
    * Ephemeral container disk: the driver empties it before every start, so restart and reset

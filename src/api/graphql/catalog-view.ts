@@ -14,6 +14,12 @@ import type {
 } from '../../domain/catalog/catalog-service.js'
 import type { Cloud, Host } from '../../domain/catalog/fleet.js'
 import { compareCudaVersions, GPU_POOLS } from '../../domain/catalog/gpu-types.js'
+import { MIN_CLUSTER_PODS } from '../../domain/clusters/cluster.js'
+
+/** Instant clusters take NVIDIA types only (their private network needs NVIDIA GPUs). */
+export function isClusterType(type: Pick<GpuTypeView, 'manufacturer'>): boolean {
+  return type.manufacturer.toUpperCase() === 'NVIDIA'
+}
 
 /** GraphQL's stockStatus spelling of the catalog's availability. */
 export function stockStatusOf(availability: Availability): 'High' | 'Medium' | 'Low' | 'None' {
@@ -36,6 +42,9 @@ export interface LowestPriceInput {
   minVcpuCount?: number | null
   totalDisk?: number | null
   dataCenterId?: string | null
+  countryCode?: string | null
+  minDisk?: number | null
+  minCudaVersion?: string | null
   allowedCudaVersions?: Array<string | null> | null
 }
 
@@ -55,7 +64,20 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
   const minVcpu = input.minVcpuCount ?? 0
   const minMemory = input.minMemoryInGb ?? 0
   const cudaVersions = (input.allowedCudaVersions ?? []).filter((v): v is string => !!v)
-  const { hosts, allocations, unavailable } = await catalog.snapshot()
+  const minCudaVersion = input.minCudaVersion || undefined
+  const snapshot = await catalog.snapshot()
+  const { allocations, unavailable } = snapshot
+  // countryCode: only the hosts of data centers in that country (community offers by country).
+  const countryDataCenters = input.countryCode
+    ? new Set(
+        catalog.fleet.dataCenters
+          .filter((dc) => dc.countryCode === input.countryCode)
+          .map((dc) => dc.id),
+      )
+    : undefined
+  const hosts = countryDataCenters
+    ? snapshot.hosts.filter((h) => countryDataCenters.has(h.dataCenterId))
+    : snapshot.hosts
   const meetsShare = (host: Host, n: number) => {
     const share = gpuShare(host, n)
     return share.vcpus >= minVcpu && share.memoryGb >= minMemory
@@ -66,6 +88,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
       count,
       cloud,
       cudaVersions,
+      minCudaVersion,
       dataCenterId: input.dataCenterId ?? undefined,
     })
     const eligible = candidates.filter((h) => meetsShare(h, count))
@@ -97,6 +120,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
       typeId: type.id,
       count,
       cloud,
+      minCudaVersion,
       dataCenterId: input.dataCenterId ?? undefined,
     }).filter((h) => meetsShare(h, count)),
   )
@@ -124,7 +148,35 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     minMemory: shares.length > 0 ? Math.min(...shares.map((s) => s.memoryGb)) : null,
     minVcpu: shares.length > 0 ? Math.min(...shares.map((s) => s.vcpus)) : null,
     gpuTypeCudaVersions,
+    compliance: [
+      ...new Set(
+        catalog.fleet.dataCenters
+          .filter((dc) => eligible.some((h) => h.dataCenterId === dc.id))
+          .flatMap((dc) => dc.compliance),
+      ),
+    ].sort(),
+    countryCode: input.countryCode ?? null,
   }
+}
+
+/**
+ * Data centers where a cluster of the type fits: global networking (the cluster's private
+ * network), and secure-cloud hosts of the type there that hold two or more pods together (at
+ * least one GPU each), the least a cluster has. AMD types have none.
+ */
+function nodeGroupDataCenters(catalog: CatalogService, type: GpuTypeView) {
+  if (!isClusterType(type)) return []
+  return catalog.fleet.dataCenters
+    .filter((dc) => {
+      if (!dc.globalNetwork) return false
+      const gpus = catalog.fleet.hosts
+        .filter(
+          (h) => h.dataCenterId === dc.id && h.cloud === 'SECURE' && h.gpu?.typeId === type.id,
+        )
+        .reduce((sum, h) => sum + (h.gpu?.count ?? 0), 0)
+      return gpus >= MIN_CLUSTER_PODS
+    })
+    .map((dc) => dataCenterView(dc))
 }
 
 export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
@@ -143,6 +195,10 @@ export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
     oneWeekPrice: null,
     oneMonthPrice: null,
     threeMonthPrice: null,
+    sixMonthPrice: null,
+    minPodGpuCount: 1,
+    clusterPrice: isClusterType(type) ? type.price.secure : null,
+    nodeGroupDatacenters: () => nodeGroupDataCenters(catalog, type),
     maxGpuCount: Math.max(type.maxCount.secure, type.maxCount.community),
     maxGpuCountSecureCloud: type.maxCount.secure,
     maxGpuCountCommunityCloud: type.maxCount.community,
@@ -157,6 +213,7 @@ export function dataCenterView(dc: DataCenterView) {
     name: dc.name,
     location: dc.region,
     globalNetwork: dc.globalNetwork,
+    listed: true,
     gpuAvailability: (dc.gpuAvailability ?? []).map((g) => ({
       gpuTypeId: g.id,
       displayName: g.name,
@@ -192,4 +249,40 @@ export function serverlessGpuPoolsView(types: readonly GpuTypeView[]) {
     id: pool,
     gpuTypeIds: types.filter((type) => type.pool === pool).map((type) => type.id),
   })).filter((pool) => pool.gpuTypeIds.length > 0)
+}
+
+/**
+ * A CPU flavor as RunPod's `cpuFlavors` lists it (gpuhunt builds dstack's CPU offers from it):
+ * instances from `minVcpu` to `maxVcpu` vCPUs with `ramMultiplier` GB each, `specifics` the
+ * stock and price of the smallest one in a data center. `diskLimitPerVcpu` is the least disk per
+ * vCPU of the hosts offering the flavor: a CPU pod's container disk is taken from its host's.
+ */
+export function cpuFlavorView(catalog: CatalogService, flavor: CpuTypeView) {
+  const hosts = catalog.fleet.hosts.filter((h) => h.cpuFlavors.includes(flavor.id))
+  const diskPerVcpu = Math.min(...hosts.map((h) => Math.floor(h.diskGb / Math.max(1, h.vcpus))))
+  return {
+    id: flavor.id,
+    displayName: `${flavor.name} (${flavor.group})`,
+    groupId: flavor.name,
+    minVcpu: flavor.vcpu.min,
+    maxVcpu: flavor.vcpu.max,
+    ramMultiplier: flavor.ramGbPerVcpu,
+    diskLimitPerVcpu: Number.isFinite(diskPerVcpu) ? diskPerVcpu : 0,
+    specifics: ({ input }: { input?: { dataCenterId?: string | null } | null }) => {
+      const dataCenterId = input?.dataCenterId ?? undefined
+      const offered = (flavor.dataCenters ?? []).filter(
+        (dc) => dataCenterId === undefined || dc.id === dataCenterId,
+      )
+      if (offered.length === 0) return { stockStatus: null, securePrice: null }
+      const best = offered.some((dc) => dc.availability !== 'NONE')
+        ? (offered.find((dc) => dc.availability === 'HIGH') ??
+          offered.find((dc) => dc.availability === 'MEDIUM') ??
+          offered.find((dc) => dc.availability === 'LOW')!)
+        : offered[0]!
+      return {
+        stockStatus: stockStatusOf(best.availability),
+        securePrice: Math.round(flavor.price.securePerVcpu * flavor.vcpu.min * 10_000) / 10_000,
+      }
+    },
+  }
 }

@@ -17,6 +17,26 @@ function requirementsOf(c: HostConstraints): PodRequirements | undefined {
 }
 
 /**
+ * countryCode: the data centers of that country (of those asked for, when dataCenterId is given
+ * too); undefined when no country is asked for.
+ */
+function inCountry(catalog: CatalogService, request: DeployRequest): string[] | undefined {
+  const { countryCode } = request
+  if (!countryCode) return undefined
+  const asked = request.pod.dataCenterIds
+  const ids = catalog.fleet.dataCenters
+    .filter((dc) => dc.countryCode === countryCode && (!asked || asked.includes(dc.id)))
+    .map((dc) => dc.id)
+  if (ids.length === 0) {
+    throw new AppError(
+      'NO_CAPACITY',
+      `no data center${asked ? ` of ${asked.join(', ')}` : ''} is in country ${countryCode}: list them with countryCodes and dataCenters`,
+    )
+  }
+  return ids
+}
+
+/**
  * Creates the pod in the first cloud that can place it: PodService takes one cloud per create,
  * so GraphQL's cloudType ALL is SECURE, then COMMUNITY when SECURE has no capacity. A create
  * that finds no capacity changes nothing, so trying the next cloud is safe.
@@ -34,11 +54,13 @@ export async function deployPod(
     )
   }
   const requirements = requirementsOf(request.constraints)
+  const dataCenterIds = inCountry(catalog, request)
   const failures: string[] = []
   for (const cloud of request.clouds) {
     try {
       return await pods.create(accountId, {
         ...request.pod,
+        ...(dataCenterIds ? { dataCenterIds } : {}),
         ...(requirements ? { requirements } : {}),
         cloud,
       })

@@ -51,6 +51,7 @@ export type GpuPodInput = CommonPodInput &
     minCudaVersion: string
     compliance: Array<string | null>
     globalNetwork: boolean
+    countryCode: string
   }>
 
 export type CpuPodInput = CommonPodInput & { instanceId?: string | null }
@@ -72,6 +73,8 @@ export interface DeployRequest {
   pod: Omit<CreatePodInput, 'cloud'>
   clouds: Cloud[]
   constraints: HostConstraints
+  /** Only data centers in this country (community offers are chosen by country). */
+  countryCode?: string
 }
 
 function cloudsOf(cloudType: CloudType | null | undefined): Cloud[] {
@@ -200,6 +203,7 @@ export function gpuDeployRequest(input: GpuPodInput): DeployRequest {
       minCudaVersion: input.minCudaVersion || undefined,
       compliance: (input.compliance ?? []).filter((c): c is string => !!c),
     },
+    ...(input.countryCode ? { countryCode: input.countryCode } : {}),
   }
 }
 

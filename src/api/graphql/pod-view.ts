@@ -148,5 +148,6 @@ export function podView(pod: Pod, deps: PodViewDeps) {
     templateId: pod.templateId,
     containerRegistryAuthId: pod.registry,
     locked: pod.locked,
+    clusterIp: pod.cluster?.ip ?? null,
   }
 }

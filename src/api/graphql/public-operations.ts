@@ -14,6 +14,10 @@ import { parseDocument } from './document-parse.js'
 export const PUBLIC_ROOT_FIELDS: ReadonlySet<string> = new Set([
   'gpuTypes',
   'cpuTypes',
+  // gpuhunt (dstack's offer catalog) asks these with no key, as RunPod answers them.
+  'dataCenters',
+  'countryCodes',
+  'cpuFlavors',
   // RunPod serves these to anyone too: its public endpoints and its hub (empty here).
   'allAiApiPublicConfigs',
   'listings',

@@ -18,7 +18,16 @@ import type { EndpointService } from '../../domain/serverless/endpoint-service.j
 import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError, isAppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
-import { cpuTypeView, dataCenterView, gpuTypeView, serverlessGpuPoolsView } from './catalog-view.js'
+import {
+  cpuFlavorView,
+  cpuTypeView,
+  dataCenterView,
+  gpuTypeView,
+  isClusterType,
+  serverlessGpuPoolsView,
+} from './catalog-view.js'
+import type { ClusterService } from '../../domain/clusters/cluster-service.js'
+import { clusterAndVolumeMutations } from './cluster-volume-mutations.js'
 import { endpointDefinition, endpointView, type EndpointInput } from './endpoint-input.js'
 import { deployPod } from './pod-deploy.js'
 import {
@@ -51,6 +60,8 @@ export interface GraphqlServices {
   spend?: { currentSpendPerHour(accountId: string): Promise<number> }
   /** The public models, listed by `allAiApiPublicConfigs` (none without it). */
   models?: ModelService
+  /** Instant clusters (createCluster, deleteCluster); those mutations answer an error without it. */
+  clusters?: ClusterService
 }
 
 /** deployCpuPod's flavor when runpod-python sends no instanceId: cpu3c, as its docs' example. */
@@ -128,6 +139,9 @@ function need<T>(input: T | null | undefined): T {
   })
 }
 
+/** RunPod's answer to podTerminate of a pod it does not know; dstack matches this text. */
+export const POD_NOT_FOUND_TO_TERMINATE = 'pod not found to terminate'
+
 const SPOT_NOT_OFFERED =
   'spot (interruptible) pods are not offered here: every pod is on-demand; use podFindAndDeployOnDemand to create one and podResume to start a stopped one'
 
@@ -151,7 +165,12 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     const listed = () => pods.list(accountId, { includeClusterPods: true })
     return {
       id: accountId,
+      authId: user.id,
       email: user.email,
+      containerRegistryCreds: async () =>
+        (await registries.list(accountId))
+          .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+          .map(registryView),
       pods: async () => (await listed()).map(view),
       pubKey: async () => (await accounts.userSettings(accountId)).pubKey,
       clientBalance: async () => (await services.credits.credit(accountId)).balance,
@@ -167,6 +186,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
           name: v.name,
           size: v.sizeGb,
           dataCenterId: v.dataCenterId,
+          dataCenter: dataCenterRef(v.dataCenterId),
         })),
       podTemplates: async () => (await templates.list(accountId)).map(templateView),
       endpoints: async () => (await endpoints.list(accountId)).map(endpointObject),
@@ -202,6 +222,11 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       dataCenters: catalog.fleet.dataCenters,
       ramGbPerVcpu: (id) => findCpuFlavor(id)?.ramGbPerVcpu,
     })
+
+  const dataCenterRef = (id: string) => ({
+    id,
+    name: catalog.fleet.dataCenters.find((dc) => dc.id === id)?.name ?? id,
+  })
 
   const registryView = (registry: { id: string; name: string }) => ({
     id: registry.id,
@@ -286,11 +311,25 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       return view(await pods.act(principal.accountId, input.podId, 'start', { cudaVersions }))
     },
 
+    // GraphQL is desired-state: a stop may come before the pod has started (runpod-python's
+    // stop_pod right after create_pod), and the pod then stops instead of starting.
     podStop: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
-      view(await pods.act(principal.accountId, need(input).podId, 'stop')),
+      view(
+        await pods.act(principal.accountId, need(input).podId, 'stop', {
+          stopWhileProvisioning: true,
+        }),
+      ),
 
     podTerminate: async (_root, { input }: { input?: { podId: string } | null }, { principal }) => {
-      await pods.terminate(principal.accountId, need(input).podId)
+      try {
+        await pods.terminate(principal.accountId, need(input).podId)
+      } catch (error) {
+        // RunPod's own words, which dstack matches to treat the pod as gone.
+        if (isAppError(error) && error.code === 'NOT_FOUND') {
+          throw new AppError('NOT_FOUND', POD_NOT_FOUND_TO_TERMINATE)
+        }
+        throw error
+      }
       return true
     },
 
@@ -388,22 +427,54 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     },
   }
 
+  Object.assign(
+    mutations,
+    clusterAndVolumeMutations({
+      pods,
+      volumes,
+      catalog,
+      view,
+      dataCenterRef,
+      clusters: () => {
+        if (!services.clusters) {
+          throw new AppError('NOT_OFFERED', 'instant clusters are not offered here')
+        }
+        return services.clusters
+      },
+    }),
+  )
+
   const queries: Record<string, Resolver> = {
     myself: async (_root, _args, { principal }) => myself(principal.accountId),
 
     pod: async (_root, { input }: { input?: { podId: string } | null }, { principal }) =>
       view(await pods.get(principal.accountId, need(input).podId)),
 
-    gpuTypes: async (_root, { input }: { input?: { id?: string | null } | null }) => {
-      if (input?.id) {
-        const type = await catalog.getGpuType(input.id)
-        return type ? [gpuTypeView(catalog, type)] : []
-      }
-      return (await catalog.listGpuTypes()).map((type) => gpuTypeView(catalog, type))
+    gpuTypes: async (
+      _root,
+      { input }: { input?: { id?: string | null; cluster?: boolean | null } | null },
+    ) => {
+      const types = input?.id
+        ? [await catalog.getGpuType(input.id)].filter((t) => t !== undefined)
+        : await catalog.listGpuTypes()
+      return types
+        .filter((type) => input?.cluster !== true || isClusterType(type))
+        .map((type) => gpuTypeView(catalog, type))
     },
 
     dataCenters: async () =>
       (await catalog.listDataCenters({ gpuDetail: true })).map(dataCenterView),
+
+    countryCodes: () => [
+      ...new Set(
+        catalog.fleet.dataCenters.flatMap((dc) => (dc.countryCode ? [dc.countryCode] : [])),
+      ),
+    ],
+
+    cpuFlavors: async () =>
+      (await catalog.listCpuTypes({ detail: true })).map((flavor) =>
+        cpuFlavorView(catalog, flavor),
+      ),
 
     cpuTypes: async () => (await catalog.listCpuTypes()).map(cpuTypeView),
 

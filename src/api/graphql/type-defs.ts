@@ -15,8 +15,12 @@ export const typeDefs = /* GraphQL */ `
     pod(input: PodFilter): Pod
     "GPU types some host of the fleet has; one type when input.id is given. Needs no API key."
     gpuTypes(input: GpuTypeFilter): [GpuType!]!
-    "The fleet's data centers with live GPU stock."
+    "The fleet's data centers with live GPU stock. Needs no API key."
     dataCenters: [DataCenter!]!
+    "The countries (ISO 3166-1 alpha-2) of the fleet's data centers, for community-cloud queries by country. Needs no API key."
+    countryCodes: [String]!
+    "CPU flavors some host offers, sized as dstack's and gpuhunt's CPU offers read them. Needs no API key."
+    cpuFlavors: [CpuFlavor!]!
     "CPU flavors some host offers (deployCpuPod instance ids are <id>-<vcpus>-<ramGb>). Needs no API key."
     cpuTypes: [CpuType!]!
     "Templates: isRunpod true = the built-in ones, false = the account's own and public ones, absent = all."
@@ -109,6 +113,16 @@ export const typeDefs = /* GraphQL */ `
     podBidResume(input: PodBidResumeInput): Pod
     "Spot instances are not offered: always answers with an error."
     podRentInterruptable(input: PodRentInterruptableInput): Pod
+    "Change a pod's registry credentials (containerRegistryAuthId); other fields are not changed here."
+    podEditJob(input: PodEditJobInput): Pod
+    "Create a network volume in a data center."
+    createNetworkVolume(input: CreateNetworkVolumeInput): NetworkVolume
+    "Delete the caller's network volume; refused while a pod uses it. Returns true."
+    deleteNetworkVolume(input: DeleteNetworkVolumeInput): Boolean
+    "Create an instant cluster: podCount pods of gpuCountPerPod GPUs together in one data center (docs/clusters.md)."
+    createCluster(input: CreateClusterInput): Cluster
+    "Delete the caller's cluster and terminate its pods. Returns true."
+    deleteCluster(input: DeleteClusterInput): Boolean
     "Create a template (no id) or change the given fields of the caller's own template (with id)."
     saveTemplate(input: SaveTemplateInput): PodTemplate
     "Delete the caller's own template with this name; refused while a pod uses it. Returns true."
@@ -135,7 +149,11 @@ export const typeDefs = /* GraphQL */ `
 
   type Myself {
     id: String!
+    "The id of the account's user (RunPod: its sign-in identity)."
+    authId: String!
     email: String!
+    "The account's registry credentials, oldest first (only id and name)."
+    containerRegistryCreds: [RegistryAuth!]!
     "The account's pods that are not TERMINATED."
     pods: [Pod!]!
     "SSH public keys as authorized_keys text, as updateUserSettings stored it; null until set."
@@ -292,6 +310,79 @@ export const typeDefs = /* GraphQL */ `
     "GB"
     size: Int!
     dataCenterId: String!
+    dataCenter: NetworkVolumeDataCenter!
+  }
+
+  type NetworkVolumeDataCenter {
+    id: String!
+    name: String!
+  }
+
+  input CreateNetworkVolumeInput {
+    name: String!
+    "GB"
+    size: Int!
+    dataCenterId: String!
+    "STANDARD (default) or HIGH_PERFORMANCE, where the data center offers it."
+    type: String
+  }
+
+  input DeleteNetworkVolumeInput {
+    id: String!
+  }
+
+  input PodEditJobInput {
+    podId: String!
+    "Registry credentials id; empty string: none. A running pod restarts to pull with them."
+    containerRegistryAuthId: String
+  }
+
+  enum ClusterTypeEnum {
+    TRAINING
+    APPLICATION
+    SLURM
+    RAY
+  }
+
+  input CreateClusterInput {
+    clusterName: String!
+    gpuTypeId: String!
+    podCount: Int!
+    gpuCountPerPod: Int!
+    imageName: String
+    type: ClusterTypeEnum
+    "Accepted, not used: the pods are priced as pods."
+    deployCost: Float
+    templateId: String
+    networkVolumeId: String
+    "Accepted for compatibility; a cluster's pods have no persistent volume (use networkVolumeId)."
+    volumeInGb: Int
+    "Accepted, not used."
+    throughput: Int
+    allowedCudaVersions: [String]
+    minCudaVersion: String
+    "Accepted, not used."
+    volumeKey: String
+    dataCenterId: String
+    startJupyter: Boolean
+    startSsh: Boolean
+    containerDiskInGb: Int
+    dockerArgs: String
+    env: [EnvironmentVariableInput]
+    volumeMountPath: String
+    ports: String
+  }
+
+  input DeleteClusterInput {
+    id: String!
+  }
+
+  "An instant cluster (docs/clusters.md)."
+  type Cluster {
+    id: String!
+    name: String!
+    "Its pods by rank."
+    pods: [Pod!]!
   }
 
   enum PodDesiredStatus {
@@ -349,6 +440,8 @@ export const typeDefs = /* GraphQL */ `
     templateId: String
     containerRegistryAuthId: String
     locked: Boolean!
+    "The pod's address on its cluster's private network; null outside a cluster."
+    clusterIp: String
   }
 
   type Machine {
@@ -409,6 +502,14 @@ export const typeDefs = /* GraphQL */ `
     maxGpuCount: Int!
     maxGpuCountSecureCloud: Int!
     maxGpuCountCommunityCloud: Int!
+    "Always 1: a pod may have any GPU count from 1 up to maxGpuCount."
+    minPodGpuCount: Int!
+    "Savings plans are not offered: always null."
+    sixMonthPrice: Float
+    "USD per GPU per hour of a cluster's pods (they are priced as secure-cloud pods); null for types clusters cannot use."
+    clusterPrice: Float
+    "Data centers whose hosts of the type can hold a cluster (two or more pods of the type together)."
+    nodeGroupDatacenters: [DataCenter!]!
     lowestPrice(input: GpuLowestPriceInput): LowestPrice
   }
 
@@ -428,6 +529,10 @@ export const typeDefs = /* GraphQL */ `
     minVcpu: Int
     "Each CUDA version of the type's hosts, newest first: AVAILABLE when a host with it can place gpuCount GPUs now."
     gpuTypeCudaVersions: [GpuTypeCudaVersion!]!
+    "The certifications of the data centers of the hosts counted."
+    compliance: [String!]!
+    "The countryCode asked for; null when none was."
+    countryCode: String
   }
 
   type GpuTypeCudaVersion {
@@ -442,7 +547,34 @@ export const typeDefs = /* GraphQL */ `
     "The region, e.g. NORTH_AMERICA."
     location: String!
     globalNetwork: Boolean!
+    "Always true: every data center of the fleet takes pods."
+    listed: Boolean!
     gpuAvailability: [GpuAvailability!]!
+  }
+
+  "A CPU flavor as RunPod's cpuFlavors lists it: instance ids are <id>-<vcpus>-<vcpus * ramMultiplier>."
+  type CpuFlavor {
+    id: String!
+    displayName: String!
+    groupId: String!
+    minVcpu: Int!
+    maxVcpu: Int!
+    "GB of memory per vCPU."
+    ramMultiplier: Int!
+    "GB of container disk per vCPU the smallest host offering the flavor has."
+    diskLimitPerVcpu: Int!
+    specifics(input: CpuFlavorSpecificsInput): CpuFlavorSpecifics!
+  }
+
+  input CpuFlavorSpecificsInput {
+    dataCenterId: String
+  }
+
+  type CpuFlavorSpecifics {
+    "High, Medium, Low or None; null where no host of the data center offers the flavor."
+    stockStatus: String
+    "USD per hour of the smallest instance (minVcpu vCPUs); null where the flavor is not offered."
+    securePrice: Float
   }
 
   type GpuAvailability {
@@ -531,6 +663,8 @@ export const typeDefs = /* GraphQL */ `
 
   input GpuTypeFilter {
     id: String
+    "true: only the types instant clusters can use (NVIDIA)."
+    cluster: Boolean
   }
 
   "runpodctl declares podTemplates(input: PodTemplateInput)."
@@ -547,6 +681,12 @@ export const typeDefs = /* GraphQL */ `
     "Accepted and not used: container and volume disk are not a scarce resource here."
     totalDisk: Int
     dataCenterId: String
+    "Only data centers in this country (ISO 3166-1 alpha-2)."
+    countryCode: String
+    "Accepted and not used, as totalDisk."
+    minDisk: Int
+    "Only hosts with at least this CUDA version."
+    minCudaVersion: String
     allowedCudaVersions: [String]
   }
 
@@ -610,6 +750,7 @@ export const typeDefs = /* GraphQL */ `
     countryCode: String
     minDownload: Int
     minUpload: Int
+    minCudaVersion: String
   }
 
   input DeployCpuPodInput {
@@ -633,6 +774,8 @@ export const typeDefs = /* GraphQL */ `
     countryCode: String
     minDownload: Int
     minUpload: Int
+    "Accepted and not used: there is no price cap."
+    deployCost: Float
   }
 
   input PodResumeInput {

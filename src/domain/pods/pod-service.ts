@@ -645,12 +645,15 @@ export class PodService {
   /**
    * `cudaVersions` (GraphQL podResume's allowedCudaVersions) replaces the pod's CUDA
    * requirement when a stopped pod is placed again; the pod keeps it for later starts.
+   * `stopWhileProvisioning` (GraphQL podStop, which sets a desired state) lets `stop` reach a
+   * pod that is still PROVISIONING: it goes to EXITED and its workload is never started or is
+   * stopped; REST keeps the specification's actions, where PROVISIONING has no `stop`.
    */
   async act(
     accountId: string,
     id: string,
     action: PodActionRequest,
-    options: { cudaVersions?: string[] } = {},
+    options: { cudaVersions?: string[]; stopWhileProvisioning?: boolean } = {},
   ): Promise<Pod> {
     if ((action === 'start' || action === 'reset') && this.deps.spendGuard) {
       const current = await this.get(accountId, id)
@@ -663,7 +666,9 @@ export class PodService {
       }
     }
     const pod = await this.mutate(accountId, id, async (current, unit) => {
-      checkAction(current, action)
+      const desiredStop =
+        action === 'stop' && options.stopWhileProvisioning && current.status === 'PROVISIONING'
+      checkAction(desiredStop ? { ...current, status: 'STARTING' } : current, action)
       switch (action) {
         case 'start':
         case 'reset':

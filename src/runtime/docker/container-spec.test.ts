@@ -58,6 +58,32 @@ describe('toContainerCreateBody', () => {
     ).toEqual([...IDLE_CMD])
   })
 
+  it("sets the entrypoint and command from RunPod's JSON dockerArgs, stderr merged", () => {
+    const body = toContainerCreateBody(
+      spec({
+        command: null,
+        imageCommand: { entrypoint: ['/bin/sh', '-c'], cmd: ['echo "a b" && sleep 1'] },
+      }),
+      options,
+    )
+    expect(body.Entrypoint).toEqual([
+      '/bin/sh',
+      '-c',
+      'exec 2>&1; exec "$@"',
+      'sh',
+      '/bin/sh',
+      '-c',
+    ])
+    expect(body.Cmd).toEqual(['echo "a b" && sleep 1'])
+    // Only a command: the image's entrypoint stays and gets it as its arguments.
+    const cmdOnly = toContainerCreateBody(
+      spec({ command: null, imageCommand: { cmd: ['serve', '--port', '80'] } }),
+      options,
+    )
+    expect(cmdOnly.Entrypoint).toBeUndefined()
+    expect(cmdOnly.Cmd).toEqual(['serve', '--port', '80'])
+  })
+
   it('passes env as NAME=value', () => {
     const body = toContainerCreateBody(spec({ env: { A: '1', B: 'x=y z' } }), options)
     expect(body.Env).toEqual(['A=1', 'B=x=y z'])

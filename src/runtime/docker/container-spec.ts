@@ -129,6 +129,7 @@ export interface DeviceRequest {
 export interface ContainerCreateBody {
   Image: string
   Cmd?: string[]
+  Entrypoint?: string[]
   Env: string[]
   Labels: Record<string, string>
   ExposedPorts: Record<string, Record<string, never>>
@@ -347,7 +348,13 @@ export function toContainerCreateBody(
       LogConfig: containerLogConfig(options.logMaxBytes),
     },
   }
+  const { entrypoint, cmd } = spec.imageCommand ?? {}
   if (spec.command !== null) body.Cmd = ['/bin/sh', '-c', `${MERGE_STDERR}${spec.command}`]
+  else if (entrypoint) {
+    // A shell first merges stderr into stdout (as for a command), then execs the entrypoint.
+    body.Entrypoint = ['/bin/sh', '-c', `${MERGE_STDERR}exec "$@"`, 'sh', ...entrypoint]
+    body.Cmd = cmd ?? []
+  } else if (cmd) body.Cmd = cmd
   else if (!options.imageHasCommand) body.Cmd = [...IDLE_CMD]
   if (spec.gpuIndices.length > 0 && !options.simulatedGpus) {
     body.HostConfig.DeviceRequests = [

@@ -87,6 +87,22 @@ describe('resolveCommand', () => {
     })
   })
 
+  it("runs RunPod's JSON dockerArgs as the entrypoint then the command, each word literal", () => {
+    const resolved = resolveCommand(
+      spec({
+        command: null,
+        imageCommand: { entrypoint: ['/bin/sh', '-c'], cmd: ['echo "a b" $HOME'] },
+      }),
+      images,
+    )
+    expect(resolved).toEqual({
+      command: `exec '/bin/sh' '-c' 'echo "a b" $HOME'`,
+      source: 'command',
+    })
+    const quoted = resolveCommand(spec({ command: null, imageCommand: { cmd: ["it's"] } }), images)
+    expect(quoted.command).toBe("exec 'it'\\''s'")
+  })
+
   it('keeps an empty command (the spec asked for it) and ignores inherited object keys', () => {
     expect(resolveCommand(spec({ command: '' }), images).source).toBe('command')
     expect(resolveCommand(spec({ command: null, image: 'constructor' }), images).source).toBe(

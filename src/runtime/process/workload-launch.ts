@@ -115,13 +115,21 @@ export interface ResolvedCommand {
   source: CommandSource
 }
 
+/** One word for /bin/sh, taken literally. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`
+}
+
 /** The spec's own command, else the command its image maps to, else the idle command. */
 export function resolveCommand(
-  spec: Pick<WorkloadSpec, 'command' | 'image'>,
+  spec: Pick<WorkloadSpec, 'command' | 'image' | 'imageCommand'>,
   images: Readonly<Record<string, string>>,
   idleCommand: string = DEFAULT_IDLE_COMMAND,
 ): ResolvedCommand {
   if (spec.command !== null) return { command: spec.command, source: 'command' }
+  const argv = [...(spec.imageCommand?.entrypoint ?? []), ...(spec.imageCommand?.cmd ?? [])]
+  if (argv.length > 0)
+    return { command: `exec ${argv.map(shellQuote).join(' ')}`, source: 'command' }
   const mapped = Object.hasOwn(images, spec.image) ? images[spec.image] : undefined
   if (mapped !== undefined) return { command: mapped, source: 'image' }
   return { command: idleCommand, source: 'idle' }
