@@ -143,7 +143,11 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     gpuTypeId: type.id,
     uninterruptablePrice: cheapest?.price ?? null,
     minimumBidPrice: null,
-    stockStatus: stockStatusOf(gpuAvailability(eligible, allocations, { typeId: type.id, count })),
+    // null: no host of the type where and as asked (RunPod's answer, which gpuhunt reads as "not
+    // offered there"); None: there are such hosts, and none can place the pod now.
+    stockStatus: perCloud.some((c) => c.candidates.some((h) => (h.gpu?.count ?? 0) >= count))
+      ? stockStatusOf(gpuAvailability(eligible, allocations, { typeId: type.id, count }))
+      : null,
     availableGpuCounts: [...counts].sort((a, b) => a - b),
     minMemory: shares.length > 0 ? Math.min(...shares.map((s) => s.memoryGb)) : null,
     minVcpu: shares.length > 0 ? Math.min(...shares.map((s) => s.vcpus)) : null,
@@ -161,20 +165,21 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
 
 /**
  * Data centers where a cluster of the type fits: global networking (the cluster's private
- * network), and secure-cloud hosts of the type there that hold two or more pods together (at
- * least one GPU each), the least a cluster has. AMD types have none.
+ * network), and secure-cloud hosts of the type there that hold two or more whole nodes (pods of
+ * maxGpuCount GPUs, as cluster offers are sized), the least a cluster has. AMD types have none.
  */
 function nodeGroupDataCenters(catalog: CatalogService, type: GpuTypeView) {
   if (!isClusterType(type)) return []
   return catalog.fleet.dataCenters
     .filter((dc) => {
       if (!dc.globalNetwork) return false
-      const gpus = catalog.fleet.hosts
+      const perNode = Math.max(type.maxCount.secure, type.maxCount.community)
+      const nodes = catalog.fleet.hosts
         .filter(
           (h) => h.dataCenterId === dc.id && h.cloud === 'SECURE' && h.gpu?.typeId === type.id,
         )
-        .reduce((sum, h) => sum + (h.gpu?.count ?? 0), 0)
-      return gpus >= MIN_CLUSTER_PODS
+        .reduce((sum, h) => sum + Math.floor((h.gpu?.count ?? 0) / perNode), 0)
+      return nodes >= MIN_CLUSTER_PODS
     })
     .map((dc) => dataCenterView(dc))
 }

@@ -508,7 +508,7 @@ export const typeDefs = /* GraphQL */ `
     sixMonthPrice: Float
     "USD per GPU per hour of a cluster's pods (they are priced as secure-cloud pods); null for types clusters cannot use."
     clusterPrice: Float
-    "Data centers whose hosts of the type can hold a cluster (two or more pods of the type together)."
+    "Data centers where a cluster of the type fits: two or more nodes of maxGpuCount GPUs on secure-cloud hosts, global networking."
     nodeGroupDatacenters: [DataCenter!]!
     lowestPrice(input: GpuLowestPriceInput): LowestPrice
   }
@@ -520,8 +520,8 @@ export const typeDefs = /* GraphQL */ `
     uninterruptablePrice: Float
     "Spot is not offered: always null."
     minimumBidPrice: Float
-    "High, Medium, Low or None (nothing can be placed now)."
-    stockStatus: String!
+    "High, Medium, Low or None (nothing can be placed now); null where no host of the type is (in the clouds, data center or country asked for)."
+    stockStatus: String
     "GPU counts one host can place now."
     availableGpuCounts: [Int!]!
     "Least memory (GB) and vCPUs that come with gpuCount GPUs on a host of the type."
