@@ -150,6 +150,46 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     await startKeepsBootsAndTerminateLeavesNothing(call, created.id, first, serverId)
   })
 
+  it("runs RunPod's JSON args (dstack's form) as the container's entrypoint and command", async () => {
+    const platform = await startTestPlatform({ fleet: 'none', driver: 'docker' })
+    cleanups.push(() => platform.close())
+    const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
+    const form = {
+      cmd: ['echo "from json" && echo "to stderr" >&2 && exec sleep 300'],
+      entrypoint: ['/bin/sh', '-c'],
+    }
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'json-args',
+          image: IMAGE,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          args: JSON.stringify(form),
+        },
+      }),
+      201,
+    )
+    // Run as a shell line, this text fails at once ("{cmd:: not found") and the pod never runs.
+    await waitForStatus(call, created.id, 'RUNNING')
+    const logs = async () => {
+      const text = await (
+        await call(`/v2/pods/${created.id}/logs?follow=false&source=container`)
+      ).text()
+      return [...text.matchAll(/"line":"([^"]*)"/g)].map((match) => match[1])
+    }
+    await expect.poll(logs, { timeout: 20_000 }).toEqual(['from json', 'to stderr'])
+    const [name] = dockerNames('container', `podyard.workload=${created.id}`)
+    const config = JSON.parse(
+      execFileSync('docker', ['inspect', '--format', '{{json .Config}}', name!], {
+        encoding: 'utf8',
+      }),
+    ) as { Entrypoint: string[]; Cmd: string[] }
+    expect(config.Entrypoint.slice(-2)).toEqual(['/bin/sh', '-c'])
+    expect(config.Cmd).toEqual(form.cmd)
+    await call(`/v2/pods/${created.id}`, { method: 'DELETE' })
+  })
+
   it("caps a tenant's container log on disk (workloadLogs.maxMb): json-file, two files of half", async () => {
     const platform = await startTestPlatform({
       fleet: 'none',
