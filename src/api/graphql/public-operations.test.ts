@@ -20,6 +20,9 @@ describe('isPublicRequest', () => {
       '{ cpuTypes { id } __typename }',
       '{ __schema { types { name } } }',
       '{ ... on Query { gpuTypes { id } } ...F } fragment F on Query { cpuTypes { id } }',
+      // gpuhunt's catalog queries (dstack's offers), as RunPod answers them without a key.
+      'query GpuTypes { countryCodes dataCenters { id listed } gpuTypes { id } }',
+      'query CpuFlavors($dc: String!) { cpuFlavors { id specifics(input: {dataCenterId: $dc}) { securePrice } } }',
     ]) {
       expect(isPublicRequest(query, undefined), query).toBe(true)
     }
@@ -31,6 +34,7 @@ describe('isPublicRequest', () => {
       ['{ myself { id } }', undefined],
       ['{ gpuTypes { id } pod(input: {podId: "x"}) { id } }', undefined],
       ['{ ...F } fragment F on Query { myself { id } }', undefined],
+      ['{ countryCodes myself { networkVolumes { id } } }', undefined],
       ['{ ...F } fragment F on Query { ...F }', undefined],
       ['{ ...Missing }', undefined],
       ['mutation { podTerminate(input: {podId: "x"}) }', undefined],

@@ -105,9 +105,9 @@ export const typeDefs = /* GraphQL */ `
     deployCpuPod(input: DeployCpuPodInput): Pod
     "Start a stopped pod again (desiredStatus RUNNING)."
     podResume(input: PodResumeInput): Pod
-    "Stop a pod; its GPUs are released, volume data is kept (desiredStatus EXITED)."
+    "Stop a pod, also one still PROVISIONING (a desired state); its GPUs are released, volume data is kept (desiredStatus EXITED)."
     podStop(input: PodStopInput): Pod
-    "Terminate a pod for good. Returns true."
+    "Terminate a pod for good. Returns true; an unknown pod is the error 'pod not found to terminate'."
     podTerminate(input: PodTerminateInput): Boolean
     "Spot instances are not offered: always answers with an error."
     podBidResume(input: PodBidResumeInput): Pod
