@@ -39,6 +39,22 @@ const host = { dataCenterId: 'EU-RO-1', publicIp: '203.0.113.7', vcpus: 16, memo
 const dirs = podDirectories('/data', 'pod1')
 
 describe('workloadOf', () => {
+  it("runs RunPod's JSON args as the image's entrypoint and command, a shell line as before", () => {
+    const json = {
+      ...base,
+      args: '{"cmd": ["echo hi && sleep 1"], "entrypoint": ["/bin/sh", "-c"]}',
+    }
+    const spec = workloadOf(json, dirs, host, [])
+    expect(spec.command).toBeNull()
+    expect(spec.imageCommand).toEqual({
+      cmd: ['echo hi && sleep 1'],
+      entrypoint: ['/bin/sh', '-c'],
+    })
+    const shell = workloadOf({ ...base, args: 'sleep 600' }, dirs, host, [])
+    expect(shell.command).toBe('sleep 600')
+    expect(shell).not.toHaveProperty('imageCommand')
+  })
+
   it("gives the account's SSH keys as PUBLIC_KEY unless the pod's env sets its own", () => {
     const keys = 'ssh-ed25519 AAAAC3Nza ada@laptop'
     expect(workloadOf(base, dirs, host, [], { publicKey: keys }).env.PUBLIC_KEY).toBe(keys)

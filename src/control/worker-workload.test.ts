@@ -102,6 +102,21 @@ describe('workerWorkloadOf', () => {
     })
   })
 
+  it("runs RunPod's JSON dockerArgs as the image's entrypoint and command", () => {
+    const spec = workerWorkloadOf(
+      { ...endpoint, args: '{"cmd": ["python3", "-u", "handler.py"]}' },
+      worker,
+      {
+        baseUrl: 'http://127.0.0.1:8080',
+        workerKey: 'k',
+        pingIntervalMs: 1000,
+        diskPath: '/d',
+      },
+    )
+    expect(spec.command).toBeNull()
+    expect(spec.imageCommand).toEqual({ cmd: ['python3', '-u', 'handler.py'] })
+  })
+
   it('hides the host GPUs from a CPU worker', () => {
     const cpuWorker = {
       ...worker,

@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { imageCommandOf } from '../domain/pods/docker-args.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import { unreachableFromOtherHosts } from '../domain/serverless/job-api-address.js'
 import type { ManagedWorker } from '../domain/serverless/worker.js'
@@ -79,10 +80,13 @@ export function workerWorkloadOf(
     // A CPU worker on a host with GPUs must not see them.
     ...(worker.gpuCount === 0 ? { CUDA_VISIBLE_DEVICES: '', NVIDIA_VISIBLE_DEVICES: 'void' } : {}),
   }
+  // RunPod's JSON dockerArgs is the image's entrypoint and command, for workers as for pods.
+  const imageCommand = imageCommandOf(endpoint.args)
   return {
     id: worker.id,
     image: endpoint.image,
-    command: endpoint.args.trim() === '' ? null : endpoint.args,
+    command: endpoint.args.trim() === '' || imageCommand ? null : endpoint.args,
+    ...(imageCommand ? { imageCommand } : {}),
     env,
     containerDiskPath: launch.diskPath,
     diskGb: endpoint.disk,
