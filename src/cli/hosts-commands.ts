@@ -20,7 +20,11 @@ interface HostJson {
     memoryGb: number
     serverVersion: string
     runtimes: string[]
+    gpus?: { index: number; uuid: string; name: string; memoryMib: number | null }[]
+    cudaVersion?: string | null
+    gpuProbeError?: string
   } | null
+  offered?: { gpu: { typeId: string; count: number } | null; vcpus: number; memoryGb: number }
   unenforcedLimits?: { limit: string; reason: string; accepted: boolean }[]
   warnings: string[]
   podCount: number
@@ -71,6 +75,16 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     const r = host.reported
     lines.push(
       `reported    ${r.name}: ${r.cpus} CPUs, ${r.memoryGb} GB, Docker ${r.serverVersion}, runtimes ${r.runtimes.join(', ')}`,
+    )
+    for (const gpu of r.gpus ?? [])
+      lines.push(
+        `gpu ${String(gpu.index).padEnd(8)}${gpu.name}, ${gpu.memoryMib ?? '?'} MiB, ${gpu.uuid}${r.cudaVersion ? `, CUDA ${r.cudaVersion}` : ''}`,
+      )
+  }
+  if (host.offered) {
+    const o = host.offered
+    lines.push(
+      `offered     ${o.gpu ? `${o.gpu.count} × ${o.gpu.typeId}` : 'no GPUs'}, ${o.vcpus} vCPUs, ${o.memoryGb} GB`,
     )
   }
   for (const u of host.unenforcedLimits ?? []) {

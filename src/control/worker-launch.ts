@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { SecretEnvResolver } from '../domain/secrets/ports.js'
-import type { Fleet } from '../domain/catalog/fleet.js'
+import type { Fleet, Host } from '../domain/catalog/fleet.js'
 import type { PlacementPolicy } from '../domain/catalog/placement.js'
 import type { AllocationRepo } from '../domain/catalog/ports.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
@@ -17,6 +17,11 @@ export interface WorkerLaunchDeps {
   /** Runs `work` with the allocations in a transaction no other capacity taker overlaps. */
   exclusiveCapacity<T>(work: (allocations: AllocationRepo) => Promise<T>): Promise<T>
   fleet: Fleet
+  /**
+   * The fleet's hosts as they offer themselves (what their engines reported, the declaration
+   * a ceiling); the declared hosts when absent.
+   */
+  offeredHosts?: () => readonly Host[]
   place: PlacementPolicy
   /**
    * Hosts that take no new worker of this endpoint now, each with why (DOWN, cordoned,
@@ -115,7 +120,7 @@ export async function launchWorker(
   const now = deps.clock.now().toISOString()
   const placed = await deps.exclusiveCapacity(async (allocations) => {
     const snapshot = {
-      hosts: deps.fleet.hosts,
+      hosts: deps.offeredHosts?.() ?? deps.fleet.hosts,
       dataCenters: deps.fleet.dataCenters,
       allocations: await allocations.list(),
       unavailable,

@@ -44,14 +44,20 @@ export class AllocationLedger {
   rebuilds = 0
 
   /**
+   * @param hosts the hosts the index is built over, or where to read them: the index is built
+   *   again when that gives another array (a host's offer changed: host-board.ts)
    * @param sharedStore other processes may write the allocations while a unit runs (PostgreSQL:
    *   replicas' writes outside units); on SQLite a unit's transaction holds the one connection
    */
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly hosts: readonly Host[],
+    hosts: readonly Host[] | (() => readonly Host[]),
     private readonly sharedStore = true,
-  ) {}
+  ) {
+    this.hosts = typeof hosts === 'function' ? hosts : () => hosts
+  }
+
+  private readonly hosts: () => readonly Host[]
 
   /**
    * Runs `work` in a transaction, after `lock` (what makes it exclusive for capacity), with a
@@ -68,8 +74,9 @@ export class AllocationLedger {
         const result = await this.db.transaction().execute(async (tx) => {
           await lock(tx)
           const start = await readEpoch(tx)
-          if (!this.index || start !== this.epoch) {
-            this.index = new CapacityIndex(this.hosts, await new KyselyAllocationRepo(tx).list())
+          const hosts = this.hosts()
+          if (!this.index || start !== this.epoch || this.index.hosts !== hosts) {
+            this.index = new CapacityIndex(hosts, await new KyselyAllocationRepo(tx).list())
             this.epoch = start
             this.rebuilds += 1
           }

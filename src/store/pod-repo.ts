@@ -145,7 +145,14 @@ async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<voi
  * the allocations kept in memory (allocation-ledger.ts); without, from every allocation read
  * afresh.
  */
-export function podStoreOf(store: Store, hosts?: readonly Host[]): PodStore {
+/**
+ * @param hosts the hosts placement chooses from (as they offer themselves): with them, capacity
+ *   units keep an index of the allocations over these hosts
+ */
+export function podStoreOf(
+  store: Store,
+  hosts?: readonly Host[] | (() => readonly Host[]),
+): PodStore {
   const events = new KyselyPodEventRepo(store.db)
   if (!hosts) {
     return {

@@ -108,8 +108,11 @@ export async function wireFleet(
   return {
     fleet,
     board,
-    catalog: new CatalogService(fleet, new KyselyAllocationRepo(store.db), () =>
-      board.unplaceable(),
+    catalog: new CatalogService(
+      fleet,
+      new KyselyAllocationRepo(store.db),
+      () => board.unplaceable(),
+      () => board.offeredHosts(),
     ),
     processDriver,
     runtimeOf: (hostId) => hosts.runtimes.get(hostId) ?? noRuntime(hostId, `no host ${hostId}`),

@@ -33,7 +33,7 @@ import { podChangedKey } from './replica-wiring.js'
  */
 export function wirePods(context: PlatformContext): PodParts {
   const { config, store, clock, logger, parts } = context
-  const podStore = podStoreOf(store, parts.fleet.fleet.hosts)
+  const podStore = podStoreOf(store, () => parts.fleet.board.offeredHosts())
   const endpointUsers: EndpointService['usersOf'] = (accountId, uses) =>
     parts.serverless.endpoints.usersOf(accountId, uses)
   const templateRepo = new KyselyTemplateRepo(store.db)

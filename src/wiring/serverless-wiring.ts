@@ -176,7 +176,7 @@ function workerAutoscalerOf(
   },
 ): WorkerAutoscaler {
   const { config, store, clock, logger, parts } = context
-  const { fleet, driverFor, drivers } = parts.fleet
+  const { fleet, board, driverFor, drivers } = parts.fleet
   const { podStore, volumes, volumeStorage, registries, secrets } = parts.pods
   const billing = parts.billing
   const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
@@ -186,6 +186,7 @@ function workerAutoscalerOf(
     exclusiveCapacity: (work) => podStore.exclusive((unit) => work(unit.allocations)),
     allocations: podStore.allocations,
     fleet,
+    offeredHosts: () => board.offeredHosts(),
     place,
     ...workerHostRules(context, jobApiBaseUrl),
     driverFor,

@@ -46,9 +46,45 @@ export const HostSchema = Type.Object({
       memoryGb: Type.Number(),
       serverVersion: Type.String(),
       runtimes: Type.Array(Type.String()),
+      gpus: Type.Optional(
+        Type.Array(
+          Type.Object({
+            index: Type.Integer(),
+            uuid: Type.String(),
+            name: Type.String({ description: 'as nvidia-smi prints it' }),
+            typeId: Type.String({ description: 'the catalog GPU type id of that name' }),
+            memoryMib: Type.Union([Type.Integer(), Type.Null()]),
+            driverVersion: Type.Union([Type.String(), Type.Null()]),
+          }),
+          {
+            description:
+              "the NVIDIA GPUs the host's engine gave a probe container (absent without the nvidia runtime)",
+          },
+        ),
+      ),
+      cudaVersion: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+      gpuProbeError: Type.Optional(Type.String({ description: 'why its GPUs could not be read' })),
     }),
     Type.Null(),
   ]),
+  offered: Type.Object(
+    {
+      gpu: Type.Union([
+        Type.Object({
+          typeId: Type.String(),
+          count: Type.Integer(),
+          cudaVersion: Type.Union([Type.String(), Type.Null()]),
+        }),
+        Type.Null(),
+      ]),
+      vcpus: Type.Integer(),
+      memoryGb: Type.Integer(),
+    },
+    {
+      description:
+        'what catalog stock and placement count: the declaration lowered to what the host reported (warnings say why)',
+    },
+  ),
   unenforcedLimits: Type.Array(
     Type.Object({
       limit: Type.Union(CONTAINED_LIMITS.map((limit) => Type.Literal(limit))),

@@ -126,11 +126,14 @@ export class CatalogService {
   /**
    * @param unavailable hosts that take no new pods now (DOWN, cordoned, draining: the host
    *   board), each with why; they offer no stock
+   * @param offeredHosts the fleet's hosts as they offer themselves: the declaration lowered to
+   *   what each host reported (the host board); stock and placement count these
    */
   constructor(
     private readonly fleetDefinition: Fleet,
     private readonly allocations: AllocationRepo,
     readonly unavailable: () => Record<string, string> = () => ({}),
+    private readonly offeredHosts: () => readonly Host[] = () => fleetDefinition.hosts,
   ) {}
 
   /** fleetCpuFlavors() and the fleet's GPU type ids: the fleet never changes while it runs. */
@@ -162,10 +165,18 @@ export class CatalogService {
     return found && { flavor: found.flavor, vcpuCounts: vcpuCountsUpTo(found.max) }
   }
 
+  /**
+   * The hosts placement chooses from: as they offer themselves, what their engines reported
+   * (the same array while that does not change).
+   */
+  hosts(): readonly Host[] {
+    return this.offeredHosts()
+  }
+
   /** Hosts and what they hold now, for placement decisions. */
   async snapshot(): Promise<FleetSnapshot> {
     return {
-      hosts: this.fleetDefinition.hosts,
+      hosts: [...this.offeredHosts()],
       allocations: await this.allocations.list(),
       unavailable: this.unavailable(),
     }
@@ -174,7 +185,7 @@ export class CatalogService {
   /** The hosts whose free capacity is stock: those that take new pods now. */
   private stockHosts(): Host[] {
     const unavailable = this.unavailable()
-    return this.fleetDefinition.hosts.filter((h) => unavailable[h.id] === undefined)
+    return this.offeredHosts().filter((h) => unavailable[h.id] === undefined)
   }
 
   async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
@@ -248,8 +259,8 @@ export class CatalogService {
   private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
     // Stock counts only the hosts in the countries asked for (all of them when none are), of
     // those that take new pods now.
-    const stock = new Set(this.stockHosts())
-    const hosts = this.hostsIn(q.countryCodes).filter((h) => stock.has(h))
+    const inCountries = new Set(this.hostsIn(q.countryCodes).map((h) => h.id))
+    const hosts = this.stockHosts().filter((h) => inCountries.has(h.id))
     const query: GpuStockQuery = {
       typeId: type.id,
       count: q.count ?? DEFAULT_GPU_COUNT,

@@ -116,6 +116,11 @@ export interface Host {
   docker?: HostDockerEndpoint
   /** Where the host's published ports are reached (RUNPOD_PUBLIC_IP); default in hostPublicIp. */
   publicIp?: string
+  /**
+   * Set on a host as it offers itself (domain/hosts/offered-host.ts) when declared GPUs are not
+   * offered: of which type, and why, so that a refused placement can say it.
+   */
+  withheldGpu?: { typeId: string; reason: string }
 }
 
 export interface FleetPrices {

@@ -1,6 +1,7 @@
 import type { Fleet, Host } from '../catalog/fleet.js'
 import { hostRuntimeKind } from '../catalog/fleet.js'
 import { unplaceableReason, type HostSchedule, type HostStateRecord } from './host-state.js'
+import { offeredHost } from './offered-host.js'
 import type { HostStateRepo } from './ports.js'
 
 /**
@@ -33,10 +34,16 @@ function sameExceptCheckedAt(a: Omit<HostStateRecord, 'schedule'>, b: HostStateR
 export class HostBoard {
   private records = new Map<string, HostStateRecord>()
   private readonly hostById: ReadonlyMap<string, Host>
+  private readonly positionOf: ReadonlyMap<string, number>
   /** unplaceable(), kept until a record changes. */
   private unplaceableCache: Readonly<Record<string, string>> | undefined
   /** When each host's probe time was last written to the store (ms). */
   private readonly writtenAt = new Map<string, number>()
+  /** offeredHosts(), kept until a record changes; the same array while nothing it says does. */
+  private offeredCache: readonly Host[] | undefined
+  private offeredValid = false
+  /** Each host's offer and the facts it was computed from (as JSON). */
+  private readonly offers = new Map<string, { facts: string; host: Host }>()
 
   constructor(
     private readonly fleet: Fleet,
@@ -45,6 +52,7 @@ export class HostBoard {
     private readonly startedAt: string = now(),
   ) {
     this.hostById = new Map(fleet.hosts.map((h) => [h.id, h]))
+    this.positionOf = new Map(fleet.hosts.map((h, i) => [h.id, i]))
   }
 
   get hosts(): readonly Host[] {
@@ -63,6 +71,7 @@ export class HostBoard {
     }
     this.records = next
     this.unplaceableCache = undefined
+    this.offeredValid = false
   }
 
   /** The host's state; undefined for a host the fleet does not have. */
@@ -100,6 +109,37 @@ export class HostBoard {
     return this.unplaceableCache
   }
 
+  /**
+   * The hosts as they offer themselves: the fleet file's declaration lowered to what each
+   * host's engine last reported (offered-host.ts). Catalog stock and placement read these. The
+   * same array is returned for as long as no host's offer changes, so that what is built over
+   * it (the capacity index) is built again only then.
+   */
+  offeredHosts(): readonly Host[] {
+    if (this.offeredValid && this.offeredCache) return this.offeredCache
+    let changed = this.offeredCache === undefined
+    const hosts = this.fleet.hosts.map((declared, i) => {
+      const facts = this.records.get(declared.id)?.facts ?? null
+      const key = JSON.stringify(facts)
+      let offer = this.offers.get(declared.id)
+      if (!offer || offer.facts !== key) {
+        offer = { facts: key, host: offeredHost(declared, facts).host }
+        this.offers.set(declared.id, offer)
+      }
+      if (this.offeredCache?.[i] !== offer.host) changed = true
+      return offer.host
+    })
+    if (changed) this.offeredCache = hosts
+    this.offeredValid = true
+    return this.offeredCache!
+  }
+
+  /** The host as it offers itself (offeredHosts()). */
+  offered(hostId: string): Host | undefined {
+    const at = this.positionOf.get(hostId)
+    return at === undefined ? undefined : this.offeredHosts()[at]
+  }
+
   /** The host's record when it is DOWN. */
   down(hostId: string): HostStateRecord | undefined {
     const record = this.state(hostId)
@@ -125,7 +165,10 @@ export class HostBoard {
       this.records.set(record.hostId, { ...record, schedule: previous?.schedule ?? 'ACTIVE' })
       changedAny ||= changed
     }
-    if (changedAny) this.unplaceableCache = undefined
+    if (changedAny) {
+      this.unplaceableCache = undefined
+      this.offeredValid = false
+    }
     await this.repo.saveProbes(writes)
   }
 

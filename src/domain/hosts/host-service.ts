@@ -29,6 +29,15 @@ export interface HostView {
   unplaceableReason: string | null
   reported: Omit<HostFacts, 'unenforced'> | null
   /**
+   * What it offers to catalog stock and placement: the declaration lowered to what it reported
+   * (docs/fleet.md, "Declared and reported"); `warnings` says why where they differ.
+   */
+  offered: {
+    gpu: { typeId: string; count: number; cudaVersion: string | null } | null
+    vcpus: number
+    memoryGb: number
+  }
+  /**
    * The limits of a workload this host does not enforce, as its engine last reported them,
    * each with why and whether the operator accepted the risk (`containment.acceptUnenforced`):
    * while one is not accepted, only the admin account's workloads start here (docs/security.md,
@@ -131,6 +140,7 @@ export class HostService {
     const reason = unplaceableReason(record)
     const { unenforced = [], ...reported } = record.facts ?? { unenforced: [] }
     const accepted = this.deps.acceptUnenforced ?? []
+    const offered = this.deps.board.offered(host.id) ?? host
     return {
       id: host.id,
       dataCenterId: host.dataCenterId,
@@ -151,6 +161,7 @@ export class HostService {
       placeable: reason === undefined,
       unplaceableReason: reason ?? null,
       reported: record.facts ? (reported as Omit<HostFacts, 'unenforced'>) : null,
+      offered: { gpu: offered.gpu, vcpus: offered.vcpus, memoryGb: offered.memoryGb },
       unenforcedLimits: unenforced.map((u) => ({ ...u, accepted: accepted.includes(u.limit) })),
       warnings: record.warnings,
       podCount: pods.filter((p) => p.hostId === host.id).length,

@@ -76,9 +76,9 @@ describe('declaredVersusReported', () => {
     expect(
       declaredVersusReported(host, { ...facts, runtimes: ['runc'], cpus: 8, memoryGb: 31.3 }),
     ).toEqual([
-      'declares 2 × NVIDIA L4, but its engine has no nvidia runtime (runtimes: runc): install the NVIDIA container toolkit',
-      'declares 16 vCPUs, its engine reports 8',
-      'declares 64 GB of memory, its engine reports 31.3 GB',
+      'declares 2 × NVIDIA L4 but its engine has no nvidia runtime: GPUs not offered',
+      'declares 16 vCPUs, its engine has 8: offers 8',
+      'declares 64 GB of memory, its engine has 31.3 GB: offers 31 GB',
     ])
     expect(
       declaredVersusReported({ ...host, simulated: true }, { ...facts, runtimes: ['runc'] }),

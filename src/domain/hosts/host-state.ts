@@ -1,6 +1,8 @@
-import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type { Host } from '../catalog/fleet.js'
-import { findGpuType } from '../catalog/gpu-types.js'
+import type { HostFacts } from './host-facts.js'
+import { offeredHost } from './offered-host.js'
+
+export type { HostFacts, ReportedGpu } from './host-facts.js'
 
 /**
  * What the last probes say of a host: its runtime answers (UP) or not (DOWN); UNKNOWN before
@@ -13,21 +15,6 @@ export type HostHealth = 'UP' | 'DOWN' | 'UNKNOWN'
  * or DRAINING (no new placements, and its serverless workers are being moved off).
  */
 export type HostSchedule = 'ACTIVE' | 'CORDONED' | 'DRAINING'
-
-/** What a host's runtime reports of its machine (a Docker engine's /info). */
-export interface HostFacts {
-  /** The engine's name for its machine. */
-  name: string
-  cpus: number
-  memoryGb: number
-  serverVersion: string
-  runtimes: string[]
-  /**
-   * The limits of a workload its engine does not enforce, each with why (docs/security.md,
-   * "Containment"); absent in records written before engines reported them.
-   */
-  unenforced?: UnenforcedLimit[]
-}
 
 /** A host's state as the store keeps it (migration 0021), shared by every replica. */
 export interface HostStateRecord {
@@ -87,27 +74,11 @@ export function nextHostState(
 }
 
 /**
- * Where the fleet file and the engine disagree: declared NVIDIA GPUs without the `nvidia`
- * runtime, more vCPUs or memory than the machine has. Simulated hosts declare hardware that
- * does not exist, so their GPUs are not checked.
+ * Where the fleet file and the engine disagree, and what the host offers instead
+ * (offered-host.ts). Simulated hosts declare GPUs that do not exist, so theirs are not checked.
  */
 export function declaredVersusReported(host: Host, facts: HostFacts | null): string[] {
-  if (!facts) return []
-  const warnings: string[] = []
-  const type = host.gpu ? findGpuType(host.gpu.typeId) : undefined
-  if (host.gpu && !host.simulated && type?.manufacturer === 'NVIDIA') {
-    if (!facts.runtimes.includes('nvidia'))
-      warnings.push(
-        `declares ${host.gpu.count} × ${host.gpu.typeId}, but its engine has no nvidia runtime ` +
-          `(runtimes: ${facts.runtimes.join(', ') || 'none'}): install the NVIDIA container toolkit`,
-      )
-  }
-  if (facts.cpus > 0 && host.vcpus > facts.cpus)
-    warnings.push(`declares ${host.vcpus} vCPUs, its engine reports ${facts.cpus}`)
-  // Machines report a little less memory than they hold (the kernel keeps some).
-  if (facts.memoryGb > 0 && host.memoryGb > Math.ceil(facts.memoryGb * 1.05))
-    warnings.push(`declares ${host.memoryGb} GB of memory, its engine reports ${facts.memoryGb} GB`)
-  return warnings
+  return offeredHost(host, facts).notes
 }
 
 /** Why new pods may not be placed on a host, or undefined when they may. */

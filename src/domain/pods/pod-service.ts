@@ -315,7 +315,7 @@ export class PodService {
   ): Promise<Pod> {
     const fleet = this.deps.catalog.fleet
     const snapshot = {
-      hosts: fleet.hosts,
+      hosts: this.deps.catalog.hosts(),
       dataCenters: fleet.dataCenters,
       allocations: await unit.holdings(),
       unavailable: this.deps.catalog.unavailable(),
@@ -524,7 +524,7 @@ export class PodService {
         for (const draft of drafts) {
           const result = this.deps.place(
             {
-              hosts: fleet.hosts,
+              hosts: this.deps.catalog.hosts(),
               dataCenters: fleet.dataCenters,
               allocations: [...taken, ...tentative],
               unavailable: this.deps.catalog.unavailable(),

@@ -41,15 +41,17 @@ const Stage = {
   /** Excluded by pinning, data center or global networking: says nothing about the compute. */
   Excluded: 0,
   Kind: 1,
-  Cloud: 2,
-  Cuda: 3,
+  /** It declares GPUs of the type that it does not offer (not reported: offered-host.ts). */
+  Withheld: 2,
+  Cloud: 3,
+  Cuda: 4,
   /** The vCPUs and memory that come with the GPUs are below the request's minimums. */
-  Size: 4,
-  Units: 5,
-  Share: 6,
-  Disk: 7,
+  Size: 5,
+  Units: 6,
+  Share: 7,
+  Disk: 8,
   /** Everything fits, but the host takes no new placements (DOWN, cordoned, draining). */
-  Unavailable: 8,
+  Unavailable: 9,
 } as const
 type Stage = (typeof Stage)[keyof typeof Stage]
 
@@ -138,6 +140,11 @@ function evaluateGpu(
     stage,
     reason,
   })
+  const withheld =
+    host.withheldGpu?.typeId === type &&
+    (!ctx.request.cloud || host.cloud === ctx.request.cloud) &&
+    (host.gpu?.count ?? 0) < compute.gpuCount
+  if (withheld) return reject(Stage.Withheld, host.withheldGpu!.reason)
   if (!host.gpu) return reject(Stage.Kind, `has no GPUs, not ${type}`)
   if (host.gpu.typeId !== type) return reject(Stage.Kind, `has ${host.gpu.typeId}, not ${type}`)
   if (ctx.needsNvidia) {
@@ -458,5 +465,10 @@ function failureDetail(
       .join('; ')
     return `${shortage(ctx, Stage.Units)}: the hosts that would take it take no new pods now (${why})`
   }
+  // Declared GPUs that are not offered are named: the operator's fleet file says they exist.
+  const withheld = evaluations.flatMap((e) =>
+    !e.fits && e.stage === Stage.Withheld ? [`${e.host.id} ${e.reason}`] : [],
+  )
+  if (withheld.length > 0) return `${shortage(ctx, furthest)} (${withheld.join('; ')})`
   return shortage(ctx, furthest)
 }

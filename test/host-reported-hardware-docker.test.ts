@@ -1,0 +1,219 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import Docker from 'dockerode'
+import { pino } from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startPlatform, type Platform } from '../src/platform.js'
+import { runCli } from './support/cli.js'
+import {
+  callPlatform,
+  otherAccountKey,
+  stopPlatform,
+  TEST_ADMIN_KEY,
+  testConfig,
+  type CallInit,
+} from './support/platform.js'
+
+/**
+ * What a host offers is what its engine reports, the fleet file's declaration being a ceiling
+ * (docs/fleet.md, "Declared and reported"), against this machine's Docker engine
+ * (PODYARD_TEST_DOCKER=1): it has no `nvidia` runtime and few CPUs, so a real host declaring an
+ * NVIDIA L4 must not sell it, and a simulated host declaring four times the engine's CPUs must
+ * give a one-GPU pod what the engine can run (Docker refuses more CPUs than the machine has).
+ */
+const enabled = process.env.PODYARD_TEST_DOCKER === '1'
+if (!enabled) console.log('reported-hardware docker tests skipped: set PODYARD_TEST_DOCKER=1')
+
+const IMAGE = 'podyard-conformance/plain:1'
+const SOCKET = process.env.DOCKER_HOST?.startsWith('unix://')
+  ? process.env.DOCKER_HOST
+  : 'unix:///var/run/docker.sock'
+
+interface EngineFacts {
+  cpus: number
+  nvidia: boolean
+}
+
+async function engineFacts(): Promise<EngineFacts> {
+  const info = (await new Docker().info()) as { NCPU: number; Runtimes?: Record<string, unknown> }
+  return { cpus: info.NCPU, nvidia: Boolean(info.Runtimes?.nvidia) }
+}
+
+/**
+ * `real-l4`: a real host (this engine, by its socket) declaring one NVIDIA L4; `sim-a40`: a
+ * simulated host declaring one A40 and four times the engine's CPUs.
+ */
+function fleetFile(declaredVcpus: number): string {
+  return `
+dataCenters:
+  - id: EU-SE-1
+    name: EU Sweden 1
+    region: EUROPE
+hosts:
+  - id: real-l4
+    dataCenterId: EU-SE-1
+    gpu: { typeId: NVIDIA L4, count: 1 }
+    vcpus: 1
+    memoryGb: 1
+    simulated: false
+    docker: { url: "${SOCKET}" }
+  - id: sim-a40
+    dataCenterId: EU-SE-1
+    gpu: { typeId: NVIDIA A40, count: 1 }
+    vcpus: ${declaredVcpus}
+    memoryGb: 1
+    driver: docker
+localHost: false
+`
+}
+
+interface HostJson {
+  id: string
+  state: string
+  checkedAt: string | null
+  warnings: string[]
+  offered: { gpu: { typeId: string; count: number } | null; vcpus: number; memoryGb: number }
+}
+
+interface PodJson {
+  id: string
+  name: string
+  status: string
+  statusReason: string | null
+}
+
+async function until<T>(
+  what: string,
+  look: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const seen = await look()
+    if (seen !== undefined) return seen
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+describe.runIf(enabled)('hardware as reported on a Docker host', () => {
+  let platform: Platform
+  let dir: string
+  let engine: EngineFacts
+  let memberKey: string
+  const admin = (p: string, init: CallInit = {}) => callPlatform(platform.url, p, init)
+  const member = (p: string, init: CallInit = {}) =>
+    callPlatform(platform.url, p, { ...init, key: memberKey })
+
+  /** The host once its engine has been probed. */
+  const probed = (hostId: string) =>
+    until(`host ${hostId} probed`, async () => {
+      const host = (await (await admin(`/v2/admin/hosts/${hostId}`)).json()) as HostJson
+      return host.state === 'UP' && host.checkedAt !== null ? host : undefined
+    })
+
+  beforeAll(async () => {
+    engine = await engineFacts()
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-reported-'))
+    writeFileSync(path.join(dir, 'fleet.yaml'), fleetFile(engine.cpus * 4))
+    platform = await startPlatform(
+      testConfig(dir, {
+        fleet: path.join(dir, 'fleet.yaml'),
+        hosts: { probeIntervalMs: 500, probeTimeoutMs: 5_000, failuresBeforeDown: 3 },
+        // This engine cannot size a container disk: let the member's pods run anyway.
+        containment: { acceptUnenforced: ['disk'] },
+      }),
+      { logger: pino({ level: 'silent' }) },
+    )
+    memberKey = await otherAccountKey(platform, `member-${path.basename(dir)}@example.com`)
+  }, 60_000)
+
+  afterAll(async () => {
+    if (platform) await stopPlatform(platform)
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('does not sell an NVIDIA L4 whose engine has no nvidia runtime, and says why', async () => {
+    if (engine.nvidia) {
+      console.log('skipped: this engine has the nvidia runtime')
+      return
+    }
+    const host = await probed('real-l4')
+    const why = 'declares 1 × NVIDIA L4 but its engine has no nvidia runtime: GPUs not offered'
+    expect(host.warnings).toContain(why)
+    expect(host.offered.gpu).toBeNull()
+
+    // The catalog has the type (the fleet declares it) and none in stock.
+    const l4 = (await (await member('/v2/catalog/gpus/NVIDIA%20L4')).json()) as {
+      availability: string
+    }
+    expect(l4.availability).toBe('NONE')
+
+    // A member's GPU pod is refused at once, with the host's reason, rather than left to
+    // fail in its container.
+    const refused = await member('/v2/pods', {
+      method: 'POST',
+      json: { name: 'l4-pod', image: IMAGE, gpu: { id: 'NVIDIA L4', count: 1 } },
+    })
+    expect(refused.status).toBe(409)
+    const problem = (await refused.json()) as { detail: string }
+    expect(problem.detail).toContain('no host has 1 free NVIDIA L4')
+    expect(problem.detail).toContain(`real-l4 ${why}`)
+    expect(
+      ((await (await member('/v2/pods')).json()) as { pods: PodJson[] }).pods.filter(
+        (p) => p.name === 'l4-pod',
+      ),
+    ).toEqual([])
+
+    // The operator reads the same in `podyard hosts get`.
+    const cli = await runCli([
+      'hosts',
+      'get',
+      'real-l4',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect(cli.stdout).toContain(`warning     ${why}`)
+  })
+
+  it("gives a GPU pod its share of the engine's CPUs, not of the declared ones", async () => {
+    const host = await probed('sim-a40')
+    const declared = engine.cpus * 4
+    expect(host.warnings).toContain(
+      `declares ${declared} vCPUs, its engine has ${engine.cpus}: offers ${engine.cpus}`,
+    )
+    expect(host.offered.vcpus).toBe(engine.cpus)
+    // Simulated hosts keep their declared virtual GPUs.
+    expect(host.offered.gpu).toMatchObject({ typeId: 'NVIDIA A40', count: 1 })
+
+    const created = await member('/v2/pods', {
+      method: 'POST',
+      json: {
+        name: 'a40-pod',
+        image: IMAGE,
+        gpu: { id: 'NVIDIA A40', count: 1 },
+        args: 'exec sleep 600',
+      },
+    })
+    expect(created.status).toBe(201)
+    const { id } = (await created.json()) as PodJson
+    const pod = await until(`pod ${id} RUNNING or failed`, async () => {
+      const seen = (await (await member(`/v2/pods/${id}`)).json()) as PodJson
+      return ['RUNNING', 'ERROR', 'EXITED'].includes(seen.status) ? seen : undefined
+    })
+    expect(pod.statusReason).toBeNull()
+    expect(pod.status).toBe('RUNNING')
+    const container = await until('its container', async () => {
+      const [found] = await new Docker().listContainers({
+        filters: { label: [`podyard.workload=${id}`] },
+      })
+      return found
+    })
+    const inspection = await new Docker().getContainer(container.Id).inspect()
+    expect(inspection.HostConfig.NanoCpus).toBe(engine.cpus * 1e9)
+    await member(`/v2/pods/${id}`, { method: 'DELETE' })
+  })
+})
