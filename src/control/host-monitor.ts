@@ -166,6 +166,8 @@ export class HostMonitor {
           serverVersion: facts.serverVersion,
           runtimes: facts.runtimes,
           unenforced: facts.unenforced,
+          ...(facts.gpus ? { gpus: facts.gpus, cudaVersion: facts.cudaVersion ?? null } : {}),
+          ...(facts.gpuProbeError !== undefined ? { gpuProbeError: facts.gpuProbeError } : {}),
         },
       }
     } catch (error) {

@@ -8,6 +8,7 @@ import {
   gpuTypeIdFromSmiName,
   localGpusFromSmi,
   parseSmiCudaVersion,
+  parseSmiGpuDetails,
   parseSmiGpuList,
 } from './host-discovery.js'
 
@@ -34,6 +35,32 @@ describe('gpuTypeIdFromSmiName', () => {
       const printedByOldDrivers = type.id.replace(/^NVIDIA /, '')
       expect(gpuTypeIdFromSmiName(printedByOldDrivers.toUpperCase()), type.id).toBe(type.id)
     }
+  })
+
+  it('maps every H100 and H200 name nvidia-smi prints to its catalog id, never a raw name', () => {
+    const hopper: Array<[string, string]> = [
+      ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'],
+      ['H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'],
+      ['NVIDIA H100', 'NVIDIA H100 80GB HBM3'],
+      ['NVIDIA H100 SXM5 80GB', 'NVIDIA H100 80GB HBM3'],
+      ['NVIDIA H100 PCIe', 'NVIDIA H100 PCIe'],
+      ['NVIDIA H100 PCIe 80GB', 'NVIDIA H100 PCIe'],
+      ['NVIDIA H100 NVL', 'NVIDIA H100 NVL'],
+      ['NVIDIA H100 NVL 94GB', 'NVIDIA H100 NVL'],
+      ['NVIDIA H200', 'NVIDIA H200'],
+      ['NVIDIA H200 141GB HBM3e', 'NVIDIA H200'],
+      ['NVIDIA H200 SXM 141GB', 'NVIDIA H200'],
+      ['NVIDIA H200 NVL', 'NVIDIA H200 NVL'],
+      ['nvidia h200 nvl', 'NVIDIA H200 NVL'],
+    ]
+    for (const [printed, id] of hopper) {
+      expect(gpuTypeIdFromSmiName(printed), printed).toBe(id)
+      expect(GPU_TYPES.some((t) => t.id === id)).toBe(true)
+    }
+    // Other Hopper parts are not H100s or H200s of the catalog.
+    expect(gpuTypeIdFromSmiName('NVIDIA H800')).toBe('NVIDIA H800')
+    expect(gpuTypeIdFromSmiName('NVIDIA GH200 480GB')).toBe('NVIDIA GH200 480GB')
+    expect(gpuTypeIdFromSmiName('NVIDIA H20')).toBe('NVIDIA H20')
   })
 
   it('returns an unknown name as printed', () => {
@@ -80,6 +107,45 @@ describe('nvidia-smi output', () => {
       cudaVersion: null,
     })
     expect(localGpusFromSmi([], '12.4')).toBeNull()
+  })
+})
+
+describe('parseSmiGpuDetails', () => {
+  it('reads index, UUID, name with its catalog type, memory and driver of every GPU', () => {
+    // The shape of `nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version
+    // --format=csv,noheader,nounits` (written for this test, not recorded from a machine).
+    const csv =
+      '0, GPU-2f6c1b7e-0b1d-4c7a-9d5e-1a2b3c4d5e6f, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n' +
+      '1, GPU-8a9b0c1d-2e3f-4a5b-6c7d-8e9f0a1b2c3d, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n' +
+      '2, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H200 NVL, [N/A], [N/A]\n' +
+      'WARNING: infoROM is corrupted at gpu 0000:04:00.0\n\n'
+    expect(parseSmiGpuDetails(csv)).toEqual([
+      {
+        index: 0,
+        uuid: 'GPU-2f6c1b7e-0b1d-4c7a-9d5e-1a2b3c4d5e6f',
+        name: 'NVIDIA H100 80GB HBM3',
+        typeId: 'NVIDIA H100 80GB HBM3',
+        memoryMib: 81559,
+        driverVersion: '550.54.15',
+      },
+      {
+        index: 1,
+        uuid: 'GPU-8a9b0c1d-2e3f-4a5b-6c7d-8e9f0a1b2c3d',
+        name: 'NVIDIA H100 80GB HBM3',
+        typeId: 'NVIDIA H100 80GB HBM3',
+        memoryMib: 81559,
+        driverVersion: '550.54.15',
+      },
+      {
+        index: 2,
+        uuid: 'GPU-11111111-2222-3333-4444-555555555555',
+        name: 'NVIDIA H200 NVL',
+        typeId: 'NVIDIA H200 NVL',
+        memoryMib: null,
+        driverVersion: null,
+      },
+    ])
+    expect(parseSmiGpuDetails('')).toEqual([])
   })
 })
 

@@ -78,6 +78,20 @@ const NVIDIA_GPU_TYPE_IDS: ReadonlySet<string> = new Set([
 const byLowerCase = new Map([...NVIDIA_GPU_TYPE_IDS].map((id) => [id.toLowerCase(), id]))
 
 /**
+ * Hopper names that drivers and board variants print differently from the catalog's id: the
+ * SXM boards with or without their memory ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", "NVIDIA
+ * H200 141GB HBM3e"), the PCIe and NVL boards with their memory. Matched on the name without
+ * the "NVIDIA " prefix, lower case; first match wins, so NVL and PCIe come first.
+ */
+const HOPPER_ALIASES: ReadonlyArray<[RegExp, string]> = [
+  [/^h100[ -]nvl( \d+gb)?( hbm3e?)?$/, 'NVIDIA H100 NVL'],
+  [/^h100[ -]pcie( \d+gb)?( hbm2e)?$/, 'NVIDIA H100 PCIe'],
+  [/^h100( sxm\d?)?( 80gb)?( hbm3)?$/, 'NVIDIA H100 80GB HBM3'],
+  [/^h200[ -]nvl( \d+gb)?( hbm3e)?$/, 'NVIDIA H200 NVL'],
+  [/^h200( sxm\d?)?( 141gb)?( hbm3e)?$/, 'NVIDIA H200'],
+]
+
+/**
  * The catalog id for a name printed by `nvidia-smi --query-gpu=name`, or the name itself when
  * it matches no type. Older drivers omit the "NVIDIA " prefix ("GeForce RTX 3090",
  * "A100-SXM4-80GB") and spacing or case may differ between versions.
@@ -85,7 +99,52 @@ const byLowerCase = new Map([...NVIDIA_GPU_TYPE_IDS].map((id) => [id.toLowerCase
 export function gpuTypeIdFromSmiName(name: string): string {
   const cleaned = name.trim().replace(/\s+/g, ' ')
   const lower = cleaned.toLowerCase()
-  return byLowerCase.get(lower) ?? byLowerCase.get(`nvidia ${lower}`) ?? cleaned
+  const exact = byLowerCase.get(lower) ?? byLowerCase.get(`nvidia ${lower}`)
+  if (exact) return exact
+  const bare = lower.replace(/^nvidia /, '')
+  return HOPPER_ALIASES.find(([pattern]) => pattern.test(bare))?.[1] ?? cleaned
+}
+
+/** One GPU as `nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version` lists it. */
+export interface SmiGpuDetail {
+  index: number
+  uuid: string
+  name: string
+  /** The catalog's GPU type id for the name (gpuTypeIdFromSmiName). */
+  typeId: string
+  memoryMib: number | null
+  driverVersion: string | null
+}
+
+/** The query the GPU probes run, local and in a probe container (GPU_DETAIL_QUERY_ARGS). */
+export const GPU_DETAIL_QUERY_ARGS = [
+  '--query-gpu=index,uuid,name,memory.total,driver_version',
+  '--format=csv,noheader,nounits',
+] as const
+
+/**
+ * Parses the output of GPU_DETAIL_QUERY_ARGS: `0, GPU-5c3e..., NVIDIA H100 80GB HBM3, 81559,
+ * 550.54.15`. GPU names hold no commas, so the fields split on them; lines that are not a GPU
+ * (a warning nvidia-smi printed) are skipped. "[N/A]" reads as null.
+ */
+export function parseSmiGpuDetails(csv: string): SmiGpuDetail[] {
+  const gpus: SmiGpuDetail[] = []
+  for (const line of csv.split('\n')) {
+    const fields = line.split(',').map((field) => field.trim())
+    if (fields.length !== 5) continue
+    const [index, uuid, name, memory, driver] = fields as [string, string, string, string, string]
+    if (!/^\d+$/.test(index) || !uuid.startsWith('GPU-')) continue
+    const memoryMib = /^\d+$/.test(memory) ? Number(memory) : null
+    gpus.push({
+      index: Number(index),
+      uuid,
+      name,
+      typeId: gpuTypeIdFromSmiName(name),
+      memoryMib,
+      driverVersion: driver === '' || driver.startsWith('[') ? null : driver,
+    })
+  }
+  return gpus
 }
 
 export interface SmiGpu {

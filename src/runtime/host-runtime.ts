@@ -1,5 +1,6 @@
 import type { UnenforcedLimit } from '../shared/contained-limits.js'
 import type { RuntimeDriver } from './driver.js'
+import type { SmiGpuDetail } from './host-discovery.js'
 
 /** What a host's engine reports of its machine (docker-driver.ts probe()). */
 export interface RuntimeFacts {
@@ -10,6 +11,12 @@ export interface RuntimeFacts {
   runtimes: string[]
   /** The limits of a workload this engine does not enforce (docs/security.md, "Containment"). */
   unenforced: UnenforcedLimit[]
+  /** The NVIDIA GPUs a probe container saw (engines with the `nvidia` runtime, real GPUs). */
+  gpus?: SmiGpuDetail[]
+  /** The driver's CUDA version, from nvidia-smi's banner. */
+  cudaVersion?: string | null
+  /** Why the GPUs could not be read although the engine has the `nvidia` runtime. */
+  gpuProbeError?: string
 }
 
 /**

@@ -280,6 +280,32 @@ describe('toContainerCreateBody', () => {
     ).toBe(false)
   })
 
+  it('requests exactly the assigned GPUs by UUID where the engine reported them', () => {
+    const uuids = ['GPU-aaaa', 'GPU-bbbb', 'GPU-cccc', 'GPU-dddd']
+    const body = toContainerCreateBody(spec({ gpuIndices: [1, 3] }), {
+      ...options,
+      gpuUuids: uuids,
+    })
+    expect(body.HostConfig.DeviceRequests).toEqual([
+      { Driver: 'nvidia', DeviceIDs: ['GPU-bbbb', 'GPU-dddd'], Capabilities: [['gpu']] },
+    ])
+    // The variable names the same devices, so a default nvidia runtime reading it agrees.
+    expect(body.Env).toContain('NVIDIA_VISIBLE_DEVICES=GPU-bbbb,GPU-dddd')
+    expect(body.Env.filter((e) => /^(CUDA|NVIDIA)_VISIBLE_DEVICES=/.test(e))).toHaveLength(1)
+    // An index without a known UUID is requested by index.
+    expect(
+      toContainerCreateBody(spec({ gpuIndices: [0, 4] }), { ...options, gpuUuids: uuids })
+        .HostConfig.DeviceRequests?.[0]?.DeviceIDs,
+    ).toEqual(['GPU-aaaa', '4'])
+    // Simulated GPUs are virtual indices, whatever an engine reported.
+    const simulated = toContainerCreateBody(spec({ gpuIndices: [1] }), {
+      ...options,
+      simulatedGpus: true,
+      gpuUuids: uuids,
+    })
+    expect(simulated.Env).toContain('NVIDIA_VISIBLE_DEVICES=1')
+  })
+
   it('names simulated GPUs in the env, as the process driver does, and requests no device', () => {
     const simulated = { ...options, simulatedGpus: true }
     const body = toContainerCreateBody(spec({ gpuIndices: [1, 3] }), simulated)

@@ -67,6 +67,12 @@ export interface ContainerSpecOptions {
    * is requested (there is none; the engine would refuse the request without the NVIDIA runtime).
    */
   simulatedGpus?: boolean
+  /**
+   * The engine's GPU UUIDs by index, as its last GPU probe read them (gpu-probe.ts): devices are
+   * requested by UUID, which names one GPU whatever order the driver enumerates them in; by
+   * index where a UUID is not known.
+   */
+  gpuUuids?: readonly string[] | undefined
   /** Where the container's log continues the workload's (LOG_BASE_LABEL, PULL_LOG_LABEL). */
   log?: ContainerLogPosition
   /**
@@ -313,8 +319,13 @@ export function toContainerCreateBody(
   for (const port of spec.ports) env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.private)
   // The device request picks the GPUs; the variable says which, as under the process driver.
   // Simulated GPUs have no device: both variables name them, as the process driver does.
+  // Where the NVIDIA runtime reads the variable (the engine's default runtime), it must name the
+  // very devices of the request.
+  const deviceIds = spec.gpuIndices.map((i) =>
+    options.simulatedGpus ? String(i) : (options.gpuUuids?.[i] ?? String(i)),
+  )
   if (spec.gpuIndices.length > 0) {
-    env.NVIDIA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
+    env.NVIDIA_VISIBLE_DEVICES = deviceIds.join(',')
     if (options.simulatedGpus) env.CUDA_VISIBLE_DEVICES = spec.gpuIndices.join(',')
   }
 
@@ -360,7 +371,7 @@ export function toContainerCreateBody(
     body.HostConfig.DeviceRequests = [
       {
         Driver: 'nvidia',
-        DeviceIDs: spec.gpuIndices.map(String),
+        DeviceIDs: deviceIds,
         Capabilities: [['gpu']],
       },
     ]

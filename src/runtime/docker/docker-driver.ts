@@ -18,6 +18,7 @@ import type {
 import { hasLabels, PublishedPortTakenError } from '../driver.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
+import { EngineGpuProbe } from './gpu-probe.js'
 import {
   containerName,
   logPositionOf,
@@ -87,6 +88,8 @@ export interface DockerDriverOptions {
    * keeps containers from the engine host's own services, and isolation() says so.
    */
   hostFirewall?: HostFirewallRules
+  /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
+  gpuProbeImage?: string
 }
 
 /** The engine's words for a published port another process holds (docker-proxy or iptables). */
@@ -177,12 +180,15 @@ export class DockerDriver implements RuntimeDriver {
    * CheckDuplicate is not atomic), leaving two of one name that no later start can join.
    */
   private readonly networksMade = new Map<string, Promise<void>>()
+  /** The engine's NVIDIA GPUs, read by a probe container (gpu-probe.ts). */
+  private readonly gpus: EngineGpuProbe
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(
       options.connection?.options ??
         (options.socketPath ? { socketPath: options.socketPath } : undefined),
     )
+    this.gpus = new EngineGpuProbe(this.docker, options.serverId, options.gpuProbeImage)
   }
 
   /** Where the engine is, for messages. */
@@ -211,13 +217,17 @@ export class DockerDriver implements RuntimeDriver {
   async probe(): Promise<RuntimeFacts> {
     await this.docker.ping()
     const info = (await this.docker.info()) as EngineInfo
+    const runtimes = Object.keys(info.Runtimes ?? {}).sort()
+    // Simulated GPUs are not the machine's: none are read.
+    const readGpus = runtimes.includes('nvidia') && !this.options.simulatedGpus
     return {
       name: info.Name ?? '',
       cpus: info.NCPU ?? 0,
       memoryBytes: info.MemTotal ?? 0,
       serverVersion: info.ServerVersion ?? '',
-      runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+      runtimes,
       unenforced: await this.unenforcedLimits(info),
+      ...(readGpus ? this.gpus.current() : {}),
     }
   }
 
@@ -253,6 +263,7 @@ export class DockerDriver implements RuntimeDriver {
       diskLimit: await this.diskEnforced(),
       ...(this.options.logMaxBytes ? { logMaxBytes: this.options.logMaxBytes } : {}),
       simulatedGpus: this.options.simulatedGpus ?? false,
+      gpuUuids: this.gpus.uuids(),
       log: { base, pullLines },
     })
     // A bind's source must exist; create it as the server (Docker would refuse or make it root's).
