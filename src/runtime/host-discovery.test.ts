@@ -178,6 +178,30 @@ describe('discoverLocalHost', () => {
     })
   })
 
+  it('keeps index, UUID and driver of every GPU where the query gives them', async () => {
+    fakeSmi(
+      'case "$1" in --query-gpu=index*) ' +
+        'echo "0, GPU-2f6c1b7e-0b1d-4c7a-9d5e-1a2b3c4d5e6f, NVIDIA H100 80GB HBM3, 81559, 550.54.15";; ' +
+        '"") echo "| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4 |";; ' +
+        '*) exit 2;; esac',
+    )
+    expect((await discoverLocalHost()).gpus).toEqual({
+      typeId: 'NVIDIA H100 80GB HBM3',
+      count: 1,
+      cudaVersion: '12.4',
+      details: [
+        {
+          index: 0,
+          uuid: 'GPU-2f6c1b7e-0b1d-4c7a-9d5e-1a2b3c4d5e6f',
+          name: 'NVIDIA H100 80GB HBM3',
+          typeId: 'NVIDIA H100 80GB HBM3',
+          memoryMib: 81559,
+          driverVersion: '550.54.15',
+        },
+      ],
+    })
+  })
+
   it('reports no GPUs when nvidia-smi fails', async () => {
     fakeSmi(
       'echo "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver" >&2; exit 9',

@@ -15,6 +15,8 @@ export interface LocalGpus {
   typeId: string
   count: number
   cudaVersion: string | null
+  /** Every GPU nvidia-smi listed (all types), by index; absent when only names were read. */
+  details?: SmiGpuDetail[]
 }
 
 export interface LocalHostFacts {
@@ -197,12 +199,16 @@ async function runSmi(args: string[]): Promise<string> {
 
 async function discoverGpus(): Promise<LocalGpus | null> {
   try {
-    const list = parseSmiGpuList(
-      await runSmi(['--query-gpu=name,memory.total', '--format=csv,noheader']),
-    )
+    const details = parseSmiGpuDetails(await runSmi([...GPU_DETAIL_QUERY_ARGS]))
+    // An nvidia-smi whose query knows no UUID (very old, or a stand-in): names alone.
+    const list =
+      details.length > 0
+        ? details.map((gpu) => ({ name: gpu.name, memoryMib: gpu.memoryMib }))
+        : parseSmiGpuList(await runSmi(['--query-gpu=name,memory.total', '--format=csv,noheader']))
     if (list.length === 0) return null
     const cudaVersion = parseSmiCudaVersion(await runSmi([]))
-    return localGpusFromSmi(list, cudaVersion)
+    const gpus = localGpusFromSmi(list, cudaVersion)
+    return gpus && details.length > 0 ? { ...gpus, details } : gpus
   } catch {
     // No nvidia-smi, no driver loaded, or a timeout: the machine is used as a CPU host.
     return null

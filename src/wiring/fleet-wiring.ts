@@ -21,7 +21,11 @@ import { dockerConnectionOf } from '../runtime/docker/docker-endpoint.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
-import { discoverLocalHost } from '../runtime/host-discovery.js'
+import {
+  discoverLocalHost,
+  type LocalGpus,
+  type LocalHostFacts,
+} from '../runtime/host-discovery.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
@@ -31,7 +35,7 @@ import { platformServerIds, type PlatformServerIds } from './server-id-wiring.js
 
 export async function loadFleet(
   setting: string,
-  options: { localDriver?: HostDriver } = {},
+  options: { localDriver?: HostDriver; discovered?: LocalHostFacts } = {},
 ): Promise<Fleet> {
   const declared =
     setting === 'demo'
@@ -41,7 +45,7 @@ export async function loadFleet(
         : parseFleet(parseYaml(readFileSync(setting, 'utf8')), setting)
   return withLocalHost(
     declared,
-    await discoverLocalHost(),
+    options.discovered ?? (await discoverLocalHost()),
     options.localDriver ? { driver: options.localDriver } : {},
   )
 }
@@ -62,7 +66,8 @@ export async function wireFleet(
   options: { localDriver?: RuntimeDriver } = {},
 ): Promise<FleetParts> {
   const { config, store, clock, logger, parts } = context
-  const fleet = await loadFleet(config.fleet, { localDriver: config.driver })
+  const discovered = await discoverLocalHost()
+  const fleet = await loadFleet(config.fleet, { localDriver: config.driver, discovered })
   const processDriver = new ProcessDriver({
     stateDir: path.join(config.dataDir, 'runtime', 'process'),
     images: {
@@ -77,7 +82,14 @@ export async function wireFleet(
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)
-  const hosts = await hostRuntimesOf(config, fleet, serverIds, processDriver, options.localDriver)
+  const hosts = await hostRuntimesOf(
+    config,
+    fleet,
+    serverIds,
+    processDriver,
+    options.localDriver,
+    discovered.gpus,
+  )
   const isolation = await processDriver.isolation()
   if (config.docker.diskLimit) {
     logger.warn(
@@ -140,6 +152,7 @@ async function hostRuntimesOf(
   serverIds: PlatformServerIds,
   processDriver: ProcessDriver,
   localDriver: RuntimeDriver = processDriver,
+  localGpus: LocalGpus | null = null,
 ): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
   // One id for every engine, from the database: every replica sees the same containers.
   const base = { ...serverIds, logMaxBytes: workloadLogMaxBytes(config) }
@@ -153,6 +166,10 @@ async function hostRuntimesOf(
         ...base,
         ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
         simulatedGpus,
+        // nvidia-smi here listed this machine's GPUs at start: no probe container needed.
+        ...(localGpus?.details && !simulatedGpus
+          ? { knownGpus: { gpus: localGpus.details, cudaVersion: localGpus.cudaVersion } }
+          : {}),
         // This machine's engine: its containers may call the API (workers do), nothing else here.
         hostFirewall: { allowedPorts: config.port ? [config.port] : [], deniedDestinations: [] },
       })

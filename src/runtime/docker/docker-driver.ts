@@ -16,6 +16,7 @@ import type {
   WorkloadStats,
 } from '../driver.js'
 import { hasLabels, PublishedPortTakenError } from '../driver.js'
+import type { SmiGpuDetail } from '../host-discovery.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import { EngineGpuProbe } from './gpu-probe.js'
@@ -90,6 +91,11 @@ export interface DockerDriverOptions {
   hostFirewall?: HostFirewallRules
   /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
   gpuProbeImage?: string
+  /**
+   * The engine's GPUs when known without a probe container: this machine's engine, whose GPUs
+   * nvidia-smi listed at start (host-discovery.ts).
+   */
+  knownGpus?: { gpus: SmiGpuDetail[]; cudaVersion: string | null }
 }
 
 /** The engine's words for a published port another process holds (docker-proxy or iptables). */
@@ -188,7 +194,13 @@ export class DockerDriver implements RuntimeDriver {
       options.connection?.options ??
         (options.socketPath ? { socketPath: options.socketPath } : undefined),
     )
-    this.gpus = new EngineGpuProbe(this.docker, options.serverId, options.gpuProbeImage)
+    this.gpus = new EngineGpuProbe(
+      this.docker,
+      options.serverId,
+      options.gpuProbeImage,
+      Date.now,
+      options.knownGpus,
+    )
   }
 
   /** Where the engine is, for messages. */

@@ -53,12 +53,22 @@ export class EngineGpuProbe {
   private lastAt = 0
   private running: Promise<void> | undefined
 
+  /**
+   * @param known the GPUs when they are known without a container: the engine of this machine,
+   *   whose GPUs nvidia-smi listed at start (host-discovery.ts); no container is run then
+   */
   constructor(
     private readonly docker: Docker,
     private readonly serverId: string,
     private readonly image: string = DEFAULT_GPU_PROBE_IMAGE,
     private readonly now: () => number = Date.now,
-  ) {}
+    known?: { gpus: SmiGpuDetail[]; cudaVersion: string | null },
+  ) {
+    if (known) {
+      this.last = known
+      this.lastAt = Number.POSITIVE_INFINITY
+    }
+  }
 
   /** The last read (a new one started when it is due), or why there is none yet. */
   current(): EngineGpus {
