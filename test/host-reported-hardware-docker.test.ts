@@ -214,6 +214,12 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     })
     const inspection = await new Docker().getContainer(container.Id).inspect()
     expect(inspection.HostConfig.NanoCpus).toBe(engine.cpus * 1e9)
+    // GraphQL tells the member the same share.
+    const graphql = await member('/graphql', {
+      method: 'POST',
+      json: { query: `{ pod(input: {podId: "${id}"}) { vcpuCount } }` },
+    })
+    expect(await graphql.json()).toEqual({ data: { pod: { vcpuCount: engine.cpus } } })
     await member(`/v2/pods/${id}`, { method: 'DELETE' })
   })
 })

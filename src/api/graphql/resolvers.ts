@@ -154,6 +154,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   const view = (pod: Pod) =>
     podView(pod, {
       fleet: catalog.fleet,
+      hosts: () => catalog.hosts(),
       now: () => clock.now(),
       runtimeOf: (p) => pods.runtimeOf(p),
     })
