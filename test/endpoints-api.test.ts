@@ -452,6 +452,7 @@ describe('REST serverless endpoints', () => {
   it('keeps templates, registries and volumes in use by an endpoint from being deleted', async () => {
     const registry = await ok<{ id: string }>(
       await call('POST', '/v2/registries', { name: 'in-use', username: 'u', password: 'p' }),
+      201,
     )
     const template = await ok<{ id: string }>(
       await call('POST', '/v2/templates', {

@@ -143,7 +143,7 @@ describe('pods with network volumes, registries and templates', () => {
       username: 'me',
       password: 'hunter2-secret',
     })
-    expect(registry.status).toBe(200)
+    expect(registry.status).toBe(201)
     const template = await call('POST', '/v2/templates', {
       name: 'private-image',
       image: 'ghcr.io/me/app',

@@ -24,6 +24,7 @@ describe.each(platformStores())('PATCH /v2/pods/{id} with a registry on $name', 
           method: 'POST',
           json: { name: 'r', username: 'u', password: 'p' },
         }),
+        201,
       )
     ).id
     podId = (

@@ -304,6 +304,7 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
             method: 'POST',
             json: { name: `r-${password}`, username: registry.username, password },
           }),
+          201,
         )
       ).id
     const podOf = async (name: string, image: string, registryId?: string) =>

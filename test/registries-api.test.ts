@@ -40,9 +40,9 @@ describe('REST registries', () => {
     await platform.close()
   })
 
-  it('creates (200 {id, name}), lists, gets and deletes a registry', async () => {
+  it('creates (201 {id, name}), lists, gets and deletes a registry', async () => {
     const created = await create({ name: 'docker hub', username: USERNAME, password: PASSWORD })
-    expect(created.status).toBe(200)
+    expect(created.status).toBe(201)
     const registry = json<{ id: string; name: string }>(created)
     expect(registry).toEqual({ id: expect.stringMatching(/^cl[a-z0-9]{23}$/), name: 'docker hub' })
 

@@ -96,7 +96,7 @@ describe('registry routes: what is logged and serialized', () => {
     const body = (extra: Record<string, unknown> = {}) =>
       JSON.stringify({ name: 'hub', username: USERNAME, password: PASSWORD, ...extra })
     const created = await inject('POST', '/v2/registries', body())
-    expect(created.statusCode).toBe(200)
+    expect(created.statusCode).toBe(201)
     const registry = created.json<{ id: string }>()
     expect(Object.keys(registry).sort()).toEqual(['id', 'name'])
 
@@ -109,7 +109,7 @@ describe('registry routes: what is logged and serialized', () => {
       await inject('POST', '/v2/registries', `{"username":"${USERNAME}","password":"${PASSWORD}"`),
       await inject('DELETE', `/v2/registries/${registry.id}`),
     ]
-    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 200, 422, 400, 400, 400])
+    expect(responses.map((r) => r.statusCode)).toEqual([201, 200, 200, 422, 400, 400, 400])
     expect(responses[6]!.json<{ detail: string }>().detail).toBe(
       `registry ${registry.id} (hub) is used by pod abc123 (trainer); remove it from them first`,
     )

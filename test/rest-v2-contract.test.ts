@@ -136,6 +136,7 @@ describe('REST v2 contract points', () => {
     it('deleting a registry only templates name succeeds and clears their registry', async () => {
       const registry = await json<{ id: string }>(
         await call('POST', '/v2/registries', { name: 'r-tpl', username: 'u', password: 'p' }),
+        201,
       )
       const t = await template({ name: 'with-registry', registry: registry.id })
       expect(t.registry).toBe(registry.id)
@@ -146,6 +147,7 @@ describe('REST v2 contract points', () => {
     it('pods and endpoints still keep a registry from being deleted', async () => {
       const registry = await json<{ id: string }>(
         await call('POST', '/v2/registries', { name: 'r-ep', username: 'u', password: 'p' }),
+        201,
       )
       const endpoint = await json(
         await call('POST', '/v2/serverless', {

@@ -110,6 +110,7 @@ describe.runIf(enabled).each(restartableStores())(
             method: 'POST',
             json: { name: 'local', username: registry.username, password: registry.password },
           }),
+          201,
         )
       ).id
       const template = await json<{ id: string }>(

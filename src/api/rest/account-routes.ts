@@ -124,7 +124,7 @@ export async function accountRoutes(
     {
       schema: {
         tags: ['Account'],
-        operationId: 'listSshKeys',
+        operationId: 'getSshKeys',
         summary: 'SSH public keys put into every pod as PUBLIC_KEY',
         response: { 200: SshKeys, ...errors },
       },
@@ -137,7 +137,7 @@ export async function accountRoutes(
     {
       schema: {
         tags: ['Account'],
-        operationId: 'replaceSshKeys',
+        operationId: 'updateSshKeys',
         summary: 'Replace the set of SSH public keys',
         body: SshKeys,
         response: { 200: SshKeys, 400: ProblemSchema, 422: ProblemSchema, ...errors },

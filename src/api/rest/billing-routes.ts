@@ -77,7 +77,7 @@ interface ResourceReport {
 const RESOURCE_REPORTS: ResourceReport[] = [
   {
     path: '/billing/pods',
-    operationId: 'podBilling',
+    operationId: 'listPodBilling',
     summary: 'Pod usage per bucket and pod',
     kind: 'pod',
     idField: 'podId',
@@ -87,7 +87,7 @@ const RESOURCE_REPORTS: ResourceReport[] = [
   },
   {
     path: '/billing/serverless',
-    operationId: 'serverlessBilling',
+    operationId: 'listServerlessBilling',
     summary: 'Serverless endpoint (worker) usage per bucket and endpoint',
     kind: 'serverless',
     idField: 'serverlessId',
@@ -97,7 +97,7 @@ const RESOURCE_REPORTS: ResourceReport[] = [
   },
   {
     path: '/billing/endpoints',
-    operationId: 'publicEndpointBilling',
+    operationId: 'listEndpointBilling',
     summary: 'Public model endpoint usage per bucket and model',
     kind: 'endpoint',
     idField: 'endpointId',
@@ -107,7 +107,7 @@ const RESOURCE_REPORTS: ResourceReport[] = [
   },
   {
     path: '/billing/network-volumes',
-    operationId: 'networkVolumeBilling',
+    operationId: 'listNetworkVolumeBilling',
     summary: 'Network volume usage per bucket and volume',
     kind: 'networkVolume',
     idField: 'networkVolumeId',
@@ -117,7 +117,7 @@ const RESOURCE_REPORTS: ResourceReport[] = [
   },
   {
     path: '/billing/clusters',
-    operationId: 'clusterBilling',
+    operationId: 'listClusterBilling',
     summary: 'Instant cluster usage (its pods) per bucket and cluster',
     kind: 'cluster',
     idField: 'clusterId',
@@ -163,7 +163,7 @@ export async function billingRoutes(
     {
       schema: {
         tags,
-        operationId: 'billing',
+        operationId: 'listBilling',
         summary: 'All usage of the account per bucket',
         querystring: Type.Object(baseQuery, { additionalProperties: false }),
         response: {

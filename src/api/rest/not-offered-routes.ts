@@ -38,7 +38,7 @@ export async function notOfferedRoutes(
     })
   delegations('listDelegations', 'GET', '/registries/delegations')
   delegations('createDelegation', 'POST', '/registries/delegations')
-  delegations('deleteDelegation', 'DELETE', '/registries/delegations/:id')
+  delegations('revokeDelegation', 'DELETE', '/registries/delegations/:id')
 
   const builds = async (request: FastifyRequest) => {
     const { id } = request.params as { id: string }

@@ -242,7 +242,7 @@ export async function podRoutes(
     {
       schema: {
         tags: ['Pods'],
-        operationId: 'podLogs',
+        operationId: 'getPodLogs',
         summary: "A pod's container and system logs as server-sent events",
         description:
           'Server-sent events: `id: <ts>/<seq>` (both sources: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID. Without `source`, container and system lines interleaved by time.',

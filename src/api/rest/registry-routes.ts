@@ -63,8 +63,7 @@ export async function registryRoutes(
     }),
   )
 
-  // 200, not 201: RunPod's v1 documents 200 {id, name} for this create (wire-compat §2.2), v2
-  // says nothing, and runpodctl accepts any 2xx.
+  // 201 as RunPod's v2 document declares for createRegistry; runpodctl accepts any 2xx.
   app.post<{ Body: Static<typeof CreateRegistryBody> }>(
     '/registries',
     {
@@ -75,11 +74,13 @@ export async function registryRoutes(
         description:
           'Stores credentials for a private container registry. The password is write-only.',
         body: CreateRegistryBody,
-        response: { 200: RegistrySchema, 400: ProblemSchema, 422: ProblemSchema, ...errors },
+        response: { 201: RegistrySchema, 400: ProblemSchema, 422: ProblemSchema, ...errors },
       },
     },
-    async (request) =>
-      registryView(await registries.create(principalOf(request).accountId, request.body)),
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(registryView(await registries.create(principalOf(request).accountId, request.body))),
   )
 
   app.get<{ Params: Static<typeof IdParams> }>(

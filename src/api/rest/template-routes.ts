@@ -183,7 +183,7 @@ export async function templateRoutes(
     {
       schema: {
         tags: ['Catalog'],
-        operationId: 'listCatalogTemplates',
+        operationId: 'listPublicTemplates',
         summary: 'Public templates anyone may use',
         querystring: Type.Object({
           source: Type.Optional(

@@ -106,7 +106,7 @@ export async function workerListRoutes(
     {
       schema: {
         tags,
-        operationId: 'endpointWorkerLogs',
+        operationId: 'getWorkerLogs',
         summary: "A worker's output and system logs as server-sent events",
         description:
           'Server-sent events: `container` (the worker output) and `system` (what the platform did with it), both when `source` is left out; `id: <ts>/<seq>` (both: `<ts>/<containerSeq>.<systemSeq>`), `data: {"ts","source","line"}`; resume with Last-Event-ID.',
