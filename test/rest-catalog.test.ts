@@ -55,7 +55,9 @@ describe('REST catalog', () => {
       community: false,
       maxCount: { community: 0 },
     })
-    expect((mi300x!.price as { community: unknown }).community).toBeNull()
+    // RunPod's schema requires both clouds' prices as numbers; a type outside every serverless
+    // pool has no serverless price at all (absent, not null).
+    expect(mi300x!.price).toEqual({ secure: expect.any(Number), community: expect.any(Number) })
   })
 
   it('adds per-data-center and per-CUDA detail with include=AVAILABILITY, and filters by cloud', async () => {

@@ -95,7 +95,8 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     // Hosts that take no new pods (DOWN, cordoned, draining) offer no stock.
     const open = eligible.filter((h) => unavailable[h.id] === undefined)
     const availability = gpuAvailability(open, allocations, { typeId: type.id, count })
-    const price = cloud === 'SECURE' ? type.price.secure : type.price.community
+    const offered = cloud === 'SECURE' ? type.secure : type.community
+    const price = offered ? (cloud === 'SECURE' ? type.price.secure : type.price.community) : null
     return { cloud, candidates, eligible, availability, price }
   })
   const offered = perCloud.filter((c) => c.eligible.length > 0 && c.price !== null)
@@ -192,8 +193,8 @@ export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
     manufacturer: type.manufacturer,
     secureCloud: type.secure,
     communityCloud: type.community,
-    securePrice: type.price.secure,
-    communityPrice: type.price.community,
+    securePrice: type.secure ? type.price.secure : null,
+    communityPrice: type.community ? type.price.community : null,
     secureSpotPrice: null,
     communitySpotPrice: null,
     cudaCores: null,

@@ -1,8 +1,6 @@
 import { Type } from '@sinclair/typebox'
 
 const Availability = Type.Union(['NONE', 'LOW', 'MEDIUM', 'HIGH'].map((v) => Type.Literal(v)))
-const Nullable = <T extends ReturnType<typeof Type.Number>>(schema: T) =>
-  Type.Union([schema, Type.Null()])
 const NamedAvailability = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -17,11 +15,21 @@ export const GpuType = Type.Object({
   memory: Type.Integer({ description: 'GB of GPU memory' }),
   secure: Type.Boolean(),
   community: Type.Boolean(),
-  price: Type.Object({
-    secure: Nullable(Type.Number()),
-    community: Nullable(Type.Number()),
-    serverless: Nullable(Type.Number()),
-  }),
+  price: Type.Object(
+    {
+      secure: Type.Number({ description: 'USD/hour per GPU in the secure cloud (list price)' }),
+      community: Type.Number({
+        description: 'USD/hour per GPU in the community cloud (list price)',
+      }),
+      serverless: Type.Optional(
+        Type.Number({ description: 'USD/hour per GPU of its serverless pool; absent without one' }),
+      ),
+    },
+    {
+      description:
+        'List prices per GPU; given for both clouds even where one has no host of the type (see secure, community)',
+    },
+  ),
   maxCount: Type.Object({ secure: Type.Integer(), community: Type.Integer() }),
   availability: Availability,
   dataCenters: Type.Optional(Type.Array(NamedAvailability)),

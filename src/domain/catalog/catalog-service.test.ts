@@ -3,6 +3,7 @@ import type { Allocation, AllocationOwnerKind } from './capacity.js'
 import { CatalogService } from './catalog-service.js'
 import { demoFleet } from './demo-fleet.js'
 import { parseFleet, withLocalHost, type Host } from './fleet.js'
+import { DEFAULT_GPU_PRICES } from './price-table.js'
 import type { AllocationRepo } from './ports.js'
 
 class MemoryAllocationRepo implements AllocationRepo {
@@ -97,21 +98,25 @@ describe('CatalogService on the demo fleet', () => {
     })
   })
 
-  it('prices a cloud that does not offer the type as null, with a zero maxCount', async () => {
+  it("lists both clouds' prices, with a zero maxCount where a cloud has no host", async () => {
     const h100 = await catalog.getGpuType(H100)
     expect(h100).toMatchObject({
       secure: true,
       community: false,
       maxCount: { secure: 8, community: 0 },
     })
-    expect(h100?.price).toEqual({ secure: 2.69, community: null, serverless: 4.18 })
+    expect(h100?.price).toEqual({
+      secure: 2.69,
+      community: DEFAULT_GPU_PRICES[H100]!.community,
+      serverless: 4.18,
+    })
     const mi300x = await catalog.getGpuType('AMD Instinct MI300X OAM')
     expect(mi300x).toMatchObject({
       manufacturer: 'AMD',
       pool: null,
       memory: 192,
-      price: { serverless: null },
     })
+    expect(mi300x?.price).not.toHaveProperty('serverless')
   })
 
   it('gives undefined for a type that is unknown or not in the fleet', async () => {

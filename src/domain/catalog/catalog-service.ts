@@ -34,8 +34,12 @@ export interface GpuTypeView {
   memory: number
   secure: boolean
   community: boolean
-  /** USD/hour per GPU; null for a cloud (or serverless) that does not offer the type. */
-  price: { secure: number | null; community: number | null; serverless: number | null }
+  /**
+   * USD/hour per GPU: the list price of each cloud, given even where a cloud has no host of the
+   * type (RunPod's v2 schema requires both numbers; `secure`/`community` say what is offered).
+   * `serverless` is left out when no serverless pool offers the type.
+   */
+  price: { secure: number; community: number; serverless?: number }
   maxCount: { secure: number; community: number }
   availability: Availability
   dataCenters?: NamedAvailability[]
@@ -281,10 +285,11 @@ export class CatalogService {
       memory: type.memoryGb,
       secure: secure > 0,
       community: community > 0,
+      // The fleet's price table has every catalog type (parseFleet fails otherwise).
       price: {
-        secure: secure > 0 ? (price?.secure ?? null) : null,
-        community: community > 0 ? (price?.community ?? null) : null,
-        serverless: price?.serverless ?? null,
+        secure: price?.secure ?? 0,
+        community: price?.community ?? 0,
+        ...(price?.serverless == null ? {} : { serverless: price.serverless }),
       },
       maxCount: { secure, community },
       availability: gpuAvailability(hosts, allocations, query),

@@ -74,7 +74,7 @@ function poolsOf(gpus: GpuType[]) {
     if (!gpu.pool) continue
     const pool = pools.get(gpu.pool) ?? { names: [], price: null }
     pool.names.push(gpu.name)
-    if (gpu.price.serverless !== null)
+    if (gpu.price.serverless !== undefined)
       pool.price = Math.min(pool.price ?? Infinity, gpu.price.serverless)
     pools.set(gpu.pool, pool)
   }
