@@ -156,6 +156,53 @@ describe('REST catalog', () => {
     expect(withCpu.cpuAvailability.length).toBeGreaterThan(0)
   })
 
+  it('takes query lists comma-separated and repeated alike, as RunPod declares them', async () => {
+    type Centers = { dataCenters: Array<{ id: string; region: string; countryCode?: string }> }
+    const ids = (answer: Centers) => answer.dataCenters.map((d) => d.id).sort()
+    const comma = await get<Centers>('/v2/catalog/datacenters?regions=EUROPE,NORTH_AMERICA')
+    const repeated = await get<Centers>(
+      '/v2/catalog/datacenters?regions=EUROPE&regions=NORTH_AMERICA',
+    )
+    expect(ids(repeated)).toEqual(ids(comma))
+    expect(new Set(comma.dataCenters.map((d) => d.region))).toEqual(
+      new Set(['EUROPE', 'NORTH_AMERICA']),
+    )
+    const countries = await get<Centers>('/v2/catalog/datacenters?countryCodes=RO&countryCodes=IS')
+    expect(new Set(countries.dataCenters.map((d) => d.countryCode))).toEqual(new Set(['RO', 'IS']))
+    const { gpus } = await get<{ gpus: Array<{ dataCenters?: unknown[] }> }>(
+      '/v2/catalog/gpus?include=AVAILABILITY&product=POD&product=SERVERLESS&cudaVersions=12.8&cudaVersions=12.4',
+    )
+    expect(gpus.length).toBeGreaterThan(0)
+    expect(gpus.every((g) => Array.isArray(g.dataCenters))).toBe(true)
+    expect(
+      (await status('/v2/catalog/gpus?include=AVAILABILITY&include=EVERYTHING')).body.errors,
+    ).toEqual(['querystring.include: "EVERYTHING" is not one of AVAILABILITY'])
+
+    const document = (await (await platform.call('/v2/openapi.json', { key: null })).json()) as {
+      paths: Record<string, { get: { parameters: Array<Record<string, unknown>> } }>
+    }
+    const parameter = (path: string, name: string) =>
+      document.paths[path]!.get.parameters.find((p) => p.name === name)
+    for (const [path, name] of [
+      ['/v2/catalog/gpus', 'include'],
+      ['/v2/catalog/gpus', 'product'],
+      ['/v2/catalog/gpus', 'countryCodes'],
+      ['/v2/catalog/gpus/{id}', 'cudaVersions'],
+      ['/v2/catalog/cpus', 'include'],
+      ['/v2/catalog/datacenters', 'regions'],
+      ['/v2/catalog/datacenters', 'compliance'],
+      ['/v2/catalog/datacenters', 'networkVolumeTypes'],
+      ['/v2/catalog/datacenters/{id}', 'include'],
+    ] as const) {
+      expect(parameter(path, name), `${path} ${name}`).toMatchObject({
+        in: 'query',
+        style: 'form',
+        explode: false,
+        schema: { type: 'array', items: { type: 'string' } },
+      })
+    }
+  })
+
   it('rejects bad query values with the parameter named', async () => {
     expect(await status('/v2/catalog/cpus?vcpuCount=3')).toMatchObject({
       status: 422,

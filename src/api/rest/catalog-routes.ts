@@ -23,7 +23,7 @@ const errorResponses = {
 }
 
 /** `countryCodes=RO,US`: each an ISO 3166-1 alpha-2 code in capitals, else 422. */
-function countryCodes(raw: string | undefined): string[] | undefined {
+function countryCodes(raw: string | readonly string[] | undefined): string[] | undefined {
   const codes = commaValues(raw)
   const bad = (codes ?? []).filter((code) => !/^[A-Z]{2}$/.test(code))
   if (bad.length > 0) {

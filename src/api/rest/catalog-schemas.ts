@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { QueryList, QueryWithLists } from './query-lists.js'
 
 const Availability = Type.Union(['NONE', 'LOW', 'MEDIUM', 'HIGH'].map((v) => Type.Literal(v)))
 const NamedAvailability = Type.Object({
@@ -64,10 +65,9 @@ export const DataCenter = Type.Object({
   cpuAvailability: Type.Optional(Type.Array(NamedAvailability)),
 })
 
-const commaList = (description: string) =>
-  Type.Optional(Type.String({ description: `${description} (comma-separated)` }))
+const commaList = QueryList
 
-export const GpuQuery = Type.Object({
+export const GpuQuery = QueryWithLists({
   include: commaList('AVAILABILITY adds per-data-center and per-CUDA-version detail'),
   product: commaList('POD, CLUSTER, SERVERLESS'),
   count: Type.Optional(
@@ -83,13 +83,13 @@ export const GpuQuery = Type.Object({
   ),
 })
 
-export const CpuQuery = Type.Object({
+export const CpuQuery = QueryWithLists({
   include: commaList('AVAILABILITY adds per-data-center detail'),
   product: commaList('POD, SERVERLESS'),
   vcpuCount: Type.Optional(Type.Integer({ minimum: 2, description: 'a power of two >= 2' })),
 })
 
-export const DataCenterQuery = Type.Object({
+export const DataCenterQuery = QueryWithLists({
   include: commaList('GPU_AVAILABILITY, CPU_AVAILABILITY'),
   regions: commaList('region names, e.g. EUROPE'),
   networkVolumeTypes: commaList('STANDARD, HIGH_PERFORMANCE'),

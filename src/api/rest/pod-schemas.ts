@@ -1,6 +1,7 @@
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
 import { containerFields, MountPath, PersistentMount, strict } from './container-schemas.js'
+import { QueryList, QueryWithLists } from './query-lists.js'
 
 /** RunPod's v2 pod create takes CUDA versions as major.minor (`12.8`). */
 const CUDA_VERSION_PATTERN = '^\\d+\\.\\d+$'
@@ -205,10 +206,8 @@ export const PodSchema = Type.Object({
   startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 })
 
-export const PodListQuery = Type.Object({
-  status: Type.Optional(
-    Type.String({ description: 'statuses, comma-separated; TERMINATED pods only when named' }),
-  ),
+export const PodListQuery = QueryWithLists({
+  status: QueryList('statuses; TERMINATED pods only when named'),
   name: Type.Optional(Type.String({ description: 'exact pod name' })),
   includeClusterPods: Type.Optional(
     Type.Boolean({ default: false, description: 'also the pods of instant clusters' }),
