@@ -115,20 +115,25 @@ describe('REST v2 contract points', () => {
       }
     })
 
-    it('a pod created from a template keeps no link to it', async () => {
-      const t = await template({ name: 'one-time', image: 'busybox', env: { A: '1' } })
+    it('a pod created from a template names it, keeps its copied settings, and keeps it from being deleted', async () => {
+      const t = await template({ name: 'linked', image: 'busybox', env: { A: '1' } })
       const pod = await json(
         await call('POST', '/v2/pods', {
-          name: 'unlinked',
+          name: 'linked',
           templateId: t.id,
           cpu: { id: 'cpu3c', vcpuCount: 2 },
         }),
         201,
       )
-      expect(pod).toMatchObject({ template: null, image: 'busybox', env: { A: '1' } })
-      // Nothing links them, so the template may go while the pod lives on.
-      expect((await call('DELETE', `/v2/templates/${t.id}`)).status).toBe(204)
+      expect(pod).toMatchObject({ template: t.id, image: 'busybox', env: { A: '1' } })
+      // The settings were copied at create: a later edit of the template does not reach the pod.
+      await json(await call('PATCH', `/v2/templates/${t.id}`, { env: { A: '2' } }))
+      const again = await json(await call('GET', `/v2/pods/${String(pod.id)}`))
+      expect(again).toMatchObject({ template: t.id, env: { A: '1' } })
+      const refused = await problem(await call('DELETE', `/v2/templates/${t.id}`), 400)
+      expect(refused.detail).toContain(String(pod.id))
       expect((await call('DELETE', `/v2/pods/${String(pod.id)}`)).status).toBe(204)
+      expect((await call('DELETE', `/v2/templates/${t.id}`)).status).toBe(204)
     })
   })
 

@@ -195,7 +195,7 @@ describe('REST templates', () => {
       201,
     )
     expect(pod).toMatchObject({
-      template: null,
+      template: template.id,
       image: 'web-image',
       args: 'sleep 600',
       disk: 40,
@@ -213,10 +213,16 @@ describe('REST templates', () => {
     )
     expect(cpuPod.mounts).toEqual({})
 
-    // The pods keep no link to the template, so it may be deleted while they live.
-    await ok(await call('DELETE', `/v2/templates/${template.id}`), 204)
+    // The pods name the template, which cannot be deleted while they live.
+    const refused = await ok<{ detail: string }>(
+      await call('DELETE', `/v2/templates/${template.id}`),
+      400,
+    )
+    expect(refused.detail).toContain(pod.id as string)
+    expect(refused.detail).toContain(cpuPod.id as string)
     await ok(await call('DELETE', `/v2/pods/${pod.id as string}`), 204)
     await ok(await call('DELETE', `/v2/pods/${cpuPod.id as string}`), 204)
+    await ok(await call('DELETE', `/v2/templates/${template.id}`), 204)
   })
 
   it('accepts a create body copied from a template response (spec rule 6), and the built-in ids', async () => {
@@ -243,7 +249,7 @@ describe('REST templates', () => {
       }),
       201,
     )
-    expect(fromBuiltin.template).toBeNull()
+    expect(fromBuiltin.template).toBe('runpod-ubuntu')
     await ok(await call('DELETE', `/v2/pods/${fromBuiltin.id}`), 204)
     const missing = await call('POST', '/v2/pods', {
       name: 'x',

@@ -472,8 +472,9 @@ export class PodService {
       dataCenterIds,
       dataCenterId: null,
       hostId: null,
-      // A template is a one-time source of settings: the pod keeps no link to it (v2 contract).
-      templateId: null,
+      // The pod names its template (the seed specification's Pod table), but its settings were
+      // copied above: later edits of the template do not reach the pod.
+      templateId: template?.id ?? null,
       locked: false,
       globalNetworking,
       globalIp: null,
