@@ -339,12 +339,23 @@ describe('REST v2 contract points', () => {
       )
       podsToDelete.push(String(fits.id))
       expect(fits.gpu).toEqual({ id: 'NVIDIA RTX A6000', count: 1 })
+      // cudaVersion is the CUDA version of the host the pod is placed on (the demo A6000's).
+      await expect
+        .poll(
+          async () => (await json(await call('GET', `/v2/pods/${String(fits.id)}`))).cudaVersion,
+          {
+            timeout: 10_000,
+            interval: 100,
+          },
+        )
+        .toBe('12.4')
       await problem(await a6000({ minCudaVersion: '12' }), 422)
     })
 
-    it('the pod view has an ssh block when 22/tcp is exposed', async () => {
+    it('the pod view always has an ssh block, with a direct endpoint when 22/tcp is exposed', async () => {
       const plain = await created({ cpu: { id: 'cpu3c', vcpuCount: 2 } })
-      expect(plain).not.toHaveProperty('ssh')
+      // RunPod's schema requires both keys; a CPU pod has no CUDA version.
+      expect(plain).toMatchObject({ ssh: { proxy: null, direct: null }, cudaVersion: null })
       const pod = await created({
         cpu: { id: 'cpu3c', vcpuCount: 2 },
         ports: ['22/tcp'],

@@ -7,7 +7,7 @@ import type { PodService } from '../../domain/pods/pod-service.js'
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { principalOf } from '../http/authentication.js'
 import { checkContainerFields, containerFields, strict } from './container-schemas.js'
-import { podView } from './pod-routes.js'
+import { podAnswer } from './pod-routes.js'
 import { Mounts, PodSchema } from './pod-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 
@@ -87,7 +87,7 @@ export async function clusterRoutes(
   app: FastifyInstance,
   { clusters, pods }: { clusters: ClusterService; pods: PodService },
 ): Promise<void> {
-  const view = async (pod: Pod) => podView(pod, await pods.runtimeOf(pod))
+  const view = (pod: Pod) => podAnswer(pods, pod)
 
   app.get(
     '/clusters',

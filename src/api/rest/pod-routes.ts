@@ -34,11 +34,12 @@ const payingErrors = { ...writeErrors, 402: ProblemSchema }
 export const SSH_USER = 'root'
 
 /**
- * RunPod's v2 `ssh` block, for a pod that exposes 22/tcp: a direct connection to its published
- * port once it runs (the key it accepts is the account's, when created with startSsh); no proxy.
+ * RunPod's v2 `ssh` block, always present: a direct connection to the published port of a pod
+ * that exposes 22/tcp once it runs (the key it accepts is the account's, when created with
+ * startSsh), else null; never a proxy (podyard runs none).
  */
 export function sshOf(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema>['ssh'] {
-  if (!pod.ports.includes('22/tcp')) return undefined
+  if (!pod.ports.includes('22/tcp')) return { proxy: null, direct: null }
   const port = runtime?.ports.find((p) => p.private === 22 && p.type === 'tcp')
   const direct =
     port?.public && port.ip
@@ -52,8 +53,11 @@ export function sshOf(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSc
   return { proxy: null, direct }
 }
 
-export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof PodSchema> {
-  const ssh = sshOf(pod, runtime)
+export function podView(
+  pod: Pod,
+  runtime: PodRuntime | null,
+  cudaVersion: string | null,
+): Static<typeof PodSchema> {
   return {
     id: pod.id,
     name: pod.name,
@@ -80,7 +84,8 @@ export function podView(pod: Pod, runtime: PodRuntime | null): Static<typeof Pod
     dataCenterId: pod.dataCenterId,
     template: pod.templateId,
     ...(pod.cluster ? { cluster: pod.cluster } : {}),
-    ...(ssh ? { ssh } : {}),
+    cudaVersion,
+    ssh: sshOf(pod, runtime),
     cost: costOf(pod),
     locked: pod.locked,
     globalNetworking: pod.globalIp
@@ -106,11 +111,16 @@ function sendPlainJson(reply: FastifyReply, body: unknown): FastifyReply {
   return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }
 
+/** A pod as REST answers it, with its live runtime and its host's CUDA version. */
+export async function podAnswer(pods: PodService, pod: Pod): Promise<Static<typeof PodSchema>> {
+  return podView(pod, await pods.runtimeOf(pod), pods.hostCudaVersionOf(pod))
+}
+
 export async function podRoutes(
   app: FastifyInstance,
   { pods }: { pods: PodService },
 ): Promise<void> {
-  const view = async (pod: Pod) => podView(pod, await pods.runtimeOf(pod))
+  const view = (pod: Pod) => podAnswer(pods, pod)
 
   app.post<{ Body: CreatePodBody }>(
     '/pods',

@@ -158,19 +158,18 @@ export const PodSchema = Type.Object({
       { description: 'present on the pods of an instant cluster' },
     ),
   ),
-  ssh: Type.Optional(
-    Type.Object(
-      {
-        proxy: Type.Union([SshEndpoint, Type.Null()], {
-          description: 'always null: podyard runs no SSH proxy',
-        }),
-        direct: Type.Union([SshEndpoint, Type.Null()], {
-          description: "to the pod's 22/tcp port; null unless the pod is RUNNING",
-        }),
-      },
-      { description: 'present when the pod exposes 22/tcp' },
-    ),
-  ),
+  cudaVersion: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'CUDA version of the host a GPU pod is placed on (kept while it is stopped); null for CPU pods, pods not placed and hosts without one',
+  }),
+  ssh: Type.Object({
+    proxy: Type.Union([SshEndpoint, Type.Null()], {
+      description: 'always null: podyard runs no SSH proxy',
+    }),
+    direct: Type.Union([SshEndpoint, Type.Null()], {
+      description: "to the pod's 22/tcp port; null unless the pod exposes it and is RUNNING",
+    }),
+  }),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
   locked: Type.Boolean(),
   globalNetworking: Type.Object({

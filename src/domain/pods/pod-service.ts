@@ -611,6 +611,16 @@ export class PodService {
     )
   }
 
+  /**
+   * The CUDA version of the host a GPU pod is placed on (kept while it is stopped, as it resumes
+   * there); null for CPU pods, pods not placed and hosts without one (AMD).
+   */
+  hostCudaVersionOf(pod: Pod): string | null {
+    if (pod.compute.kind !== 'gpu' || pod.hostId === null) return null
+    const host = this.deps.catalog.fleet.hosts.find((h) => h.id === pod.hostId)
+    return host?.gpu?.cudaVersion ?? null
+  }
+
   runtimeOf(pod: Pod): Promise<PodRuntime | null> {
     return pod.status === 'RUNNING' ? this.deps.runtime.runtimeOf(pod) : Promise.resolve(null)
   }
