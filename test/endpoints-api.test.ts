@@ -200,7 +200,6 @@ describe('REST serverless endpoints', () => {
     const conflicts: [Record<string, unknown>, string | RegExp][] = [
       [{ type: 'LOAD_BALANCER' }, 'load-balancing endpoints are not supported'],
       [{ image: undefined }, 'give either templateId or image'],
-      [{ templateId: 'runpod-ubuntu' }, 'give either templateId or image, not both'],
       [{ gpu: undefined }, 'give gpu (with gpu.pools) or cpu: an endpoint needs compute'],
       [{ cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }, 'give either gpu or cpu, not both'],
       [{ gpu: {} }, 'gpu.pools must name at least one GPU pool'],
@@ -283,6 +282,29 @@ describe('REST serverless endpoints', () => {
       args: 'run',
       env: { A: '1', B: '2' },
     })
+    // Container fields beside templateId override the template's, image included.
+    const overridden = await create({
+      templateId: template.id,
+      image: 'own:2',
+      args: 'serve',
+      disk: 12,
+      ports: ['8000/http'],
+    })
+    expect(overridden).toMatchObject({
+      templateId: template.id,
+      image: 'own:2',
+      args: 'serve',
+      disk: 12,
+      ports: ['8000/http'],
+      env: { A: '1' },
+    })
+    const patched = await ok<EndpointJson>(
+      await call('PATCH', `/v2/serverless/${overridden.id}`, {
+        templateId: template.id,
+        image: 'own:3',
+      }),
+    )
+    expect(patched).toMatchObject({ templateId: template.id, image: 'own:3', args: 'run' })
     // The built-in templates are pod templates: an endpoint needs a serverless one.
     await problem(
       await call('POST', '/v2/serverless', {
@@ -364,7 +386,6 @@ describe('REST serverless endpoints', () => {
       ],
       [{ workers: { max: 0 } }, 'workers.max (0) must be at least workers.min (1)'],
       [{ type: 'LOAD_BALANCER' }, 'load-balancing endpoints are not supported'],
-      [{ image: 'x', templateId: template.id }, 'give either templateId or image, not both'],
       [
         { gpu: { minCudaVersion: '12.0', allowedCudaVersions: ['12.4'] } },
         'give gpu.allowedCudaVersions or gpu.minCudaVersion, not both',

@@ -346,18 +346,16 @@ export class EndpointService {
   }
 
   /**
-   * Exactly one of templateId and image. A template's container block is copied into the
-   * endpoint when it is named (body fields override it); later edits of the template do not
-   * reach the endpoint until it names the template again.
+   * templateId or image (or both). A template's container block is copied into the endpoint
+   * when it is named, the body's fields overriding it, `image` included, as for pods and as
+   * RunPod's v2 CreateEndpointRequest says; later edits of the template do not reach the
+   * endpoint until it names the template again. An image alone detaches it from its template.
    */
   private async containerOf(
     accountId: string,
     input: UpdateEndpointInput,
     current: Endpoint | undefined,
   ): Promise<ContainerBlock> {
-    if (input.templateId !== undefined && input.image !== undefined) {
-      throw conflict('give either templateId or image, not both')
-    }
     let base: ContainerBlock
     if (input.templateId !== undefined) {
       const template = await this.deps.references.template(accountId, input.templateId)
@@ -370,7 +368,7 @@ export class EndpointService {
       }
       base = {
         templateId: template.id,
-        image: template.image,
+        image: input.image ?? template.image,
         args: template.args,
         disk: template.disk,
         env: template.env,
