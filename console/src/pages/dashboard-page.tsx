@@ -25,7 +25,7 @@ export function DashboardPage() {
       return (
         await ok(
           api.GET('/v2/pods', {
-            params: { query: { status: 'PROVISIONING,STARTING,RUNNING' } },
+            params: { query: { status: ['PROVISIONING', 'STARTING', 'RUNNING'] } },
             signal,
           }),
         )

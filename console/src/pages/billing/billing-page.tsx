@@ -34,7 +34,11 @@ export default function BillingPage() {
         ok(api.GET('/v2/billing/serverless', { params: { query }, signal })),
         ok(
           api.GET('/v2/pods', {
-            params: { query: { status: 'PROVISIONING,STARTING,RUNNING,EXITED,ERROR,TERMINATED' } },
+            params: {
+              query: {
+                status: ['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR', 'TERMINATED'],
+              },
+            },
             signal,
           }),
         ),

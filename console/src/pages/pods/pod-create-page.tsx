@@ -34,7 +34,7 @@ export function PodCreatePage() {
       const [gpus, cpus, dataCenters, templates, volumes] = await Promise.all([
         ok(
           api.GET('/v2/catalog/gpus', {
-            params: { query: { include: 'AVAILABILITY', cloud } },
+            params: { query: { include: ['AVAILABILITY'], cloud } },
             signal,
           }),
         ),

@@ -29,8 +29,7 @@ export function PodsPage() {
   const [search, setSearch] = useState('')
   const pods = useResource(
     async (signal) =>
-      (await ok(api.GET('/v2/pods', { params: { query: { status: shown.join(',') } }, signal })))
-        .pods,
+      (await ok(api.GET('/v2/pods', { params: { query: { status: shown } }, signal }))).pods,
     [api, shown.join(',')],
     { refreshMs: 3000 },
   )

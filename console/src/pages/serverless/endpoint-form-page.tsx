@@ -40,8 +40,8 @@ export function EndpointFormPage() {
   const choices = useResource<Choices>(
     async (signal) => {
       const [gpus, cpus, templates, volumes, endpoint] = await Promise.all([
-        ok(api.GET('/v2/catalog/gpus', { params: { query: { product: 'SERVERLESS' } }, signal })),
-        ok(api.GET('/v2/catalog/cpus', { params: { query: { product: 'SERVERLESS' } }, signal })),
+        ok(api.GET('/v2/catalog/gpus', { params: { query: { product: ['SERVERLESS'] } }, signal })),
+        ok(api.GET('/v2/catalog/cpus', { params: { query: { product: ['SERVERLESS'] } }, signal })),
         ok(api.GET('/v2/templates', { signal })),
         ok(api.GET('/v2/network-volumes', { signal })),
         params.id
