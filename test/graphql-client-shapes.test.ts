@@ -56,6 +56,10 @@ describe('GraphQL shapes of real clients', () => {
     expect(pod.imageName).toBe('ubuntu:22.04')
     const rest = (await (await platform.call(`/v2/pods/${pod.id}`)).json()) as Json
     expect(rest.cpu).toEqual({ id: 'cpu3c', vcpuCount: 2, memory: 4 })
+    // The pod names the template it was created from, in REST and in GraphQL alike.
+    expect(rest.template).toBe('runpod-ubuntu')
+    const named = await ok({ query: `query { pod(input: {podId: "${pod.id}"}) { templateId } }` })
+    expect(named.pod.templateId).toBe('runpod-ubuntu')
     await platform.call(`/v2/pods/${pod.id}`, { method: 'DELETE' })
   })
 
