@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser'
 import { STATUS_CODES } from 'node:http'
 
 /** A problem+json body (docs/api.md, "Errors"). */
@@ -220,27 +221,29 @@ export interface ModelJson {
 
 export interface ServerSentEvent {
   id: string | undefined
+  /** The `event:` field; absent for the default type (`message`). */
+  event?: string
   data: string
 }
 
-/** Reads a text/event-stream response as events. */
+/**
+ * Reads a text/event-stream response as events, framed as the HTML standard says (LF, CRLF or
+ * CR line ends, `data:` with or without its space, comments, multi-line data): by
+ * eventsource-parser, the one parser every stream the CLI follows goes through.
+ */
 export async function* readEvents(response: Response): AsyncIterable<ServerSentEvent> {
   if (!response.body) return
   const decoder = new TextDecoder()
-  let buffer = ''
+  const ready: ServerSentEvent[] = []
+  const parser = createParser({
+    onEvent: ({ id, event, data }) =>
+      ready.push({ id, ...(event !== undefined ? { event } : {}), data }),
+  })
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true })
-    let boundary: number
-    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, boundary)
-      buffer = buffer.slice(boundary + 2)
-      let id: string | undefined
-      const data: string[] = []
-      for (const line of block.split('\n')) {
-        if (line.startsWith('id: ')) id = line.slice(4)
-        else if (line.startsWith('data: ')) data.push(line.slice(6))
-      }
-      if (data.length > 0) yield { id, data: data.join('\n') }
-    }
+    parser.feed(decoder.decode(chunk, { stream: true }))
+    yield* ready.splice(0)
   }
+  // An event not ended by a blank line when the stream closes is dropped, as the standard says.
+  parser.feed(decoder.decode())
+  yield* ready.splice(0)
 }
