@@ -1,10 +1,13 @@
+import stringWidth from 'string-width'
+
 /** Amounts, counts and prices: what a column is right-aligned for. */
 const NUMERIC = /^[-+]?\$?\d[\d,]*(\.\d+)?$/
 
 /**
  * A plain text table for terminals, padded to the widest cell of each column: numbers (and
- * dollar amounts) right-aligned so their digits line up, the rest left-aligned. `--json` is the
- * machine form.
+ * dollar amounts) right-aligned so their digits line up, the rest left-aligned. Widths are
+ * terminal columns (string-width): East Asian wide characters and emoji take two, combining
+ * marks and ANSI escapes none. `--json` is the machine form.
  */
 export function formatTable(
   headers: string[],
@@ -12,7 +15,7 @@ export function formatTable(
 ): string {
   const cells = rows.map((row) => headers.map((_, i) => cellText(row[i])))
   const widths = headers.map((header, i) =>
-    Math.max(header.length, ...cells.map((row) => row[i]!.length)),
+    Math.max(stringWidth(header), ...cells.map((row) => stringWidth(row[i]!))),
   )
   const numeric = headers.map((_, i) => {
     const values = rows.map((row) => row[i]).filter((cell) => cell !== null && cell !== undefined)
@@ -23,7 +26,10 @@ export function formatTable(
   })
   const line = (values: string[]) =>
     values
-      .map((value, i) => (numeric[i] ? value.padStart(widths[i]!) : value.padEnd(widths[i]!)))
+      .map((value, i) => {
+        const padding = ' '.repeat(widths[i]! - stringWidth(value))
+        return numeric[i] ? padding + value : value + padding
+      })
       .join('  ')
       .trimEnd()
   return [line(headers), ...cells.map(line)].join('\n')
