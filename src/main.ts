@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { errorJson, wantsJson } from './cli/error-output.js'
+import { errorJson } from './cli/error-output.js'
+import { ExitCode, exitCodeOf } from './cli/exit-codes.js'
+import { jsonToYaml, outputFormatOf } from './cli/output-format.js'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
 import { leftRunningMessage } from './cli/serve-shutdown.js'
 import { loadConfig } from './config/load-config.js'
@@ -69,7 +71,8 @@ export async function run(argv: string[]): Promise<number> {
     writeError: (text) => {
       commanderPrinted = true
       // With --json, run() reports commander's errors as JSON instead.
-      if (!wantsJson(argv)) process.stderr.write(text)
+      const format = outputFormatOf(argv)
+      if (format !== 'json' && format !== 'yaml') process.stderr.write(text)
     },
     print: (text) => process.stdout.write(`${text}\n`),
     progress: (text) => process.stderr.write(`${text}\n`),
@@ -122,10 +125,17 @@ export async function run(argv: string[]): Promise<number> {
     waitForStop,
   })
   program.exitOverride()
-  const json = wantsJson(argv)
+  // With --output json (or --json) errors are JSON on stderr; with --output yaml, YAML.
+  const format = outputFormatOf(argv)
+  const json = format === 'json' || format === 'yaml'
   const fail = (error: unknown, message: string, exitCode: number) => {
+    const structured = errorJson(error, message, exitCode)
     process.stderr.write(
-      json ? `${errorJson(error, message, exitCode)}\n` : `podyard: ${message}\n`,
+      format === 'json'
+        ? `${structured}\n`
+        : format === 'yaml'
+          ? `${jsonToYaml(structured)}\n`
+          : `podyard: ${message}\n`,
     )
     return exitCode
   }
@@ -136,14 +146,19 @@ export async function run(argv: string[]): Promise<number> {
     const code = (error as { code?: string }).code
     if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0
     if (code?.startsWith('commander.')) {
-      const exitCode = (error as { exitCode?: number }).exitCode ?? 2
-      if (!json && commanderPrinted) return exitCode
-      return fail(error, (error as Error).message.replace(/^error: /, ''), exitCode)
+      // Unknown commands and options, missing arguments, bad values, a group without its
+      // subcommand (commander says 1 for all of them): usage.
+      if (!json && commanderPrinted) return ExitCode.usage
+      return fail(error, (error as Error).message.replace(/^error: /, ''), ExitCode.usage)
     }
     if (error instanceof StartupRefusal) {
-      return fail(error, (error as Error).message, 2)
+      return fail(error, (error as Error).message, ExitCode.usage)
     }
-    return fail(error, isAppError(error) ? error.detail : (error as Error).message, 1)
+    return fail(
+      error,
+      isAppError(error) ? error.detail : (error as Error).message,
+      exitCodeOf(error),
+    )
   }
 }
 

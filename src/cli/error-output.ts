@@ -27,12 +27,6 @@ export function errorJson(error: unknown, message: string, exitCode: number): st
   return JSON.stringify(body)
 }
 
-/** Whether the command line asks for JSON (before commander has parsed it, for its own errors). */
-export function wantsJson(argv: readonly string[]): boolean {
-  const end = argv.indexOf('--')
-  return (end < 0 ? argv : argv.slice(0, end)).includes('--json')
-}
-
 /**
  * What a CLI user does about a 401. The server's detail speaks of HTTP headers (the spec's
  * wording for every client); a CLI user sets a flag, a variable or a profile instead.

@@ -10,6 +10,7 @@ import { addEndpointsCommands } from './endpoints-commands.js'
 import { addHostsCommands } from './hosts-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
 import { addModelsCommands } from './models-commands.js'
+import { addOutputOptions, jsonToYaml, resolveOutput } from './output-format.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
 import { addStoreCommands, type StoreCommandDeps } from './store-commands.js'
@@ -30,7 +31,16 @@ export interface CliDeps extends DevDeps, StoreCommandDeps {
   now(): Date
 }
 
-export function buildProgram(deps: CliDeps): Command {
+export function buildProgram(given: CliDeps): Command {
+  // With --output yaml the commands print JSON (their --json) and it becomes YAML here; each
+  // print is one document, so a stream of them is separated as YAML separates documents.
+  let yaml = false
+  let printed = 0
+  const deps: CliDeps = {
+    ...given,
+    print: (text) =>
+      given.print(yaml ? `${printed++ > 0 ? '---\n' : ''}${jsonToYaml(text)}` : text),
+  }
   const program = new Command('podyard')
     .description('Self-hostable GPU and CPU compute platform that speaks RunPod’s API')
     .version(deps.version, '-V, --version', "print podyard's version")
@@ -66,5 +76,9 @@ export function buildProgram(deps: CliDeps): Command {
   addModelsCommands(program, deps)
   addHostsCommands(program, deps)
 
+  addOutputOptions(program)
+  program.hook('preAction', (_program, action) => {
+    yaml = resolveOutput(action) === 'yaml'
+  })
   return program
 }

@@ -74,6 +74,11 @@ function errorOf(
   )
 }
 
+/** The server gave no answer at all (refused, DNS, TLS, reset): the CLI's "unreachable". */
+export class ServerUnreachableError extends Error {
+  override name = 'ServerUnreachableError'
+}
+
 export class ApiClient {
   constructor(
     private readonly baseUrl: string,
@@ -131,7 +136,10 @@ export class ApiClient {
       })
     } catch (error) {
       if (signal?.aborted) throw error
-      throw new Error(`cannot reach podyard at ${this.baseUrl}: ${(error as Error).message}`)
+      const cause = (error as Error & { cause?: { message?: string } }).cause?.message
+      throw new ServerUnreachableError(
+        `cannot reach podyard at ${this.baseUrl}: ${(error as Error).message}${cause ? ` (${cause})` : ''}`,
+      )
     }
   }
 
