@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url'
 import { errorJson } from './cli/error-output.js'
 import { ExitCode, exitCodeOf } from './cli/exit-codes.js'
 import { jsonToYaml, outputFormatOf } from './cli/output-format.js'
+import { rewriteRunpodctlForms } from './cli/runpodctl-aliases.js'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
 import { leftRunningMessage } from './cli/serve-shutdown.js'
 import { loadConfig } from './config/load-config.js'
@@ -140,7 +141,7 @@ export async function run(argv: string[]): Promise<number> {
     return exitCode
   }
   try {
-    await program.parseAsync(argv)
+    await program.parseAsync(rewriteRunpodctlForms(argv))
     return 0
   } catch (error) {
     const code = (error as { code?: string }).code

@@ -168,10 +168,10 @@ describe('podyard billing', { timeout: 90_000 }, () => {
     expect(last.stderr).toContain('expected a whole number of buckets, 1 or more')
     // Dates and windows are the server's to judge: its 422 detail is the error.
     const start = await billing(['--start', 'yesterday'])
-    expect(start.code).toBe(1)
+    expect(start.code).toBe(2)
     expect(start.stderr).toMatch(/^podyard: 422 .*startTime/)
     const both = await billing(['--start', '2026-03-01T00:00:00Z', '--last', '2'])
-    expect(both.code).toBe(1)
+    expect(both.code).toBe(2)
     expect(both.stderr).toMatch(/^podyard: 422 /)
     // A filter belongs to its report.
     const filter = await billing(['pods', '--volume', volume.id])

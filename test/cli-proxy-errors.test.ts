@@ -59,17 +59,17 @@ describe('podyard CLI behind a proxy', () => {
 
   it("names a load balancer's HTML 502 as not podyard's, with its status and URL", async () => {
     const plain = await cli(['pods', 'list'], html(502, BAD_GATEWAY_PAGE))
-    expect(plain.code).toBe(1)
+    expect(plain.code).toBe(7)
     expect(plain.stdout).toBe('')
     expect(plain.stderr).toBe(
       `podyard: 502 Bad Gateway from ${proxy.url}/v2/pods (not podyard's answer: check the proxy)\n`,
     )
     const scripted = await cli(['pods', 'get', podId, '--json'], html(502, BAD_GATEWAY_PAGE))
-    expect(scripted.code).toBe(1)
+    expect(scripted.code).toBe(7)
     expect(JSON.parse(scripted.stderr)).toEqual({
       error: {
         message: `502 Bad Gateway from ${proxy.url}/v2/pods/${podId} (not podyard's answer: check the proxy)`,
-        exitCode: 1,
+        exitCode: 7,
         status: 502,
       },
     })
@@ -80,14 +80,16 @@ describe('podyard CLI behind a proxy', () => {
   })
 
   it('names other answers that are not podyard’s: errors without problem+json, successes without JSON', async () => {
-    const cases: Array<{ answer: ProxyAction; says: string }> = [
+    const cases: Array<{ answer: ProxyAction; says: string; code: number }> = [
       {
         answer: { status: 503, body: '' },
         says: `503 Service Unavailable from ${proxy.url}/v2/pods (not podyard's answer: check the proxy)`,
+        code: 7,
       },
       {
         answer: { status: 404, headers: { 'content-type': 'text/plain' }, body: 'no such site' },
         says: `404 Not Found from ${proxy.url}/v2/pods (not podyard's answer: check the proxy)`,
+        code: 1,
       },
       {
         answer: {
@@ -96,11 +98,13 @@ describe('podyard CLI behind a proxy', () => {
           body: '{"message":"Internal server error"}',
         },
         says: `500 Internal Server Error from ${proxy.url}/v2/pods (not podyard's answer: check the proxy)`,
+        code: 7,
       },
       {
         // A proxy's sign-in page, or a URL that is some other web site.
         answer: html(200, '<!doctype html><title>Sign in</title>'),
         says: `200 OK from ${proxy.url}/v2/pods is text/html, not JSON (not podyard's answer: check the URL and the proxy)`,
+        code: 1,
       },
       {
         answer: {
@@ -109,11 +113,13 @@ describe('podyard CLI behind a proxy', () => {
           body: '{"pods": [',
         },
         says: `200 OK from ${proxy.url}/v2/pods is not valid JSON (not podyard's answer: check the URL and the proxy)`,
+        code: 1,
       },
     ]
-    for (const { answer, says } of cases) {
+    // A 5xx exits 7 (server error), the rest 1: none of them is podyard's refusal.
+    for (const { answer, says, code } of cases) {
       const result = await cli(['pods', 'list'], answer)
-      expect(result.code, says).toBe(1)
+      expect(result.code, says).toBe(code)
       expect(result.stderr).toBe(`podyard: ${says}\n`)
     }
   })
@@ -133,7 +139,7 @@ describe('podyard CLI behind a proxy', () => {
       ],
       { PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'), PODYARD_URL: '' },
     )
-    expect(refused.code).toBe(1)
+    expect(refused.code).toBe(3)
     expect(JSON.parse(refused.stderr)).toMatchObject({
       error: {
         status: 401,
@@ -147,7 +153,7 @@ describe('podyard CLI behind a proxy', () => {
 
   it('names a made-up answer to a log stream the same way', async () => {
     const bad = await cli(['pods', 'logs', podId], html(502, BAD_GATEWAY_PAGE))
-    expect(bad.code).toBe(1)
+    expect(bad.code).toBe(7)
     expect(bad.stderr).toBe(
       `podyard: 502 Bad Gateway from ${proxy.url}/v2/pods/${podId}/logs?tail=100&source=container&follow=false (not podyard's answer: check the proxy)\n`,
     )

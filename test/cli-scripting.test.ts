@@ -85,13 +85,13 @@ describe('podyard CLI for people and scripts', () => {
     // The environment overrides the profile, and a flag overrides the environment.
     const badKey = { PODYARD_PROFILE: 'local', PODYARD_API_KEY: 'pyd_not-a-key-0123456789' }
     const envWins = await cli(['account'], { env: badKey })
-    expect(envWins.code).toBe(1)
+    expect(envWins.code).toBe(3)
     expect(envWins.stderr).toMatch(/401/)
     const flagWins = await cli(['account', '--api-key', TEST_ADMIN_KEY], { env: badKey })
     expect(flagWins.code, flagWins.stderr).toBe(0)
 
     const unknown = await cli(['account', '--profile', 'staging'])
-    expect(unknown.code).toBe(1)
+    expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain(`no profile "staging" in ${file}`)
 
     // A key given as a flag works too; set keeps the fields it is not given.
@@ -108,12 +108,12 @@ describe('podyard CLI for people and scripts', () => {
 
   it('reports errors as JSON on stderr with --json: refusals, unknown commands and options', async () => {
     const refused = await cli(['pods', 'get', 'nope00000000000', ...auth(), '--json'])
-    expect(refused.code).toBe(1)
+    expect(refused.code).toBe(4)
     expect(refused.stdout).toBe('')
     expect(JSON.parse(refused.stderr)).toEqual({
       error: {
         message: expect.stringContaining('pod nope00000000000 not found'),
-        exitCode: 1,
+        exitCode: 4,
         status: 404,
         title: 'Not Found',
         detail: expect.stringContaining('pod nope00000000000 not found'),
@@ -122,15 +122,15 @@ describe('podyard CLI for people and scripts', () => {
     const unreachable = await cli(['pods', 'list', '--url', 'http://127.0.0.1:1', '--json'])
     expect(JSON.parse(unreachable.stderr).error.message).toMatch(/^cannot reach podyard at/)
     const typo = await cli(['pods', 'lst', '--json'])
-    expect(typo.code).toBe(1)
+    expect(typo.code).toBe(2)
     expect(JSON.parse(typo.stderr).error.message).toMatch(/^unknown command 'lst'/)
     const option = await cli(['pods', 'list', '--bogus', '--json'])
     expect(JSON.parse(option.stderr)).toEqual({
-      error: { message: "unknown option '--bogus'", exitCode: 1 },
+      error: { message: "unknown option '--bogus'", exitCode: 2 },
     })
     // An argument refused by a command itself (not by commander's parsing) is printed too.
     const badDev = await cli(['dev', path.join(home, 'handler.rb')])
-    expect(badDev.code).toBe(1)
+    expect(badDev.code).toBe(2)
     expect(badDev.stderr).toBe(`podyard: ${path.join(home, 'handler.rb')}: no such file\n`)
     const badExpiry = await cli(['keys', 'create', '--expires', 'someday', '--data-dir', home])
     expect(badExpiry.stderr).toMatch(/^podyard: .*someday/)
@@ -193,7 +193,7 @@ describe('podyard CLI for people and scripts', () => {
   it('says when the COMMUNITY cloud has the capacity SECURE lacks', async () => {
     const args = ['pods', 'create', '--name', 'x', '--image', 'python', '--gpu', 'RTX 3090']
     const refused = await cli([...args, ...auth()])
-    expect(refused.code).toBe(1)
+    expect(refused.code).toBe(5)
     expect(refused.stderr).toMatch(
       /^podyard: 409 Conflict: no host has 1 free NVIDIA GeForce RTX 3090 in the SECURE cloud.*; the COMMUNITY cloud has room for it: pass --cloud COMMUNITY\n$/,
     )
@@ -265,7 +265,7 @@ describe('podyard CLI for people and scripts', () => {
       '11.8',
       ...auth(),
     ])
-    expect(oldCuda.code).toBe(1)
+    expect(oldCuda.code).toBe(5)
     expect(oldCuda.stderr).toMatch(/409 Conflict: .*CUDA/)
 
     const updated = await json(['pods', 'update', pod.id, '--name', 'renamed', '--lock'])

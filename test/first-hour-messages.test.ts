@@ -38,7 +38,7 @@ describe('first-hour messages of the CLI', () => {
 
   it('without a key, names --api-key, PODYARD_API_KEY and podyard config', async () => {
     const result = await cli(['pods', 'list'])
-    expect(result.code).toBe(1)
+    expect(result.code).toBe(3)
     expect(result.stderr).toMatch(/^podyard: 401 Unauthorized: no API key/)
     expect(result.stderr).toContain('--api-key <key>')
     expect(result.stderr).toContain('PODYARD_API_KEY')
@@ -52,7 +52,7 @@ describe('first-hour messages of the CLI', () => {
 
   it('a key too short to be a key is named as such, and where it came from', async () => {
     const result = await cli(['pods', 'list'], { PODYARD_API_KEY: 'secret' })
-    expect(result.code).toBe(1)
+    expect(result.code).toBe(3)
     expect(result.stderr).toContain(
       '401 Unauthorized: the API key is too short to be a podyard key',
     )

@@ -185,10 +185,10 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
 
     // The policy reaches the server: its bounds answer.
     const ttl = await jobs(['run', served, '--input', '{}', '--ttl', '5'])
-    expect(ttl.code).toBe(1)
+    expect(ttl.code).toBe(2)
     expect(ttl.stderr).toContain('body.policy.ttl: must be between 10000 and 604800000')
     const timeout = await jobs(['run', served, '--input', '{}', '--execution-timeout', '1'])
-    expect(timeout.code).toBe(1)
+    expect(timeout.code).toBe(2)
     expect(timeout.stderr).toContain('body.policy.executionTimeout')
   })
 
@@ -266,7 +266,7 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     // The other queued job and the unfinished runsync one.
     expect(purged.stdout).toBe('Removed 2 queued job(s).\n')
     const gone = await jobs(['status', quiet, ids[1]!])
-    expect(gone.code).toBe(1)
+    expect(gone.code).toBe(4)
     expect(gone.stderr).toBe(
       `podyard: 404 Not Found: job ${ids[1]} not found (unknown, expired or deleted)\n`,
     )
@@ -329,13 +329,13 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     expect(missing.code).toBe(1)
     expect(missing.stderr).toMatch(/--input-file .*nope\.json: cannot read it: ENOENT/)
     const notObject = await jobs(['run', served, '--input', '[1]'])
-    expect(notObject.code).toBe(1)
+    expect(notObject.code).toBe(2)
     expect(notObject.stderr).toContain('body.input: must be a JSON object')
     const ttl = await jobs(['run', served, '--input', '{}', '--ttl', 'soon'])
     expect(ttl.code).not.toBe(0)
     expect(ttl.stderr).toContain('expected milliseconds')
     const unknown = await jobs(['health', 'nosuchendpoint'])
-    expect(unknown.code).toBe(1)
+    expect(unknown.code).toBe(4)
     expect(unknown.stderr).toContain('endpoint nosuchendpoint not found')
     const wrongKey = await runCli([
       'jobs',
@@ -346,7 +346,7 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
       '--api-key',
       'pyd_wrong-key-0123456789',
     ])
-    expect(wrongKey.code).toBe(1)
+    expect(wrongKey.code).toBe(3)
     expect(wrongKey.stderr).toContain('401')
   })
 })

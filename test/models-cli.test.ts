@@ -108,7 +108,7 @@ describe('podyard models', { timeout: 120_000 }, () => {
 
   it('prints the problem and exits non-zero on bad input or an unknown model', async () => {
     const bad = await models(['run', IMAGE, '--input', '{"width":100}'])
-    expect(bad.code).toBe(1)
+    expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/^podyard: 400 Bad Request: the request is not valid: /)
     expect(bad.stderr).toContain('input.prompt: required')
     expect(bad.stderr).toContain('input.width: must be a multiple of 8, got 100')
@@ -122,7 +122,7 @@ describe('podyard models', { timeout: 120_000 }, () => {
     expect(wait.code).not.toBe(0)
     expect(wait.stderr).toContain('expected milliseconds')
     const unknown = await models(['run', 'no-such-model', '--input', '{"prompt":"x"}'])
-    expect(unknown.code).toBe(1)
+    expect(unknown.code).toBe(4)
     expect(unknown.stderr).toMatch(/^podyard: 404 /)
   })
 })

@@ -85,7 +85,7 @@ describe('podyard pods', () => {
       '--gpu-count',
       '5',
     )
-    expect(refused.code).toBe(1)
+    expect(refused.code).toBe(5)
     expect(refused.stderr).toMatch(/409 Conflict: no host has 5 free NVIDIA GeForce RTX 5090/)
     const failing = await pods(
       'create',

@@ -38,8 +38,12 @@ export function exitCodeOfStatus(status: number): number {
 export function exitCodeOf(error: unknown): number {
   if (error instanceof ServerUnreachableError) return ExitCode.unreachable
   if (error instanceof ProfileError) return ExitCode.usage
-  // A 2xx that is not podyard's answer (a sign-in page) is no refusal of the server's.
-  if (error instanceof ApiError && error.status >= 400) return exitCodeOfStatus(error.status)
+  if (error instanceof ApiError) {
+    if (error.problem !== undefined) return exitCodeOfStatus(error.status)
+    // Not podyard's answer (a proxy's page): its 5xx says the server behind it failed; its 404
+    // or sign-in page says nothing about podyard's resources.
+    return error.status >= 500 ? ExitCode.server : ExitCode.other
+  }
   // The commands that work on the store directly (keys, accounts, credits) meet these.
   if (isAppError(error)) return APP_ERROR_EXIT[error.code] ?? ExitCode.other
   return ExitCode.other

@@ -16,7 +16,10 @@ export function addOutputOptions(program: Command): void {
     const hasJson = command.options.some((option) => option.long === '--json')
     if (hasJson && !JSON_LINES_ONLY.has(command.name())) {
       command.addOption(
-        new Option('-o, --output <format>', 'output format (default table; --json is json)').choices(FORMATS),
+        new Option(
+          '-o, --output <format>',
+          'output format (default table; --json is json)',
+        ).choices(FORMATS),
       )
     }
     command.commands.forEach(visit)

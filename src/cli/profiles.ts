@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import path from 'node:path'
+import { podyardUrlFrom, readRunpodctlConfig, runpodctlConfigPath } from './runpodctl-config.js'
 
 /** A saved server and key, like runpodctl's config (docs/cli.md, "Profiles"). */
 export interface Profile {
@@ -93,8 +94,9 @@ export interface ResolvedTarget {
 
 /**
  * Flags win over the environment (`PODYARD_URL`, `PODYARD_API_KEY`), which wins over the
- * profile (`--profile`, else `$PODYARD_PROFILE`, else `default`), which wins over the default
- * URL. A profile named explicitly must exist.
+ * profile (`--profile`, else `$PODYARD_PROFILE`, else `default`), which wins over runpodctl's
+ * settings (`RUNPOD_API_KEY` and `RUNPOD_API_URL`, then `~/.runpod/config.toml`), which win over
+ * the default URL. A profile named explicitly must exist.
  */
 export function resolveTarget(
   flags: { url?: string; apiKey?: string; profile?: string },
@@ -110,6 +112,9 @@ export function resolveTarget(
       `no profile "${named}" in ${file}: save one with podyard config set --profile ${named} --url ... --api-key-stdin`,
     )
   }
+  // runpodctl's file is read only when podyard's own settings leave something out.
+  let runpodctl: ReturnType<typeof readRunpodctlConfig> | undefined
+  const runpodctlConfig = () => (runpodctl ??= readRunpodctlConfig(runpodctlConfigPath(env)))
   const [apiKey, apiKeyFrom] =
     flags.apiKey !== undefined
       ? [flags.apiKey, '--api-key']
@@ -117,13 +122,20 @@ export function resolveTarget(
         ? [env.PODYARD_API_KEY, '$PODYARD_API_KEY']
         : saved?.apiKey
           ? [saved.apiKey, `profile "${profile}"`]
-          : [undefined, undefined]
-  return {
-    url: flags.url ?? (env.PODYARD_URL || saved?.url || defaultUrl),
-    apiKey,
-    apiKeyFrom,
-    profile,
-  }
+          : env.RUNPOD_API_KEY
+            ? [env.RUNPOD_API_KEY, '$RUNPOD_API_KEY']
+            : runpodctlConfig().apiKey
+              ? [runpodctlConfig().apiKey, `runpodctl's ${runpodctlConfig().file}`]
+              : [undefined, undefined]
+  const url =
+    flags.url ??
+    (env.PODYARD_URL ||
+      saved?.url ||
+      podyardUrlFrom(env.RUNPOD_API_URL) ||
+      podyardUrlFrom(runpodctlConfig().restApiUrl) ||
+      podyardUrlFrom(runpodctlConfig().apiUrl) ||
+      defaultUrl)
+  return { url, apiKey, apiKeyFrom, profile }
 }
 
 /** A key shown without its secret part: the prefix podyard's key lists show. */

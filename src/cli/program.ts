@@ -5,6 +5,7 @@ import { addCatalogCommands } from './catalog-commands.js'
 import { addClustersCommands } from './clusters-commands.js'
 import { addConfigCommands } from './config-commands.js'
 import { addConfigOptions, type ConfigFlags } from './config-options.js'
+import { addCompletionCommand } from './completion-command.js'
 import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addHostsCommands } from './hosts-commands.js'
@@ -13,6 +14,7 @@ import { addModelsCommands } from './models-commands.js'
 import { addOutputOptions, jsonToYaml, resolveOutput } from './output-format.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
+import { addRunpodctlAliases, RUNPODCTL_FORMS } from './runpodctl-aliases.js'
 import { addStoreCommands, type StoreCommandDeps } from './store-commands.js'
 import { addTemplatesCommands } from './templates-commands.js'
 import { addVolumesCommands } from './volumes-commands.js'
@@ -76,6 +78,20 @@ export function buildProgram(given: CliDeps): Command {
   addModelsCommands(program, deps)
   addHostsCommands(program, deps)
 
+  program
+    .command('version')
+    .description("print podyard's version (as --version does)")
+    .action(() => deps.print(deps.version))
+  addRunpodctlAliases(program)
+  program.addHelpText(
+    'after',
+    `\nrunpodctl's forms work too: ${Object.entries(RUNPODCTL_FORMS)
+      .map(([verb, [noun]]) => `${verb} ${noun}`)
+      .join(
+        ', ',
+      )}, and nouns such as pod, serverless (sls), template, volume (nv). See docs/cli.md.`,
+  )
+  addCompletionCommand(program, deps)
   addOutputOptions(program)
   program.hook('preAction', (_program, action) => {
     yaml = resolveOutput(action) === 'yaml'
