@@ -121,13 +121,13 @@ describe('podyard CLI against the store', () => {
     })
 
     const noEndpoint = await runCli(withDir('keys', 'create', '--permission', 'restricted'))
-    expect(noEndpoint.code).toBe(1)
+    expect(noEndpoint.code).toBe(2)
     expect(noEndpoint.stderr).toMatch(/must name at least one endpoint/)
     const badPermission = await runCli(withDir('keys', 'create', '--permission', 'root'))
     expect(badPermission.code).not.toBe(0)
     expect(badPermission.stderr).toMatch(/Allowed choices are read-write, read-only, restricted/)
     const unknownAccount = await runCli(withDir('keys', 'list', '--account', 'nobody@example.com'))
-    expect(unknownAccount.code).toBe(1)
+    expect(unknownAccount.code).toBe(4)
     expect(unknownAccount.stderr).toMatch(/account nobody@example.com not found/)
   })
 
@@ -214,7 +214,7 @@ describe('podyard catalog against a running server', () => {
       '--api-key',
       `pyd_${'q'.repeat(40)}`,
     ])
-    expect(result.code).toBe(1)
+    expect(result.code).toBe(3)
     expect(result.stderr).toMatch(/401 Unauthorized: the API key is not valid/)
   })
 })
