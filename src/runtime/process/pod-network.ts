@@ -32,6 +32,23 @@ const PID_DIR = '/run/podyard-pasta'
 const PASTA_EXIT_MS = 2000
 const COMMAND_TIMEOUT_MS = 10_000
 
+/**
+ * The namespace's TCP send buffer bound (net.ipv4.tcp_wmem, per namespace). pasta (passt of
+ * 2023, Debian 12) takes what a workload sends out of the namespace only as far as its socket
+ * on the host has room, and advertises more window than that room: with the kernel's default
+ * bound (4 MiB) the workload's stack keeps megabytes in flight, pasta drops what does not fit,
+ * every drop waits for a retransmission timeout, and a long upload crawled (~16 MiB/s) until
+ * pasta reset it (ECONNRESET after some tens of MiB). With 256 KiB in flight the drops stop
+ * (bench/README.md, "bench/containment").
+ */
+export const NAMESPACE_TCP_WMEM = '4096 16384 262144'
+/**
+ * The retransmission timeout's floor on the namespace's default routes: the path to pasta is
+ * in memory, so the kernel's 200 ms floor only stalls a stream whose segment pasta dropped, and
+ * the probes of a zero window (pasta sends no update when its socket drains) back off from it.
+ */
+export const NAMESPACE_RTO_MIN = '5ms'
+
 export type PodNetworkProbe = { ok: true; network: PodNetwork } | { ok: false; reason: string }
 
 function run(file: string, args: string[]): Promise<void> {
@@ -161,6 +178,7 @@ export async function openPodNetwork(
   await run(network.ipPath, ['netns', 'add', name])
   try {
     await run(network.pastaPath, pastaArgs(spec, name))
+    await tuneNamespaceTcp(network, name)
     for (const destination of [...BLOCKED_DESTINATIONS, ...hostAddresses()]) {
       const family = destination.includes(':') ? '-6' : '-4'
       await run(network.ipPath, ['-n', name, family, 'route', 'add', 'unreachable', destination])
@@ -168,6 +186,54 @@ export async function openPodNetwork(
   } catch (error) {
     await closePodNetwork(network, name)
     throw error
+  }
+}
+
+function output(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: COMMAND_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error)
+        reject(new Error(`${[file, ...args].join(' ')}: ${stderr.trim() || error.message}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+/**
+ * `ip route change` arguments that give a `default via X dev Y ...` route the namespace's RTO
+ * floor (the same gateway and device); null when the line is no such route.
+ */
+export function defaultRouteWithRtoMin(line: string): string[] | null {
+  const match = /^default via (\S+) dev (\S+)/.exec(line.trim())
+  if (!match) return null
+  return [
+    'route',
+    'change',
+    'default',
+    'via',
+    match[1]!,
+    'dev',
+    match[2]!,
+    'rto_min',
+    NAMESPACE_RTO_MIN,
+  ]
+}
+
+/** The namespace's TCP settings for pasta's path out (NAMESPACE_TCP_WMEM, NAMESPACE_RTO_MIN). */
+async function tuneNamespaceTcp(network: PodNetwork, name: string): Promise<void> {
+  // /proc/sys/net is the namespace of whoever opens it: written from inside.
+  await run(network.nsenterPath, [
+    `--net=${namespacePath(name)}`,
+    '/bin/sh',
+    '-c',
+    `echo '${NAMESPACE_TCP_WMEM}' > /proc/sys/net/ipv4/tcp_wmem`,
+  ])
+  for (const family of ['-4', '-6']) {
+    const routes = await output(network.ipPath, ['-n', name, family, 'route', 'show', 'default'])
+    for (const line of routes.split('\n')) {
+      const change = defaultRouteWithRtoMin(line)
+      if (change) await run(network.ipPath, ['-n', name, family, ...change])
+    }
   }
 }
 
