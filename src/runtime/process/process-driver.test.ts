@@ -198,12 +198,41 @@ describe('ProcessDriver', () => {
     expect((await d.readLogs(spec.id)).map((l) => l.line)).toEqual(['started', 'resumed'])
   })
 
+  /**
+   * Moves the processes of a workload's cgroups (where the server is root) to their parents:
+   * a process that re-uses a workload's pid is not in the workload's cgroup, which is emptied
+   * (its processes killed) when the workload is found ended.
+   */
+  const leaveWorkloadCgroups = async (pid: number) => {
+    if (process.getuid?.() !== 0) return
+    // Its first process joins them before it execs the command.
+    const cgroups = await waitFor('the workload in its cgroups', async () => {
+      const text = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+      const joining = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('cgroup.procs')
+      return text.includes('/podyard-') && !joining ? text : undefined
+    })
+    for (const line of cgroups.split('\n')) {
+      const match = /^\d+:([^:]*):(.*\/podyard-[^/]+)\/[^/]+$/.exec(line)
+      if (!match) continue
+      const mount =
+        match[1] === '' ? '/sys/fs/cgroup' : `/sys/fs/cgroup/${match[1]!.replace(/^name=/, '')}`
+      const inner = readFileSync(
+        `${mount}${match[2]}/${line.split('/').pop()}/cgroup.procs`,
+        'utf8',
+      )
+      for (const member of inner.split('\n').filter((m) => m !== '')) {
+        writeFileSync(`${mount}${path.posix.dirname(match[2]!)}/cgroup.procs`, member)
+      }
+    }
+  }
+
   it('does not take a process that re-uses the pid for the workload', async () => {
     const d = driver()
     const spec = makeSpec()
     await d.start(spec)
     await d.close()
     const saved = stateJson(spec.id)
+    await leaveWorkloadCgroups(Number(saved.pid))
     const file = path.join(root, 'state', spec.id, 'state.json')
     writeFileSync(
       file,

@@ -29,6 +29,15 @@ import type {
 } from '../driver.js'
 import { DEFAULT_WORKLOAD_LOG_MAX_BYTES, hasLabels } from '../driver.js'
 import { probeBubblewrap } from './bubblewrap.js'
+import {
+  openWorkloadCgroup,
+  probeCgroups,
+  ranOutOfMemory,
+  releaseWorkloadCgroup,
+  unenforcedWithout,
+  type CgroupSetup,
+} from './cgroup-files.js'
+import { launchInCgroup } from './cgroup-plan.js'
 import { logBudgetOf, workloadLogFiles, type LogBudget } from './log-files.js'
 import { LogFollower } from './log-follower.js'
 import { logLineOf } from './log-lines.js'
@@ -155,12 +164,15 @@ const EXIT_STATUS_FILE = 'exit-status'
 /** The sandbox's /etc/passwd and /etc/group, naming the workload's user. */
 const PASSWD_FILE = 'passwd'
 const GROUP_FILE = 'group'
+/** Written when the kernel killed a process of the workload for its memory limit. */
+const OUT_OF_MEMORY_FILE = 'out-of-memory'
 /** Tenant -> uid of the sandbox, beside the state directory (which holds workloads only). */
 const SANDBOX_USERS_FILE = 'sandbox-users.json'
 
 interface Ended {
   exitCode: number | null
   finishedAt: string
+  outOfMemory: boolean
 }
 
 /** What the driver holds in memory about one workload it started or adopted. */
@@ -247,6 +259,7 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly sandboxUsers: SandboxUsers
   private readonly networkMode: PodNetworkMode
   private networkChoice: Promise<PodNetwork | null> | undefined
+  private cgroupChoice: Promise<CgroupSetup> | undefined
   /** Why sandboxed workloads share the host's network, once the choice says they do. */
   private sharedNetworkReason = ''
 
@@ -309,6 +322,20 @@ export class ProcessDriver implements RuntimeDriver {
   }
 
   async isolation(): Promise<WorkloadIsolation> {
+    const cgroups = await this.chooseCgroups()
+    return {
+      ...(await this.sandboxIsolation()),
+      unenforced: cgroups.ok ? [] : unenforcedWithout(cgroups.reason),
+    }
+  }
+
+  /** Each workload's memory, CPU and processes limited by a cgroup: decided once (cgroup-files.ts). */
+  private chooseCgroups(): Promise<CgroupSetup> {
+    this.cgroupChoice ??= probeCgroups(this.stateDir)
+    return this.cgroupChoice
+  }
+
+  private async sandboxIsolation(): Promise<WorkloadIsolation> {
     let sandbox: BubblewrapSandbox | null
     try {
       sandbox = await this.chooseSandbox()
@@ -348,9 +375,11 @@ export class ProcessDriver implements RuntimeDriver {
     return this.networkChoice
   }
 
-  /** A sandboxed workload's network namespace is gone with it (pasta leaves with it). */
+  /** A workload's network namespace (pasta leaves with it) and cgroup are gone with it. */
   private async releaseNetwork(id: string): Promise<void> {
     await releasePodNetwork(namespaceName(this.stateDir, id), process.env.PATH)
+    const oomMarker = this.file(id, OUT_OF_MEMORY_FILE)
+    await releaseWorkloadCgroup(await this.chooseCgroups(), id, oomMarker)
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -530,13 +559,16 @@ export class ProcessDriver implements RuntimeDriver {
     await mkdir(this.dir(spec.id), { recursive: true })
     const exitStatusFile = this.file(spec.id, EXIT_STATUS_FILE)
     await rm(exitStatusFile, { force: true })
+    await rm(this.file(spec.id, OUT_OF_MEMORY_FILE), { force: true })
     const identity = sandbox && (await this.prepareSandbox(spec, sandbox))
     const network = sandbox && (await this.chooseNetwork())
     const netns = network ? namespaceName(this.stateDir, spec.id) : null
     if (network && netns) await openPodNetwork(network, netns, spec)
 
+    const cgroups = await this.chooseCgroups()
+    const cgroup = cgroups.ok ? await openWorkloadCgroup(cgroups, spec) : null
     const { command } = resolveCommand(spec, this.images, this.idleCommand)
-    const launch = buildLaunch(spec, {
+    const built = buildLaunch(spec, {
       command,
       exitStatusFile,
       sandbox: sandbox && identity ? { sandbox, identity } : null,
@@ -544,9 +576,10 @@ export class ProcessDriver implements RuntimeDriver {
         network && netns ? { nsenterPath: network.nsenterPath, path: namespacePath(netns) } : null,
       hostPath: process.env.PATH,
     })
+    const launch = cgroup ? launchInCgroup(built, cgroup.procsFiles) : built
     const { pid, startTicks } = await this.spawnDetached(spec.id, launch).catch(
       async (error: unknown) => {
-        if (netns) await this.releaseNetwork(spec.id)
+        if (netns || cgroup) await this.releaseNetwork(spec.id)
         throw error
       },
     )
@@ -861,7 +894,13 @@ export class ProcessDriver implements RuntimeDriver {
       return { ...base, phase: 'running', exitCode: null, finishedAt: null }
     }
     const ended = await this.noteEnded(tracked)
-    return { ...base, phase: 'exited', exitCode: ended.exitCode, finishedAt: ended.finishedAt }
+    return {
+      ...base,
+      phase: 'exited',
+      exitCode: ended.exitCode,
+      finishedAt: ended.finishedAt,
+      ...(ended.outOfMemory ? { outOfMemory: true } : {}),
+    }
   }
 
   /** How an ended workload ended; computed once and kept. Call only once it has ended. */
@@ -877,7 +916,13 @@ export class ProcessDriver implements RuntimeDriver {
       tracked.record = { ...tracked.record, stoppedAt: finishedAt }
       if (this.active) await this.save(tracked).catch(() => undefined)
     }
-    tracked.ended = { exitCode, finishedAt }
+    const id = tracked.record.spec.id
+    const outOfMemory = await ranOutOfMemory(
+      await this.chooseCgroups(),
+      id,
+      this.file(id, OUT_OF_MEMORY_FILE),
+    )
+    tracked.ended = { exitCode, finishedAt, outOfMemory }
     return tracked.ended
   }
 
