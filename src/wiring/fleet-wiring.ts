@@ -104,6 +104,15 @@ export async function wireFleet(
         : "workloads run unsandboxed: only the admin account's are started (docs/security.md)",
     )
   }
+  const unaccepted = (isolation.unenforced ?? []).filter(
+    (u) => !config.containment.acceptUnenforced.includes(u.limit),
+  )
+  if (unaccepted.length > 0) {
+    logger.warn(
+      { unenforced: isolation.unenforced },
+      `this machine's workloads are not held to ${unaccepted.map((u) => u.limit).join(', ')}: only the admin account's are started (containment.acceptUnenforced, docs/security.md)`,
+    )
+  }
   const isolationPolicy: IsolationPolicy = {
     // The operator's own account, and the platform's public models, whose code is podyard's
     // build or what the operator configured (docs/security.md).
