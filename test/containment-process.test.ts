@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
@@ -6,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform } from '../src/platform.js'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
+import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { PIDS_PER_VCPU } from '../src/runtime/workload-limits.js'
 import { json } from './support/http.js'
@@ -28,7 +37,11 @@ const bubblewrap = await probeBubblewrap({
   searchPath: process.env.PATH,
   probeUid: DEFAULT_SANDBOX_UID_BASE,
 })
-const cgroups = await probeCgroups(mkdtempSync(path.join(tmpdir(), 'podyard-cgroup-probe-')))
+const probeState = mkdtempSync(path.join(tmpdir(), 'podyard-cgroup-probe-'))
+const cgroups = await probeCgroups(probeState)
+// The probe's (empty) group of workloads is not the platform's: removed at once.
+if (cgroups.ok) for (const group of groupDirs(cgroups.layout, probeState)) rmdirSync(group)
+rmSync(probeState, { recursive: true, force: true })
 const runnable = bubblewrap.ok && cgroups.ok
 if (!runnable) {
   console.log(

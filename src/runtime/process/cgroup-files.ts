@@ -44,7 +44,9 @@ export function unenforcedWithout(reason: string): UnenforcedLimit[] {
 async function delegateV2(ownDir: string, groupDir: string): Promise<void> {
   const enable = CGROUP_CONTROLLERS.map((c) => `+${c}`).join(' ')
   const subtree = await readOr(path.join(ownDir, 'cgroup.subtree_control'), '')
-  if (!CGROUP_CONTROLLERS.every((c) => subtree.split(/\s+/).includes(c))) {
+  // The root cgroup (no cgroup.type) may hold processes and enable controllers both.
+  const isRoot = (await readOr(path.join(ownDir, 'cgroup.type'), '')) === ''
+  if (!isRoot && !CGROUP_CONTROLLERS.every((c) => subtree.split(/\s+/).includes(c))) {
     const leaf = path.join(ownDir, V2_SERVER_LEAF)
     await mkdir(leaf, { recursive: true })
     for (const pid of (await readOr(path.join(ownDir, 'cgroup.procs'), '')).split('\n')) {
@@ -52,6 +54,8 @@ async function delegateV2(ownDir: string, groupDir: string): Promise<void> {
       // One may have ended meanwhile.
       await writeFile(path.join(leaf, 'cgroup.procs'), pid).catch(() => undefined)
     }
+  }
+  if (!CGROUP_CONTROLLERS.every((c) => subtree.split(/\s+/).includes(c))) {
     await writeFile(path.join(ownDir, 'cgroup.subtree_control'), enable)
   }
   await mkdir(groupDir, { recursive: true })
@@ -85,6 +89,7 @@ export async function probeCgroups(stateDir: string): Promise<CgroupSetup> {
       await delegateV2(choice.layout.ownDir, groupDirs(choice.layout, stateDir)[0]!)
     }
     for (const dir of groupDirs(choice.layout, stateDir)) {
+      await removeEmptyGroups(path.dirname(dir))
       await mkdir(dir, { recursive: true })
       await removeEmptyChildren(dir)
     }
@@ -97,6 +102,18 @@ export async function probeCgroups(stateDir: string): Promise<CgroupSetup> {
     return setup
   } catch (error) {
     return { ok: false, reason: (error as Error).message }
+  }
+}
+
+/**
+ * Removes other drivers' groups of workloads that are empty (a server whose state directory
+ * was temporary, or that has nothing running: it makes its group again at its next start). The
+ * kernel refuses to remove one with a cgroup or a process in it.
+ */
+async function removeEmptyGroups(parent: string): Promise<void> {
+  for (const name of await readdir(parent).catch(() => [] as string[])) {
+    if (/^podyard-[0-9a-f]{16}$/.test(name))
+      await rmdir(path.join(parent, name)).catch(() => undefined)
   }
 }
 
@@ -120,6 +137,10 @@ export async function openWorkloadCgroup(
   const plan = workloadCgroupPlan(setup.layout, setup.stateDir, spec.id, cgroupLimitsOf(spec))
   // A cgroup of an earlier run counts that run's OOM kills: removed first.
   await removeCgroupDirs(plan)
+  if (setup.layout.version === 2) {
+    // Another server may have removed the group while it was empty.
+    await delegateV2(setup.layout.ownDir, groupDirs(setup.layout, setup.stateDir)[0]!)
+  }
   for (const dir of plan.dirs) await mkdir(dir, { recursive: true })
   for (const write of plan.writes) {
     try {
