@@ -134,7 +134,14 @@ describe('loadConfig', () => {
   })
 
   it('takes the limits a host may leave unenforced from the file or the environment, and names the valid ones', () => {
-    expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({ acceptUnenforced: [] })
+    expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({
+      acceptUnenforced: [],
+      processDisk: 'auto',
+    })
+    expect(
+      loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_PROCESS_DISK: 'none' } }).containment
+        .processDisk,
+    ).toBe('none')
     const cwd = dirWith('containment:\n  acceptUnenforced: [disk]\n')
     expect(loadConfig({ cwd, env: {} }).containment.acceptUnenforced).toEqual(['disk'])
     expect(

@@ -284,6 +284,13 @@ export const ConfigSchema = Type.Object(
               'limits (memory, cpu, pids, disk) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
           },
         ),
+        processDisk: Type.Optional(
+          Type.Union([Type.Literal('auto'), Type.Literal('none')], {
+            default: 'auto',
+            description:
+              "process driver: auto: each pod's and worker's container disk and each pod's volume is an ext4 image of its rented size on a loop device, so writing past it fails with ENOSPC (needs root and loop devices; else disk is reported unenforced); none: plain directories, disk unenforced (docs/runtime.md, \"Disk bounds\")",
+          }),
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -416,6 +423,7 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     env: 'PODYARD_CONTAINMENT_ACCEPT_UNENFORCED',
     type: 'list',
   },
+  { path: 'containment.processDisk', env: 'PODYARD_CONTAINMENT_PROCESS_DISK', type: 'string' },
   { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },
   { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },

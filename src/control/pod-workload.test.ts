@@ -89,7 +89,13 @@ describe('workloadOf', () => {
       memoryGb: 64,
       ports: [{ private: 8080, public: 41000, protocol: 'http' }],
       mounts: [
-        { hostPath: '/data/pods/pod1/persistent', containerPath: '/workspace', kind: 'persistent' },
+        {
+          hostPath: '/data/pods/pod1/persistent',
+          containerPath: '/workspace',
+          kind: 'persistent',
+          // Its rented size: the process driver bounds the volume to it.
+          sizeGb: 20,
+        },
       ],
       labels: { 'podyard.kind': 'pod', 'podyard.generation': '4' },
       tenant: 'account-acct',

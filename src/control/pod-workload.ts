@@ -102,6 +102,7 @@ export function workloadOf(
               hostPath: dirs.persistent,
               containerPath: pod.mounts.persistent.path,
               kind: 'persistent' as const,
+              sizeGb: pod.mounts.persistent.size,
             },
           ]
         : []),

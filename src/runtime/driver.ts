@@ -15,6 +15,11 @@ export interface WorkloadMount {
   kind: 'persistent' | 'network' | 'platform'
   /** The workload may only read it (a sandbox binds it read-only). */
   readOnly?: boolean
+  /**
+   * What the mount was rented at (a pod's volume): a driver that bounds disks keeps writes
+   * within it; absent: no bound.
+   */
+  sizeGb?: number
 }
 
 export interface WorkloadPort {

@@ -79,6 +79,8 @@ export async function wireFleet(
     network: config.podNetwork,
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     logMaxBytes: workloadLogMaxBytes(config),
+    diskBound: config.containment.processDisk ?? 'auto',
+    diskImagesUnder: config.dataDir,
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)

@@ -38,6 +38,7 @@ import {
   type CgroupSetup,
 } from './cgroup-files.js'
 import { launchInCgroup } from './cgroup-plan.js'
+import { DiskBounds, type DiskBoundMode } from './disk-bounds.js'
 import { logBudgetOf, workloadLogFiles, type LogBudget } from './log-files.js'
 import { LogFollower } from './log-follower.js'
 import { logLineOf } from './log-lines.js'
@@ -123,6 +124,13 @@ export interface ProcessDriverOptions {
   logMaxBytes?: number
   /** The network of sandboxed workloads (default isolated; pod-network.ts). */
   network?: PodNetworkMode
+  /**
+   * `auto`: container disks and volumes bounded by loop-mounted images where the host allows
+   * it (disk-bounds.ts); `none` (default): unbounded, reported as an unenforced limit.
+   */
+  diskBound?: DiskBoundMode
+  /** Only disk images under this directory are swept after a crash; default: stateDir's parent. */
+  diskImagesUnder?: string
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -262,6 +270,8 @@ export class ProcessDriver implements RuntimeDriver {
   private cgroupChoice: Promise<CgroupSetup> | undefined
   /** Why sandboxed workloads share the host's network, once the choice says they do. */
   private sharedNetworkReason = ''
+  private readonly disks: DiskBounds
+  private diskSweep: Promise<unknown> | undefined
 
   constructor(options: ProcessDriverOptions) {
     this.stateDir = path.resolve(options.stateDir)
@@ -274,6 +284,11 @@ export class ProcessDriver implements RuntimeDriver {
     this.bwrapPath = options.bwrapPath
     this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
     this.networkMode = options.network ?? 'isolated'
+    this.disks = new DiskBounds({
+      mode: options.diskBound ?? 'none',
+      root: options.diskImagesUnder ?? path.dirname(this.stateDir),
+      probeDir: path.dirname(this.stateDir),
+    })
     this.sandboxUsers = new SandboxUsers(
       path.join(path.dirname(this.stateDir), SANDBOX_USERS_FILE),
       this.sandboxUidBase,
@@ -323,9 +338,13 @@ export class ProcessDriver implements RuntimeDriver {
 
   async isolation(): Promise<WorkloadIsolation> {
     const cgroups = await this.chooseCgroups()
+    await this.sweepDisks()
     return {
       ...(await this.sandboxIsolation()),
-      unenforced: cgroups.ok ? [] : unenforcedWithout(cgroups.reason),
+      unenforced: [
+        ...(cgroups.ok ? [] : unenforcedWithout(cgroups.reason)),
+        ...(await this.disks.unenforced()),
+      ],
     }
   }
 
@@ -335,7 +354,25 @@ export class ProcessDriver implements RuntimeDriver {
     return this.cgroupChoice
   }
 
-  private async sandboxIsolation(): Promise<WorkloadIsolation> {
+  /**
+   * Once, before this driver mounts anything: unmounts the disk images that no workload of the
+   * state directory claims (a server that crashed, or whose workloads were removed meanwhile).
+   */
+  private sweepDisks(): Promise<unknown> {
+    if (!this.active) return Promise.resolve()
+    this.diskSweep ??= (async () => {
+      const names = await readdir(this.stateDir).catch(() => [] as string[])
+      const specs = []
+      for (const id of names.filter(isValidWorkloadId)) {
+        const tracked = await this.load(id).catch(() => undefined)
+        if (tracked) specs.push(tracked.record.spec)
+      }
+      await this.disks.sweep(DiskBounds.claimedBy(specs))
+    })().catch(() => undefined)
+    return this.diskSweep
+  }
+
+  private async sandboxIsolation(): Promise<Omit<WorkloadIsolation, 'unenforced'>> {
     let sandbox: BubblewrapSandbox | null
     try {
       sandbox = await this.chooseSandbox()
@@ -505,6 +542,7 @@ export class ProcessDriver implements RuntimeDriver {
         tracked.removed = true
         this.workloads.delete(id)
         this.adopted.delete(tracked)
+        await this.disks.release(tracked.record.spec)
         await rm(tracked.record.spec.containerDiskPath, {
           recursive: true,
           force: true,
@@ -554,7 +592,9 @@ export class ProcessDriver implements RuntimeDriver {
       await this.stopNow(existing, LEFTOVER_GRACE_MS)
     }
     const sandbox = await this.chooseSandbox()
-    await this.emptyDirectory(spec.containerDiskPath)
+    await this.sweepDisks()
+    // Bounded: a new empty image is mounted there; else the directory is emptied.
+    if (!(await this.disks.prepare(spec))) await this.emptyDirectory(spec.containerDiskPath)
     for (const mount of spec.mounts) await mkdir(mount.hostPath, { recursive: true })
     await mkdir(this.dir(spec.id), { recursive: true })
     const exitStatusFile = this.file(spec.id, EXIT_STATUS_FILE)
@@ -580,6 +620,7 @@ export class ProcessDriver implements RuntimeDriver {
     const { pid, startTicks } = await this.spawnDetached(spec.id, launch).catch(
       async (error: unknown) => {
         if (netns || cgroup) await this.releaseNetwork(spec.id)
+        await this.disks.unmountAll(spec).catch(() => undefined)
         throw error
       },
     )
