@@ -3,6 +3,7 @@ import { userInfo } from 'node:os'
 import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { Config } from '../config/schema.js'
+import type { ContainedLimit } from '../shared/contained-limits.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
@@ -266,7 +267,22 @@ export function fleetBanner(config: Readonly<Config>, parts: FleetParts): string
       `${fleet.dataCenters.length} data centers, ${gpus} GPUs of ${gpuTypes.size} types`,
     ...(simulated > 0 ? ['                (simulated hosts are not real hardware)'] : []),
     ...sandboxBanner(parts.isolation, config.sandbox),
+    ...unenforcedBanner(parts.isolation, config.containment.acceptUnenforced),
   ]
+}
+
+/** The limits the process driver leaves unenforced here, and what that means for accounts. */
+function unenforcedBanner(
+  isolation: WorkloadIsolation,
+  accepted: readonly ContainedLimit[],
+): string[] {
+  return (isolation.unenforced ?? []).map(
+    (u) =>
+      `  unenforced    ${u.limit}: ${u.reason}; ` +
+      (accepted.includes(u.limit)
+        ? 'accepted for every account (containment.acceptUnenforced)'
+        : "only the admin account's workloads start (containment.acceptUnenforced)"),
+  )
 }
 
 function sandboxBanner(isolation: WorkloadIsolation, setting: Config['sandbox']): string[] {

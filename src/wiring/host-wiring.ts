@@ -30,6 +30,8 @@ export function wireHosts(context: PlatformContext): HostParts {
     pods: () => parts.pods.podStore.pods.list({}),
     drainHooks,
     acceptUnenforced: config.containment.acceptUnenforced,
+    driverUnenforced: (hostId) =>
+      runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,
   })
   return { service, monitor, drainHooks }
 }

@@ -1,5 +1,5 @@
 import { AppError } from '../../shared/app-error.js'
-import type { ContainedLimit } from '../../shared/contained-limits.js'
+import type { ContainedLimit, UnenforcedLimit } from '../../shared/contained-limits.js'
 import { hostPublicIp, type Host } from '../catalog/fleet.js'
 import type { Pod } from '../pods/pod.js'
 import type { HostBoard } from './host-board.js'
@@ -74,6 +74,11 @@ export interface HostServiceDeps {
   drainHooks: DrainHook[]
   /** `containment.acceptUnenforced`: the limits the operator lets hosts leave unenforced. */
   acceptUnenforced?: readonly ContainedLimit[]
+  /**
+   * What a host without an engine (the process driver's) leaves unenforced, as its driver
+   * says; its probe reports nothing.
+   */
+  driverUnenforced?: (hostId: string) => readonly UnenforcedLimit[] | undefined
 }
 
 /** The operator's view of the hosts and their schedule: cordon, uncordon, drain. */
@@ -138,7 +143,10 @@ export class HostService {
   private view(host: Host, pods: Pod[]): HostView {
     const record = this.deps.board.state(host.id)!
     const reason = unplaceableReason(record)
-    const { unenforced = [], ...reported } = record.facts ?? { unenforced: [] }
+    const { unenforced: engineUnenforced, ...reported } = record.facts ?? { unenforced: [] }
+    const unenforced = record.facts
+      ? (engineUnenforced ?? [])
+      : (this.deps.driverUnenforced?.(host.id) ?? [])
     const accepted = this.deps.acceptUnenforced ?? []
     const offered = this.deps.board.offered(host.id) ?? host
     return {
