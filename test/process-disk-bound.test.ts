@@ -236,9 +236,12 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
     expect(mountsUnder(podDir())).toHaveLength(2)
     await platform!.close()
     platform = undefined
-    expect(mountsUnder(podDir())).toHaveLength(2)
-
-    await start()
+    try {
+      expect(mountsUnder(podDir())).toHaveLength(2)
+    } finally {
+      // Its successor (which afterAll closes with the workloads, whatever happened here).
+      await start()
+    }
     await waitFor('the ghost image to be unmounted', async () =>
       mountsUnder(ghost).length === 0 && !mountsUnder(path.dirname(ghost)).includes(ghost)
         ? true
