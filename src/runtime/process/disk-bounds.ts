@@ -175,9 +175,13 @@ export class DiskBounds {
     spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
   ): Promise<void> {
     const probe = await this.probe()
-    if ('reason' in probe) return
     for (const plan of diskBoundPlans(spec)) {
-      await this.unmountIfMounted(probe.tools, plan.mountPoint)
+      if ('tools' in probe) await this.unmountIfMounted(probe.tools, plan.mountPoint)
+      else if ((await this.deviceAt(plan.mountPoint)) !== undefined) {
+        // Mounted by a server that bounded disks (this one does not): still let go of it.
+        const umount = await findTool('umount', process.env.PATH)
+        if (umount !== null) await run(umount, ['-l', plan.mountPoint]).catch(() => undefined)
+      }
       await rm(plan.image, { force: true })
     }
   }
