@@ -18,18 +18,14 @@
  *
  * Options: --pods=20 --mib=1024 --settings=isolated,host,none --keep
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
 import { connect } from 'node:net'
-import { cpus, tmpdir } from 'node:os'
-import path from 'node:path'
+import { cpus } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
-import { servingUrl } from '../jobs/bench-server.js'
+import { BENCH_ADMIN_KEY, startBenchServer } from '../bench-server.js'
 import { loadAverage, percentile, sleep } from '../fleet/load.js'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-const ADMIN_KEY = 'pyd_bench-admin-key-0123456789abcdef'
+const ADMIN_KEY = BENCH_ADMIN_KEY
 
 function option(name: string, fallback: string): string {
   const prefix = `--${name}=`
@@ -159,39 +155,16 @@ interface Server {
 }
 
 async function startServer(name: string, env: Record<string, string>): Promise<Server> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `podyard-bench-containment-${name}-`))
-  const logFile = path.join(dataDir, 'server.log')
-  const logOutput = openSync(logFile, 'w')
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', import.meta.resolve('tsx'), path.join(root, 'bench', 'fleet', 'fleet-server.ts')],
-    {
-      cwd: dataDir,
-      env: {
-        ...process.env,
-        PODYARD_DATA_DIR: dataDir,
-        PODYARD_PORT: '0',
-        PODYARD_ADMIN_KEY: ADMIN_KEY,
-        PODYARD_LOG_LEVEL: 'warn',
-        PODYARD_RATELIMIT_MINUTE: '1000000000',
-        PODYARD_RATELIMIT_HOUR: '1000000000',
-        PODYARD_RATELIMIT_DAY: '1000000000',
-        ...env,
-      },
-      stdio: ['ignore', logOutput, logOutput],
-    },
-  )
-  closeSync(logOutput)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const url = await servingUrl(child, logFile)
+  const server = await startBenchServer({
+    name: `containment-${name}`,
+    env: () => env,
+    keep: settings.keep,
+  })
   return {
-    url,
-    banner: () => spawnSync('grep', ['-i', 'isolation\\|sandbox\\|network', logFile]).stdout + '',
-    stop: async () => {
-      child.kill('SIGTERM')
-      await exited
-      if (!settings.keep) rmSync(dataDir, { recursive: true, force: true })
-    },
+    url: server.url,
+    banner: () =>
+      spawnSync('grep', ['-i', 'isolation\\|sandbox\\|network', server.logFile]).stdout + '',
+    stop: server.stop,
   }
 }
 

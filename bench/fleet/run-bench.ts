@@ -22,21 +22,12 @@
  * --port-pods=20 --part=all|record|process --max-create-seconds=300 --cpu-prof --idle-only
  * (each part ends after its idle measurement) --keep
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { servingUrl } from '../jobs/bench-server.js'
+import { BENCH_ADMIN_KEY, startBenchServer, type BenchServer } from '../bench-server.js'
 import { RawHttpConnection } from '../jobs/raw-http.js'
 import {
   closedLoop,
@@ -52,7 +43,7 @@ import {
 } from './load.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-const ADMIN_KEY = 'pyd_bench-admin-key-0123456789abcdef'
+const ADMIN_KEY = BENCH_ADMIN_KEY
 const AUTH = { authorization: `Bearer ${ADMIN_KEY}` }
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
 
@@ -97,13 +88,7 @@ const fmt = (n: number, digits = 2) => n.toFixed(digits)
 const ratio = (value: number, anchor: number) => `${fmt(value / anchor, 2)}x`
 const met = (ok: boolean) => (ok ? 'met' : 'NOT MET')
 
-interface Server {
-  child: ChildProcess
-  pid: number
-  url: string
-  dataDir: string
-  stop(): Promise<void>
-}
+type Server = BenchServer
 
 /** A fleet of `count` simulated hosts here: one in five has 8 RTX 4090, the others CPUs. */
 function fleetFile(count: number, cpuHost: { vcpus: number; memoryGb: number; diskGb: number }) {
@@ -129,56 +114,19 @@ async function startServer(
   fleet: unknown,
   options: { record: boolean; env?: Record<string, string> },
 ): Promise<Server> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `podyard-bench-fleet-${name}-`))
-  const fleetPath = path.join(dataDir, 'fleet.json')
-  writeFileSync(fleetPath, JSON.stringify(fleet))
-  const logFile = path.join(dataDir, 'server.log')
-  const logOutput = openSync(logFile, 'w')
   const profileDir = path.join(root, 'bench', 'fleet', 'profiles')
   if (settings.cpuProf) mkdirSync(profileDir, { recursive: true })
-  const child = spawn(
-    process.execPath,
-    [
-      ...(settings.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      // The server runs in the data dir, where `tsx` alone would not resolve.
-      '--import',
-      import.meta.resolve('tsx'),
-      path.join(root, 'bench', 'fleet', 'fleet-server.ts'),
-      ...(options.record ? ['--record'] : []),
-    ],
-    {
-      cwd: dataDir,
-      env: {
-        ...process.env,
-        PODYARD_DATA_DIR: dataDir,
-        PODYARD_PORT: '0',
-        PODYARD_ADMIN_KEY: ADMIN_KEY,
-        PODYARD_FLEET: fleetPath,
-        PODYARD_SANDBOX: 'none',
-        PODYARD_LOG_LEVEL: 'warn',
-        // The REST quotas per account (600 a minute) would cap the bench at 10 requests/s.
-        PODYARD_RATELIMIT_MINUTE: '1000000000',
-        PODYARD_RATELIMIT_HOUR: '1000000000',
-        PODYARD_RATELIMIT_DAY: '1000000000',
-        ...options.env,
-      },
-      stdio: ['ignore', logOutput, logOutput],
+  return startBenchServer({
+    name: `fleet-${name}`,
+    nodeArgs: settings.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    args: options.record ? ['--record'] : [],
+    env: (dataDir) => {
+      const fleetPath = path.join(dataDir, 'fleet.json')
+      writeFileSync(fleetPath, JSON.stringify(fleet))
+      return { PODYARD_FLEET: fleetPath, PODYARD_SANDBOX: 'none', ...options.env }
     },
-  )
-  closeSync(logOutput)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const url = await servingUrl(child, logFile)
-  return {
-    child,
-    pid: child.pid!,
-    url,
-    dataDir,
-    stop: async () => {
-      child.kill('SIGTERM')
-      await exited
-      if (!settings.keep) rmSync(dataDir, { recursive: true, force: true })
-    },
-  }
+    keep: settings.keep,
+  })
 }
 
 async function call(
