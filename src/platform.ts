@@ -189,6 +189,7 @@ export async function startPlatform(
       await leadership.stop()
     }
     const release = async () => {
+      parts.hosts.gpuSampler?.stop()
       for (const driver of parts.fleet.drivers) await driver.close()
       await serving.close()
     }
@@ -260,6 +261,7 @@ export async function startPlatform(
       },
     }
   } catch (error) {
+    parts.hosts?.gpuSampler?.stop()
     await releaseStartup?.()
     await serving.close()
     throw error

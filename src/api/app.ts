@@ -30,6 +30,7 @@ import { requestLogSerializer } from './http/log-redaction.js'
 import { installRequestIdHeader, requestIdOf } from './http/request-ids.js'
 import { installServerClosing } from './http/server-closing.js'
 import { installTraceContext } from './http/trace-context.js'
+import { installGpuMetrics } from './http/gpu-metrics.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
@@ -166,7 +167,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   const metrics = installMetrics(app, deps.metrics)
   if (deps.cluster) installClusterMetrics(metrics, deps.cluster)
-  if (deps.hosts) installHostMetrics(metrics, deps.hosts)
+  if (deps.hosts) {
+    installHostMetrics(metrics, deps.hosts)
+    installGpuMetrics(metrics, deps.hosts)
+  }
 
   await app.register(swagger, openapiOptions(deps.version))
   await app.register(swaggerUi, docsPageOptions)

@@ -28,6 +28,33 @@ interface HostJson {
   unenforcedLimits?: { limit: string; reason: string; accepted: boolean }[]
   warnings: string[]
   podCount: number
+  gpus?: GpuJson[]
+}
+
+interface GpuJson {
+  index: number
+  health: string
+  reason: string | null
+  warnings: string[]
+  responding: boolean
+  utilPercent: number | null
+  memoryUsedPercent: number | null
+  temperatureC: number | null
+}
+
+const figure = (value: number | null, unit: string) => (value === null ? '-' : `${value}${unit}`)
+
+/** One GPU as a line: index, health and why, its last reading, its warnings. */
+function gpuLine(gpu: GpuJson): string {
+  const health =
+    gpu.health === 'WITHDRAWN'
+      ? `WITHDRAWN: ${gpu.reason ?? ''}`
+      : gpu.responding
+        ? 'healthy'
+        : 'not responding'
+  const reading = `util ${figure(gpu.utilPercent, '%')}, memory ${figure(gpu.memoryUsedPercent, '%')}, ${figure(gpu.temperatureC, ' °C')}`
+  const warned = gpu.warnings.length > 0 ? `; warning: ${gpu.warnings.join('; ')}` : ''
+  return `gpu ${String(gpu.index).padEnd(7)} ${health} (${reading})${warned}`
 }
 
 interface PodOnHostJson {
@@ -94,6 +121,9 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     lines.push(`unenforced  ${u.limit}: ${u.reason}; ${consequence}`)
   }
   for (const warning of host.warnings) lines.push(`warning     ${warning}`)
+  for (const gpu of host.gpus ?? []) lines.push(gpuLine(gpu))
+  if (host.gpus?.some((g) => g.health === 'WITHDRAWN'))
+    lines.push(`            put a fixed GPU back: podyard hosts gpu-reset ${host.id} <index>`)
   if (host.pods) lines.push('', host.pods.length > 0 ? podTable(host.pods) : 'no pods')
   return lines.join('\n')
 }
@@ -155,6 +185,25 @@ export function addHostsCommands(program: Command, deps: HostsCommandDeps): void
           ? `pods left on it (stop or terminate them):\n${podTable(result.podsLeft)}`
           : 'no pods left on it',
       ].join('\n'),
+    )
+  })
+
+  withClientOptions(
+    hosts
+      .command('gpu-reset')
+      .description('put a GPU withdrawn for its health back into placement, once it is fixed')
+      .argument('<host-id>')
+      .argument('<index>', "the GPU's index on the host (nvidia-smi's)"),
+  ).action(async (id: string, index: string, flags: ClientFlags) => {
+    if (!/^\d+$/.test(index)) throw new Error(`GPU index must be a number, got "${index}"`)
+    const host = await clientFrom(flags).request<HostJson>(
+      'POST',
+      `${path(id)}/gpus/${index}/reset`,
+    )
+    if (flags.json) return deps.print(JSON.stringify(host, null, 2))
+    const gpu = host.gpus?.find((g) => g.index === Number(index))
+    deps.print(
+      `GPU ${index} of host ${host.id} takes pods again; host is ${host.state}${gpu ? `\n${gpuLine(gpu)}` : ''}`,
     )
   })
 }

@@ -35,6 +35,11 @@ export interface PodLifecycleDeps extends PodReconcileDeps {
   drivers: RuntimeDriver[]
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
+  /**
+   * A GPU's last sampled use (docs/gpus.md): undefined where no sampler reads it (simulated
+   * GPUs, a Docker host), which a pod's runtime shows as 0.
+   */
+  gpuUse?: (hostId: string, index: number) => { util: number; memoryUtil: number } | undefined
 }
 
 type Listing = Map<string, { state: WorkloadState; driver: RuntimeDriver }>
@@ -374,8 +379,14 @@ export class PodLifecycle implements PodRuntimeReader {
     const startedAt = Date.parse(pod.startedAt ?? pod.lastStatusChange)
     return {
       uptime: Math.max(0, Math.floor((this.deps.clock.now().getTime() - startedAt) / 1000)),
-      // Simulated GPUs have no counters; a real GPU's utilisation comes with the docker driver.
-      gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
+      // In the pod's GPU order; simulated GPUs have no counters and stay at 0 (docs/gpus.md).
+      gpus: pod.gpuIndices.map(
+        (index) =>
+          (pod.hostId ? this.deps.gpuUse?.(pod.hostId, index) : undefined) ?? {
+            util: 0,
+            memoryUtil: 0,
+          },
+      ),
       ...(stats ? { cpu: { util: stats.cpuPercent }, memory: { util: stats.memoryPercent } } : {}),
       ports: pod.portMappings.map((p) => ({
         private: p.private,

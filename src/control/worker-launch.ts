@@ -29,6 +29,8 @@ export interface WorkerLaunchDeps {
    * run this endpoint's workers): placement names them.
    */
   unavailableHosts?: (endpoint: Endpoint) => Promise<Record<string, string>>
+  /** GPU indices per host withdrawn for their health (docs/gpus.md): no worker gets one. */
+  withdrawnGpus?: () => Readonly<Record<string, readonly number[]>>
   /**
    * Whether a worker on this host joins the host's network to reach the job API at `baseUrl`
    * (a container on this machine's engine, when the address is a loopback one).
@@ -124,6 +126,7 @@ export async function launchWorker(
       dataCenters: deps.fleet.dataCenters,
       allocations: await allocations.list(),
       unavailable,
+      withdrawnGpus: deps.withdrawnGpus?.() ?? {},
     }
     const refusals: string[] = []
     for (const candidate of candidates) {

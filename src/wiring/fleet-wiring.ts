@@ -28,6 +28,7 @@ import {
   type LocalHostFacts,
 } from '../runtime/host-discovery.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
+import { GpuBoard } from '../domain/hosts/gpu-board.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
 import { KyselyHostStateRepo } from '../store/host-state-repo.js'
@@ -129,14 +130,17 @@ export async function wireFleet(
     clock.now().toISOString(),
   )
   await board.refresh()
+  const gpus = new GpuBoard(() => clock.now().toISOString())
   return {
     fleet,
     board,
+    gpus,
     catalog: new CatalogService(
       fleet,
       new KyselyAllocationRepo(store.db),
       () => board.unplaceable(),
       () => board.offeredHosts(),
+      () => gpus.withdrawn(),
     ),
     processDriver,
     runtimeOf: (hostId) => hosts.runtimes.get(hostId) ?? noRuntime(hostId, `no host ${hostId}`),

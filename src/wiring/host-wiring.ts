@@ -1,16 +1,20 @@
+import { GpuHealthWatch } from '../control/gpu-health-watch.js'
 import { HostMonitor } from '../control/host-monitor.js'
+import { LOCAL_HOST_ID } from '../domain/catalog/fleet.js'
 import { HostService, type DrainHook } from '../domain/hosts/host-service.js'
+import { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
 import type { HostParts, PlatformContext } from './platform-context.js'
 
 /**
  * The hosts as the operator manages them (docs/fleet.md, "Host state"): the leader's probe of
  * every host, which tells the pod lifecycle at once when one is lost or back, and the admin
- * service (list, cordon, uncordon, drain). Drain hooks are where serverless workers are moved
- * off a draining host.
+ * service (list, cordon, uncordon, drain, GPU reset). Drain hooks are where serverless workers
+ * are moved off a draining host. When this machine has NVIDIA GPUs (nvidia-smi found them at
+ * start), one long-lived sampler reads them for the local host (docs/gpus.md).
  */
 export function wireHosts(context: PlatformContext): HostParts {
   const { config, clock, logger, parts } = context
-  const { fleet, board, runtimeOf } = parts.fleet
+  const { fleet, board, gpus, runtimeOf } = parts.fleet
   const drainHooks: DrainHook[] = []
   const monitor = new HostMonitor({
     hosts: fleet.hosts,
@@ -25,6 +29,7 @@ export function wireHosts(context: PlatformContext): HostParts {
   })
   const service = new HostService({
     board,
+    gpus,
     localPublicIp: config.publicIp,
     runtimeOf: (hostId) => runtimeOf(hostId).where,
     pods: () => parts.pods.podStore.pods.list({}),
@@ -33,5 +38,15 @@ export function wireHosts(context: PlatformContext): HostParts {
     driverUnenforced: (hostId) =>
       runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,
   })
-  return { service, monitor, drainHooks }
+  const local = fleet.hosts.find((h) => h.id === LOCAL_HOST_ID)
+  let gpuSampler: GpuSampler | undefined
+  if (local?.gpu && !local.simulated) {
+    const watch = new GpuHealthWatch({ board: gpus, store: parts.pods.podStore, clock, logger })
+    gpuSampler = new GpuSampler({
+      logger,
+      onRound: (round) => void watch.onRound(local.id, round),
+    })
+    gpuSampler.start()
+  }
+  return { service, monitor, drainHooks, gpuSampler }
 }

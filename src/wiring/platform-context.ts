@@ -13,6 +13,7 @@ import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { Fleet } from '../domain/catalog/fleet.js'
+import type { GpuBoard } from '../domain/hosts/gpu-board.js'
 import type { HostBoard } from '../domain/hosts/host-board.js'
 import type { DrainHook, HostService } from '../domain/hosts/host-service.js'
 import type { HostMonitor } from '../control/host-monitor.js'
@@ -37,6 +38,7 @@ import type { VolumeService } from '../domain/volumes/volume-service.js'
 import type { KyselyJobQueue } from '../queue/kysely-job-queue.js'
 import type { PgWakeUps } from '../queue/pg-wake-ups.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
+import type { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { ProcessDriver } from '../runtime/process/process-driver.js'
 import type { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
@@ -122,6 +124,8 @@ export interface FleetParts {
   fleet: Fleet
   /** The hosts' states (UP, DOWN, schedule) as this replica knows them. */
   board: HostBoard
+  /** The sampled GPUs' readings and health, withdrawn GPUs (docs/gpus.md). */
+  gpus: GpuBoard
   catalog: CatalogService
   /** The process driver: every host without `driver: docker` runs its workloads here. */
   processDriver: ProcessDriver
@@ -141,6 +145,8 @@ export interface HostParts {
   monitor: HostMonitor
   /** Told when a host starts draining (the serverless workers' part moves workers off). */
   drainHooks: DrainHook[]
+  /** The local host's GPU sampler, when this machine has NVIDIA GPUs (docs/gpus.md). */
+  gpuSampler: GpuSampler | undefined
 }
 
 /** Credits, usage, the spend guard and the meter (billing-wiring.ts). */

@@ -1,6 +1,7 @@
 import { PodLifecycle } from '../control/pod-lifecycle.js'
 import { isolationRefusal } from '../control/workload-isolation.js'
 import { ClusterService } from '../domain/clusters/cluster-service.js'
+import { memoryUsePercent } from '../domain/hosts/gpu-health.js'
 import { PodService } from '../domain/pods/pod-service.js'
 import {
   podsUsing,
@@ -109,6 +110,11 @@ export function wirePods(context: PlatformContext): PodParts {
       }
     },
     hostDown: (hostId) => board.down(hostId),
+    gpuUse: (hostId, index) => {
+      const reading = parts.fleet.gpus.reading(hostId, index)
+      if (!reading?.responding) return undefined
+      return { util: Math.round(reading.utilPercent ?? 0), memoryUtil: memoryUsePercent(reading) }
+    },
     driverDown: (driver) => {
       const served = servedBy.get(driver) ?? []
       return served.length > 0 && served.every((id) => board.down(id) !== undefined)

@@ -8,6 +8,7 @@ import type { PlatformContext } from './platform-context.js'
 type WorkerHostRules = Pick<
   WorkerAutoscalerDeps,
   | 'unavailableHosts'
+  | 'withdrawnGpus'
   | 'sharesHostNetwork'
   | 'isolationRefusal'
   | 'hostDown'
@@ -72,6 +73,7 @@ export function workerHostRules(
       }
       return out
     },
+    withdrawnGpus: () => parts.fleet.catalog.withdrawnGpus(),
     sharesHostNetwork: (hostId, baseUrl) =>
       !runtimeOf(hostId).remote &&
       !onProcessDriver(hostId) &&

@@ -159,7 +159,7 @@ export function installClusterMetrics(
 }
 
 /**
- * `podyard_hosts{state}`: the fleet's hosts by probed state (UP, DOWN, UNKNOWN before the first
+ * `podyard_hosts{state}`: the fleet's hosts by probed state (UP, DEGRADED, DOWN, UNKNOWN before the first
  * probe), and `podyard_hosts_schedule{schedule}`: by schedule (ACTIVE, CORDONED, DRAINING).
  * Every state is reported, 0 included, so that an alert on DOWN > 0 has a series to read.
  */
@@ -169,12 +169,12 @@ export function installHostMetrics(
 ): void {
   new Gauge({
     name: 'podyard_hosts',
-    help: "The fleet's hosts by state: UP, DOWN, or UNKNOWN before their first probe",
+    help: "The fleet's hosts by state: UP, DEGRADED (a GPU withdrawn), DOWN, or UNKNOWN before their first probe",
     labelNames: ['state'] as const,
     registers: [registry],
     collect() {
       const states = hosts.states()
-      for (const state of ['UP', 'DOWN', 'UNKNOWN'])
+      for (const state of ['UP', 'DEGRADED', 'DOWN', 'UNKNOWN'])
         this.set({ state }, states.filter((h) => h.state === state).length)
     },
   })

@@ -9,6 +9,29 @@ import { ProblemSchema } from './problem-schema.js'
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
   Type.Union([schema, Type.Null()])
 
+const NullableNumber = Type.Union([Type.Number(), Type.Null()])
+
+const GpuSchema = Type.Object({
+  index: Type.Integer(),
+  uuid: Nullable(Type.String()),
+  health: Type.Union([Type.Literal('HEALTHY'), Type.Literal('WITHDRAWN')], {
+    description: 'WITHDRAWN: takes no new pods until an operator resets it (gpu-reset)',
+  }),
+  reason: Nullable(Type.String()),
+  withdrawnAt: Nullable(Type.String({ format: 'date-time' })),
+  warnings: Type.Array(Type.String(), {
+    description: 'thermal or hardware throttling, XIDs an application usually causes',
+  }),
+  sampledAt: Nullable(Type.String({ format: 'date-time' })),
+  responding: Type.Boolean(),
+  utilPercent: NullableNumber,
+  memoryUsedPercent: NullableNumber,
+  memoryUsedMib: NullableNumber,
+  memoryTotalMib: NullableNumber,
+  temperatureC: NullableNumber,
+  powerDrawW: NullableNumber,
+})
+
 export const HostSchema = Type.Object({
   id: Type.String(),
   dataCenterId: Type.String(),
@@ -28,7 +51,10 @@ export const HostSchema = Type.Object({
   simulated: Type.Boolean(),
   runtime: Type.String({ description: 'where its workloads run: this machine, or its engine URL' }),
   publicIp: Type.String({ description: "where its pods' published ports are reached" }),
-  state: Type.Union([Type.Literal('UP'), Type.Literal('DOWN'), Type.Literal('UNKNOWN')]),
+  state: Type.Union(
+    [Type.Literal('UP'), Type.Literal('DEGRADED'), Type.Literal('DOWN'), Type.Literal('UNKNOWN')],
+    { description: 'DEGRADED: up, with a GPU withdrawn for its health (stateReason names it)' },
+  ),
   stateReason: Nullable(Type.String()),
   stateSince: Type.String({ format: 'date-time' }),
   checkedAt: Nullable(Type.String({ format: 'date-time' })),
@@ -101,6 +127,10 @@ export const HostSchema = Type.Object({
   ),
   warnings: Type.Array(Type.String()),
   podCount: Type.Integer(),
+  gpus: Type.Array(GpuSchema, {
+    description:
+      "the host's GPUs as its sampler last read them (nvidia-smi); empty for simulated GPUs and before the first reading",
+  }),
 })
 
 const PodOnHostSchema = Type.Object({
@@ -112,6 +142,11 @@ const PodOnHostSchema = Type.Object({
 
 const HostParams = Type.Object({ hostId: Type.String({ minLength: 1, maxLength: 200 }) })
 type HostParams = Static<typeof HostParams>
+const GpuParams = Type.Object({
+  hostId: Type.String({ minLength: 1, maxLength: 200 }),
+  index: Type.Integer({ minimum: 0, maximum: 1023 }),
+})
+type GpuParams = Static<typeof GpuParams>
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const tags = ['Admin']
 
@@ -204,6 +239,24 @@ export async function adminHostRoutes(
     async (request) => {
       requireAdmin(request)
       return hosts.drain(request.params.hostId)
+    },
+  )
+
+  app.post<{ Params: GpuParams }>(
+    '/admin/hosts/:hostId/gpus/:index/reset',
+    {
+      schema: {
+        tags,
+        operationId: 'resetHostGpu',
+        summary:
+          'Put a GPU withdrawn for its health back into placement, once it is fixed (docs/gpus.md)',
+        params: GpuParams,
+        response: { 200: HostSchema, ...errors },
+      },
+    },
+    async (request) => {
+      requireAdmin(request)
+      return hosts.gpuReset(request.params.hostId, request.params.index)
     },
   )
 }

@@ -27,6 +27,31 @@ export interface FreeCapacity {
   diskGb: number
 }
 
+/**
+ * GPUs withdrawn from placement (docs/gpus.md, "Health rules") as allocations that hold only
+ * the GPU: every capacity computation then leaves them out, while their share of CPU and memory
+ * stays free for CPU pods.
+ */
+export function withdrawnGpuAllocations(
+  withdrawn: Readonly<Record<string, readonly number[]>> | undefined,
+): Allocation[] {
+  if (!withdrawn) return []
+  return Object.entries(withdrawn).flatMap(([hostId, indices]) =>
+    indices.map((index) => ({
+      id: `withdrawn-gpu-${hostId}-${index}`,
+      hostId,
+      ownerKind: 'pod' as const,
+      ownerId: `withdrawn-gpu-${index}`,
+      gpuCount: 1,
+      gpuIndices: [index],
+      vcpus: 0,
+      memoryGb: 0,
+      diskGb: 0,
+      createdAt: '',
+    })),
+  )
+}
+
 /** What is left on a host after its allocations; allocations of other hosts are ignored. */
 export function freeCapacity(host: Host, allocations: readonly Allocation[]): FreeCapacity {
   const mine = allocations.filter((a) => a.hostId === host.id)

@@ -3,6 +3,7 @@ import {
   cpuAvailability,
   eligibleCpuHosts,
   gpuAvailability,
+  withdrawnGpuAllocations,
   type Allocation,
   type Availability,
   type GpuStockQuery,
@@ -138,7 +139,15 @@ export class CatalogService {
     private readonly allocations: AllocationRepo,
     readonly unavailable: () => Record<string, string> = () => ({}),
     private readonly offeredHosts: () => readonly Host[] = () => fleetDefinition.hosts,
+    readonly withdrawnGpus: () => Readonly<Record<string, readonly number[]>> = () => ({}),
   ) {}
+
+  /** The allocations, and the GPUs withdrawn for their health as allocations of their own. */
+  private async holdings(): Promise<Allocation[]> {
+    const withdrawn = withdrawnGpuAllocations(this.withdrawnGpus())
+    const held = await this.allocations.list()
+    return withdrawn.length > 0 ? [...held, ...withdrawn] : held
+  }
 
   /** fleetCpuFlavors() and the fleet's GPU type ids: the fleet never changes while it runs. */
   private offers: { cpu: Array<{ flavor: CpuFlavor; max: number }>; gpu: Set<string> } | undefined
@@ -181,7 +190,7 @@ export class CatalogService {
   async snapshot(): Promise<FleetSnapshot> {
     return {
       hosts: [...this.offeredHosts()],
-      allocations: await this.allocations.list(),
+      allocations: await this.holdings(),
       unavailable: this.unavailable(),
     }
   }
@@ -193,7 +202,7 @@ export class CatalogService {
   }
 
   async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
-    const allocations = await this.allocations.list()
+    const allocations = await this.holdings()
     return this.fleetGpuTypes()
       .filter((type) => this.gpuHosts(type.id, undefined, q.countryCodes).length > 0)
       .map((type) => this.gpuTypeView(type, q, allocations))
@@ -202,16 +211,16 @@ export class CatalogService {
   async getGpuType(id: string, q: GpuQuery = {}): Promise<GpuTypeView | undefined> {
     const type = this.fleetGpuTypes().find((t) => t.id === id)
     if (!type) return undefined
-    return this.gpuTypeView(type, q, await this.allocations.list())
+    return this.gpuTypeView(type, q, await this.holdings())
   }
 
   /** GPU counts a pod of the type can get placed with now (see capacity.availableGpuCounts). */
   async availableGpuCounts(typeId: string, cloud?: Cloud): Promise<number[]> {
-    return availableGpuCounts(this.stockHosts(), await this.allocations.list(), typeId, cloud)
+    return availableGpuCounts(this.stockHosts(), await this.holdings(), typeId, cloud)
   }
 
   async listCpuTypes(q: CpuQuery = {}): Promise<CpuTypeView[]> {
-    const allocations = await this.allocations.list()
+    const allocations = await this.holdings()
     return this.fleetCpuFlavors().map(({ flavor, max }) =>
       this.cpuTypeView(flavor, max, q, allocations),
     )
@@ -220,12 +229,12 @@ export class CatalogService {
   async getCpuType(id: string, q: CpuQuery = {}): Promise<CpuTypeView | undefined> {
     const found = this.fleetCpuFlavors().find(({ flavor }) => flavor.id === id)
     if (!found) return undefined
-    return this.cpuTypeView(found.flavor, found.max, q, await this.allocations.list())
+    return this.cpuTypeView(found.flavor, found.max, q, await this.holdings())
   }
 
   async listDataCenters(q: DataCenterQuery = {}): Promise<DataCenterView[]> {
     const matching = this.fleetDefinition.dataCenters.filter((dc) => matchesDataCenterQuery(dc, q))
-    const allocations = q.gpuDetail || q.cpuDetail ? await this.allocations.list() : []
+    const allocations = q.gpuDetail || q.cpuDetail ? await this.holdings() : []
     return matching.map((dc) => this.dataCenterView(dc, q, allocations))
   }
 
@@ -233,7 +242,7 @@ export class CatalogService {
   async getDataCenter(id: string, q: DataCenterQuery = {}): Promise<DataCenterView | undefined> {
     const dc = this.fleetDefinition.dataCenters.find((d) => d.id === id)
     if (!dc) return undefined
-    const allocations = q.gpuDetail || q.cpuDetail ? await this.allocations.list() : []
+    const allocations = q.gpuDetail || q.cpuDetail ? await this.holdings() : []
     return this.dataCenterView(dc, q, allocations)
   }
 

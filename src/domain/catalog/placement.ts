@@ -73,6 +73,8 @@ export interface PlacementSnapshot {
    * `is cordoned`): they are considered, and named when they alone could have taken it.
    */
   unavailable?: Readonly<Record<string, string>>
+  /** GPU indices per host withdrawn from placement for their health (docs/gpus.md). */
+  withdrawnGpus?: Readonly<Record<string, readonly number[]>>
 }
 
 /** The scheduler's pure decision, injected where capacity is taken. */

@@ -2,6 +2,8 @@ import { AppError } from '../../shared/app-error.js'
 import type { ContainedLimit, UnenforcedLimit } from '../../shared/contained-limits.js'
 import { hostPublicIp, type Host } from '../catalog/fleet.js'
 import type { Pod } from '../pods/pod.js'
+import type { GpuBoard, GpuStatus } from './gpu-board.js'
+import { memoryUsePercent } from './gpu-health.js'
 import type { HostBoard } from './host-board.js'
 import { unplaceableReason, type HostFacts, type HostStateRecord } from './host-state.js'
 
@@ -19,7 +21,8 @@ export interface HostView {
   /** Where its workloads run: `this machine`, or its engine's URL. */
   runtime: string
   publicIp: string
-  state: HostStateRecord['state']
+  /** DEGRADED: UP, with a GPU withdrawn for its health (stateReason names it). */
+  state: HostStateRecord['state'] | 'DEGRADED'
   stateReason: string | null
   stateSince: string
   checkedAt: string | null
@@ -48,6 +51,32 @@ export interface HostView {
   warnings: string[]
   /** Pods (not terminated) that hold a place on it. */
   podCount: number
+  /** Its GPUs as the host's sampler read them (none for simulated GPUs: docs/gpus.md). */
+  gpus: GpuView[]
+}
+
+/** One sampled GPU of a host, its last reading and health. */
+export interface GpuView {
+  index: number
+  uuid: string | null
+  health: GpuStatus['health']
+  reason: string | null
+  withdrawnAt: string | null
+  warnings: string[]
+  sampledAt: string | null
+  responding: boolean
+  utilPercent: number | null
+  memoryUsedPercent: number | null
+  memoryUsedMib: number | null
+  memoryTotalMib: number | null
+  temperatureC: number | null
+  powerDrawW: number | null
+}
+
+/** What /metrics reads of the GPUs: gauges per GPU, and which pod holds which GPU. */
+export interface GpuMetricsSnapshot {
+  gpus: Array<GpuView & { hostId: string; type: string }>
+  assigned: Array<{ hostId: string; index: number; podId: string }>
 }
 
 /** A pod still on a host, as a drain lists it. */
@@ -66,6 +95,8 @@ export type DrainHook = (hostId: string) => Promise<void>
 
 export interface HostServiceDeps {
   board: HostBoard
+  /** Sampled GPUs and their health; absent: no host's GPUs are sampled. */
+  gpus?: GpuBoard
   /** The server's own address, for hosts that run here. */
   localPublicIp: string
   /** Where a host's workloads run, for people. */
@@ -86,8 +117,47 @@ export class HostService {
   constructor(private readonly deps: HostServiceDeps) {}
 
   /** Every host's state and schedule, as this replica knows them (for /metrics). */
-  states(): HostStateRecord[] {
-    return this.deps.board.states()
+  states(): Array<Pick<HostView, 'state' | 'schedule'>> {
+    return this.deps.board.states().map((record) => ({
+      state: this.degraded(record) ? 'DEGRADED' : record.state,
+      schedule: record.schedule,
+    }))
+  }
+
+  /**
+   * The operator says the GPU is fixed: it takes pods again (docs/gpus.md, "Resetting a GPU").
+   * Error counts it had are accepted; a new problem withdraws it again.
+   */
+  async gpuReset(hostId: string, index: number): Promise<HostView> {
+    this.host(hostId)
+    if (!this.deps.gpus) throw new AppError('NOT_FOUND', `host ${hostId} has no sampled GPUs`)
+    this.deps.gpus.reset(hostId, index)
+    return this.viewOf(hostId)
+  }
+
+  /** Every sampled GPU with its host's type, and the live pods' GPUs. */
+  async gpuMetrics(): Promise<GpuMetricsSnapshot> {
+    const board = this.deps.gpus
+    if (!board) return { gpus: [], assigned: [] }
+    const hostIds = board.hostIds()
+    const gpus = hostIds.flatMap((hostId) => {
+      const type = this.deps.board.host(hostId)?.gpu?.typeId ?? 'unknown'
+      return board.statuses(hostId).map((s) => ({ ...gpuView(s), hostId, type }))
+    })
+    const sampled = new Set(hostIds)
+    const assigned = (await this.livePods())
+      .filter((p) => p.hostId !== null && sampled.has(p.hostId))
+      .flatMap((p) => p.gpuIndices.map((index) => ({ hostId: p.hostId!, index, podId: p.id })))
+    return { gpus, assigned }
+  }
+
+  private degraded(record: HostStateRecord): string | undefined {
+    if (record.state !== 'UP') return undefined
+    const withdrawn = this.deps.gpus
+      ?.statuses(record.hostId)
+      .filter((g) => g.health === 'WITHDRAWN')
+    if (!withdrawn || withdrawn.length === 0) return undefined
+    return withdrawn.map((g) => `GPU ${g.index} withdrawn: ${g.reason}`).join('; ')
   }
 
   async list(): Promise<HostView[]> {
@@ -149,6 +219,7 @@ export class HostService {
       : (this.deps.driverUnenforced?.(host.id) ?? [])
     const accepted = this.deps.acceptUnenforced ?? []
     const offered = this.deps.board.offered(host.id) ?? host
+    const degraded = this.degraded(record)
     return {
       id: host.id,
       dataCenterId: host.dataCenterId,
@@ -161,8 +232,8 @@ export class HostService {
       simulated: host.simulated,
       runtime: this.deps.runtimeOf(host.id),
       publicIp: hostPublicIp(host, this.deps.localPublicIp),
-      state: record.state,
-      stateReason: record.reason,
+      state: degraded ? 'DEGRADED' : record.state,
+      stateReason: degraded ?? record.reason,
       stateSince: record.since,
       checkedAt: record.checkedAt,
       schedule: record.schedule,
@@ -173,7 +244,28 @@ export class HostService {
       unenforcedLimits: unenforced.map((u) => ({ ...u, accepted: accepted.includes(u.limit) })),
       warnings: record.warnings,
       podCount: pods.filter((p) => p.hostId === host.id).length,
+      gpus: (this.deps.gpus?.statuses(host.id) ?? []).map(gpuView),
     }
+  }
+}
+
+function gpuView(status: GpuStatus): GpuView {
+  const r = status.reading
+  return {
+    index: status.index,
+    uuid: status.uuid,
+    health: status.health,
+    reason: status.reason,
+    withdrawnAt: status.withdrawnAt,
+    warnings: status.warnings,
+    sampledAt: status.sampledAt,
+    responding: r?.responding ?? false,
+    utilPercent: r?.utilPercent ?? null,
+    memoryUsedPercent: r && r.memoryTotalMib !== null ? memoryUsePercent(r) : null,
+    memoryUsedMib: r?.memoryUsedMib ?? null,
+    memoryTotalMib: r?.memoryTotalMib ?? null,
+    temperatureC: r?.temperatureC ?? null,
+    powerDrawW: r?.powerDrawW ?? null,
   }
 }
 

@@ -319,6 +319,7 @@ export class PodService {
       dataCenters: fleet.dataCenters,
       allocations: await unit.holdings(),
       unavailable: this.deps.catalog.unavailable(),
+      withdrawnGpus: this.deps.catalog.withdrawnGpus(),
     }
     const result = this.deps.place(snapshot, request)
     if (!result.ok) {

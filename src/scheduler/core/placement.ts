@@ -6,6 +6,7 @@ import {
   eligibleGpuHosts,
   freeCapacity,
   gpuShare,
+  withdrawnGpuAllocations,
   type Allocation,
   type FreeCapacity,
 } from '../../domain/catalog/capacity.js'
@@ -359,10 +360,19 @@ export function place(snapshot: PlacementSnapshot, request: PlacementRequest): P
 
   const held = snapshot.allocations
   const index = held instanceof CapacityIndex ? held : undefined
-  const freeOf: FreeOf = index
-    ? (host) => index.free(host.id) ?? freeCapacity(host, index.allocations())
-    : (host) => freeCapacity(host, held as readonly Allocation[])
-  if (index && index.hosts === snapshot.hosts) {
+  // Withdrawn GPUs are rare: while any is, every host is looked at without the index.
+  const withdrawn = withdrawnGpuAllocations(snapshot.withdrawnGpus)
+  const freeOf: FreeOf =
+    withdrawn.length > 0
+      ? (host) =>
+          freeCapacity(host, [
+            ...(index ? index.allocations() : (held as readonly Allocation[])),
+            ...withdrawn,
+          ])
+      : index
+        ? (host) => index.free(host.id) ?? freeCapacity(host, index.allocations())
+        : (host) => freeCapacity(host, held as readonly Allocation[])
+  if (index && index.hosts === snapshot.hosts && withdrawn.length === 0) {
     const fit = indexedFit(index, ctx, requested.length > 0, freeOf)
     if (fit) return { ok: true, placement: toPlacement(fit.host, fit.free, request) }
     // Nothing fits: the scan below says why, host by host.
