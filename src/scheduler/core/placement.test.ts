@@ -187,6 +187,26 @@ describe('place: GPU pods', () => {
     expect(placed(run([host], gpu(H100, 3), taken)).gpuIndices).toEqual([1, 4, 5])
   })
 
+  it('leaves out GPUs withdrawn for their health, keeping their CPU share for others', () => {
+    const host = gpuHost('h1', 'US-KS-2', H100, 2)
+    const other = gpuHost('h2', 'US-KS-2', H100, 2)
+    const withdrawnGpus = { h1: [0] }
+    const snapshot = {
+      hosts: [host, other],
+      dataCenters: DATA_CENTERS,
+      allocations: [],
+      withdrawnGpus,
+    }
+    expect(placed(placeChecked(snapshot, gpu(H100, 1, { pinnedHostId: 'h1' }))).gpuIndices).toEqual(
+      [1],
+    )
+    const result = failed(placeChecked(snapshot, gpu(H100, 2, { pinnedHostId: 'h1' })))
+    expect(reasonOf(result, 'h1')).toBe(`has only 1 free ${H100}`)
+    // Both of h1's GPUs withdrawn: a two-GPU pod goes to h2.
+    const both = { ...snapshot, withdrawnGpus: { h1: [0, 1] } }
+    expect(placed(placeChecked(both, gpu(H100, 2))).hostId).toBe('h2')
+  })
+
   it('fits exactly enough free GPUs and refuses one short', () => {
     const host = gpuHost('h1', 'US-KS-2', H100, 4)
     const taken = [alloc(host, [0])]
