@@ -11,6 +11,7 @@ const tones: Record<string, string> = {
   IN_QUEUE: 'busy',
   IN_PROGRESS: 'busy',
   DRAINING: 'busy',
+  DEGRADED: 'busy',
   EXITED: 'idle',
   CANCELLED: 'idle',
   TERMINATED: 'idle',

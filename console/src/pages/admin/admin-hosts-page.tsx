@@ -13,11 +13,13 @@ import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 
-type Change = 'cordon' | 'uncordon' | 'drain'
+type Change = 'cordon' | 'uncordon' | 'drain' | { gpuReset: number }
 
 /**
  * The fleet's hosts for the admin (docs/fleet.md, "Host state"): whether each is UP, its
- * schedule, and cordon, uncordon and drain. A drain lists the pods it left on the host.
+ * schedule, and cordon, uncordon and drain. A drain lists the pods it left on the host. Its
+ * sampled GPUs show their use and health, and a GPU withdrawn for its health can be put back
+ * (docs/gpus.md).
  */
 export function AdminHostsPage() {
   const { api } = useSession()
@@ -31,6 +33,12 @@ export function AdminHostsPage() {
     const params = { path: { hostId } }
     if (action === 'drain')
       setDrained(await ok(api.POST('/v2/admin/hosts/{hostId}/drain', { params })))
+    else if (typeof action === 'object')
+      await ok(
+        api.POST('/v2/admin/hosts/{hostId}/gpus/{index}/reset', {
+          params: { path: { hostId, index: action.gpuReset } },
+        }),
+      )
     else if (action === 'cordon') await ok(api.POST('/v2/admin/hosts/{hostId}/cordon', { params }))
     else await ok(api.POST('/v2/admin/hosts/{hostId}/uncordon', { params }))
     hosts.reload()
@@ -97,6 +105,22 @@ function HostRow({
       <td>
         {host.gpu ? `${host.gpu.count} × ${host.gpu.typeId}` : 'no GPU'} · {host.vcpus} vCPU ·{' '}
         {host.memoryGb} GB
+        {host.gpus.map((gpu) => (
+          <div key={gpu.index} className={gpu.health === 'WITHDRAWN' ? 'warning-text' : 'muted'}>
+            GPU {gpu.index}: {gpu.utilPercent ?? '-'}% use, {gpu.memoryUsedPercent ?? '-'}% memory
+            {gpu.temperatureC === null ? '' : `, ${gpu.temperatureC} °C`}
+            {gpu.health === 'WITHDRAWN' ? ` · WITHDRAWN: ${gpu.reason ?? ''} ` : ''}
+            {gpu.warnings.length > 0 ? ` · ${gpu.warnings.join('; ')}` : ''}
+            {gpu.health === 'WITHDRAWN' ? (
+              <ConfirmButton
+                label={`Reset GPU ${gpu.index}`}
+                subject={host.id}
+                busy={busy}
+                onConfirm={() => onChange({ gpuReset: gpu.index })}
+              />
+            ) : null}
+          </div>
+        ))}
       </td>
       <td className="mono">{host.runtime}</td>
       <td>{host.podCount}</td>
