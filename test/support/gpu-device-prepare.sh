@@ -59,7 +59,7 @@ if [ -L node_modules/@podyard/worker ]; then
   ln -s ../../packages/worker "$app/node_modules/@podyard/worker"
 fi
 rm -rf "$app/node_modules/better-sqlite3/deps" "$app/node_modules/better-sqlite3/src" \
-  "$app/node_modules/better-sqlite3/build/Release/obj" "$app/node_modules/better-sqlite3/build/Release/.deps" \
+  "$app/node_modules/better-sqlite3/build/Release/obj" "$app/node_modules/better-sqlite3/build/Release/sqlite3.a" "$app/node_modules/better-sqlite3/build/Release/test_extension.node" "$app/node_modules/better-sqlite3/build/Release/.deps" \
   "$app/node_modules/better-sqlite3/build/Release/obj.target" "$app/node_modules/better-sqlite3/build/deps"
 find "$app/node_modules" \( -name '*.md' -o -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -type f -delete
 
