@@ -142,7 +142,7 @@ describe('row remapping and XID events', () => {
   })
 
   it('reads XID events from kernel log lines and skips the rest', () => {
-    expect(parseXidEvents(fixture('kernel-xid.log'))).toEqual([
+    expect(parseXidEvents(fixture('kernel-xid.txt'))).toEqual([
       {
         busId: '19:00',
         xid: 13,
