@@ -4,7 +4,8 @@ import path from 'node:path'
 
 /**
  * A stand-in `nvidia-smi` executable for machines without a GPU: a shell script that answers
- * the platform's discovery (GPU names and the banner's CUDA version), the remapped-rows query
+ * the platform's discovery (each GPU's index, UUID, name, memory and driver, or names alone, and the
+ * banner's CUDA version), the remapped-rows query
  * (from remapped.csv), and the sampler's `--query-gpu=... -lms` loop by printing query.csv
  * every 200 ms, which a test rewrites to play a GPU's life. Each sampler process writes its pid
  * to sampler-pids. The lines it prints are fixtures written by hand in NVIDIA's documented
@@ -22,6 +23,12 @@ export interface FakeNvidiaSmi {
 export function fakeNvidiaSmi(gpuNames: readonly string[]): FakeNvidiaSmi {
   const dir = mkdtempSync(path.join(tmpdir(), 'podyard-fake-nvidia-smi-'))
   const names = gpuNames.map((n) => `${n}, 81559 MiB`).join('\\n')
+  const details = gpuNames
+    .map(
+      (n, i) =>
+        `${i}, GPU-00000000-0000-4000-8000-${String(i).padStart(12, '0')}, ${n}, 81559, 550.54.15`,
+    )
+    .join('\\n')
   const script = `#!/bin/sh
 dir="$(dirname "$0")"
 case "$*" in
@@ -29,6 +36,7 @@ case "$*" in
     echo $$ >> "$dir/sampler-pids"
     while :; do cat "$dir/query.csv"; sleep 0.2; done ;;
   *--query-remapped-rows=*) cat "$dir/remapped.csv" ;;
+  *--query-gpu=index,uuid,name,memory.total,driver_version*) printf '${details}\\n' ;;
   *--query-gpu=name,memory.total*) printf '${names}\\n' ;;
   "") echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |" ;;
   *) echo "fake nvidia-smi: unexpected arguments: $*" >&2; exit 2 ;;
