@@ -31,6 +31,7 @@ const PINNED: Record<string, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   PAYMENT_REQUIRED: 402,
   SPEND_LIMIT_EXCEEDED: 402,
+  QUOTA_EXCEEDED: 403,
   NOT_READY: 503,
   NOT_OFFERED: 501,
   INTERNAL: 500,
@@ -45,7 +46,7 @@ describe('the error-code registry', () => {
       ]),
     )
     expect(statuses).toEqual(PINNED)
-    expect(Object.keys(errorCodes)).toHaveLength(24)
+    expect(Object.keys(errorCodes)).toHaveLength(25)
   })
 
   it("is listed in docs/api.md's table, code by code, with the same status and meaning", () => {

@@ -7,6 +7,8 @@ import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { ManagedWorker, WorkerRepo } from '../domain/serverless/worker.js'
 import { workerCandidates, type WorkerCandidate } from '../domain/serverless/worker-placement.js'
 import type { RuntimeDriver, WorkloadMount } from '../runtime/driver.js'
+import { hasQuota, type QuotaUse } from '../domain/quotas/quota.js'
+import type { QuotaService } from '../domain/quotas/quota-service.js'
 import type { Clock } from '../shared/clock.js'
 import { newId } from '../shared/ids.js'
 import { workerDiskPath, workerWorkloadOf } from './worker-workload.js'
@@ -14,8 +16,21 @@ import { workerDiskPath, workerWorkloadOf } from './worker-workload.js'
 /** What placing and starting a worker needs (part of WorkerAutoscalerDeps). */
 export interface WorkerLaunchDeps {
   workers: WorkerRepo
-  /** Runs `work` with the allocations in a transaction no other capacity taker overlaps. */
-  exclusiveCapacity<T>(work: (allocations: AllocationRepo) => Promise<T>): Promise<T>
+  /**
+   * Runs `work` with the allocations in a transaction no other capacity taker overlaps, and
+   * what an account holds as counted in it (for its quotas).
+   */
+  exclusiveCapacity<T>(
+    work: (
+      allocations: AllocationRepo,
+      quotaUse: (accountId: string) => Promise<QuotaUse>,
+    ) => Promise<T>,
+  ): Promise<T>
+  /**
+   * The admin's quotas (docs/billing.md, "Quotas"): a worker beyond the account's workers or
+   * GPUs quota is not launched; it stays PENDING (THROTTLED) with the reason.
+   */
+  quotas?: QuotaService
   fleet: Fleet
   /**
    * The fleet's hosts as they offer themselves (what their engines reported, the declaration
@@ -119,8 +134,10 @@ export async function launchWorker(
   if (refusal !== null) return { kind: 'throttled', reason: refusal }
   // Read before the capacity transaction, which must not wait for other reads.
   const unavailable = (await deps.unavailableHosts?.(endpoint)) ?? {}
+  const limits = await deps.quotas?.limits(endpoint.accountId)
   const now = deps.clock.now().toISOString()
-  const placed = await deps.exclusiveCapacity(async (allocations) => {
+  const placed = await deps.exclusiveCapacity(async (allocations, quotaUse) => {
+    const use = deps.quotas && limits && hasQuota(limits) ? await quotaUse(endpoint.accountId) : null
     const snapshot = {
       hosts: deps.offeredHosts?.() ?? deps.fleet.hosts,
       dataCenters: deps.fleet.dataCenters,
@@ -129,7 +146,21 @@ export async function launchWorker(
       withdrawnGpus: deps.withdrawnGpus?.() ?? {},
     }
     const refusals: string[] = []
+    const quotaRefusals: string[] = []
     for (const candidate of candidates) {
+      if (use && limits && deps.quotas) {
+        const { compute } = candidate.request
+        const overQuota = deps.quotas.refusal(
+          limits,
+          use,
+          { workers: 1, gpus: compute.kind === 'gpu' ? compute.gpuCount : 0 },
+          `a worker of endpoint ${endpoint.id}`,
+        )
+        if (overQuota !== null) {
+          quotaRefusals.push(overQuota)
+          continue
+        }
+      }
       const result = deps.place(snapshot, candidate.request)
       if (!result.ok) {
         refusals.push(result.detail)
@@ -150,13 +181,16 @@ export async function launchWorker(
       })
       return { ok: true as const, candidate, placement }
     }
-    return { ok: false as const, refusals }
+    return { ok: false as const, refusals, quotaRefusals }
   })
   if (!placed.ok) {
+    // Over a quota on every candidate: waiting for capacity would not help, the quota says why.
     const reason =
       candidates.length === 0
         ? 'no data center satisfies both the endpoint and its network volumes'
-        : `no capacity: ${placed.refusals.slice(0, 3).join('; ')}${placed.refusals.length > 3 ? `; and ${placed.refusals.length - 3} more` : ''}`
+        : placed.refusals.length === 0 && placed.quotaRefusals.length > 0
+          ? placed.quotaRefusals[0]!
+          : `no capacity: ${placed.refusals.slice(0, 3).join('; ')}${placed.refusals.length > 3 ? `; and ${placed.refusals.length - 3} more` : ''}`
     return { kind: 'throttled', reason }
   }
   const { candidate, placement } = placed

@@ -26,6 +26,8 @@ export const errorCodes = {
   PAYMENT_REQUIRED:
     'the account has no credits left for this (balance at or below zero, or not enough for the price)',
   SPEND_LIMIT_EXCEEDED: 'the hourly cost would take the account above its spend limit',
+  QUOTA_EXCEEDED:
+    'the request would take the account above a quota the admin set (GPUs, pods, workers, network-volume GB)',
   NOT_READY: 'the service is not ready to serve requests',
   NOT_OFFERED:
     "the operation is part of RunPod's API but needs a service this platform does not run",

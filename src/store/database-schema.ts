@@ -389,6 +389,16 @@ export interface HostStatesTable {
   schedule_changed_at: string | null
 }
 
+/** Migration 0024: the admin's quotas of an account; null is no quota. */
+export interface AccountQuotasTable {
+  account_id: string
+  gpus: number | null
+  pods: number | null
+  workers: number | null
+  volume_gb: number | null
+  updated_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -402,6 +412,7 @@ export interface Database {
   network_volume_sizes: NetworkVolumeSizesTable
   registries: RegistriesTable
   account_secrets: AccountSecretsTable
+  account_quotas: AccountQuotasTable
   templates: TemplatesTable
   settings: SettingsTable
   jobs: JobsTable

@@ -1,10 +1,10 @@
-import type { Kysely, Selectable } from 'kysely'
+import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely'
 import type {
   NetworkVolume,
   NetworkVolumeType,
   VolumeSizeRecord,
 } from '../domain/volumes/network-volume.js'
-import type { NetworkVolumeRepo } from '../domain/volumes/ports.js'
+import type { NetworkVolumeRepo, VolumeQuotaGuard } from '../domain/volumes/ports.js'
 import type { Database, NetworkVolumesTable } from './database-schema.js'
 
 const toVolume = (row: Selectable<NetworkVolumesTable>): NetworkVolume => ({
@@ -18,12 +18,40 @@ const toVolume = (row: Selectable<NetworkVolumesTable>): NetworkVolume => ({
   updatedAt: row.updated_at,
 })
 
+/** Any constant works; with the account it keys the lock of the account's volume quota. */
+const VOLUME_QUOTA_LOCK_KEY = 7_341_002
+
+/**
+ * Calls `guard` with the account's volume GB as counted in `tx`, after a lock that every other
+ * guarded write of the account waits for (SQLite runs one transaction at a time anyway), so
+ * two concurrent creates cannot both fit in the last GB.
+ */
+async function checkGuard(
+  tx: Kysely<Database>,
+  accountId: string,
+  guard: VolumeQuotaGuard | undefined,
+): Promise<void> {
+  if (!guard) return
+  if (tx.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`select pg_advisory_xact_lock(${VOLUME_QUOTA_LOCK_KEY}, hashtext(${accountId}))`.execute(
+      tx,
+    )
+  }
+  const row = await tx
+    .selectFrom('network_volumes')
+    .select(sql<number | string | null>`sum(size_gb)`.as('gb'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow()
+  guard(Number(row.gb ?? 0))
+}
+
 /** Network volumes and their size history, on SQLite and PostgreSQL alike. */
 export class KyselyNetworkVolumeRepo implements NetworkVolumeRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(volume: NetworkVolume): Promise<void> {
+  async insert(volume: NetworkVolume, guard?: VolumeQuotaGuard): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      await checkGuard(tx, volume.accountId, guard)
       await tx
         .insertInto('network_volumes')
         .values({
@@ -75,8 +103,13 @@ export class KyselyNetworkVolumeRepo implements NetworkVolumeRepo {
     return rows.map(toVolume)
   }
 
-  async update(volume: NetworkVolume, expectedSizeGb: number): Promise<boolean> {
+  async update(
+    volume: NetworkVolume,
+    expectedSizeGb: number,
+    guard?: VolumeQuotaGuard,
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
+      await checkGuard(tx, volume.accountId, guard)
       // The size condition makes this a compare-and-set: on PostgreSQL a concurrent update of
       // the row waits for ours and then finds the size changed; SQLite runs one writer at a time.
       const result = await tx

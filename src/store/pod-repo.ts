@@ -12,6 +12,7 @@ import type { Host } from '../domain/catalog/fleet.js'
 import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
 import { podStatements } from './pod-statements.js'
+import { readQuotaUse } from './quota-repo.js'
 import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
 import type { Dialect, Store } from './open-store.js'
@@ -130,7 +131,12 @@ const CAPACITY_LOCK_KEY = 7_341_001
 
 function unitOf(db: Kysely<Database>): CapacityUnit {
   const allocations = new KyselyAllocationRepo(db)
-  return { pods: new KyselyPodRepo(db), allocations, holdings: () => allocations.list() }
+  return {
+    pods: new KyselyPodRepo(db),
+    allocations,
+    holdings: () => allocations.list(),
+    quotaUse: (accountId) => readQuotaUse(db, accountId),
+  }
 }
 
 async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<void> {
@@ -171,6 +177,7 @@ export function podStoreOf(
     pods,
     allocations: ledger.repo(),
     holdings: () => new KyselyAllocationRepo(store.db).list(),
+    quotaUse: (accountId) => readQuotaUse(store.db, accountId),
     events,
     exclusive: (work) =>
       ledger.exclusive(
@@ -180,6 +187,7 @@ export function podStoreOf(
             pods: new KyselyPodRepo(tx),
             allocations,
             holdings: async () => allocations.index,
+            quotaUse: (accountId) => readQuotaUse(tx, accountId),
           }),
       ),
   }

@@ -1,4 +1,6 @@
 import { ensurePublicModelsAccount } from '../domain/models/models-account.js'
+import { QuotaService } from '../domain/quotas/quota-service.js'
+import { KyselyQuotaRepo, quotaUseReaderOf } from '../store/quota-repo.js'
 import type { AccountParts, PlatformContext } from './platform-context.js'
 import { accountServiceOf, secretBoxFor } from './store-wiring.js'
 
@@ -9,8 +11,15 @@ export async function wireAccounts(context: PlatformContext): Promise<AccountPar
   const admin = await accounts.ensureAdmin({ email: config.adminEmail, adminKey: config.adminKey })
   for (const warning of admin.warnings) logger.warn(warning)
   const { box, key } = await secretBoxFor(config, store, logger)
+  const quotas = new QuotaService({
+    repo: new KyselyQuotaRepo(store.db),
+    use: quotaUseReaderOf(store.db),
+    accountExists: async (accountId) => (await accounts.findAccount(accountId)) !== undefined,
+    clock,
+  })
   return {
     accounts,
+    quotas,
     generatedAdminKey: admin.generatedKey,
     modelsAccount: await ensurePublicModelsAccount(accounts),
     box,

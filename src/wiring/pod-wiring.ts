@@ -55,6 +55,7 @@ export function wirePods(context: PlatformContext): PodParts {
       ...(await podsUsing(podStore.pods, accountId, usesNetworkVolume(volumeId))),
       ...(await endpointUsers(accountId, { networkVolume: volumeId })),
     ],
+    quotas: parts.accounts.quotas,
   })
   const registries = new RegistryService({
     repo: new KyselyRegistryRepo(store.db),
@@ -146,6 +147,7 @@ export function wirePods(context: PlatformContext): PodParts {
       parts.replicas.wakeUps?.notify(podChangedKey(podId))
     },
     spendGuard: parts.billing.guard,
+    quotas: parts.accounts.quotas,
   })
   return {
     podStore,

@@ -183,8 +183,10 @@ function workerAutoscalerOf(
   return new WorkerAutoscaler({
     endpoints: serverless.endpointRepo,
     workers: serverless.workerRepo,
-    exclusiveCapacity: (work) => podStore.exclusive((unit) => work(unit.allocations)),
+    exclusiveCapacity: (work) =>
+      podStore.exclusive((unit) => work(unit.allocations, (accountId) => unit.quotaUse(accountId))),
     allocations: podStore.allocations,
+    quotas: parts.accounts.quotas,
     fleet,
     offeredHosts: () => board.offeredHosts(),
     place,

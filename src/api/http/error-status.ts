@@ -23,6 +23,7 @@ export const httpStatusOf: Record<ErrorCode, { status: number; title: string }> 
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
   PAYMENT_REQUIRED: { status: 402, title: 'Payment Required' },
   SPEND_LIMIT_EXCEEDED: { status: 402, title: 'Payment Required' },
+  QUOTA_EXCEEDED: { status: 403, title: 'Forbidden' },
   NOT_READY: { status: 503, title: 'Service Unavailable' },
   NOT_OFFERED: { status: 501, title: 'Not Implemented' },
   INTERNAL: { status: 500, title: 'Internal Server Error' },

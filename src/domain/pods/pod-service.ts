@@ -8,6 +8,8 @@ import { findGpuType } from '../catalog/gpu-types.js'
 import type { Placement, PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Template } from '../templates/template.js'
+import { hasQuota, type AccountQuotas, type QuotaUse } from '../quotas/quota.js'
+import type { QuotaService } from '../quotas/quota-service.js'
 import type {
   Pod,
   PodRequirements,
@@ -107,6 +109,8 @@ export interface PodServiceDeps {
   spendGuard?: {
     assertWithinSpendLimit(accountId: string, addedUsdPerHour: number, what: string): Promise<void>
   }
+  /** The admin's quotas (docs/billing.md, "Quotas"); without it nothing is refused for them. */
+  quotas?: QuotaService
 }
 
 const ALLOCATION_KIND = 'pod'
@@ -126,9 +130,38 @@ function withCudaVersions(pod: Pod, cudaVersions: string[] | undefined): Pod {
   return { ...pod, requirements: { ...requirements, cudaVersions } }
 }
 
+/** What a pod counts for in its account's quotas while it holds its GPUs. */
+function quotaUseOf(pod: Pod, { asNewPod }: { asNewPod: boolean }): Partial<QuotaUse> {
+  return {
+    pods: asNewPod ? 1 : 0,
+    gpus: pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0,
+  }
+}
+
 /** Pods: creation with placement, reads, updates and actions. The lifecycle loop runs them. */
 export class PodService {
   constructor(private readonly deps: PodServiceDeps) {}
+
+  /**
+   * The account's quotas, read before a capacity unit (which must not wait for other reads);
+   * null when it has none.
+   */
+  private async quotasOf(accountId: string): Promise<AccountQuotas | null> {
+    const limits = await this.deps.quotas?.limits(accountId)
+    return limits && hasQuota(limits) ? limits : null
+  }
+
+  /** Inside the capacity unit, so that concurrent creates cannot both take the last slot. */
+  private async checkQuota(
+    unit: CapacityUnit,
+    accountId: string,
+    limits: AccountQuotas | null,
+    adding: Partial<QuotaUse>,
+    what: string,
+  ): Promise<void> {
+    if (!limits || !this.deps.quotas) return
+    this.deps.quotas.assertWithin(limits, await unit.quotaUse(accountId), adding, what)
+  }
 
   private get now(): string {
     return this.deps.clock.now().toISOString()
@@ -393,7 +426,15 @@ export class PodService {
       draft.hourlyPrice,
       `create pod "${draft.name}"`,
     )
+    const limits = await this.quotasOf(accountId)
     const pod = await this.deps.store.exclusive(async (unit) => {
+      await this.checkQuota(
+        unit,
+        accountId,
+        limits,
+        quotaUseOf(draft, { asNewPod: true }),
+        `create pod "${draft.name}"`,
+      )
       const placed = await this.reserve(unit, draft, this.placementRequest(draft), {
         suggestOtherCloud: true,
       })
@@ -517,7 +558,20 @@ export class PodService {
     const fleet = this.deps.catalog.fleet
     const candidates =
       first.dataCenterIds.length > 0 ? first.dataCenterIds : fleet.dataCenters.map((dc) => dc.id)
+    const limits = await this.quotasOf(accountId)
     const pods = await this.deps.store.exclusive(async (unit) => {
+      await this.checkQuota(
+        unit,
+        accountId,
+        limits,
+        drafts
+          .map((draft) => quotaUseOf(draft, { asNewPod: true }))
+          .reduce((sum, one) => ({
+            pods: (sum.pods ?? 0) + (one.pods ?? 0),
+            gpus: (sum.gpus ?? 0) + (one.gpus ?? 0),
+          })),
+        `create ${drafts.length} pods together`,
+      )
       const taken = await unit.allocations.list()
       const shortfalls: string[] = []
       for (const dataCenterId of candidates) {
@@ -677,6 +731,7 @@ export class PodService {
         )
       }
     }
+    const limits = action === 'start' || action === 'reset' ? await this.quotasOf(accountId) : null
     const pod = await this.mutate(accountId, id, async (current, unit) => {
       const desiredStop =
         action === 'stop' && options.stopWhileProvisioning && current.status === 'PROVISIONING'
@@ -686,6 +741,14 @@ export class PodService {
         case 'reset':
           if (current.status === 'PROVISIONING') return undefined
           if (current.status === 'RUNNING') return this.restart(current)
+          // A stopped pod still counts as a pod; starting it takes its GPUs again.
+          await this.checkQuota(
+            unit,
+            accountId,
+            limits,
+            quotaUseOf(current, { asNewPod: false }),
+            `start pod ${id}`,
+          )
           return this.restartFromStopped(withCudaVersions(current, options.cudaVersions), unit)
         case 'restart':
           return this.restart(current)

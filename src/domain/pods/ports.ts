@@ -1,5 +1,6 @@
 import type { PlacementSnapshot } from '../catalog/placement.js'
 import type { AllocationRepo } from '../catalog/ports.js'
+import type { QuotaUse } from '../quotas/quota.js'
 import type { Pod, PodRuntime, PodStatus } from './pod.js'
 
 export interface PodFilter {
@@ -41,6 +42,8 @@ export interface CapacityUnit {
    * (placement then looks only at hosts with room), or all of them.
    */
   holdings(): Promise<PlacementSnapshot['allocations']>
+  /** What the account holds, as counted inside this unit (quotas are checked against it). */
+  quotaUse(accountId: string): Promise<QuotaUse>
 }
 
 /** The store as pods need it: plain repos, and an exclusive unit for anything that takes capacity. */

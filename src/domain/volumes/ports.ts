@@ -1,8 +1,14 @@
 import type { NetworkVolume, VolumeSizeRecord } from './network-volume.js'
 
+/**
+ * Called inside the write's transaction with the GB of the account's volumes as counted there,
+ * before the write; throws to refuse it (the account's volume quota).
+ */
+export type VolumeQuotaGuard = (usedGb: number) => void
+
 export interface NetworkVolumeRepo {
-  /** Stores a new volume and the first entry of its size history, together. */
-  insert(volume: NetworkVolume): Promise<void>
+  /** Stores a new volume and the first entry of its size history, together, if `guard` lets it. */
+  insert(volume: NetworkVolume, guard?: VolumeQuotaGuard): Promise<void>
   findById(id: string): Promise<NetworkVolume | undefined>
   /** The account's volumes, oldest first. */
   listByAccount(accountId: string): Promise<NetworkVolume[]>
@@ -11,7 +17,7 @@ export interface NetworkVolumeRepo {
    * cannot undo each other) and, when the size changes, appends a size-history entry dated
    * `volume.updatedAt`, together. False when nothing was written (gone, or resized meanwhile).
    */
-  update(volume: NetworkVolume, expectedSizeGb: number): Promise<boolean>
+  update(volume: NetworkVolume, expectedSizeGb: number, guard?: VolumeQuotaGuard): Promise<boolean>
   /**
    * Forgets the volume and ends its size history with a 0 GB entry dated `deletedAt`, together.
    * False when there was no such volume.

@@ -11,7 +11,9 @@ import {
   type NetworkVolume,
   type NetworkVolumeType,
 } from './network-volume.js'
-import type { NetworkVolumeRepo, VolumeStorage } from './ports.js'
+import type { NetworkVolumeRepo, VolumeQuotaGuard, VolumeStorage } from './ports.js'
+import { hasQuota, NO_QUOTAS, type QuotaUse } from '../quotas/quota.js'
+import type { QuotaService } from '../quotas/quota-service.js'
 
 export interface CreateVolumeInput {
   name: string
@@ -37,6 +39,8 @@ export interface VolumeServiceDeps {
    * TERMINATED and, later, serverless endpoints. A volume with users cannot be deleted.
    */
   usersOf: (accountId: string, volumeId: string) => Promise<string[]>
+  /** The admin's quotas (docs/billing.md, "Quotas"); without it nothing is refused for them. */
+  quotas?: QuotaService
 }
 
 /**
@@ -58,6 +62,26 @@ function validationFailed(problems: string[]): AppError {
 /** Network volumes: storage an account rents in a data center, mounted by its pods. */
 export class VolumeService {
   constructor(private readonly deps: VolumeServiceDeps) {}
+
+  /**
+   * The check of the account's volume-GB quota for a write that adds `addedGb`, run by the
+   * repo inside the write's transaction; undefined when the account has no such quota. The
+   * early check refuses before any storage is made.
+   */
+  private async quotaGuard(
+    accountId: string,
+    addedGb: number,
+    what: string,
+  ): Promise<VolumeQuotaGuard | undefined> {
+    const quotas = this.deps.quotas
+    const limits = (await quotas?.limits(accountId)) ?? NO_QUOTAS
+    if (!quotas || !hasQuota(limits) || limits.volumeGb === null || addedGb <= 0) return undefined
+    await quotas.precheck(accountId, { volumeGb: addedGb }, what)
+    return (usedGb) => {
+      const use: QuotaUse = { gpus: 0, pods: 0, workers: 0, volumeGb: usedGb }
+      quotas.assertWithin(limits, use, { volumeGb: addedGb }, what)
+    }
+  }
 
   private get now(): string {
     return this.deps.clock.now().toISOString()
@@ -95,6 +119,11 @@ export class VolumeService {
     if (problems.length > 0) throw validationFailed(problems)
     this.checkPlacement(input.dataCenterId, type)
 
+    const guard = await this.quotaGuard(
+      accountId,
+      input.size,
+      `create network volume "${input.name}" of ${input.size} GB`,
+    )
     const now = this.now
     const volume: NetworkVolume = {
       id: newId.networkVolume(),
@@ -108,7 +137,7 @@ export class VolumeService {
     }
     await this.deps.storage.create(volume.id, volume.sizeGb, volume.dataCenterId)
     try {
-      await this.deps.repo.insert(volume)
+      await this.deps.repo.insert(volume, guard)
     } catch (error) {
       // Without its record nobody can reach (or delete) the storage, so it must not outlive it.
       await this.deps.storage.remove(volume.id, volume.dataCenterId)
@@ -151,9 +180,24 @@ export class VolumeService {
       if (name === current.name && sizeGb === current.sizeGb) return current
 
       const next: NetworkVolume = { ...current, name, sizeGb, updatedAt: this.now }
+      const guard = await this.quotaGuard(
+        accountId,
+        sizeGb - current.sizeGb,
+        `grow network volume ${id} from ${current.sizeGb} to ${sizeGb} GB`,
+      )
       // Storage first: if it cannot grow, nothing is recorded (and nothing billed) for it.
       if (sizeGb > current.sizeGb) await this.deps.storage.resize(id, sizeGb, current.dataCenterId)
-      if (await this.deps.repo.update(next, current.sizeGb)) return next
+      let written: boolean
+      try {
+        written = await this.deps.repo.update(next, current.sizeGb, guard)
+      } catch (error) {
+        // Refused inside the transaction (a concurrent write took the quota): undo the growth.
+        if (sizeGb > current.sizeGb) {
+          await this.deps.storage.resize(id, current.sizeGb, current.dataCenterId)
+        }
+        throw error
+      }
+      if (written) return next
     }
     throw new AppError(
       'INVALID_STATE',

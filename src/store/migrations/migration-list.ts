@@ -44,6 +44,8 @@ import * as sqlite0020 from './sqlite/0020-job-payload-size-and-retried-index.js
 import * as sqlite0021 from './sqlite/0021-host-states.js'
 import * as sqlite0022 from './sqlite/0022-allocation-epoch.js'
 import * as sqlite0023 from './sqlite/0023-account-secrets.js'
+import * as postgres0024 from './postgres/0024-account-quotas.js'
+import * as sqlite0024 from './sqlite/0024-account-quotas.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -138,6 +140,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0023-account-secrets',
       sqlite: sqlite0023.statements,
       postgres: postgres0023.statements,
+    },
+    {
+      name: '0024-account-quotas',
+      sqlite: sqlite0024.statements,
+      postgres: postgres0024.statements,
     },
   ]
 
