@@ -47,6 +47,7 @@ import { openapiOptions } from './openapi/openapi-document.js'
 import { opsRoutes } from './ops-routes.js'
 import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import { restRoutes } from './rest/rest-routes.js'
+import type { QuotaService } from '../domain/quotas/quota-service.js'
 import { workerRoutes } from './worker/worker-routes.js'
 
 export interface AppDeps {
@@ -92,6 +93,8 @@ export interface AppDeps {
   models?: { service: ModelService; signer: ObjectUrlSigner }
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
   hosts?: HostService
+  /** Quotas per account (docs/billing.md, "Quotas"). */
+  quotas?: QuotaService
   /**
    * Config `telemetry` (docs/production.md, "Request ids and tracing"): W3C traceparent in and
    * out.
@@ -230,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.models ? { models: deps.models.service } : {}),
     ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
     ...(deps.hosts ? { hosts: deps.hosts } : {}),
+    ...(deps.quotas ? { quotas: deps.quotas } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
   if (deps.models) {

@@ -60,6 +60,7 @@ export async function wireApi(
     telemetry: config.telemetry,
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
+    quotas: accounts.quotas,
     models: { service: models.service, signer: models.signer },
     consoleDir,
     // What /readyz says to anyone: never the driver's error, which can name the database's

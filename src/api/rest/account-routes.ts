@@ -15,6 +15,8 @@ import {
   Permission,
 } from './account-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
+import { QuotaReportSchema } from './quota-routes.js'
+import type { QuotaService } from '../../domain/quotas/quota-service.js'
 
 const CreateApiKeyBody = Type.Object(
   {
@@ -35,6 +37,7 @@ const AccountWithSpendSchema = Type.Intersect([
           "USD per hour: the account's pods and launched serverless workers (GraphQL currentSpendPerHr)",
       }),
     ),
+    quotas: Type.Optional(QuotaReportSchema),
     balanceEnforced: Type.Optional(
       Type.Boolean({
         description:
@@ -55,12 +58,14 @@ export interface AccountRouteDeps {
     /** Config `billing.enforce`: whether a used-up balance stops anything. */
     readonly enforced: boolean
   }
+  /** The admin's quotas (docs/billing.md, "Quotas"); absent, `quotas` is left out. */
+  quotas?: QuotaService
 }
 
 /** The caller's own account and its API keys (keys are shown once, at creation). */
 export async function accountRoutes(
   app: FastifyInstance,
-  { accounts, credits, spend }: AccountRouteDeps,
+  { accounts, credits, spend, quotas }: AccountRouteDeps,
 ): Promise<void> {
   app.get(
     '/account',
@@ -89,6 +94,7 @@ export async function accountRoutes(
               balanceEnforced: spend.enforced,
             }
           : {}),
+        ...(quotas ? { quotas: await quotas.report(accountId) } : {}),
       }
     },
   )

@@ -18,6 +18,8 @@ import { modelCatalogRoutes } from '../models/model-routes.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { adminAccountRoutes } from './admin-account-routes.js'
+import { quotaRoutes } from './quota-routes.js'
+import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import { adminRoutes } from './admin-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
@@ -65,6 +67,8 @@ export interface RestDeps {
   }
   /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
   hosts?: HostService
+  /** Quotas per account (docs/billing.md, "Quotas"); absent, neither served nor shown. */
+  quotas?: QuotaService
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -74,6 +78,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
     accounts: deps.accounts,
     credits: deps.credits,
     ...(deps.spend ? { spend: deps.spend } : {}),
+    ...(deps.quotas ? { quotas: deps.quotas } : {}),
   })
   await app.register(adminRoutes, { credits: deps.credits })
   await app.register(adminAccountRoutes, { accounts: deps.accounts, credits: deps.credits })
@@ -97,4 +102,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
   if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
+  if (deps.quotas) await app.register(quotaRoutes, { accounts: deps.accounts, quotas: deps.quotas })
 }
