@@ -119,7 +119,9 @@ describe('quotas per account', () => {
       },
     })
     expect(graphql.body.errors?.[0]?.extensions?.code).toBe('QUOTA_EXCEEDED')
-    expect(graphql.body.errors[0].message).toMatch(/quota pods exceeded: .* uses 1 of its quota of 1/)
+    expect(graphql.body.errors[0].message).toMatch(
+      /quota pods exceeded: .* uses 1 of its quota of 1/,
+    )
 
     await setQuotas({ pods: 3 })
     const tooManyGpus = await createPod('two-gpus', 2)
@@ -163,9 +165,7 @@ describe('quotas per account', () => {
 
   it('lets exactly one of concurrent creates take the last slot', async () => {
     await setQuotas({ pods: 1, gpus: null })
-    const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => createPod(`race-${i}`)),
-    )
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => createPod(`race-${i}`)))
     const statuses = answers.map((a) => a.status).sort()
     expect(statuses).toEqual([201, 403, 403, 403, 403, 403])
     expect(await ownQuotas()).toMatchObject({ pods: { limit: 1, used: 1 } })
@@ -252,7 +252,10 @@ describe('quotas per account', () => {
       await new Promise((resolve) => setTimeout(resolve, 100))
       workers = await workersOf()
     }
-    expect(workers.filter((w) => w.status === 'THROTTLED'), JSON.stringify(workers)).toEqual([])
+    expect(
+      workers.filter((w) => w.status === 'THROTTLED'),
+      JSON.stringify(workers),
+    ).toEqual([])
     await callJson(platform, `/v2/serverless/${created.body.id}`, { method: 'DELETE', key })
   }, 60_000)
 })

@@ -137,7 +137,8 @@ export async function launchWorker(
   const limits = await deps.quotas?.limits(endpoint.accountId)
   const now = deps.clock.now().toISOString()
   const placed = await deps.exclusiveCapacity(async (allocations, quotaUse) => {
-    const use = deps.quotas && limits && hasQuota(limits) ? await quotaUse(endpoint.accountId) : null
+    const use =
+      deps.quotas && limits && hasQuota(limits) ? await quotaUse(endpoint.accountId) : null
     const snapshot = {
       hosts: deps.offeredHosts?.() ?? deps.fleet.hosts,
       dataCenters: deps.fleet.dataCenters,
