@@ -63,7 +63,32 @@ export interface StoreCommands {
   }): Promise<CreditView & { entry: CreditEntryView }>
   showCredits(account: string): Promise<CreditView & { entries: CreditEntryView[] }>
   setSpendLimit(account: string, usdPerHour: number): Promise<CreditView>
+  /** Sets the given quotas (null removes one) and answers them all with the account's use. */
+  quotas(account: string, patch: Partial<Record<QuotaName, number | null>>): Promise<QuotaView>
 }
+
+export type QuotaName = 'gpus' | 'pods' | 'workers' | 'volumeGb'
+
+export interface QuotaView {
+  accountId: string
+  quotas: Record<QuotaName, { limit: number | null; used: number }>
+}
+
+/** A quota argument: a whole number, or `none` for no quota (kept as the word: commander drops null). */
+function parseQuota(value: string): number | 'none' {
+  if (value.trim() === 'none') return 'none'
+  if (!/^\d+$/.test(value.trim())) {
+    throw new InvalidArgumentError(`"${value}" is not a whole number or "none"`)
+  }
+  return Number(value)
+}
+
+const QUOTA_FLAGS: Array<[QuotaName, string, string]> = [
+  ['gpus', '--gpus <n>', 'GPUs its pods and serverless workers may hold at once'],
+  ['pods', '--pods <n>', 'pods it may have (any status but TERMINATED)'],
+  ['workers', '--workers <n>', 'serverless workers it may have launched at once'],
+  ['volumeGb', '--volume-gb <n>', 'GB its network volumes may add up to'],
+]
 
 export interface StoreCommandDeps {
   migrate(flags: ConfigFlags): Promise<{ applied: string[]; storeUrl: string }>
@@ -264,6 +289,47 @@ export function addStoreCommands(program: Command, storeDeps: StoreCommandDeps):
             ),
       )
     })
+
+  const quota = addConfigOptions(
+    accounts
+      .command('quota')
+      .description('show or set an account\'s quotas (docs/billing.md, "Quotas"); none: no quota'),
+    false,
+  ).argument('<account>', 'account id or user email')
+  for (const [, flag, what] of QUOTA_FLAGS) {
+    quota.option(flag, `${what}; a whole number, or none`, parseQuota)
+  }
+  quota
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        account: string,
+        flags: ConfigFlags & Partial<Record<QuotaName, number | 'none'>> & { json?: boolean },
+      ) => {
+        const patch = Object.fromEntries(
+          QUOTA_FLAGS.flatMap(([name]) => {
+            const given = flags[name]
+            return given === undefined ? [] : [[name, given === 'none' ? null : given]]
+          }),
+        )
+        const shown = await deps.withStore(flags, (store) => store.quotas(account, patch))
+        deps.print(
+          flags.json
+            ? json(shown)
+            : [
+                `Quotas of ${shown.accountId}:`,
+                formatTable(
+                  ['QUOTA', 'LIMIT', 'USED'],
+                  QUOTA_FLAGS.map(([name]) => [
+                    name,
+                    shown.quotas[name].limit === null ? 'none' : String(shown.quotas[name].limit),
+                    String(shown.quotas[name].used),
+                  ]),
+                ),
+              ].join('\n'),
+        )
+      },
+    )
 
   const credits = program
     .command('credits')

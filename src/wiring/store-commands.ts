@@ -5,6 +5,8 @@ import { CreditService } from '../domain/billing/credit-service.js'
 import { AppError } from '../shared/app-error.js'
 import { systemClock } from '../shared/clock.js'
 import { KyselyCreditRepo } from '../store/credit-repo.js'
+import { QuotaService } from '../domain/quotas/quota-service.js'
+import { KyselyQuotaRepo, quotaUseReaderOf } from '../store/quota-repo.js'
 import { accountServiceOf, openMigratedStore } from './store-wiring.js'
 
 /** The CLI commands that work on the store itself (keys, accounts, credits). */
@@ -12,6 +14,7 @@ function storeCommands(
   database: string,
   accounts: AccountService,
   credits: CreditService,
+  quotas: QuotaService,
 ): StoreCommands {
   const accountOrAdmin = async (idOrEmail?: string) => {
     const account = idOrEmail
@@ -51,6 +54,14 @@ function storeCommands(
     },
     setSpendLimit: async (account, usdPerHour) =>
       credits.setSpendLimit((await accountOrAdmin(account)).id, usdPerHour),
+    quotas: async (account, patch) => {
+      const { id } = await accountOrAdmin(account)
+      return {
+        accountId: id,
+        quotas:
+          Object.keys(patch).length > 0 ? await quotas.set(id, patch) : await quotas.report(id),
+      }
+    },
   }
 }
 
@@ -76,7 +87,13 @@ export async function withStoreCommands<T>(
       )
     }
     const credits = new CreditService(new KyselyCreditRepo(store.db), systemClock)
-    return await use(storeCommands(store.displayUrl, accounts, credits))
+    const quotas = new QuotaService({
+      repo: new KyselyQuotaRepo(store.db),
+      use: quotaUseReaderOf(store.db),
+      accountExists: async (accountId) => (await accounts.findAccount(accountId)) !== undefined,
+      clock: systemClock,
+    })
+    return await use(storeCommands(store.displayUrl, accounts, credits, quotas))
   } finally {
     await store.close()
   }
