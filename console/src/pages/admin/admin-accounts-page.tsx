@@ -14,6 +14,7 @@ import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 import { AccountBilling } from './account-billing'
+import { AccountQuotas } from './account-quotas'
 
 type Created = Answer<'/v2/admin/accounts', 'post', 201>
 
@@ -70,6 +71,7 @@ export function AdminAccountsPage() {
           )}
         </ListView>
         {open ? <AccountBilling accountId={open} onChange={accounts.reload} /> : null}
+        {open ? <AccountQuotas accountId={open} /> : null}
       </Section>
       <Section title="New account">
         <CreateAccountForm

@@ -6,6 +6,7 @@ import { usd } from '../../components/format'
 import { LedgerTable } from '../../components/ledger-table'
 import { Loading } from '../../components/loading'
 import { Page, Section } from '../../components/page'
+import { QuotaTable } from '../../components/quota-table'
 import { ListView, ResourceView } from '../../components/resource-view'
 import { SpendStats } from '../../components/spend-stats'
 import { useResource } from '../../hooks/use-resource'
@@ -116,6 +117,15 @@ export default function BillingPage() {
         }
       </ResourceView>
 
+      {account.quotas ? (
+        <Section title="Quotas">
+          <p className="muted">
+            Set by the admin; a create beyond a quota is refused, a worker beyond it is not
+            launched.
+          </p>
+          <QuotaTable quotas={account.quotas} />
+        </Section>
+      ) : null}
       <Section title="Ledger">
         <ListView
           resource={ledger}
