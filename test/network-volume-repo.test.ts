@@ -42,6 +42,25 @@ describe.each(testStores())('KyselyNetworkVolumeRepo on $name', ({ open }) => {
     ])
   })
 
+  it('lets concurrent guarded inserts see each other: only those within the quota are stored', async () => {
+    // The guard is what the volume-GB quota passes: refuse beyond 100 GB.
+    const guard = (usedGb: number) => {
+      if (usedGb + 30 > 100) throw new Error(`over: ${usedGb}`)
+    }
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => repo.insert(volume({ sizeGb: 30 }), guard)),
+    )
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3)
+    expect((await repo.listByAccount(accountId)).reduce((sum, v) => sum + v.sizeGb, 0)).toBe(90)
+    const first = (await repo.listByAccount(accountId))[0]!
+    await expect(
+      repo.update({ ...first, sizeGb: 60 }, 30, (usedGb) => {
+        if (usedGb + 30 > 100) throw new Error(`over: ${usedGb}`)
+      }),
+    ).rejects.toThrow('over: 90')
+    expect((await repo.findById(first.id))!.sizeGb).toBe(30)
+  })
+
   it('lists an account’s volumes oldest first, and no one else’s', async () => {
     const other = await addTestAccount(store)
     const late = volume({ createdAt: '2026-01-03T00:00:00.000Z' })
