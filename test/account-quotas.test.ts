@@ -119,6 +119,15 @@ describe('quotas per account', () => {
       },
     })
     expect(graphql.body.errors?.[0]?.extensions?.code).toBe('QUOTA_EXCEEDED')
+    const myself = await callJson(platform, '/graphql', {
+      method: 'POST',
+      key,
+      json: { query: '{ myself { quotas { pods { limit used } gpus { limit used } } } }' },
+    })
+    expect(myself.body.data.myself.quotas).toEqual({
+      pods: { limit: 1, used: 1 },
+      gpus: { limit: 2, used: 1 },
+    })
     expect(graphql.body.errors[0].message).toMatch(
       /quota pods exceeded: .* uses 1 of its quota of 1/,
     )

@@ -212,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.billing ? { spend: deps.billing.spend } : {}),
     ...(deps.models ? { models: deps.models.service } : {}),
     clusters: deps.clusters,
+    ...(deps.quotas ? { quotas: deps.quotas } : {}),
   })
   await app.register(restRoutes, {
     prefix: '/v2',

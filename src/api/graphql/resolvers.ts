@@ -1,4 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql'
+import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import type { IResolvers, MercuriusContext } from 'mercurius'
 import { decideAccess } from '../../domain/accounts/access.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
@@ -62,6 +63,8 @@ export interface GraphqlServices {
   models?: ModelService
   /** Instant clusters (createCluster, deleteCluster); those mutations answer an error without it. */
   clusters?: ClusterService
+  /** The admin's quotas (docs/billing.md, "Quotas"); `myself.quotas` is null without it. */
+  quotas?: QuotaService
 }
 
 /** deployCpuPod's flavor when runpod-python sends no instanceId: cpu3c, as its docs' example. */
@@ -191,6 +194,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
         })),
       podTemplates: async () => (await templates.list(accountId)).map(templateView),
       endpoints: async () => (await endpoints.list(accountId)).map(endpointObject),
+      quotas: async () => (services.quotas ? services.quotas.report(accountId) : null),
       notifyPodsStale: false,
       notifyPodsGeneral: false,
       notifyLowBalance: false,

@@ -177,6 +177,21 @@ export const typeDefs = /* GraphQL */ `
     notifyLowBalance: Boolean!
     "No serverless discounts exist here: always null."
     serverlessDiscount: ServerlessDiscount
+    "podyard: the quotas the admin set and the account's use of them (docs/billing.md)."
+    quotas: AccountQuotas
+  }
+
+  "podyard: each quota with its limit (null: no quota) and the use."
+  type AccountQuotas {
+    gpus: QuotaLine!
+    pods: QuotaLine!
+    workers: QuotaLine!
+    volumeGb: QuotaLine!
+  }
+
+  type QuotaLine {
+    limit: Int
+    used: Float!
   }
 
   type ServerlessDiscount {
