@@ -45,16 +45,9 @@ export function completionTable(program: Command): Map<string, string[]> {
 /** A shell word list, quoted for a single-quoted shell string (the words are plain). */
 const wordList = (words: string[]) => words.join(' ')
 
-function bashScript(table: Map<string, string[]>): string {
-  const cases = [...table]
-    .map(([path, words]) => `    '${path}') echo '${wordList(words)}' ;;`)
-    .join('\n')
-  const values = Object.entries(OPTION_VALUES)
-    .map(([option, words]) => `    ${option}) echo '${wordList(words)}'; return 0 ;;`)
-    .join('\n')
-  return `# podyard bash completion: source it, or save it as
-# ~/.local/share/bash-completion/completions/podyard
-_podyard_words() {
+/** The two lookups both POSIX-like shells' scripts share: a command path's words, an option's values. */
+function lookupFunctions(cases: string, values: string): string {
+  return `_podyard_words() {
   case "$1" in
 ${cases}
     *) return 1 ;;
@@ -66,7 +59,19 @@ ${values}
     *) return 1 ;;
   esac
 }
-_podyard() {
+`
+}
+
+function bashScript(table: Map<string, string[]>): string {
+  const cases = [...table]
+    .map(([path, words]) => `    '${path}') echo '${wordList(words)}' ;;`)
+    .join('\n')
+  const values = Object.entries(OPTION_VALUES)
+    .map(([option, words]) => `    ${option}) echo '${wordList(words)}'; return 0 ;;`)
+    .join('\n')
+  return `# podyard bash completion: source it, or save it as
+# ~/.local/share/bash-completion/completions/podyard
+${lookupFunctions(cases, values)}_podyard() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" cmdpath="" next i words
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "\${COMP_WORDS[i]}" in -*) continue ;; esac
@@ -94,19 +99,7 @@ function zshScript(table: Map<string, string[]>): string {
   return `#compdef podyard
 # podyard zsh completion: save it as _podyard in a directory on $fpath, or source it after
 # compinit.
-_podyard_words() {
-  case "$1" in
-${cases}
-    *) return 1 ;;
-  esac
-}
-_podyard_values() {
-  case "$1" in
-${values}
-    *) return 1 ;;
-  esac
-}
-_podyard() {
+${lookupFunctions(cases, values)}_podyard() {
   local cmdpath="" next w values
   for w in "\${(@)words[2,CURRENT-1]}"; do
     [[ $w == -* ]] && continue

@@ -32,18 +32,21 @@ const GpuSchema = Type.Object({
   powerDrawW: NullableNumber,
 })
 
+/** A host's GPUs: its one type, how many, the CUDA version; null for a CPU host. */
+const HostGpus = Type.Union([
+  Type.Object({
+    typeId: Type.String(),
+    count: Type.Integer(),
+    cudaVersion: Type.Union([Type.String(), Type.Null()]),
+  }),
+  Type.Null(),
+])
+
 export const HostSchema = Type.Object({
   id: Type.String(),
   dataCenterId: Type.String(),
   cloud: Type.String(),
-  gpu: Type.Union([
-    Type.Object({
-      typeId: Type.String(),
-      count: Type.Integer(),
-      cudaVersion: Type.Union([Type.String(), Type.Null()]),
-    }),
-    Type.Null(),
-  ]),
+  gpu: HostGpus,
   vcpus: Type.Integer(),
   memoryGb: Type.Integer(),
   diskGb: Type.Integer(),
@@ -95,14 +98,7 @@ export const HostSchema = Type.Object({
   ]),
   offered: Type.Object(
     {
-      gpu: Type.Union([
-        Type.Object({
-          typeId: Type.String(),
-          count: Type.Integer(),
-          cudaVersion: Type.Union([Type.String(), Type.Null()]),
-        }),
-        Type.Null(),
-      ]),
+      gpu: HostGpus,
       vcpus: Type.Integer(),
       memoryGb: Type.Integer(),
     },
