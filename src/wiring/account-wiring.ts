@@ -1,8 +1,6 @@
 import { ensurePublicModelsAccount } from '../domain/models/models-account.js'
-import { QuotaService } from '../domain/quotas/quota-service.js'
-import { KyselyQuotaRepo, quotaUseReaderOf } from '../store/quota-repo.js'
 import type { AccountParts, PlatformContext } from './platform-context.js'
-import { accountServiceOf, secretBoxFor } from './store-wiring.js'
+import { accountServiceOf, quotaServiceOf, secretBoxFor } from './store-wiring.js'
 
 /** Accounts and the admin (created on the first start), the public models' account, the key. */
 export async function wireAccounts(context: PlatformContext): Promise<AccountParts> {
@@ -11,12 +9,7 @@ export async function wireAccounts(context: PlatformContext): Promise<AccountPar
   const admin = await accounts.ensureAdmin({ email: config.adminEmail, adminKey: config.adminKey })
   for (const warning of admin.warnings) logger.warn(warning)
   const { box, key } = await secretBoxFor(config, store, logger)
-  const quotas = new QuotaService({
-    repo: new KyselyQuotaRepo(store.db),
-    use: quotaUseReaderOf(store.db),
-    accountExists: async (accountId) => (await accounts.findAccount(accountId)) !== undefined,
-    clock,
-  })
+  const quotas = quotaServiceOf(store, accounts, clock)
   return {
     accounts,
     quotas,

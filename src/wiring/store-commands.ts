@@ -5,9 +5,8 @@ import { CreditService } from '../domain/billing/credit-service.js'
 import { AppError } from '../shared/app-error.js'
 import { systemClock } from '../shared/clock.js'
 import { KyselyCreditRepo } from '../store/credit-repo.js'
-import { QuotaService } from '../domain/quotas/quota-service.js'
-import { KyselyQuotaRepo, quotaUseReaderOf } from '../store/quota-repo.js'
-import { accountServiceOf, openMigratedStore } from './store-wiring.js'
+import type { QuotaService } from '../domain/quotas/quota-service.js'
+import { accountServiceOf, openMigratedStore, quotaServiceOf } from './store-wiring.js'
 
 /** The CLI commands that work on the store itself (keys, accounts, credits). */
 function storeCommands(
@@ -87,12 +86,7 @@ export async function withStoreCommands<T>(
       )
     }
     const credits = new CreditService(new KyselyCreditRepo(store.db), systemClock)
-    const quotas = new QuotaService({
-      repo: new KyselyQuotaRepo(store.db),
-      use: quotaUseReaderOf(store.db),
-      accountExists: async (accountId) => (await accounts.findAccount(accountId)) !== undefined,
-      clock: systemClock,
-    })
+    const quotas = quotaServiceOf(store, accounts, systemClock)
     return await use(storeCommands(store.displayUrl, accounts, credits, quotas))
   } finally {
     await store.close()

@@ -4,6 +4,7 @@ import type { Logger } from 'pino'
 import { resolveEncryptionKey } from '../config/encryption-key.js'
 import type { Config } from '../config/schema.js'
 import { AccountService } from '../domain/accounts/account-service.js'
+import { QuotaService } from '../domain/quotas/quota-service.js'
 import { parseEncryptionKey, SecretBox } from '../domain/registries/secret-box.js'
 import type { Clock } from '../shared/clock.js'
 import { KyselyAccountRepo } from '../store/account-repo.js'
@@ -11,6 +12,7 @@ import { KyselyApiKeyRepo } from '../store/api-key-repo.js'
 import { verifyEncryptionKey } from '../store/encryption-check.js'
 import { appliedMigrations, migrateToLatest } from '../store/migrate.js'
 import { openStore, type Store } from '../store/open-store.js'
+import { KyselyQuotaRepo, quotaUseReaderOf } from '../store/quota-repo.js'
 import { lockForServing, type ServingLock } from '../store/serving-lock.js'
 import { StartupRefusal } from '../shared/startup-refusal.js'
 
@@ -156,6 +158,16 @@ const SERVE_LOCK_FILE = 'serve.lock'
 
 export function accountServiceOf(store: Store, clock: Clock): AccountService {
   return new AccountService(new KyselyAccountRepo(store.db), new KyselyApiKeyRepo(store.db), clock)
+}
+
+/** The quotas of `accounts`' accounts, for the server and the store commands alike. */
+export function quotaServiceOf(store: Store, accounts: AccountService, clock: Clock): QuotaService {
+  return new QuotaService({
+    repo: new KyselyQuotaRepo(store.db),
+    use: quotaUseReaderOf(store.db),
+    accountExists: async (accountId) => (await accounts.findAccount(accountId)) !== undefined,
+    clock,
+  })
 }
 
 /**
