@@ -68,13 +68,22 @@ describe('public models as clients call them', () => {
       expect((await image(second.body.output.image_url)).equals(firstImage)).toBe(false)
       const x = await runsync({ prompt: 'a lighthouse', size: '640x384' })
       expect(pngSize(await image(x.body.output.image_url))).toEqual({ width: 640, height: 384 })
+      // RunPod's AI SDK provider: its default size beside the caller's width and height.
+      const sdk = await runsync({
+        prompt: 'a lighthouse',
+        size: '1328*1328',
+        width: 640,
+        height: 448,
+      })
+      expect(sdk.status, JSON.stringify(sdk.body)).toBe(200)
+      expect(pngSize(await image(sdk.body.output.image_url))).toEqual({ width: 640, height: 448 })
     }, 60_000)
 
     it('invalid input is 400 with a string error', async () => {
       for (const input of [
         { prompt: 'x', size: 'huge' },
         { prompt: 'x', seed: -2 },
-        { prompt: 'x', size: '768*512', width: 640 },
+        { prompt: 'x', size: '768*512', width: 641 },
       ]) {
         const refused = await runsync(input)
         expect(refused.status, JSON.stringify(input)).toBe(400)

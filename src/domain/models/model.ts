@@ -239,17 +239,12 @@ export function validateModelInput(
   if (kind === 'image') {
     const size = sizeOf(raw.size)
     const problems = [...promptProblems(raw.prompt, 'input.prompt', true), ...size.problems]
+    // `width` and `height` win over `size`, which fills only a side they leave out: RunPod's
+    // AI SDK provider sends `size` on every call (1328*1328 when the caller names none) and
+    // the caller's own options beside it, and RunPod's width-and-height endpoints (Flux) pass
+    // over `size` (docs/public-endpoints.md, "Input").
     const width = raw.width ?? size.width
     const height = raw.height ?? size.height
-    // `size` with a different width or height would leave one of them unheeded.
-    if (size.width !== undefined && raw.width !== undefined && raw.width !== size.width) {
-      problems.push(`input.size: says width ${size.width}, input.width says ${String(raw.width)}`)
-    }
-    if (size.height !== undefined && raw.height !== undefined && raw.height !== size.height) {
-      problems.push(
-        `input.size: says height ${size.height}, input.height says ${String(raw.height)}`,
-      )
-    }
     const field = (name: 'width' | 'height') =>
       raw[name] === undefined && size.width !== undefined ? 'input.size' : `input.${name}`
     problems.push(...sideProblems(width, field('width')), ...sideProblems(height, field('height')))
