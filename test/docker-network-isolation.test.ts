@@ -24,10 +24,12 @@ if (!enabled) console.log('docker network tests skipped: set PODYARD_TEST_DOCKER
 const IMAGE = 'podyard-conformance/plain:1'
 const METADATA_IP = '169.254.169.254'
 
+// Four GPU pods: two hosts of two GPUs and two vCPUs (this machine may have only two CPUs).
 const FLEET = simulatedDockerFleet({
   hostId: 'sim-l4-net',
-  gpus: 4,
-  vcpus: 4,
+  gpus: 2,
+  vcpus: 2,
+  hosts: 2,
   globalNetwork: true,
 })
 

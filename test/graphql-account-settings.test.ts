@@ -391,7 +391,7 @@ describe('GraphQL registries, user settings, pools and the public catalog', () =
         { query: '{ gpuTypes { id } myself { id } }' },
         { query: '{ gpuTypes { id } ...M } fragment M on Query { myself { id } }' },
         { query: '{ serverlessGpuPools { id } }' },
-        { query: '{ dataCenters { id } }' },
+        { query: '{ dataCenters { id } myself { id } }' },
         { query: 'mutation { podTerminate(input: {podId: "x"}) }' },
         { query: 'query A { gpuTypes { id } } query B { myself { id } }', operationName: 'B' },
         { query: 'query A { gpuTypes { id } } query B { cpuTypes { id } }' },

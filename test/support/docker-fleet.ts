@@ -12,21 +12,29 @@ export function simulatedDockerFleet(
     memoryGb?: number
     globalNetwork?: boolean
     localHost?: boolean
+    /**
+     * How many such hosts (`<hostId>`, `<hostId>-2`, ...), all on this machine's engine: more
+     * GPU pods than one host's share of this machine's CPUs would hold (each GPU comes with at
+     * least one vCPU, and a host offers no more vCPUs than the engine has).
+     */
+    hosts?: number
   } = {},
 ): string {
-  const { hostId = 'sim-l4-1', gpus = 2, vcpus = 2, memoryGb = 4 } = options
+  const { hostId = 'sim-l4-1', gpus = 2, vcpus = 2, memoryGb = 4, hosts = 1 } = options
+  const host = (id: string) => `  - id: ${id}
+    dataCenterId: EU-SE-1
+    gpu: { typeId: NVIDIA L4, count: ${gpus} }
+    vcpus: ${vcpus}
+    memoryGb: ${memoryGb}
+    driver: docker`
+  const ids = Array.from({ length: hosts }, (_, i) => (i === 0 ? hostId : `${hostId}-${i + 1}`))
   return `
 dataCenters:
   - id: EU-SE-1
     name: EU Sweden 1
     region: EUROPE${options.globalNetwork ? '\n    globalNetwork: true' : ''}
 hosts:
-  - id: ${hostId}
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: ${gpus} }
-    vcpus: ${vcpus}
-    memoryGb: ${memoryGb}
-    driver: docker
+${ids.map(host).join('\n')}
 localHost:${options.localHost ? '\n  dataCenterId: EU-SE-1' : ' false'}
 `
 }

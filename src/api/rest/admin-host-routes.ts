@@ -247,7 +247,8 @@ export async function adminHostRoutes(
         summary:
           'Put a GPU withdrawn for its health back into placement, once it is fixed (docs/gpus.md)',
         params: GpuParams,
-        response: { 200: HostSchema, ...errors },
+        // 422: an index that is not an integer.
+        response: { 200: HostSchema, 422: ProblemSchema, ...errors },
       },
     },
     async (request) => {

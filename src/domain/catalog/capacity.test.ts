@@ -108,6 +108,16 @@ describe('gpu share', () => {
     expect(gpuShare(host, 3)).toEqual({ vcpus: 32, memoryGb: 100 })
   })
 
+  it('gives each GPU at least one vCPU and 1 GB, so a host with fewer vCPUs runs fewer GPU pods', () => {
+    // Four GPUs declared, the engine has two CPUs: never a pod of 0 vCPUs.
+    const host = gpuHost('a', RTX4090, 4, { vcpus: 2, memoryGb: 3 })
+    expect(gpuShare(host, 1)).toEqual({ vcpus: 1, memoryGb: 1 })
+    const two = [alloc(host, [0]), alloc(host, [1])]
+    expect(freeCapacity(host, two).gpus).toBe(2)
+    expect(canPlaceGpus(host, freeCapacity(host, two), 1)).toBe(false)
+    expect(canPlaceGpus(host, freeCapacity(host, two.slice(1)), 1)).toBe(true)
+  })
+
   it('refuses GPUs whose share of CPU went to other pods', () => {
     const host = gpuHost('a', RTX4090, 2, { vcpus: 32, memoryGb: 128, cpuFlavors: ['cpu3c'] })
     const cpuPod = alloc(host, [], { vcpus: 20, memoryGb: 40 })

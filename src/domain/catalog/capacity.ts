@@ -71,14 +71,17 @@ export function freeCapacity(host: Host, allocations: readonly Allocation[]): Fr
 
 /**
  * The vCPUs and memory that come with `count` GPUs of a host: its share, proportional to the
- * GPUs taken, rounded down so that shares of every GPU never exceed the host.
+ * GPUs taken, rounded down so that shares of every GPU never exceed the host, and at least one
+ * vCPU and 1 GB per GPU taken: a host offering fewer vCPUs than GPUs (its engine has fewer CPUs
+ * than its declaration) runs as many GPU pods as it has vCPUs, never a pod of 0 vCPUs, which a
+ * container would run unlimited.
  */
 export function gpuShare(host: Host, count: number): { vcpus: number; memoryGb: number } {
   const gpus = host.gpu?.count ?? 0
   if (gpus === 0) return { vcpus: 0, memoryGb: 0 }
   return {
-    vcpus: Math.floor((host.vcpus * count) / gpus),
-    memoryGb: Math.floor((host.memoryGb * count) / gpus),
+    vcpus: Math.max(count, Math.floor((host.vcpus * count) / gpus)),
+    memoryGb: Math.max(count, Math.floor((host.memoryGb * count) / gpus)),
   }
 }
 
