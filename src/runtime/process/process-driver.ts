@@ -197,6 +197,12 @@ interface Tracked {
   ended: Ended | undefined
   cpu: CpuSample | undefined
   removed: boolean
+  /**
+   * A stop is under way: its leader (the exit-status shell) may end at SIGTERM while what it ran
+   * ignores it, and what is left is the stop's to kill after the grace period, not the cgroup's
+   * release when the leader's end is seen.
+   */
+  stopping?: boolean
   /** Writes of state.json, one after the other, each of the record current when it runs. */
   saving: Promise<unknown>
 }
@@ -756,7 +762,9 @@ export class ProcessDriver implements RuntimeDriver {
     } catch {
       // Its last lines are read again by readLogs(); the end is known either way.
     }
-    if (this.active) await this.releaseNetwork(tracked.record.spec.id).catch(() => undefined)
+    if (this.active && !tracked.stopping) {
+      await this.releaseNetwork(tracked.record.spec.id).catch(() => undefined)
+    }
     if (tracked.removed || !this.active) return
     for (const listener of this.listeners) listener(tracked.record.spec.id)
   }
@@ -823,6 +831,23 @@ export class ProcessDriver implements RuntimeDriver {
    * an init that reaps orphans late (some containers') does not hold a stop up.
    */
   private async stopNow(tracked: Tracked, graceMs: number, settle = true): Promise<void> {
+    tracked.stopping = true
+    try {
+      await this.stopGroup(tracked, graceMs)
+    } finally {
+      tracked.stopping = false
+    }
+    this.adopted.delete(tracked)
+    await this.releaseNetwork(tracked.record.spec.id)
+    if (settle) await this.settle(tracked)
+    else {
+      tracked.settled = true
+      this.stopPumping(tracked)
+    }
+  }
+
+  /** SIGTERM to the workload's processes, SIGKILL to what is left after `graceMs`. */
+  private async stopGroup(tracked: Tracked, graceMs: number): Promise<void> {
     const { record } = tracked
     const group = groupOf(record)
     if (record.bootId === currentBootId() && groupLives(group.pgid)) {
@@ -844,13 +869,6 @@ export class ProcessDriver implements RuntimeDriver {
           }
         }
       }
-    }
-    this.adopted.delete(tracked)
-    await this.releaseNetwork(record.spec.id)
-    if (settle) await this.settle(tracked)
-    else {
-      tracked.settled = true
-      this.stopPumping(tracked)
     }
   }
 
