@@ -8,6 +8,7 @@ import { processesIn } from './support/dev-process.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { until } from './support/until.js'
 import { TEST_ADMIN_KEY, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { removeDataDir } from './support/processes.js'
 
 describe('podyard CLI against the store', () => {
   let dataDir: string
@@ -16,7 +17,7 @@ describe('podyard CLI against the store', () => {
   beforeAll(() => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-cli-'))
   })
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+  afterAll(() => removeDataDir(dataDir))
 
   it('creates no database by accident: store commands need one, or --init', async () => {
     for (const args of [
@@ -275,7 +276,7 @@ describe('podyard serve (the README’s first command)', () => {
     expect(again.stderr()).toContain(`1 pod: ${podId}`)
     expect(again.stderr()).toContain('podyard pods stop <pod-id>')
     for (const pid of processesIn(dataDir)) process.kill(pid, 'SIGKILL')
-    rmSync(dataDir, { recursive: true, force: true })
+    removeDataDir(dataDir)
   })
 
   it('prints a JSON line when ready and one when stopped with --json, the log on stderr', async () => {
@@ -301,7 +302,7 @@ describe('podyard serve (the README’s first command)', () => {
       stopped: { signal: 'SIGTERM', leftRunning: { pods: [], workers: [] } },
     })
     expect(server.stderr()).toMatch(/"msg":"podyard is serving"/)
-    rmSync(dataDir, { recursive: true, force: true })
+    removeDataDir(dataDir)
   })
 
   it('refuses a second server on the same data directory, and takes over after a crash', async () => {
@@ -324,6 +325,6 @@ describe('podyard serve (the README’s first command)', () => {
     const next = await startServe(args)
     next.child.kill('SIGTERM')
     expect(await next.exited).toBe(0)
-    rmSync(dataDir, { recursive: true, force: true })
+    removeDataDir(dataDir)
   })
 })

@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startServe } from './support/cli.js'
-import { killProcessesWith } from './support/processes.js'
+import { killProcessesWith, removeDataDir } from './support/processes.js'
 
 const KEY = 'pyd_shutdown-admin-key-0123456789'
 
@@ -30,7 +30,7 @@ describe('SIGTERM with clients connected', () => {
   const marker = `${6_000_000 + Math.floor(Math.random() * 1_000_000)}`
   afterAll(() => {
     killProcessesWith(`tick-${marker}`)
-    rmSync(dataDir, { recursive: true, force: true })
+    removeDataDir(dataDir)
   })
 
   it(

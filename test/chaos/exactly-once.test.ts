@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -18,6 +18,7 @@ import {
 } from './chaos-rig.js'
 import { seededRandom } from '../../src/shared/seeded-random.js'
 import { judgeRuns, runsOf } from './run-analysis.js'
+import { removeDataDir } from '../support/processes.js'
 
 /**
  * Jobs run exactly once and are never lost (docs/serverless-queue.md, "Guarantees"),
@@ -264,7 +265,7 @@ describe.runIf(enabled)('chaos: exactly once through crashes', () => {
   afterAll(() => {
     for (const dir of dirs) {
       killWorkloadsOf(dir)
-      rmSync(dir, { recursive: true, force: true })
+      removeDataDir(dir)
     }
   })
   const tempDir = (prefix: string) => {
