@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform } from '../src/platform.js'
 import { PIDS_PER_VCPU } from '../src/runtime/docker/container-spec.js'
 import { runCli } from './support/cli.js'
-import { json } from './support/http.js'
+import { json, podLog } from './support/http.js'
 import {
   callPlatform,
   otherAccountKey,
@@ -20,6 +20,7 @@ import {
 } from './support/platform.js'
 import { loadWorkerImage, WORKER_IMAGE } from './support/worker-image.js'
 import { simulatedDockerFleet } from './support/docker-fleet.js'
+import { untilFound } from './support/until.js'
 
 /**
  * Tenant containment on the docker driver (docs/security.md, "Containment"), against this
@@ -95,20 +96,6 @@ async function containmentPlatform(overrides: TestConfig = {}) {
   }
 }
 
-async function until<T>(
-  what: string,
-  look: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const seen = await look()
-    if (seen !== undefined) return seen
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
-
 async function waitForStatus(
   call: (p: string) => Promise<Response>,
   id: string,
@@ -117,7 +104,7 @@ async function waitForStatus(
 ): Promise<PodJson> {
   let last: PodJson | undefined
   try {
-    return await until(
+    return await untilFound(
       `pod ${id} ${status}`,
       async () => {
         last = await json<PodJson>(await call(`/v2/pods/${id}`))
@@ -128,21 +115,6 @@ async function waitForStatus(
   } catch {
     throw new Error(`pod ${id} is ${last?.status} (${last?.statusReason}), not ${status}`)
   }
-}
-
-/** The lines of a pod's log (`source` container or system), from its SSE history. */
-async function podLog(
-  call: (p: string) => Promise<Response>,
-  id: string,
-  source: 'container' | 'system',
-): Promise<string[]> {
-  const text = await (
-    await call(`/v2/pods/${id}/logs?source=${source}&follow=false&tail=5000`)
-  ).text()
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: '))
-    .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
 }
 
 /** `docker inspect`'s HostConfig of a workload's container. */
@@ -172,7 +144,7 @@ describe.runIf(enabled)('containment: the operator accepts an unenforced disk', 
 
   it("gives a member's pod the vCPU, memory and processes it rented, and its fork bomb stops there while the platform answers", async () => {
     const { member, call } = env
-    const host = await until('the host report', async () => {
+    const host = await untilFound('the host report', async () => {
       const seen = await json<HostJson>(await call(`/v2/admin/hosts/${HOST}`))
       return seen.unenforcedLimits.length > 0 ? seen : undefined
     })
@@ -199,7 +171,7 @@ describe.runIf(enabled)('containment: the operator accepts an unenforced disk', 
     })()
     let forked: number
     try {
-      const line = await until('the fork bomb to end', async () =>
+      const line = await untilFound('the fork bomb to end', async () =>
         (await podLog(member, pod.id, 'container')).find((l) => l.startsWith('forked ')),
       )
       forked = Number(line.slice('forked '.length))
@@ -316,7 +288,7 @@ describe.runIf(enabled)('containment: a host that cannot size a container disk',
 
   it("says so, refuses a member's pods and workers there with the reason, and runs the admin's", async () => {
     const { member, call, platform } = env
-    const host = await until('the host report', async () => {
+    const host = await untilFound('the host report', async () => {
       const seen = await json<HostJson>(await call(`/v2/admin/hosts/${HOST}`))
       return seen.unenforcedLimits.length > 0 ? seen : undefined
     })
@@ -370,7 +342,7 @@ describe.runIf(enabled)('containment: a host that cannot size a container disk',
       }),
       201,
     )
-    const throttled = await until('the worker to be refused', async () => {
+    const throttled = await untilFound('the worker to be refused', async () => {
       const { workers } = await json<{ workers: { status: string; reason: string | null }[] }>(
         await member(`/v2/serverless/${endpoint.id}/workers`),
       )

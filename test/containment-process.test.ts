@@ -17,7 +17,7 @@ import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
 import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { PIDS_PER_VCPU } from '../src/runtime/workload-limits.js'
-import { json } from './support/http.js'
+import { json, podLog } from './support/http.js'
 import {
   callPlatform,
   otherAccountKey,
@@ -25,6 +25,7 @@ import {
   testConfig,
   type CallInit,
 } from './support/platform.js'
+import { untilFound } from './support/until.js'
 
 /**
  * Tenant containment on the process driver (docs/security.md, "Containment"): a second,
@@ -79,30 +80,6 @@ interface PodJson {
   id: string
   status: string
   statusReason: string | null
-}
-
-async function until<T>(what: string, look: () => Promise<T | undefined>, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const seen = await look()
-    if (seen !== undefined) return seen
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
-
-async function podLog(
-  call: (p: string) => Promise<Response>,
-  id: string,
-  source: 'container' | 'system',
-): Promise<string[]> {
-  const text = await (
-    await call(`/v2/pods/${id}/logs?source=${source}&follow=false&tail=5000`)
-  ).text()
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: '))
-    .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
 }
 
 /** The cgroup directories a pod's processes are in (v1: one per hierarchy; v2: one). */
@@ -177,7 +154,7 @@ describe.runIf(runnable)('containment on the process driver (bubblewrap, cgroups
     })()
     let forked: number
     try {
-      const line = await until('the fork bomb to end', async () =>
+      const line = await untilFound('the fork bomb to end', async () =>
         (await podLog(member, pod.id, 'container')).find((l) => l.startsWith('forked ')),
       )
       forked = Number(line.slice('forked '.length))
@@ -213,12 +190,12 @@ describe.runIf(runnable)('containment on the process driver (bubblewrap, cgroups
     }
 
     await member(`/v2/pods/${pod.id}`, { method: 'DELETE' })
-    await until('the pod terminated', async () => {
+    await untilFound('the pod terminated', async () => {
       const seen = await member(`/v2/pods/${pod.id}`)
       if (seen.status === 404) return true
       return (await json<PodJson>(seen)).status === 'TERMINATED' ? true : undefined
     })
-    await until('its cgroups removed', async () =>
+    await untilFound('its cgroups removed', async () =>
       [...dirs.values()].every((d) => !existsSync(d)) ? true : undefined,
     )
   }, 120_000)
@@ -236,7 +213,7 @@ describe.runIf(runnable)('containment on the process driver (bubblewrap, cgroups
       }),
       201,
     )
-    const failed = await until(
+    const failed = await untilFound(
       'the hog to fail',
       async () => {
         const seen = await json<PodJson>(await member(`/v2/pods/${pod.id}`))

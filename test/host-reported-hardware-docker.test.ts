@@ -14,6 +14,7 @@ import {
   testConfig,
   type CallInit,
 } from './support/platform.js'
+import { untilFound } from './support/until.js'
 
 /**
  * What a host offers is what its engine reports, the fleet file's declaration being a ceiling
@@ -83,20 +84,6 @@ interface PodJson {
   statusReason: string | null
 }
 
-async function until<T>(
-  what: string,
-  look: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const seen = await look()
-    if (seen !== undefined) return seen
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
-
 describe.runIf(enabled)('hardware as reported on a Docker host', () => {
   let platform: Platform
   let dir: string
@@ -108,7 +95,7 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
 
   /** The host once its engine has been probed. */
   const probed = (hostId: string) =>
-    until(`host ${hostId} probed`, async () => {
+    untilFound(`host ${hostId} probed`, async () => {
       const host = (await (await admin(`/v2/admin/hosts/${hostId}`)).json()) as HostJson
       return host.state === 'UP' && host.checkedAt !== null ? host : undefined
     })
@@ -200,13 +187,13 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     })
     expect(created.status).toBe(201)
     const { id } = (await created.json()) as PodJson
-    const pod = await until(`pod ${id} RUNNING or failed`, async () => {
+    const pod = await untilFound(`pod ${id} RUNNING or failed`, async () => {
       const seen = (await (await member(`/v2/pods/${id}`)).json()) as PodJson
       return ['RUNNING', 'ERROR', 'EXITED'].includes(seen.status) ? seen : undefined
     })
     expect(pod.statusReason).toBeNull()
     expect(pod.status).toBe('RUNNING')
-    const container = await until('its container', async () => {
+    const container = await untilFound('its container', async () => {
       const [found] = await new Docker().listContainers({
         filters: { label: [`podyard.workload=${id}`] },
       })

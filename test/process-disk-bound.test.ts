@@ -17,6 +17,7 @@ import {
   type TestPlatform,
 } from './support/platform.js'
 import { until } from './support/until.js'
+import { podLog } from './support/http.js'
 
 /**
  * A member's pod on the process driver with bubblewrap that writes past its container disk and
@@ -89,17 +90,6 @@ function unmountAllUnder(dir: string): void {
   for (const mountPoint of mountsUnder(dir).reverse()) {
     execFileSync('umount', ['-l', mountPoint])
   }
-}
-
-/** The pod's container log lines. */
-async function podLog(call: (p: string) => Promise<Response>, id: string): Promise<string[]> {
-  const text = await (
-    await call(`/v2/pods/${id}/logs?source=container&follow=false&tail=5000`)
-  ).text()
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: '))
-    .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
 }
 
 /**

@@ -29,3 +29,18 @@ export async function createTestEndpoint(
   )
   return created.id
 }
+
+/** The lines of a pod's log (`source` container or system), from its SSE history. */
+export async function podLog(
+  call: (p: string) => Promise<Response>,
+  id: string,
+  source: 'container' | 'system' = 'container',
+): Promise<string[]> {
+  const text = await (
+    await call(`/v2/pods/${id}/logs?source=${source}&follow=false&tail=5000`)
+  ).text()
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
+}

@@ -16,3 +16,12 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
+
+/** Probes until `look` finds something (not undefined), every 100 ms, and resolves with it. */
+export async function untilFound<T>(
+  what: string,
+  look: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  return (await until(what, look, (value) => value !== undefined, timeoutMs)) as T
+}
