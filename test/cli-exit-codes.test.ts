@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runCli } from './support/cli.js'
+import { runCli, settingsFreeEnv } from './support/cli.js'
 import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
@@ -20,15 +20,7 @@ describe('podyard CLI exit codes', () => {
   let home: string
   let podId: string
   const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-    runCli(args, {
-      PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'),
-      PODYARD_URL: '',
-      PODYARD_API_KEY: '',
-      PODYARD_PROFILE: '',
-      RUNPOD_API_KEY: '',
-      HOME: home,
-      ...env,
-    })
+    runCli(args, { ...settingsFreeEnv(home), ...env })
   const auth = () => ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
 
   beforeAll(async () => {

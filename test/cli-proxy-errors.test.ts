@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAnswerProxy, type AnswerProxy, type ProxyAction } from './support/answer-proxy.js'
-import { runCli } from './support/cli.js'
+import { runCli, settingsFreeEnv } from './support/cli.js'
 import { json } from './support/http.js'
 import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 
@@ -24,12 +24,7 @@ describe('podyard CLI behind a proxy', () => {
   /** `podyard <args>` through the proxy, as a user with the admin key runs it. */
   const cli = (args: string[], answer: ProxyAction = 'forward') => {
     proxy.rule = () => answer
-    return runCli([...args, '--url', proxy.url, '--api-key', TEST_ADMIN_KEY], {
-      PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'),
-      PODYARD_URL: '',
-      PODYARD_API_KEY: '',
-      PODYARD_PROFILE: '',
-    })
+    return runCli([...args, '--url', proxy.url, '--api-key', TEST_ADMIN_KEY], settingsFreeEnv(home))
   }
   const html = (status: number, body: string): ProxyAction => ({
     status,

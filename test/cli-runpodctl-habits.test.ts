@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
-import { runCli } from './support/cli.js'
+import { runCli, settingsFreeEnv } from './support/cli.js'
 import { json } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
@@ -23,13 +23,7 @@ describe("podyard CLI with runpodctl's habits", () => {
   /** No podyard settings from the environment, and a HOME of the suite's own. */
   const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
     runCli(args, {
-      PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'),
-      PODYARD_URL: '',
-      PODYARD_API_KEY: '',
-      PODYARD_PROFILE: '',
-      RUNPOD_API_KEY: '',
-      RUNPOD_API_URL: '',
-      HOME: home,
+      ...settingsFreeEnv(home),
       ...env,
     })
   const auth = () => ['--url', platform.url, '--api-key', memberKey]

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runCli } from './support/cli.js'
+import { runCli, settingsFreeEnv } from './support/cli.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
@@ -18,13 +18,7 @@ describe('first-hour messages of the CLI', () => {
 
   /** `podyard <args>` as a user whose shell has none of podyard's variables set. */
   const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-    runCli(args, {
-      PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'),
-      PODYARD_URL: platform.url,
-      PODYARD_API_KEY: '',
-      PODYARD_PROFILE: '',
-      ...env,
-    })
+    runCli(args, { ...settingsFreeEnv(home), PODYARD_URL: platform.url, ...env })
 
   beforeAll(async () => {
     platform = await startTestPlatform()

@@ -91,3 +91,20 @@ export function startServe(
     })
   })
 }
+
+/**
+ * The environment of a user whose shell sets none of podyard's or runpodctl's settings, with
+ * `home` as HOME: no profile, URL or key from the machine running the tests (its own
+ * ~/.runpod/config.toml included) reaches the CLI.
+ */
+export function settingsFreeEnv(home: string): NodeJS.ProcessEnv {
+  return {
+    PODYARD_PROFILES_FILE: path.join(home, 'profiles.json'),
+    PODYARD_URL: '',
+    PODYARD_API_KEY: '',
+    PODYARD_PROFILE: '',
+    RUNPOD_API_KEY: '',
+    RUNPOD_API_URL: '',
+    HOME: home,
+  }
+}
