@@ -8,6 +8,7 @@ import {
 } from '../domain/hosts/host-state.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { Clock } from '../shared/clock.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export interface HostMonitorOptions {
   hosts: readonly Host[]
@@ -31,8 +32,7 @@ const GB = 1024 ** 3
  * and since when) to the store through the board.
  */
 export class HostMonitor {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
+  private readonly loop: ReconcileLoop
   private readonly failures = new Map<string, number>()
   /** Each probe's last answer, and when its hosts' records were last refreshed from it. */
   private readonly lastOutcomes = new Map<
@@ -42,28 +42,20 @@ export class HostMonitor {
   /** Probes with a host failing or not UP at the last round: their hosts are all looked at. */
   private readonly failing = new Set<HostRuntime['probe']>()
 
-  constructor(private readonly options: HostMonitorOptions) {}
+  constructor(private readonly options: HostMonitorOptions) {
+    this.loop = new ReconcileLoop({
+      pass: () => this.probeAll(),
+      intervalMs: options.intervalMs,
+      onError: (error) => options.logger.error({ err: error }, 'probing the hosts failed'),
+    })
+  }
 
   start(): void {
-    if (this.timer) return
-    this.timer = setInterval(() => this.nudge(), this.options.intervalMs)
-    this.timer.unref()
-    this.nudge()
+    this.loop.start({ immediate: true })
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    this.timer = undefined
-    await this.running
-  }
-
-  private nudge(): void {
-    if (this.running) return
-    this.running = this.probeAll()
-      .catch((error: unknown) =>
-        this.options.logger.error({ err: error }, 'probing the hosts failed'),
-      )
-      .finally(() => (this.running = undefined))
+    await this.loop.stop()
   }
 
   /**

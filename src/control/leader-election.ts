@@ -5,6 +5,7 @@ import {
   LOOPS_LEASE,
   type LeaseRepo,
 } from '../domain/cluster/leader-lease.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 /** The share of the lease time a leader gives up before its lease expires (clock skew room). */
 export const FENCE_FRACTION = 0.2
@@ -39,9 +40,10 @@ export class LeaderElection {
   private readonly now: () => number
   private leading = false
   private stopped = true
-  private renewTimer: NodeJS.Timeout | undefined
-  private fenceTimer: NodeJS.Timeout | undefined
-  private attempting: Promise<void> | undefined
+  /** Renews or tries to take the lease LEASE_RENEWALS_PER_TTL times per lease time. */
+  private readonly renewals: ReconcileLoop
+  /** Gives leadership up once the last renewal is too old (checked a few times per renewal). */
+  private readonly fencing: ReconcileLoop
   /** Leadership changes, one after the other (start and stop the loops in order). */
   private changes: Promise<void> = Promise.resolve()
   /** This replica must stop leading after this (its last renewal's expiry minus the margin). */
@@ -51,6 +53,15 @@ export class LeaderElection {
   constructor(private readonly deps: LeaderElectionDeps) {
     this.ttlMs = deps.ttlMs ?? DEFAULT_LEASE_TTL_MS
     this.now = deps.now ?? Date.now
+    const intervalMs = Math.max(50, Math.floor(this.ttlMs / LEASE_RENEWALS_PER_TTL))
+    const onError = (error: unknown): void =>
+      deps.logger.error({ err: error }, 'the leader election failed a pass')
+    this.renewals = new ReconcileLoop({ pass: () => this.tryLease(), intervalMs, onError })
+    this.fencing = new ReconcileLoop({
+      pass: async () => this.fence(),
+      intervalMs: Math.max(25, Math.floor(intervalMs / 4)),
+      onError,
+    })
   }
 
   get replicaId(): string {
@@ -76,12 +87,9 @@ export class LeaderElection {
       await this.changes
       return
     }
-    const intervalMs = Math.max(50, Math.floor(this.ttlMs / LEASE_RENEWALS_PER_TTL))
-    this.renewTimer = setInterval(() => void this.attempt(), intervalMs)
-    this.renewTimer.unref()
-    this.fenceTimer = setInterval(() => this.fence(), Math.max(25, Math.floor(intervalMs / 4)))
-    this.fenceTimer.unref()
-    await this.attempt()
+    this.renewals.start()
+    this.fencing.start()
+    await this.renewals.runOnce()
     await this.changes
   }
 
@@ -89,9 +97,7 @@ export class LeaderElection {
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
-    clearInterval(this.renewTimer)
-    clearInterval(this.fenceTimer)
-    await this.attempting
+    await Promise.all([this.renewals.stop(), this.fencing.stop()])
     const wasLeading = this.leading
     if (wasLeading) this.lose('this replica is shutting down')
     await this.changes
@@ -102,14 +108,6 @@ export class LeaderElection {
         this.deps.logger.warn({ err: error }, 'could not release the leader lease')
       }
     }
-  }
-
-  private attempt(): Promise<void> {
-    if (this.attempting || this.stopped) return this.attempting ?? Promise.resolve()
-    this.attempting = this.tryLease().finally(() => {
-      this.attempting = undefined
-    })
-    return this.attempting
   }
 
   private async tryLease(): Promise<void> {
