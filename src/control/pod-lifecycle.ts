@@ -8,6 +8,7 @@ import { POD_LABEL_GENERATION, POD_LABEL_KIND } from './pod-workload.js'
 import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-reconcile.js'
 import { PodRuntimeSampler } from './pod-runtime-sampler.js'
 import { DueQueue } from '../shared/due-queue.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import { untilLaunched } from './until-launched.js'
 
 export { HTTP_READY_TIMEOUT_MS, STARTUP_GRACE_MS, STOP_GRACE_MS } from './pod-reconcile.js'
@@ -65,8 +66,6 @@ export class PodLifecycle implements PodRuntimeReader {
   private readonly dirty = new Set<string>()
   /** Pods to look at again, at a time (ms on performance.now()). */
   private readonly due = new DueQueue()
-  /** When the timer will wake the loop (ms on performance.now()). */
-  private timerAt = Infinity
   /** Each pod's step in flight (one at a time per pod). */
   private readonly steps = new Map<string, Promise<void>>()
   private readonly waiting: Array<() => void> = []
@@ -76,11 +75,8 @@ export class PodLifecycle implements PodRuntimeReader {
   private lastListing = -Infinity
   /** The last list of the drivers without watch(): each workload's fingerprint and driver. */
   private listed = new Map<string, { print: string; driver: RuntimeDriver }>()
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
-  private again = false
-  /** Until start(): a nudge does nothing (a replica that does not lead runs no pass). */
-  private stopped = true
+  /** Until start(), a nudge does nothing (a replica that does not lead runs no pass). */
+  private readonly loop: ReconcileLoop
   private unwatch: Array<() => void> = []
 
   constructor(private readonly deps: PodLifecycleDeps) {
@@ -90,18 +86,25 @@ export class PodLifecycle implements PodRuntimeReader {
       if (status === 'RUNNING') this.sampler.prime(pod.id, this.reconciler.driverOf(pod))
       else this.sampler.forget(pod.id)
     })
+    this.loop = new ReconcileLoop({
+      pass: async () => {
+        await this.pass()
+        return this.untilNext()
+      },
+      intervalMs: FULL_PASS_INTERVAL_MS,
+      onError: (error) => deps.logger.error({ err: error }, 'pod lifecycle pass failed'),
+    })
   }
 
   start(): void {
-    if (!this.stopped) return
-    this.stopped = false
+    if (this.loop.running) return
     this.sampler.start()
     this.fullWanted = true
     for (const driver of this.deps.drivers) {
       const stop = driver.watch?.((id) => this.nudge(id))
       if (stop) this.unwatch.push(stop)
     }
-    this.wake()
+    this.loop.start({ immediate: true })
   }
 
   /**
@@ -109,21 +112,17 @@ export class PodLifecycle implements PodRuntimeReader {
    * (a host changed state).
    */
   nudge = (podId?: string): void => {
-    if (this.stopped) return
+    if (!this.loop.running) return
     if (podId === undefined) this.fullWanted = true
     else this.dirty.add(podId)
-    this.wake()
+    this.loop.nudge()
   }
 
   /** Stops the loop until the next start(): a nudge after this (a late request) starts nothing. */
   async stop(): Promise<void> {
-    this.stopped = true
     for (const stop of this.unwatch) stop()
     this.unwatch = []
-    clearTimeout(this.timer)
-    this.timer = undefined
-    this.timerAt = Infinity
-    await this.running
+    await this.loop.stop()
     await Promise.all(this.steps.values())
     await this.sampler.stop()
   }
@@ -133,53 +132,15 @@ export class PodLifecycle implements PodRuntimeReader {
     await this.fullPass(true)
   }
 
-  private wake(): void {
-    if (this.stopped) return
-    if (this.running) {
-      this.again = true
-      return
-    }
-    clearTimeout(this.timer)
-    this.timer = undefined
-    this.timerAt = Infinity
-    this.running = this.pass()
-      .catch((error: unknown) =>
-        this.deps.logger.error({ err: error }, 'pod lifecycle pass failed'),
-      )
-      .finally(() => {
-        this.running = undefined
-        if (this.again) {
-          this.again = false
-          this.wake()
-        } else this.sleep()
-      })
-  }
-
-  /** Until the next thing to do: a due pod, the next full pass, the next listing. */
-  private sleep(): void {
-    if (this.stopped) return
+  /** Ms until the next thing to do: a due pod, the next full pass, the next listing. */
+  private untilNext(): number {
     const now = performance.now()
+    if (this.dirty.size > 0 || this.fullWanted) return 0
     let next = Math.min(this.lastFull + FULL_PASS_INTERVAL_MS, this.due.next() ?? Infinity)
     if (this.deps.drivers.some((d) => !d.watch)) {
       next = Math.min(next, this.lastListing + LIST_INTERVAL_MS)
     }
-    if (this.dirty.size > 0 || this.fullWanted) next = now
-    this.wakeAt(next)
-  }
-
-  private wakeAt(at: number): void {
-    if (this.timer && this.timerAt <= at) return
-    clearTimeout(this.timer)
-    this.timerAt = at
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined
-        this.timerAt = Infinity
-        this.wake()
-      },
-      Math.max(0, at - performance.now()),
-    )
-    this.timer.unref()
+    return next - now
   }
 
   private async pass(): Promise<void> {
@@ -238,7 +199,7 @@ export class PodLifecycle implements PodRuntimeReader {
       .finally(() => {
         this.release()
         this.steps.delete(id)
-        if (this.dirty.has(id)) this.wake()
+        if (this.dirty.has(id)) this.loop.nudge()
       })
     this.steps.set(id, task)
     return task
@@ -286,11 +247,10 @@ export class PodLifecycle implements PodRuntimeReader {
       this.due.delete(pod.id)
     } else if (next === 0) {
       this.dirty.add(pod.id)
-      if (!this.running) this.wakeAt(performance.now())
+      this.loop.nudge()
     } else {
-      const at = performance.now() + next
-      this.due.set(pod.id, at)
-      if (!this.running) this.wakeAt(at)
+      this.due.set(pod.id, performance.now() + next)
+      this.loop.wakeIn(next)
     }
   }
 
