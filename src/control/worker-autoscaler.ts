@@ -22,6 +22,7 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts, WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver, WorkloadState } from '../runtime/driver.js'
 import { newId } from '../shared/ids.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import { outOfMemoryReason } from './out-of-memory.js'
 import { untilLaunched } from './until-launched.js'
 import { WorkerFailures } from './worker-failures.js'
@@ -144,18 +145,12 @@ interface Seen {
 export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly settings: WorkerAutoscalerSettings
   private readonly failures: WorkerFailures
-  private timer: NodeJS.Timeout | undefined
-  /** When `timer` fires (ms, wall clock). */
-  private dueAtMs = 0
-  private running: Promise<void> | undefined
-  private stopped = false
   /** Between start() and stop(): this replica runs the loop. */
-  private started = false
-  /** The loop's pass, once started; a wake-up runs it early. */
-  private tick: (() => void) | undefined
-  /** A wake-up came during a pass: run the next one right after it. */
-  private wakeRequested = false
-  private lastPassAtMs = 0
+  private readonly loop: ReconcileLoop
+  /** On a replica that does not lead: the roster read from the store (follow()). */
+  private readonly following: ReconcileLoop
+  /** Set by stop(): a pass under way ends early. */
+  private stopped = false
   /**
    * When this loop started. Presence lives in memory, so a restarted server has heard nothing
    * from the workers it adopts: their silence is counted from here, not from before the restart.
@@ -180,9 +175,6 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private held = new Map<string, number>()
   /** The reasons last logged per endpoint, so a steady state is not logged every tick. */
   private readonly lastLogged = new Map<string, string>()
-  private following = false
-  private followTimer: NodeJS.Timeout | undefined
-  private followPass: Promise<void> | undefined
 
   constructor(private readonly deps: WorkerAutoscalerDeps) {
     const given = Object.entries(deps.settings ?? {}).filter(([, value]) => value !== undefined)
@@ -194,26 +186,24 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       logger: deps.logger,
       limits: { initialMs: this.settings.startBackoffMs, maxMs: this.settings.startBackoffMaxMs },
     })
+    this.loop = new ReconcileLoop({
+      pass: () => this.reconcile(),
+      intervalMs: this.settings.intervalMs,
+      minGapMs: WAKE_MIN_SPACING_MS,
+      onError: (error) => deps.logger.error({ err: error }, 'autoscaler failed'),
+    })
+    this.following = new ReconcileLoop({
+      pass: () => this.refreshRoster(),
+      intervalMs: this.settings.intervalMs,
+      onError: (error) =>
+        deps.logger.error({ err: error }, 'reading the workers of the leader failed'),
+    })
   }
 
   start(): void {
     this.stopped = false
-    this.started = true
     this.startedAtMs = this.deps.clock.now().getTime()
-    const tick = () => {
-      this.timer = undefined
-      this.wakeRequested = false
-      this.lastPassAtMs = Date.now()
-      this.running = this.reconcile()
-        .catch((error: unknown) => this.deps.logger.error({ err: error }, 'autoscaler failed'))
-        .finally(() => {
-          if (this.stopped) return
-          if (this.wakeRequested) this.schedule(this.lastPassAtMs + WAKE_MIN_SPACING_MS)
-          else this.schedule(Date.now() + this.settings.intervalMs)
-        })
-    }
-    this.tick = tick
-    tick()
+    this.loop.start({ immediate: true })
   }
 
   /**
@@ -222,48 +212,29 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    * the host's schedule in the store.
    */
   nudge(): void {
-    if (!this.started || this.stopped) return
-    this.wakeAt(Date.now())
-  }
-
-  private schedule(atMs: number): void {
-    this.dueAtMs = atMs
-    this.timer = setTimeout(this.tick!, Math.max(0, atMs - Date.now()))
+    this.loop.wakeIn(0)
   }
 
   /**
    * A job was queued on the endpoint (docs/serverless-workers.md, "Scaling"): when none of its
    * workers takes jobs or waits for a host, the loop runs now rather than at its next tick, so
-   * that a cold start from zero workers begins at once. With a worker that takes jobs, the next
-   * tick decides whether to add one beside it.
+   * that a cold start from zero workers begins at once (passes at most every
+   * WAKE_MIN_SPACING_MS). With a worker that takes jobs, the next tick decides whether to add
+   * one beside it.
    */
   jobQueued(endpointId: string): void {
-    if (this.stopped || this.tick === undefined) return
+    if (!this.loop.running) return
     for (const seen of this.seen.values()) {
       // One that takes jobs runs it; a throttled one waits for room, which a pass cannot make.
       if (seen.endpointId === endpointId && (seen.takesJobs || seen.status === 'THROTTLED')) return
     }
-    this.wakeAt(Math.max(Date.now(), this.lastPassAtMs + WAKE_MIN_SPACING_MS))
-  }
-
-  /** The next pass at `atMs` if that is sooner; during a pass, one more right after it. */
-  private wakeAt(atMs: number): void {
-    if (this.timer === undefined) {
-      // A pass is running; it may have read the store before the change: one more after it.
-      this.wakeRequested = true
-      return
-    }
-    if (atMs >= this.dueAtMs) return
-    clearTimeout(this.timer)
-    this.schedule(atMs)
+    this.loop.nudge()
   }
 
   /** Stops the loop; workers keep running (a restarted server adopts them). */
   async stop(): Promise<void> {
     this.stopped = true
-    this.started = false
-    if (this.timer) clearTimeout(this.timer)
-    await this.running
+    await this.loop.stop()
   }
 
   /**
@@ -272,25 +243,11 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
    * jobs and backoffs every interval, starting and stopping nothing.
    */
   follow(): void {
-    if (this.following) return
-    this.following = true
-    const pass = () => {
-      this.followPass = this.refreshRoster()
-        .catch((error: unknown) =>
-          this.deps.logger.error({ err: error }, 'reading the workers of the leader failed'),
-        )
-        .finally(() => {
-          this.followPass = undefined
-          if (this.following) this.followTimer = setTimeout(pass, this.settings.intervalMs)
-        })
-    }
-    pass()
+    this.following.start({ immediate: true })
   }
 
   async unfollow(): Promise<void> {
-    this.following = false
-    clearTimeout(this.followTimer)
-    await this.followPass
+    await this.following.stop()
   }
 
   /** The roster from the stored workers, jobs and backoffs and the shared presence, without acting. */
