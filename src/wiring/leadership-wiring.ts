@@ -1,4 +1,5 @@
 import type { JobLimiter } from '../api/jobs/job-limiter.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import { LeaderElection } from '../control/leader-election.js'
 import { KyselyLeaseRepo } from '../store/lease-repo.js'
 import { SharedJobLimits } from '../store/shared-job-limits.js'
@@ -34,8 +35,20 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const driver = parts.fleet.processDriver
   const { monitor } = parts.hosts
   const { board } = parts.fleet
-  let objectSweep: NodeJS.Timeout | undefined
-  let boardRefresh: NodeJS.Timeout | undefined
+  const objectSweep = new ReconcileLoop({
+    pass: async () => {
+      await parts.models.service.purgeExpiredObjects()
+    },
+    intervalMs: OBJECT_SWEEP_INTERVAL_MS,
+    onError: (error) => logger.error({ err: error }, 'purging expired public model results failed'),
+  })
+  // Every replica places pods: each reads the hosts' states the leader's probes write. On
+  // SQLite this process is the only writer, and its board has every write already.
+  const boardRefresh = new ReconcileLoop({
+    pass: () => board.refresh(),
+    intervalMs: config.cluster.syncIntervalMs,
+    onError: (error) => logger.warn({ err: error }, 'reading the host states failed'),
+  })
   const election = new LeaderElection({
     ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),
     replicaId,
@@ -49,18 +62,13 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       sweeper.start()
       dispatcher.start()
       meter.start()
-      objectSweep = setInterval(() => {
-        parts.models.service.purgeExpiredObjects().catch((error: unknown) => {
-          logger.error({ err: error }, 'purging expired public model results failed')
-        })
-      }, OBJECT_SWEEP_INTERVAL_MS)
-      objectSweep.unref()
+      objectSweep.start()
       // Workers are told where the job API is: the loops start only once it listens.
       autoscaler.start()
     },
     onLose: async () => {
-      clearInterval(objectSweep)
       await Promise.all([
+        objectSweep.stop(),
         monitor.stop(),
         autoscaler.stop(),
         sweeper.stop(),
@@ -97,22 +105,13 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     start: async () => {
       await wakeUps?.start()
       for (const sync of shared) sync.start()
-      // Every replica places pods: each reads the hosts' states the leader's probes write. On
-      // SQLite this process is the only writer, and its board has every write already.
-      if (clustered) {
-        boardRefresh = setInterval(() => {
-          board.refresh().catch((error: unknown) => {
-            logger.warn({ err: error }, 'reading the host states failed')
-          })
-        }, config.cluster.syncIntervalMs)
-        boardRefresh.unref()
-      }
+      if (clustered) boardRefresh.start()
       await election.start()
       // A replica that does not lead still answers for the workers the leader runs.
       if (clustered && !election.isLeader()) autoscaler.follow()
     },
     stop: async () => {
-      clearInterval(boardRefresh)
+      await boardRefresh.stop()
       await election.stop()
       await autoscaler.unfollow()
       for (const sync of shared) await sync.stop()
