@@ -89,7 +89,7 @@ export class PodLifecycle implements PodRuntimeReader {
     this.loop = new ReconcileLoop({
       pass: async () => {
         await this.pass()
-        return this.untilNext()
+        return { wakeInMs: this.untilNext() }
       },
       intervalMs: FULL_PASS_INTERVAL_MS,
       onError: (error) => deps.logger.error({ err: error }, 'pod lifecycle pass failed'),

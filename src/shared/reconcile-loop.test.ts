@@ -27,7 +27,8 @@ describe('ReconcileLoop', () => {
         starts.push(Date.now())
         if (options.passMs) await new Promise((resolve) => setTimeout(resolve, options.passMs))
         if (fail) throw new Error('pass failed')
-        return options.asks?.()
+        const wakeInMs = options.asks?.()
+        return typeof wakeInMs === 'number' ? { wakeInMs } : undefined
       },
     })
     return { loop, starts, errors, failNext: (value: boolean) => (fail = value) }

@@ -4,12 +4,16 @@
  * it, never two passes at once, failures to `onError` and the loop goes on. Each loop's own file
  * keeps only what a pass decides and does.
  */
+/**
+ * What a pass may ask for: the next pass within `wakeInMs` (a deadline it knows of), sooner
+ * than the interval. An object rather than a bare number, so that a pass returning some count
+ * by accident does not type-check as a wake-up.
+ */
+export type PassOutcome = void | { wakeInMs: number }
+
 export interface ReconcileLoopOptions {
-  /**
-   * One pass. A number returned asks for the next pass within that many ms (a deadline the pass
-   * knows of), sooner than `intervalMs`; nothing returned keeps the interval.
-   */
-  pass: () => Promise<number | void>
+  /** One pass; nothing returned keeps the interval. */
+  pass: () => Promise<PassOutcome>
   /** The longest gap between the end of a pass and the start of the next. */
   intervalMs: number
   /** Nudged passes start at least this long after the previous pass started (default 0). */
@@ -90,7 +94,7 @@ export class ReconcileLoop {
     this.dueAt = Infinity
     this.lastStartedAt = Date.now()
     this.current = (async () => {
-      let asked: number | void = undefined
+      let asked: PassOutcome = undefined
       try {
         asked = await this.options.pass()
       } catch (error) {
@@ -99,7 +103,7 @@ export class ReconcileLoop {
       this.current = undefined
       if (!this.started) return
       const byInterval = Date.now() + this.options.intervalMs
-      const byPass = typeof asked === 'number' ? Date.now() + Math.max(0, asked) : Infinity
+      const byPass = asked ? Date.now() + Math.max(0, asked.wakeInMs) : Infinity
       const byNudge = Math.max(this.wantedAt, this.lastStartedAt + (this.options.minGapMs ?? 0))
       const nudged = this.wantedAt !== Infinity
       this.wantedAt = Infinity
