@@ -106,6 +106,14 @@ module.exports = {
       from: { path: '^packages/worker/src/' },
       to: { dependencyTypesNot: ['core'], pathNot: '^packages/worker/src/' },
     },
+    {
+      name: 'drivers-behind-their-contract',
+      severity: 'error',
+      comment:
+        'Only runtime/ and wiring/ name a concrete driver (docker/, process/); everything else talks to runtime/driver.ts and host-runtime.ts, so a driver can be added or changed without touching the loops (docs/architecture.md).',
+      from: { path: '^src/', pathNot: '^src/(runtime|wiring)/' },
+      to: { path: '^src/runtime/(docker|process)/' },
+    },
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',
