@@ -236,3 +236,17 @@ export async function expireJobs(
   })
   return effects
 }
+
+/** The jobs a sweep put back in the queue, and those it ended, with how. */
+export function requeuedAndEnded(effects: SweepEffects): {
+  requeued: string[]
+  ended: EndedJob[]
+} {
+  const requeued: string[] = []
+  const ended: EndedJob[] = []
+  for (const job of effects.touched) {
+    if (job.requeued) requeued.push(job.id)
+    else if (job.ended) ended.push({ id: job.id, endpointId: job.endpointId, status: job.ended })
+  }
+  return { requeued, ended }
+}

@@ -1,11 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import {
-  allowedFrom,
-  resultRetentionMs,
-  type Job,
-  type JobStatus,
-  type JobView,
-} from '../domain/serverless/job.js'
+import { allowedFrom, type Job, type JobStatus, type JobView } from '../domain/serverless/job.js'
 import type {
   CompleteResult,
   EndedJob,
@@ -29,13 +23,11 @@ import {
   finishFields,
   insertValues,
   iso,
-  IsoMemo,
   jsonOrNull,
   readJobRow,
   toJob,
   toView,
   type Db,
-  type JobRow,
   type SecretSealer,
 } from './job-rows.js'
 import { listJobs, readCounts, scalingStats } from './job-reads.js'
@@ -43,10 +35,12 @@ import { JobStatements, runStatement } from './job-statements.js'
 import { appendStreamChunks, readStreamChunks } from './job-streams.js'
 import * as sweeps from './job-sweeps.js'
 import { jobKey, JobWaits, workKey, type Written } from './job-waits.js'
-import { compareKeys, lockedRows, lockOrder } from './lock-order.js'
+import { compareKeys, lockedRows } from './lock-order.js'
 import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
 import { WriteBatcher } from './write-batcher.js'
+import { CompletionWriter, type Completion, type CompletionOutcome } from './job-completions.js'
+import { takeAtOnce, takeIn, takenOnSubmit } from './job-takes.js'
 
 export interface KyselyJobQueueOptions {
   /**
@@ -72,46 +66,10 @@ export interface KyselyJobQueueOptions {
   secrets?: SecretSealer
 }
 
-/** What a take reads of a queued job before it decides to take it. */
-interface TakeCandidate {
-  seq: number | string
-  execution_timeout_ms: number | string
-  /** Characters of the job's input, s3Config and webhook as stored: what the worker is sent. */
-  payload_size: number | string
-}
-
 /**
- * The candidates, oldest first, up to the first that would take the total over `maxPayloadSize`; the
- * first is always taken, however large, so that a job larger than the budget is not stuck.
- */
-function withinBudget(candidates: TakeCandidate[], maxPayloadSize: number): TakeCandidate[] {
-  let total = 0
-  for (let i = 0; i < candidates.length; i++) {
-    total += Number(candidates[i]!.payload_size)
-    if (total > maxPayloadSize && i > 0) return candidates.slice(0, i)
-  }
-  return candidates
-}
-
-interface Completion {
-  endpointId: string
-  jobId: string
-  workerId: string
-  result: { output?: unknown; error?: string }
-}
-
-interface CompletionOutcome {
-  outcome: CompleteResult
-  /** A webhook delivery was added in the same transaction. */
-  webhook: boolean
-}
-
-/**
- * The job queue over the store (docs/serverless-queue.md). Taking is one transaction: on
- * PostgreSQL `select ... for update skip locked` so concurrent takers (of any replica) pass each
- * other's rows by; on SQLite the store's single connection runs one transaction at a time. Its
- * parts: the rows (job-rows.ts), the long polls (job-waits.ts), the sweeps (job-sweeps.ts),
- * stop notices (stop-notices.ts) and stream chunks (job-streams.ts).
+ * The job queue over the store (docs/serverless-queue.md). Its parts: the rows (job-rows.ts),
+ * taking (job-takes.ts), completing (job-completions.ts), the long polls (job-waits.ts), the
+ * sweeps (job-sweeps.ts), stop notices (stop-notices.ts) and stream chunks (job-streams.ts).
  */
 export class KyselyJobQueue implements JobQueue {
   private readonly db: Db
@@ -123,9 +81,6 @@ export class KyselyJobQueue implements JobQueue {
   /** Submissions and completions are group-committed (src/queue/write-batcher.ts). */
   private readonly submissions: WriteBatcher<Job, void>
   private readonly completions: WriteBatcher<Completion, CompletionOutcome>
-  private readonly completedAt = new IsoMemo()
-  private readonly retainSync = new IsoMemo()
-  private readonly retainAsync = new IsoMemo()
   /** The hot statements, precompiled for the dialect. */
   private readonly statements: JobStatements
   private readonly countsCache = new CountsCache<JobCounts>(
@@ -142,6 +97,7 @@ export class KyselyJobQueue implements JobQueue {
     // SQLite has one connection; PostgreSQL's pool lets a few batches commit side by side.
     const maxInFlight = this.postgres ? 4 : 1
     this.statements = new JobStatements(options.dialect)
+    const writer = new CompletionWriter(this.statements, this.clock, this.postgres)
     const insert = async (jobs: Job[]) => {
       const values: unknown[] = []
       for (const job of jobs) insertValues(job, values, this.secrets)
@@ -157,18 +113,8 @@ export class KyselyJobQueue implements JobQueue {
     })
     this.completions = new WriteBatcher({
       maxInFlight,
-      writeOne: (completion) => this.transaction((tx) => this.completeIn(tx, completion)),
-      // In the lock order (by job id), whatever order the completions arrived in: a heartbeat
-      // of the same worker's jobs locks them in that order too (src/queue/lock-order.ts).
-      writeBatch: (completions) =>
-        this.transaction(async (tx) => {
-          if (this.postgres) return this.completeAllIn(tx, completions)
-          const outcomes: CompletionOutcome[] = new Array(completions.length)
-          for (const i of lockOrder(completions, (c) => c.jobId)) {
-            outcomes[i] = await this.completeIn(tx, completions[i]!)
-          }
-          return outcomes
-        }),
+      writeOne: (completion) => this.transaction((tx) => writer.completeIn(tx, completion)),
+      writeBatch: (completions) => this.transaction((tx) => writer.completeAllIn(tx, completions)),
     })
   }
 
@@ -194,18 +140,8 @@ export class KyselyJobQueue implements JobQueue {
       this.waits.wake(workKey(job.endpointId))
       return
     }
-    // Handed straight to a worker waiting in `waitToTake`: stored as that worker's running job,
-    // as a take would have left it, so the take's transaction is saved.
-    const now = this.clock.now().getTime()
-    const taken: Job = {
-      ...job,
-      status: 'IN_PROGRESS',
-      workerId: taker.workerId,
-      startedAt: iso(now),
-      leaseExpiresAt: iso(now + taker.leaseMs),
-      deadlineAt: iso(now + job.policy.executionTimeout),
-      attempts: job.attempts + 1,
-    }
+    // Handed straight to a worker waiting in `waitToTake` (takenOnSubmit).
+    const taken = takenOnSubmit(job, taker, this.clock.now().getTime())
     let handOver!: (job: Job | undefined) => void
     taker.handOff = new Promise((resolve) => {
       handOver = resolve
@@ -237,96 +173,14 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<Job[]> {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
+    const request = { ...options, endpointId, workerId, max }
     const taken = this.postgres
-      ? await this.takeAtOnce(endpointId, workerId, max, options)
-      : await this.takeIn(endpointId, workerId, max, options)
+      ? await takeAtOnce(this.db, this.statements, this.clock, request)
+      : await this.transaction((tx) => takeIn(tx, this.statements, this.clock, request))
     for (const row of taken) {
       this.changed(endpointId, row.id, { status: 'IN_PROGRESS', version: Number(row.version) })
     }
     return taken.map((row) => toJob(row, this.secrets))
-  }
-
-  /** PostgreSQL: the take in one statement (JobStatements.takeAtOnce); oldest first. */
-  private async takeAtOnce(
-    endpointId: string,
-    workerId: string,
-    max: number,
-    options: { leaseMs: number; maxPayloadSize?: number },
-  ): Promise<JobRow[]> {
-    const now = this.clock.now().getTime()
-    const budget = Math.min(
-      options.maxPayloadSize ?? Number.MAX_SAFE_INTEGER,
-      Number.MAX_SAFE_INTEGER,
-    )
-    const rows = await retryLockConflicts(() =>
-      runStatement<JobRow>(this.db, this.statements.takeAtOnce, [
-        endpointId,
-        iso(now),
-        workerId,
-        max,
-        budget,
-        workerId,
-        iso(now),
-        iso(now + options.leaseMs),
-        iso(now),
-      ]),
-    )
-    return rows.sort((a, b) =>
-      a.created_at === b.created_at
-        ? Number(a.seq) - Number(b.seq)
-        : a.created_at < b.created_at
-          ? -1
-          : 1,
-    )
-  }
-
-  /** The take as a transaction of a select and an update (SQLite). */
-  private takeIn(
-    endpointId: string,
-    workerId: string,
-    max: number,
-    options: { leaseMs: number; maxPayloadSize?: number },
-  ): Promise<JobRow[]> {
-    return this.transaction(async (tx) => {
-      const now = this.clock.now().getTime()
-      const candidates = await runStatement<TakeCandidate>(tx, this.statements.takeSelect, [
-        endpointId,
-        iso(now),
-        workerId,
-        max,
-      ])
-      const chosen = withinBudget(candidates, options.maxPayloadSize ?? Number.POSITIVE_INFINITY)
-      // One update per execution timeout (the deadline depends on it), usually just one. The
-      // rows cannot change in between: SQLite runs one transaction at a time, and PostgreSQL's
-      // select locked them.
-      const byTimeout = new Map<number, number[]>()
-      for (const row of chosen) {
-        const timeout = Number(row.execution_timeout_ms)
-        const seqs = byTimeout.get(timeout) ?? []
-        seqs.push(Number(row.seq))
-        byTimeout.set(timeout, seqs)
-      }
-      const startedAt = iso(now)
-      const leaseUntil = iso(now + options.leaseMs)
-      const rows: JobRow[] = []
-      for (const [timeout, seqs] of byTimeout) {
-        const deadline = iso(now + timeout)
-        for (const batch of chunks(seqs)) {
-          rows.push(
-            ...(await runStatement<JobRow>(tx, this.statements.takeUpdate(batch.length), [
-              workerId,
-              startedAt,
-              leaseUntil,
-              deadline,
-              ...batch,
-            ])),
-          )
-        }
-      }
-      // Oldest first, as they were chosen (an update returns its rows in no set order).
-      const order = new Map(chosen.map((row, i) => [Number(row.seq), i]))
-      return rows.sort((a, b) => order.get(Number(a.seq))! - order.get(Number(b.seq))!)
-    })
   }
 
   async heartbeat(
@@ -444,95 +298,6 @@ export class KyselyJobQueue implements JobQueue {
     }
     if (webhook) this.onWebhookQueued?.()
     return outcome
-  }
-
-  /** The terminal transition of one completion, inside `tx` (maybe with other completions). */
-  private async completeIn(
-    tx: Db,
-    { endpointId, jobId, workerId, result }: Completion,
-  ): Promise<CompletionOutcome> {
-    let webhook = false
-    const outcome = await (async (): Promise<CompleteResult> => {
-      const now = this.clock.now().getTime()
-      // One conditional update (it locks the row on PostgreSQL); the job is read only to say
-      // why nothing changed, which is rare.
-      const parameters = [
-        result.error !== undefined ? 'FAILED' : 'COMPLETED',
-        jsonOrNull(result.output),
-        result.error ?? null,
-        this.completedAt.of(now),
-        this.retainSync.of(now + resultRetentionMs(true)),
-        this.retainAsync.of(now + resultRetentionMs(false)),
-        jobId,
-        endpointId,
-        workerId,
-      ]
-      const [updated] = await runStatement<JobRow>(tx, this.statements.complete, parameters)
-      if (updated === undefined) {
-        const row = await this.row(tx, endpointId, jobId)
-        if (row === undefined) return { applied: false, reason: 'not-found' }
-        if (row.status !== 'IN_PROGRESS') return { applied: false, reason: 'not-in-progress' }
-        return { applied: false, reason: 'not-owner' }
-      }
-      webhook = await addWebhookDelivery(tx, updated, now)
-      return { applied: true, job: toView(toJob(updated)) }
-    })()
-    return { outcome, webhook }
-  }
-
-  /**
-   * PostgreSQL: a batch of completions in one statement (JobStatements.completeBatch), which
-   * locks the rows in the lock order itself; one round trip instead of one per completion.
-   */
-  private async completeAllIn(tx: Db, completions: Completion[]): Promise<CompletionOutcome[]> {
-    const now = this.clock.now().getTime()
-    const parameters: unknown[] = []
-    completions.forEach(({ endpointId, jobId, workerId, result }, i) => {
-      parameters.push(
-        i,
-        jobId,
-        endpointId,
-        workerId,
-        result.error !== undefined ? 'FAILED' : 'COMPLETED',
-        jsonOrNull(result.output),
-        result.error ?? null,
-      )
-    })
-    parameters.push(
-      this.completedAt.of(now),
-      this.retainSync.of(now + resultRetentionMs(true)),
-      this.retainAsync.of(now + resultRetentionMs(false)),
-    )
-    const rows = await runStatement<JobRow & { completion_index?: number | string }>(
-      tx,
-      this.statements.completeBatch(completions.length),
-      parameters,
-    )
-    const outcomes: CompletionOutcome[] = new Array(completions.length)
-    for (const row of rows) {
-      const i = Number(row.completion_index)
-      delete row.completion_index
-      const webhook = await addWebhookDelivery(tx, row, now)
-      outcomes[i] = { outcome: { applied: true, job: toView(toJob(row)) }, webhook }
-    }
-    for (let i = 0; i < completions.length; i++) {
-      if (outcomes[i] !== undefined) continue
-      const { endpointId, jobId } = completions[i]!
-      const row = await this.row(tx, endpointId, jobId)
-      outcomes[i] = {
-        outcome: {
-          applied: false,
-          reason:
-            row === undefined
-              ? 'not-found'
-              : row.status !== 'IN_PROGRESS'
-                ? 'not-in-progress'
-                : 'not-owner',
-        },
-        webhook: false,
-      }
-    }
-    return outcomes
   }
 
   async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
@@ -656,7 +421,7 @@ export class KyselyJobQueue implements JobQueue {
       sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
     )
     this.afterSweep(effects)
-    return requeuedAndEnded(effects)
+    return sweeps.requeuedAndEnded(effects)
   }
 
   renewRunningLeases(until: Date): Promise<number> {
@@ -670,7 +435,7 @@ export class KyselyJobQueue implements JobQueue {
       sweeps.expireJobs(this.db, this.postgres, now.getTime()),
     )
     this.afterSweep(effects)
-    return { ended: requeuedAndEnded(effects).ended, deleted: effects.deleted }
+    return { ended: sweeps.requeuedAndEnded(effects).ended, deleted: effects.deleted }
   }
 
   /** The wake-ups of what a sweep changed, once it has committed. */
@@ -791,49 +556,36 @@ export class KyselyJobQueue implements JobQueue {
     return Number(result.numUpdatedRows)
   }
 
-  async requeueWorkerJobs(
+  requeueWorkerJobs(
     endpointId: string,
     workerId: string,
     retire?: WorkerRetirement,
   ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
-    const at = this.clock.now().getTime()
-    const effects = await retryLockConflicts(() =>
-      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, { retire }),
-    )
-    this.afterSweep(effects)
-    return requeuedAndEnded(effects)
+    return this.sweepWorker(endpointId, workerId, { retire })
   }
 
-  async failWorkerJobs(
+  failWorkerJobs(
     endpointId: string,
     workerId: string,
     error: string,
   ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+    return this.sweepWorker(endpointId, workerId, { failure: error })
+  }
+
+  private async sweepWorker(
+    endpointId: string,
+    workerId: string,
+    how: Parameters<typeof sweeps.requeueWorkerJobs>[5],
+  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
-      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, {
-        failure: error,
-      }),
+      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, how),
     )
     this.afterSweep(effects)
-    return requeuedAndEnded(effects)
+    return sweeps.requeuedAndEnded(effects)
   }
 
   scalingStats(endpointId: string): Promise<ScalingStats> {
     return scalingStats(this.db, endpointId, this.clock.now().getTime())
   }
-}
-
-/** The jobs a sweep put back in the queue, and those it ended, with how. */
-function requeuedAndEnded(effects: sweeps.SweepEffects): {
-  requeued: string[]
-  ended: EndedJob[]
-} {
-  const requeued: string[] = []
-  const ended: EndedJob[] = []
-  for (const job of effects.touched) {
-    if (job.requeued) requeued.push(job.id)
-    else if (job.ended) ended.push({ id: job.id, endpointId: job.endpointId, status: job.ended })
-  }
-  return { requeued, ended }
 }
