@@ -1,6 +1,7 @@
 import { resultRetentionMs } from '../domain/serverless/job.js'
 import type { CompleteResult, IgnoredReason } from '../domain/serverless/ports.js'
 import type { Clock } from '../shared/clock.js'
+import type { StoreCapabilities } from '../shared/store-capabilities.js'
 import {
   addWebhookDelivery,
   IsoMemo,
@@ -42,7 +43,7 @@ export class CompletionWriter {
   constructor(
     private readonly statements: JobStatements,
     private readonly clock: Clock,
-    private readonly postgres: boolean,
+    private readonly capabilities: StoreCapabilities,
   ) {}
 
   /** One completion, inside `tx` (maybe with other completions). */
@@ -71,12 +72,13 @@ export class CompletionWriter {
   }
 
   /**
-   * A group of completions inside `tx`, each outcome at its completion's index. On SQLite one
-   * after the other in the lock order (by job id), whatever order they arrived in: a heartbeat
-   * of the same worker's jobs locks them in that order too (lock-order.ts).
+   * A group of completions inside `tx`, each outcome at its completion's index: over a pool in
+   * one statement (a round trip is dear); on a single connection one after the other in the
+   * lock order (by job id), whatever order they arrived in: a heartbeat of the same worker's
+   * jobs locks them in that order too (lock-order.ts).
    */
   async completeAllIn(tx: Db, completions: Completion[]): Promise<CompletionOutcome[]> {
-    if (this.postgres) return this.completeBatchIn(tx, completions)
+    if (!this.capabilities.singleConnection) return this.completeBatchIn(tx, completions)
     const outcomes: CompletionOutcome[] = new Array(completions.length)
     for (const i of lockOrder(completions, (c) => c.jobId)) {
       outcomes[i] = await this.completeIn(tx, completions[i]!)

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { StoreCapabilities } from '../shared/store-capabilities.js'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
 import type { EndedJob, WorkerRetirement } from '../domain/serverless/ports.js'
 import {
@@ -41,9 +42,9 @@ export interface SweepEffects {
 
 const noEffects = (): SweepEffects => ({ touched: [], stopKeys: new Set(), webhooks: false })
 
-/** False when another replica's sweep holds the lock (PostgreSQL); always true on SQLite. */
-async function sweepLock(tx: Db, postgres: boolean): Promise<boolean> {
-  if (!postgres) return true
+/** False when another replica's sweep holds the lock; always true without advisory locks. */
+async function sweepLock(tx: Db, capabilities: StoreCapabilities): Promise<boolean> {
+  if (!capabilities.advisoryLocks) return true
   const result = await sql<{
     ok: boolean
   }>`select pg_try_advisory_xact_lock(${SWEEP_LOCK_KEY}) as ok`.execute(tx)
@@ -57,18 +58,18 @@ async function sweepLock(tx: Db, postgres: boolean): Promise<boolean> {
  */
 export async function requeueExpiredLeases(
   db: Db,
-  postgres: boolean,
+  capabilities: StoreCapabilities,
   at: number,
 ): Promise<SweepEffects> {
   const effects = noEffects()
   await db.transaction().execute(async (tx) => {
-    if (!(await sweepLock(tx, postgres))) return
+    if (!(await sweepLock(tx, capabilities))) return
     let query = tx
       .selectFrom('jobs')
       .selectAll()
       .where(RUNNING)
       .where('lease_expires_at', '<=', iso(at))
-    if (postgres) query = query.forUpdate().skipLocked()
+    if (capabilities.skipLocked) query = query.forUpdate().skipLocked()
     for (const row of await query.execute()) await endLease(tx, row, at, effects)
   })
   return effects
@@ -92,7 +93,7 @@ export async function requeueExpiredLeases(
  */
 export async function requeueWorkerJobs(
   db: Db,
-  postgres: boolean,
+  capabilities: StoreCapabilities,
   endpointId: string,
   workerId: string,
   at: number,
@@ -114,7 +115,7 @@ export async function requeueWorkerJobs(
       .where('worker_id', '=', workerId)
       .where(RUNNING)
     // Waits for the rows, so it takes them in the lock order like every waiting writer.
-    if (postgres) query = query.orderBy(sql.raw(ID_IN_LOCK_ORDER)).forUpdate()
+    if (capabilities.rowLocks) query = query.orderBy(sql.raw(ID_IN_LOCK_ORDER)).forUpdate()
     for (const row of await query.execute()) await endLease(tx, row, at, effects, failure)
   })
   return effects
@@ -168,13 +169,13 @@ async function endLease(
 /** Renews every running lease that ends before `until` to `until`; returns how many. */
 export async function renewRunningLeases(
   db: Db,
-  postgres: boolean,
+  capabilities: StoreCapabilities,
   until: number,
 ): Promise<number> {
   const result = await db
     .updateTable('jobs')
     .set({ lease_expires_at: iso(until) })
-    .where(lockedRows(postgres, sql`${RUNNING} and lease_expires_at < ${iso(until)}`))
+    .where(lockedRows(capabilities, sql`${RUNNING} and lease_expires_at < ${iso(until)}`))
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
@@ -185,18 +186,18 @@ export async function renewRunningLeases(
  */
 export async function expireJobs(
   db: Db,
-  postgres: boolean,
+  capabilities: StoreCapabilities,
   now: number,
 ): Promise<SweepEffects & { deleted: string[] }> {
   const at = iso(now)
   const effects = { ...noEffects(), deleted: [] as string[] }
   await db.transaction().execute(async (tx) => {
-    if (!(await sweepLock(tx, postgres))) return
+    if (!(await sweepLock(tx, capabilities))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
     // Rows another transaction holds (a completion, a heartbeat) are left for the next sweep.
     const gone = await tx
       .deleteFrom('jobs')
-      .where(lockedRows(postgres, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
+      .where(lockedRows(capabilities, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
       .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
       .execute()
     for (const row of gone) {
@@ -211,7 +212,7 @@ export async function expireJobs(
       await tx.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
     }
     let late = tx.selectFrom('jobs').selectAll().where(RUNNING).where('deadline_at', '<=', at)
-    if (postgres) late = late.forUpdate().skipLocked()
+    if (capabilities.skipLocked) late = late.forUpdate().skipLocked()
     for (const row of await late.execute()) {
       const updated = await tx
         .updateTable('jobs')

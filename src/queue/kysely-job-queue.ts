@@ -15,6 +15,11 @@ import type {
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
 import { systemClock, type Clock } from '../shared/clock.js'
+import {
+  storeCapabilities,
+  type StoreCapabilities,
+  type StoreDialect,
+} from '../shared/store-capabilities.js'
 import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
 import { CountsCache } from './counts-cache.js'
 import {
@@ -50,7 +55,7 @@ export interface KyselyJobQueueOptions {
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   db: Kysely<any>
-  dialect: 'sqlite' | 'postgres'
+  dialect: StoreDialect
   clock?: Clock
   /** How often a long poll re-reads the store, to see other replicas' writes. Default 200 ms. */
   pollIntervalMs?: number
@@ -73,7 +78,7 @@ export interface KyselyJobQueueOptions {
  */
 export class KyselyJobQueue implements JobQueue {
   private readonly db: Db
-  private readonly postgres: boolean
+  private readonly capabilities: StoreCapabilities
   private readonly clock: Clock
   private readonly waits: JobWaits
   private readonly onWebhookQueued: (() => void) | undefined
@@ -89,15 +94,15 @@ export class KyselyJobQueue implements JobQueue {
 
   constructor(options: KyselyJobQueueOptions) {
     this.db = options.db as Db
-    this.postgres = options.dialect === 'postgres'
+    this.capabilities = storeCapabilities(options.dialect)
     this.clock = options.clock ?? systemClock
     this.waits = new JobWaits(options.wakeUps ?? new WakeUps(), options.pollIntervalMs ?? 200)
     this.onWebhookQueued = options.onWebhookQueued
     this.secrets = options.secrets
-    // SQLite has one connection; PostgreSQL's pool lets a few batches commit side by side.
-    const maxInFlight = this.postgres ? 4 : 1
+    // A pool lets a few batches commit side by side; one connection, one at a time.
+    const maxInFlight = this.capabilities.singleConnection ? 1 : 4
     this.statements = new JobStatements(options.dialect)
-    const writer = new CompletionWriter(this.statements, this.clock, this.postgres)
+    const writer = new CompletionWriter(this.statements, this.clock, this.capabilities)
     const insert = async (jobs: Job[]) => {
       const values: unknown[] = []
       for (const job of jobs) insertValues(job, values, this.secrets)
@@ -174,7 +179,7 @@ export class KyselyJobQueue implements JobQueue {
     const max = Math.max(0, Math.floor(options.max))
     if (max === 0) return []
     const request = { ...options, endpointId, workerId, max }
-    const taken = this.postgres
+    const taken = this.capabilities.skipLocked
       ? await takeAtOnce(this.db, this.statements, this.clock, request)
       : await this.transaction((tx) => takeIn(tx, this.statements, this.clock, request))
     for (const row of taken) {
@@ -373,7 +378,9 @@ export class KyselyJobQueue implements JobQueue {
     const rows = await retryLockConflicts(() =>
       this.db
         .deleteFrom('jobs')
-        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId} and status = 'IN_QUEUE'`))
+        .where(
+          lockedRows(this.capabilities, sql`endpoint_id = ${endpointId} and status = 'IN_QUEUE'`),
+        )
         .returning('id')
         .execute(),
     )
@@ -388,7 +395,7 @@ export class KyselyJobQueue implements JobQueue {
     const ids = await this.transaction(async (tx) => {
       const rows = await tx
         .deleteFrom('jobs')
-        .where(lockedRows(this.postgres, sql`endpoint_id = ${endpointId}`))
+        .where(lockedRows(this.capabilities, sql`endpoint_id = ${endpointId}`))
         .returning('id')
         .execute()
       const gone = rows.map((r) => r.id)
@@ -418,7 +425,7 @@ export class KyselyJobQueue implements JobQueue {
 
   async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const effects = await retryLockConflicts(() =>
-      sweeps.requeueExpiredLeases(this.db, this.postgres, now.getTime()),
+      sweeps.requeueExpiredLeases(this.db, this.capabilities, now.getTime()),
     )
     this.afterSweep(effects)
     return sweeps.requeuedAndEnded(effects)
@@ -426,13 +433,13 @@ export class KyselyJobQueue implements JobQueue {
 
   renewRunningLeases(until: Date): Promise<number> {
     return retryLockConflicts(() =>
-      sweeps.renewRunningLeases(this.db, this.postgres, until.getTime()),
+      sweeps.renewRunningLeases(this.db, this.capabilities, until.getTime()),
     )
   }
 
   async expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[] }> {
     const effects = await retryLockConflicts(() =>
-      sweeps.expireJobs(this.db, this.postgres, now.getTime()),
+      sweeps.expireJobs(this.db, this.capabilities, now.getTime()),
     )
     this.afterSweep(effects)
     return { ended: sweeps.requeuedAndEnded(effects).ended, deleted: effects.deleted }
@@ -547,7 +554,7 @@ export class KyselyJobQueue implements JobQueue {
         .set({ lease_expires_at: iso(this.clock.now().getTime()) })
         .where(
           lockedRows(
-            this.postgres,
+            this.capabilities,
             sql`endpoint_id = ${endpointId} and worker_id = ${workerId} and status = 'IN_PROGRESS'`,
           ),
         )
@@ -579,7 +586,7 @@ export class KyselyJobQueue implements JobQueue {
   ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
-      sweeps.requeueWorkerJobs(this.db, this.postgres, endpointId, workerId, at, how),
+      sweeps.requeueWorkerJobs(this.db, this.capabilities, endpointId, workerId, at, how),
     )
     this.afterSweep(effects)
     return sweeps.requeuedAndEnded(effects)

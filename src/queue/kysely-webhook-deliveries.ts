@@ -1,4 +1,9 @@
 import type { Kysely, Selectable } from 'kysely'
+import {
+  storeCapabilities,
+  type StoreCapabilities,
+  type StoreDialect,
+} from '../shared/store-capabilities.js'
 import { jobBody } from '../domain/serverless/job-body.js'
 import type { JobStatus, JobView } from '../domain/serverless/job.js'
 import type {
@@ -52,16 +57,16 @@ function toAttempt(row: Selectable<WebhookAttemptsTable>): WebhookAttempt {
 /** Webhook deliveries over the store (migration 0007-webhook-deliveries). */
 export class KyselyWebhookDeliveries implements WebhookDeliveryRepo {
   private readonly db: Db
-  private readonly dialect: 'sqlite' | 'postgres'
+  private readonly capabilities: StoreCapabilities
 
   constructor(options: {
     /** The store's Kysely instance; typed loosely for the reason given in KyselyJobQueue. */
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     db: Kysely<any>
-    dialect: 'sqlite' | 'postgres'
+    dialect: StoreDialect
   }) {
     this.db = options.db as Db
-    this.dialect = options.dialect
+    this.capabilities = storeCapabilities(options.dialect)
   }
 
   async claimDue(now: Date, limit: number, claimMs: number): Promise<ClaimedWebhook[]> {
@@ -77,7 +82,7 @@ export class KyselyWebhookDeliveries implements WebhookDeliveryRepo {
         .orderBy('seq')
         .limit(max)
       // Other replicas' dispatchers pass locked rows by; on SQLite the single writer serialises.
-      if (this.dialect === 'postgres') query = query.forUpdate().skipLocked()
+      if (this.capabilities.skipLocked) query = query.forUpdate().skipLocked()
       const rows = await query.execute()
       const claimed: ClaimedWebhook[] = []
       const until = iso(now.getTime() + claimMs)

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
+import type { StoreCapabilities } from '../shared/store-capabilities.js'
 
 /**
  * One lock order for the rows of `jobs` on PostgreSQL (docs/serverless-queue.md, "Lock order"):
@@ -31,14 +32,17 @@ function lockedSeqs(where: RawBuilder<boolean>, skipLocked: boolean): RawBuilder
 }
 
 /**
- * The condition of a write of several rows of `jobs`: on PostgreSQL `seq in (...)` of the rows
+ * The condition of a write of several rows of `jobs`: with row locks `seq in (...)` of the rows
  * `where` selects, locked in the lock order first (`skipLocked`: leaving out rows another
- * transaction holds); on SQLite, which runs one transaction at a time, `where` itself.
+ * transaction holds); on a single connection, which runs one transaction at a time, `where`
+ * itself.
  */
 export function lockedRows(
-  postgres: boolean,
+  capabilities: StoreCapabilities,
   where: RawBuilder<boolean>,
   skipLocked = false,
 ): RawBuilder<boolean> {
-  return postgres ? sql<boolean>`seq in (${lockedSeqs(where, skipLocked)})` : where
+  return capabilities.rowLocks
+    ? sql<boolean>`seq in (${lockedSeqs(where, skipLocked && capabilities.skipLocked)})`
+    : where
 }

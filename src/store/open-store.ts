@@ -8,11 +8,19 @@ import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-chec
 import { runDirectlyOnSqlite } from '../shared/direct-sqlite.js'
 import { withStatementCache } from './sqlite-statement-cache.js'
 
-export type Dialect = 'sqlite' | 'postgres'
+import {
+  storeCapabilities,
+  type StoreCapabilities,
+  type StoreDialect,
+} from '../shared/store-capabilities.js'
+
+export type Dialect = StoreDialect
 
 export interface Store {
   readonly db: Kysely<Database>
   readonly dialect: Dialect
+  /** What the database can do; branch on these rather than on `dialect`. */
+  readonly capabilities: StoreCapabilities
   /** The URL with any password removed, for logs. */
   readonly displayUrl: string
   ping(): Promise<void>
@@ -105,6 +113,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     return {
       db,
       dialect: 'sqlite',
+      capabilities: storeCapabilities('sqlite'),
       displayUrl: url,
       ping: async () => {
         await sql`select 1`.execute(db)
@@ -127,6 +136,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     return {
       db,
       dialect: 'postgres',
+      capabilities: storeCapabilities('postgres'),
       pool: () => ({
         total: pool.totalCount,
         idle: pool.idleCount,

@@ -15,7 +15,7 @@ import { podStatements } from './pod-statements.js'
 import { readQuotaUse } from './quota-repo.js'
 import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
-import type { Dialect, Store } from './open-store.js'
+import type { Store } from './open-store.js'
 
 function columnsOf(pod: Pod) {
   return {
@@ -139,10 +139,10 @@ function unitOf(db: Kysely<Database>): CapacityUnit {
   }
 }
 
-async function lockCapacity(db: Kysely<Database>, dialect: Dialect): Promise<void> {
+async function lockCapacity(db: Kysely<Database>, store: Store): Promise<void> {
   // SQLite has one connection and Kysely runs one transaction at a time on it, so the
   // transaction itself is exclusive. PostgreSQL needs a lock every replica takes.
-  if (dialect === 'postgres')
+  if (store.capabilities.advisoryLocks)
     await sql`select pg_advisory_xact_lock(${CAPACITY_LOCK_KEY})`.execute(db)
 }
 
@@ -166,12 +166,12 @@ export function podStoreOf(
       events,
       exclusive: (work) =>
         store.db.transaction().execute(async (tx) => {
-          await lockCapacity(tx, store.dialect)
+          await lockCapacity(tx, store)
           return work(unitOf(tx))
         }),
     }
   }
-  const ledger = new AllocationLedger(store.db, hosts, store.dialect === 'postgres')
+  const ledger = new AllocationLedger(store.db, hosts, store.capabilities.sharedByReplicas)
   const pods = new KyselyPodRepo(store.db)
   return {
     pods,
@@ -181,7 +181,7 @@ export function podStoreOf(
     events,
     exclusive: (work) =>
       ledger.exclusive(
-        (tx) => lockCapacity(tx, store.dialect),
+        (tx) => lockCapacity(tx, store),
         (tx, allocations) =>
           work({
             pods: new KyselyPodRepo(tx),

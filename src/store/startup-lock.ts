@@ -13,7 +13,7 @@ const STARTUP_LOCK_KEY = 7_341_013
  * one process, nothing to hold.
  */
 export async function acquireStartupLock(store: Store): Promise<() => Promise<void>> {
-  if (store.dialect !== 'postgres') return async () => {}
+  if (!store.capabilities.advisoryLocks) return async () => {}
   let release: () => void = () => {}
   const released = new Promise<void>((resolve) => {
     release = resolve

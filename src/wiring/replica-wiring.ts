@@ -11,7 +11,7 @@ import type { PlatformContext, ReplicaParts } from './platform-context.js'
 export function wireReplicas(context: PlatformContext): ReplicaParts {
   const { config, store, logger, parts } = context
   const replicaId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
-  const clustered = store.dialect === 'postgres'
+  const clustered = store.capabilities.sharedByReplicas
   // Replicas on one machine share the data directory: the process driver's workloads are run
   // by the leader; the others only read their state and logs.
   if (clustered) parts.fleet.processDriver.setActive(false)

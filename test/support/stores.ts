@@ -24,6 +24,7 @@ function withCleanup(store: Store, cleanup: () => Promise<void> | void): Store {
   return {
     db: store.db,
     dialect: store.dialect,
+    capabilities: store.capabilities,
     displayUrl: store.displayUrl,
     ping: () => store.ping(),
     close: async () => {
