@@ -64,7 +64,8 @@ describe('GraphQL catalog, account and transport', () => {
           securePrice: 0.59,
           communityPrice: 0.34,
           lowestPrice: {
-            minimumBidPrice: null,
+            // Half the community price: the least bid of a spot pod (docs/pods.md).
+            minimumBidPrice: 0.17,
             // Either cloud: the cheaper, community.
             uninterruptablePrice: 0.34,
             stockStatus: 'High',

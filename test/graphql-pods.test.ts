@@ -625,24 +625,63 @@ describe('GraphQL pods', () => {
       expect(count.message).toMatch(/has 1 GPUs and a pod's GPU count is fixed at create/)
     })
 
-    it('answers the spot mutations with a clear error', async () => {
+    it('refuses a bid resume of an on-demand pod and a spot rent without a bid', async () => {
+      const created = await ok({
+        query:
+          'mutation { podFindAndDeployOnDemand(input: {name: "no-bid", imageName: "ubuntu", gpuTypeId: "NVIDIA GeForce RTX 4090", cloudType: SECURE, gpuCount: 1, dockerArgs: "sleep 600"}) { id } }',
+      })
+      const id = (created.podFindAndDeployOnDemand as { id: string }).id
+      await ok({ query: `mutation { podStop(input: {podId: "${id}"}) { id } }` })
       const bid = await failed(
         'podBidResume',
         {
-          query:
-            'mutation { podBidResume(input: {podId: "x", bidPerGpu: 0.2, gpuCount: 1}) { id costPerHr desiredStatus lastStatusChange } }',
+          query: `mutation { podBidResume(input: {podId: "${id}", bidPerGpu: 0.2, gpuCount: 1}) { id costPerHr desiredStatus lastStatusChange } }`,
         },
         'RULE_CONFLICT',
       )
-      expect(bid.message).toMatch(/^spot \(interruptible\) pods are not offered here/)
-      await failed(
+      expect(bid.message).toMatch(/is an on-demand pod: start it with podResume/)
+      const rent = await failed(
         'podRentInterruptable',
         {
           query:
-            'mutation { podRentInterruptable(input: {bidPerGpu: 0.2, gpuTypeId: "x", imageName: "y"}) { id imageName env machineId machine { podHostId } } }',
+            'mutation { podRentInterruptable(input: {gpuTypeId: "NVIDIA GeForce RTX 4090", imageName: "y"}) { id imageName env machineId machine { podHostId } } }',
+        },
+        'VALIDATION_FAILED',
+      )
+      expect(rent.message).toMatch(/input\.bidPerGpu: is required/)
+    })
+
+    it('refuses a deploy that would cost more per hour than its deployCost, and keeps one that does not', async () => {
+      const gpu = await failed(
+        'podFindAndDeployOnDemand',
+        {
+          query:
+            'mutation { podFindAndDeployOnDemand(input: {name: "capped", imageName: "ubuntu", gpuTypeId: "NVIDIA GeForce RTX 4090", cloudType: SECURE, gpuCount: 2, deployCost: 0.6}) { id } }',
         },
         'RULE_CONFLICT',
       )
+      expect(gpu.message).toMatch(
+        /the pod would cost 1\.18 USD per hour, more than the deployCost of 0\.6 it was given/,
+      )
+      const cpu = await failed(
+        'deployCpuPod',
+        {
+          query:
+            'mutation { deployCpuPod(input: {name: "capped-cpu", imageName: "ubuntu", instanceId: "cpu3c-2-4", deployCost: 0.07}) { id } }',
+        },
+        'RULE_CONFLICT',
+      )
+      expect(cpu.message).toMatch(
+        /would cost 0\.08 USD per hour, more than the deployCost of 0\.07/,
+      )
+      // A cap equal to the price, as dstack sends the offer's price.
+      const kept = await ok({
+        query:
+          'mutation { deployCpuPod(input: {name: "at-cap", imageName: "ubuntu", instanceId: "cpu3c-2-4", deployCost: 0.08}) { id costPerHr } }',
+      })
+      const pod = kept.deployCpuPod as { id: string; costPerHr: number }
+      expect(pod.costPerHr).toBe(0.08)
+      await ok({ query: `mutation { podTerminate(input: {podId: "${pod.id}"}) }` })
     })
   })
 })

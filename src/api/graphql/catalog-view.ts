@@ -15,6 +15,7 @@ import type {
 import type { Cloud, Host } from '../../domain/catalog/fleet.js'
 import { compareCudaVersions, GPU_POOLS } from '../../domain/catalog/gpu-types.js'
 import { MIN_CLUSTER_PODS } from '../../domain/clusters/cluster.js'
+import { minimumBidFor } from '../../domain/pods/spot.js'
 
 /** Instant clusters take NVIDIA types only (their private network needs NVIDIA GPUs). */
 export function isClusterType(type: Pick<GpuTypeView, 'manufacturer'>): boolean {
@@ -143,7 +144,12 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     gpuName: type.name,
     gpuTypeId: type.id,
     uninterruptablePrice: cheapest?.price ?? null,
-    minimumBidPrice: null,
+    // Spot pods are community pods: a bid is possible where the community cloud offers the type.
+    minimumBidPrice: perCloud.some(
+      (c) => c.cloud === 'COMMUNITY' && c.eligible.length > 0 && c.price !== null,
+    )
+      ? minimumBidFor(type.price.community)
+      : null,
     // null: no host of the type where and as asked (RunPod's answer, which gpuhunt reads as "not
     // offered there"); None: there are such hosts, and none can place the pod now.
     stockStatus: perCloud.some((c) => c.candidates.some((h) => (h.gpu?.count ?? 0) >= count))
@@ -196,7 +202,7 @@ export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
     securePrice: type.secure ? type.price.secure : null,
     communityPrice: type.community ? type.price.community : null,
     secureSpotPrice: null,
-    communitySpotPrice: null,
+    communitySpotPrice: type.community ? minimumBidFor(type.price.community) : null,
     cudaCores: null,
     oneWeekPrice: null,
     oneMonthPrice: null,

@@ -39,6 +39,8 @@ export type CommonPodInput = Nullable<{
   terminateAfter: string
   startSsh: boolean
   startJupyter: boolean
+  /** The most USD per hour the pod may cost (RunPod's price cap at deploy). */
+  deployCost: number
 }>
 
 export type GpuPodInput = CommonPodInput &
@@ -129,6 +131,9 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     problems.add('imageName', 'is required unless templateId gives it')
   }
   problems.integerAtLeast('containerDiskInGb', input.containerDiskInGb, MIN_CONTAINER_DISK_GB)
+  if (present(input.deployCost) && !(input.deployCost > 0)) {
+    problems.add('deployCost', 'must be > 0 (USD per hour)')
+  }
   const mountPath = input.volumeMountPath ? mountPathProblem(input.volumeMountPath) : undefined
   if (mountPath) problems.add('volumeMountPath', mountPath)
   const ports = parsePorts(input.ports)
@@ -157,6 +162,7 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     // defaults to True); the account's keys then go in as PUBLIC_KEY.
     startSsh: input.startSsh ?? true,
     ...(present(input.startJupyter) ? { startJupyter: input.startJupyter } : {}),
+    ...(present(input.deployCost) ? { maxHourlyCost: input.deployCost } : {}),
   }
 }
 
@@ -204,6 +210,31 @@ export function gpuDeployRequest(input: GpuPodInput): DeployRequest {
       compliance: (input.compliance ?? []).filter((c): c is string => !!c),
     },
     ...(input.countryCode ? { countryCode: input.countryCode } : {}),
+  }
+}
+
+export type SpotPodInput = GpuPodInput & { bidPerGpu?: number | null }
+
+/**
+ * podRentInterruptable's input -> a spot create request: a COMMUNITY pod at the bid
+ * (docs/pods.md, "Spot pods"); cloudType SECURE is refused rather than quietly ignored.
+ */
+export function spotDeployRequest(input: SpotPodInput): DeployRequest {
+  const problems = new Problems()
+  if (!present(input.bidPerGpu)) {
+    problems.add('bidPerGpu', 'is required: USD per GPU-hour, at least lowestPrice.minimumBidPrice')
+  } else if (!(input.bidPerGpu > 0)) {
+    problems.add('bidPerGpu', 'must be > 0 (USD per GPU-hour)')
+  }
+  if (input.cloudType === 'SECURE') {
+    problems.add('cloudType', 'spot pods run in the COMMUNITY cloud only: give COMMUNITY or ALL')
+  }
+  problems.throwIfAny()
+  const request = gpuDeployRequest(input)
+  return {
+    ...request,
+    pod: { ...request.pod, bidPerGpu: input.bidPerGpu! },
+    clouds: ['COMMUNITY'],
   }
 }
 

@@ -142,7 +142,8 @@ export function podView(pod: Pod, deps: PodViewDeps) {
       const runtime = await deps.runtimeOf(pod)
       return runtime ? runtimeView(pod, runtime) : null
     },
-    podType: 'RESERVED',
+    // RunPod's names: INTERRUPTABLE for a spot pod, RESERVED for an on-demand one.
+    podType: pod.spot ? 'INTERRUPTABLE' : 'RESERVED',
     port: pod.ports.length > 0 ? Number.parseInt(pod.ports[0]!, 10) : null,
     dockerId: null,
     cloudType: pod.cloud,

@@ -34,6 +34,8 @@ import { deployPod } from './pod-deploy.js'
 import {
   cpuDeployRequest,
   gpuDeployRequest,
+  spotDeployRequest,
+  type SpotPodInput,
   type CpuPodInput,
   type GpuPodInput,
 } from './pod-input.js'
@@ -145,8 +147,8 @@ function need<T>(input: T | null | undefined): T {
 /** RunPod's answer to podTerminate of a pod it does not know; dstack matches this text. */
 export const POD_NOT_FOUND_TO_TERMINATE = 'pod not found to terminate'
 
-const SPOT_NOT_OFFERED =
-  'spot (interruptible) pods are not offered here: every pod is on-demand; use podFindAndDeployOnDemand to create one and podResume to start a stopped one'
+const present = <T>(value: T | null | undefined): value is T =>
+  value !== null && value !== undefined
 
 export function buildResolvers(services: GraphqlServices): IResolvers {
   const { accounts, pods, catalog, templates, volumes, registries, endpoints, clock } = services
@@ -338,12 +340,36 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       return true
     },
 
-    podBidResume: () => {
-      throw new AppError('RULE_CONFLICT', SPOT_NOT_OFFERED)
+    podBidResume: async (
+      _root,
+      {
+        input: given,
+      }: { input?: { podId: string; bidPerGpu?: number | null; gpuCount?: number | null } | null },
+      { principal },
+    ) => {
+      const input = need(given)
+      const pod = await pods.get(principal.accountId, input.podId)
+      const gpuCount = pod.compute.kind === 'gpu' ? pod.compute.gpuCount : 0
+      if (present(input.gpuCount) && input.gpuCount !== gpuCount) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          `pod ${pod.id} has ${gpuCount} GPUs and a pod's GPU count is fixed at create: resume it with gpuCount ${gpuCount}`,
+        )
+      }
+      if (!pod.spot) {
+        throw new AppError(
+          'RULE_CONFLICT',
+          `pod ${pod.id} is an on-demand pod: start it with podResume`,
+        )
+      }
+      const bidPerGpu = input.bidPerGpu ?? pod.spot.bidPerGpu
+      return view(await pods.act(principal.accountId, pod.id, 'start', { bidPerGpu }))
     },
-    podRentInterruptable: () => {
-      throw new AppError('RULE_CONFLICT', SPOT_NOT_OFFERED)
-    },
+    podRentInterruptable: async (
+      _root,
+      { input }: { input?: SpotPodInput | null },
+      { principal },
+    ) => view(await deployPod(pods, catalog, principal.accountId, spotDeployRequest(need(input)))),
 
     saveTemplate: async (
       _root,

@@ -109,9 +109,9 @@ export const typeDefs = /* GraphQL */ `
     podStop(input: PodStopInput): Pod
     "Terminate a pod for good. Returns true; an unknown pod is the error 'pod not found to terminate'."
     podTerminate(input: PodTerminateInput): Boolean
-    "Spot instances are not offered: always answers with an error."
+    "Start a stopped spot pod, with a new bid when bidPerGpu is given (docs/pods.md, Spot pods)."
     podBidResume(input: PodBidResumeInput): Pod
-    "Spot instances are not offered: always answers with an error."
+    "Create a spot pod: a COMMUNITY pod billed at bidPerGpu per GPU, which an on-demand pod may preempt (docs/pods.md, Spot pods)."
     podRentInterruptable(input: PodRentInterruptableInput): Pod
     "Change a pod's registry credentials (containerRegistryAuthId); other fields are not changed here."
     podEditJob(input: PodEditJobInput): Pod
@@ -504,7 +504,7 @@ export const typeDefs = /* GraphQL */ `
     "USD per GPU per hour; null where the cloud does not offer the type."
     securePrice: Float
     communityPrice: Float
-    "Spot is not offered: always null."
+    "Spot pods are community pods: secureSpotPrice is always null; communitySpotPrice is the least bid per GPU-hour (half the community price), null where the community cloud does not offer the type."
     secureSpotPrice: Float
     communitySpotPrice: Float
     "Unknown here: always null."
@@ -533,7 +533,7 @@ export const typeDefs = /* GraphQL */ `
     gpuTypeId: String!
     "USD per GPU per hour in the cheapest cloud asked for that can place the pod now."
     uninterruptablePrice: Float
-    "Spot is not offered: always null."
+    "Least bidPerGpu of a spot pod: half the community price per GPU-hour; null where the community cloud (as asked) has no host of the type."
     minimumBidPrice: Float
     "High, Medium, Low or None (nothing can be placed now); null where no host of the type is (in the clouds, data center or country asked for)."
     stockStatus: String
@@ -731,6 +731,7 @@ export const typeDefs = /* GraphQL */ `
     countryCode: String
     minDownload: Int
     minUpload: Int
+    "The most USD per hour the pod may cost; a dearer pod is refused."
     deployCost: Float
     minCudaVersion: String
     stopAfter: String
@@ -789,7 +790,7 @@ export const typeDefs = /* GraphQL */ `
     countryCode: String
     minDownload: Int
     minUpload: Int
-    "Accepted and not used: there is no price cap."
+    "The most USD per hour the pod may cost; a dearer pod is refused."
     deployCost: Float
   }
 

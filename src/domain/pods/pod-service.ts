@@ -3,9 +3,14 @@ import { checkMountPaths } from './mount-paths.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
-import type { Cloud } from '../catalog/fleet.js'
+import type { Cloud, Fleet } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
-import type { Placement, PlacementPolicy, PlacementRequest } from '../catalog/placement.js'
+import type {
+  Placement,
+  PlacementPolicy,
+  PlacementRequest,
+  PlacementSnapshot,
+} from '../catalog/placement.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Template } from '../templates/template.js'
 import { hasQuota, type AccountQuotas, type QuotaUse } from '../quotas/quota.js'
@@ -30,6 +35,7 @@ import {
   RESTARTING_FIELDS,
 } from './pod-rules.js'
 import { followEvents } from './event-follow.js'
+import { placeByPreempting, PREEMPTED_REASON, spotHourlyPrice } from './spot.js'
 import type {
   CapacityUnit,
   LogSource,
@@ -60,6 +66,10 @@ export interface CreatePodInput {
   startSsh?: boolean
   /** A generated JUPYTER_PASSWORD unless env has one (default: the template's, else false). */
   startJupyter?: boolean
+  /** A spot pod bidding this many USD per GPU-hour (GPU pods in the COMMUNITY cloud only). */
+  bidPerGpu?: number
+  /** The most USD per hour the pod may cost (GraphQL's deployCost); a dearer pod is refused. */
+  maxHourlyCost?: number
 }
 
 /** The GPU part of a create (RunPod v2 CreateGpuConfig): the type, and what its host must offer. */
@@ -128,6 +138,20 @@ function withCudaVersions(pod: Pod, cudaVersions: string[] | undefined): Pod {
   if (!cudaVersions?.length || pod.compute.kind !== 'gpu') return pod
   const { minCudaVersion: _replaced, ...requirements } = pod.requirements ?? {}
   return { ...pod, requirements: { ...requirements, cudaVersions } }
+}
+
+/** A spot pod with a new bid (GraphQL podBidResume); an on-demand pod cannot take one. */
+function withBid(fleet: Fleet, pod: Pod, bidPerGpu: number | undefined): Pod {
+  if (bidPerGpu === undefined) return pod
+  if (!pod.spot || pod.compute.kind !== 'gpu') {
+    throw new AppError(
+      'RULE_CONFLICT',
+      `pod ${pod.id} is an on-demand pod: start it without a bid (podResume)`,
+    )
+  }
+  const { gpuTypeId, gpuCount } = pod.compute
+  const hourlyPrice = spotHourlyPrice(fleet, gpuTypeId, gpuCount, bidPerGpu)
+  return { ...pod, spot: { bidPerGpu }, hourlyPrice }
 }
 
 /** What a pod counts for in its account's quotas while it holds its GPUs. */
@@ -344,7 +368,7 @@ export class PodService {
     unit: CapacityUnit,
     pod: Pod,
     request: PlacementRequest,
-    { suggestOtherCloud = false } = {},
+    { suggestOtherCloud = false, preempted = [] as Pod[] } = {},
   ): Promise<Pod> {
     const fleet = this.deps.catalog.fleet
     const snapshot = {
@@ -355,17 +379,25 @@ export class PodService {
       withdrawnGpus: this.deps.catalog.withdrawnGpus(),
     }
     const result = this.deps.place(snapshot, request)
-    if (!result.ok) {
-      const community =
-        suggestOtherCloud &&
-        request.cloud === 'SECURE' &&
-        this.deps.place(snapshot, { ...request, cloud: 'COMMUNITY' }).ok
-      throw new AppError(
-        'NO_CAPACITY',
-        community ? `${result.detail}; the COMMUNITY cloud has room for it` : result.detail,
-      )
+    let placement: Placement
+    if (result.ok) {
+      placement = result.placement
+    } else {
+      // Free GPUs first; only then does an on-demand pod take the GPUs of spot pods.
+      const freed = pod.spot ? undefined : await this.preempting(unit, snapshot, request, pod)
+      if (!freed) {
+        const community =
+          suggestOtherCloud &&
+          request.cloud === 'SECURE' &&
+          this.deps.place(snapshot, { ...request, cloud: 'COMMUNITY' }).ok
+        throw new AppError(
+          'NO_CAPACITY',
+          community ? `${result.detail}; the COMMUNITY cloud has room for it` : result.detail,
+        )
+      }
+      for (const spot of freed.preempted) preempted.push(await this.preempt(unit, spot))
+      placement = freed.placement
     }
-    const { placement } = result
     const allocation = this.allocationOf(pod, placement)
     await unit.allocations.remove(ALLOCATION_KIND, pod.id)
     await unit.allocations.insert(allocation)
@@ -374,6 +406,50 @@ export class PodService {
       hostId: placement.hostId,
       dataCenterId: placement.dataCenterId,
       gpuIndices: placement.gpuIndices,
+    }
+  }
+
+  /** A placement once spot pods give up their GPUs (spot.ts chooses which), or undefined. */
+  private async preempting(
+    unit: CapacityUnit,
+    snapshot: Omit<PlacementSnapshot, 'allocations'>,
+    request: PlacementRequest,
+    pod: Pod,
+  ) {
+    if (request.compute.kind !== 'gpu') return undefined
+    const holding = await unit.pods.list({ statuses: ['PROVISIONING', 'STARTING', 'RUNNING'] })
+    const spots = holding.filter((p) => p.spot && p.id !== pod.id)
+    if (spots.length === 0) return undefined
+    const allocations = await unit.allocations.list()
+    return placeByPreempting(this.deps.place, snapshot, allocations, request, spots)
+  }
+
+  /** Stops a spot pod for an on-demand pod: it keeps its volumes, as any stopped pod does. */
+  private async preempt(unit: CapacityUnit, pod: Pod): Promise<Pod> {
+    await unit.allocations.remove(ALLOCATION_KIND, pod.id)
+    const stopped: Pod = {
+      ...this.withStatus(pod, 'EXITED', PREEMPTED_REASON),
+      gpuIndices: [],
+      version: pod.version + 1,
+    }
+    if (!(await unit.pods.update(stopped))) {
+      throw new AppError(
+        'INVALID_STATE',
+        `spot pod ${pod.id} changed while it was preempted; try again`,
+      )
+    }
+    return stopped
+  }
+
+  /** After the unit that preempted them: their events, and the lifecycle stops their workloads. */
+  private async announcePreempted(preempted: Pod[], forPodId: string): Promise<void> {
+    for (const pod of preempted) {
+      await this.deps.store.events.append(
+        pod.id,
+        this.now,
+        `stopped: preempted (on-demand pod ${forPodId} needed its GPUs)`,
+      )
+      this.deps.nudge(pod.id)
     }
   }
 
@@ -419,6 +495,32 @@ export class PodService {
     return Object.keys(given).length > 0 ? given : undefined
   }
 
+  /** On-demand: the catalog's price; spot: the bid. Checks both against deployCost's cap. */
+  private hourlyPriceOf(input: CreatePodInput, compute: PodCompute, cloud: Cloud): number {
+    const fleet = this.deps.catalog.fleet
+    let price: number
+    if (input.bidPerGpu === undefined) {
+      price = hourlyPriceOf(fleet, compute, cloud)
+    } else {
+      if (compute.kind !== 'gpu') {
+        throw new AppError('RULE_CONFLICT', 'spot pods are GPU pods: give a GPU type')
+      }
+      if (cloud !== 'COMMUNITY') {
+        throw new AppError('RULE_CONFLICT', 'spot pods run in the COMMUNITY cloud only')
+      }
+      price = spotHourlyPrice(fleet, compute.gpuTypeId, compute.gpuCount, input.bidPerGpu)
+    }
+    // To the catalog's 4 decimals: a cap copied from a listed price is never a hair below it.
+    const cap = input.maxHourlyCost
+    if (cap !== undefined && price > Math.round(cap * 10_000) / 10_000) {
+      throw new AppError(
+        'RULE_CONFLICT',
+        `the pod would cost ${price} USD per hour, more than the deployCost of ${cap} it was given`,
+      )
+    }
+    return price
+  }
+
   async create(accountId: string, input: CreatePodInput): Promise<Pod> {
     const draft = await this.draft(accountId, input)
     await this.deps.spendGuard?.assertWithinSpendLimit(
@@ -427,7 +529,9 @@ export class PodService {
       `create pod "${draft.name}"`,
     )
     const limits = await this.quotasOf(accountId)
+    const preempted: Pod[] = []
     const pod = await this.deps.store.exclusive(async (unit) => {
+      preempted.length = 0
       await this.checkQuota(
         unit,
         accountId,
@@ -437,6 +541,7 @@ export class PodService {
       )
       const placed = await this.reserve(unit, draft, this.placementRequest(draft), {
         suggestOtherCloud: true,
+        preempted,
       })
       if (draft.globalNetworking) {
         placed.globalIp = await this.nextGlobalIp(unit, accountId, draft.id)
@@ -449,6 +554,7 @@ export class PodService {
       pod.createdAt,
       `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
     )
+    await this.announcePreempted(preempted, pod.id)
     this.deps.nudge(pod.id)
     return pod
   }
@@ -510,6 +616,7 @@ export class PodService {
       mounts,
       ...(requirements ? { requirements } : {}),
       startSsh: input.startSsh ?? template?.startSsh ?? false,
+      ...(input.bidPerGpu !== undefined ? { spot: { bidPerGpu: input.bidPerGpu } } : {}),
       cloud,
       dataCenterIds,
       dataCenterId: null,
@@ -522,7 +629,7 @@ export class PodService {
       globalIp: null,
       status: 'PROVISIONING',
       statusReason: null,
-      hourlyPrice: hourlyPriceOf(this.deps.catalog.fleet, compute, cloud),
+      hourlyPrice: this.hourlyPriceOf(input, compute, cloud),
       gpuIndices: [],
       portMappings: [],
       generation: 1,
@@ -719,7 +826,7 @@ export class PodService {
     accountId: string,
     id: string,
     action: PodActionRequest,
-    options: { cudaVersions?: string[]; stopWhileProvisioning?: boolean } = {},
+    options: { cudaVersions?: string[]; stopWhileProvisioning?: boolean; bidPerGpu?: number } = {},
   ): Promise<Pod> {
     if ((action === 'start' || action === 'reset') && this.deps.spendGuard) {
       const current = await this.get(accountId, id)
@@ -732,7 +839,9 @@ export class PodService {
       }
     }
     const limits = action === 'start' || action === 'reset' ? await this.quotasOf(accountId) : null
+    const preempted: Pod[] = []
     const pod = await this.mutate(accountId, id, async (current, unit) => {
+      preempted.length = 0
       const desiredStop =
         action === 'stop' && options.stopWhileProvisioning && current.status === 'PROVISIONING'
       checkAction(desiredStop ? { ...current, status: 'STARTING' } : current, action)
@@ -749,7 +858,15 @@ export class PodService {
             quotaUseOf(current, { asNewPod: false }),
             `start pod ${id}`,
           )
-          return this.restartFromStopped(withCudaVersions(current, options.cudaVersions), unit)
+          return this.restartFromStopped(
+            withBid(
+              this.deps.catalog.fleet,
+              withCudaVersions(current, options.cudaVersions),
+              options.bidPerGpu,
+            ),
+            unit,
+            preempted,
+          )
         case 'restart':
           return this.restart(current)
         case 'stop':
@@ -761,6 +878,7 @@ export class PodService {
       }
     })
     await this.deps.store.events.append(pod.id, this.now, `${action} requested; now ${pod.status}`)
+    await this.announcePreempted(preempted, pod.id)
     return pod
   }
 
@@ -821,12 +939,12 @@ export class PodService {
   }
 
   /** EXITED or ERROR -> PROVISIONING: on the same host when it has room (a persistent mount pins it). */
-  private async restartFromStopped(pod: Pod, unit: CapacityUnit): Promise<Pod> {
+  private async restartFromStopped(pod: Pod, unit: CapacityUnit, preempted: Pod[]): Promise<Pod> {
     const hosts =
       pod.mounts.persistent && pod.hostId
         ? { pinned: pod.hostId }
         : { preferred: pod.hostId ?? undefined }
-    const placed = await this.reserve(unit, pod, this.placementRequest(pod, hosts))
+    const placed = await this.reserve(unit, pod, this.placementRequest(pod, hosts), { preempted })
     return this.restart(placed)
   }
 
@@ -836,7 +954,9 @@ export class PodService {
     // registry froze every request that reads the store (found by the fuzz suite).
     await this.get(accountId, id)
     await this.checkRegistry(accountId, patch.registry)
-    return this.mutate(accountId, id, async (current, unit) => {
+    const preempted: Pod[] = []
+    const updated = await this.mutate(accountId, id, async (current, unit) => {
+      preempted.length = 0
       if (current.status === 'TERMINATED') {
         throw new AppError('INVALID_STATE', `pod ${id} is TERMINATED and cannot change`)
       }
@@ -877,6 +997,7 @@ export class PodService {
           unit,
           next,
           this.placementRequest(next, { pinned: current.hostId }),
+          { preempted },
         )
       }
       const restarts = RESTARTING_FIELDS.some((field) => !sameJson(next[field], current[field]))
@@ -890,6 +1011,8 @@ export class PodService {
       }
       return next
     })
+    await this.announcePreempted(preempted, id)
+    return updated
   }
 
   async readLogs(pod: Pod, source: LogSource, query: PodLogQuery): Promise<PodLogLine[]> {

@@ -93,6 +93,11 @@ export interface Pod {
   startSsh?: boolean
   /** Set on the pods of an instant cluster: they live and go with it (docs/clusters.md). */
   cluster?: PodCluster
+  /**
+   * A spot (interruptible) pod: billed at its bid, and stopped (EXITED, "preempted") when an
+   * on-demand pod needs its GPUs (docs/pods.md, "Spot pods").
+   */
+  spot?: { bidPerGpu: number }
   cloud: Cloud
   /** The data centers the creator allowed, in order of preference (empty: any). */
   dataCenterIds: string[]
