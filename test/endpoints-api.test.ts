@@ -335,6 +335,41 @@ describe('REST serverless endpoints', () => {
     ).toBe('template "nope" not found')
   })
 
+  it("takes a template's allowedCudaVersions unless the request gives a CUDA constraint", async () => {
+    const template = await ok<{ id: string }>(
+      await call(
+        'POST',
+        '/v2/templates',
+        {
+          name: 'cuda-template',
+          image: 'tpl:cuda',
+          serverless: true,
+          allowedCudaVersions: ['12.4'],
+        },
+        strangerKey,
+      ),
+      201,
+    )
+    const seeded = await create({ image: undefined, templateId: template.id }, strangerKey)
+    expect(seeded.gpu).toMatchObject({ allowedCudaVersions: ['12.4'], minCudaVersion: null })
+    const own = await create(
+      { templateId: template.id, gpu: { pools: ['ADA_24'], allowedCudaVersions: ['12.8'] } },
+      strangerKey,
+    )
+    expect(own.gpu).toMatchObject({ allowedCudaVersions: ['12.8'] })
+    const minimum = await create(
+      { templateId: template.id, gpu: { pools: ['ADA_24'], minCudaVersion: '12.1' } },
+      strangerKey,
+    )
+    expect(minimum.gpu).toMatchObject({ allowedCudaVersions: [], minCudaVersion: '12.1' })
+    // Without a template nothing is seeded.
+    const plain = await create({}, strangerKey)
+    expect(plain.gpu).toMatchObject({ allowedCudaVersions: [] })
+    for (const { id } of [seeded, own, minimum, plain]) {
+      await ok(await call('DELETE', `/v2/serverless/${id}`, undefined, strangerKey), 204)
+    }
+  })
+
   it('bumps the version only when what workers run changes', async () => {
     const template = await ok<{ id: string }>(
       await call('POST', '/v2/templates', { name: 'versioned', image: 'v:1', serverless: true }),

@@ -181,11 +181,14 @@ export class EndpointService {
 
   /** A whole definition from a create input, defaults filled in. */
   private async definitionOf(accountId: string, input: CreateEndpointInput) {
+    const container = await this.containerOf(accountId, input, undefined)
+    const compute = await this.computeOf(input, undefined)
     return {
       name: input.name,
       type: this.checkType(input.type),
-      ...(await this.containerOf(accountId, input, undefined)),
-      ...(await this.computeOf(input, undefined)),
+      ...container,
+      ...compute,
+      gpu: await this.withTemplateCuda(accountId, input, compute.gpu),
       workers: this.workersOf(input.workers, undefined),
       scaling: this.scalingOf(input.scaling),
       dataCenterIds: input.dataCenterIds ?? [],
@@ -414,6 +417,24 @@ export class EndpointService {
       }
     }
     return block
+  }
+
+  /**
+   * A GPU endpoint made from a template whose allowedCudaVersions the request does not replace
+   * (it gives neither CUDA field) takes the template's, as a pod made from it does.
+   */
+  private async withTemplateCuda(
+    accountId: string,
+    input: CreateEndpointInput,
+    gpu: EndpointGpu | null,
+  ): Promise<EndpointGpu | null> {
+    if (!gpu || input.templateId === undefined) return gpu
+    if (input.gpu?.allowedCudaVersions !== undefined || input.gpu?.minCudaVersion !== undefined) {
+      return gpu
+    }
+    const template = await this.deps.references.template(accountId, input.templateId)
+    const versions = template?.allowedCudaVersions ?? []
+    return versions.length > 0 ? { ...gpu, allowedCudaVersions: [...versions] } : gpu
   }
 
   private async computeOf(
