@@ -767,6 +767,8 @@ export const typeDefs = /* GraphQL */ `
     minDownload: Int
     minUpload: Int
     minCudaVersion: String
+    "The most USD per hour the pod may cost; a dearer pod is refused."
+    deployCost: Float
   }
 
   input DeployCpuPodInput {
