@@ -9,6 +9,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { until } from './support/until.js'
 
 /**
@@ -35,20 +36,27 @@ localHost: false
 `
 const HOUR = 3_600_000
 
-describe('spot pods', () => {
+// The store decides who wins the last GPU (one transaction on SQLite, an advisory lock on
+// PostgreSQL): both run when PODYARD_TEST_POSTGRES_URL is set.
+const stores = ['sqlite', ...(process.env[POSTGRES_URL_ENV] ? ['postgres'] : [])]
+
+describe.each(stores)('spot pods (%s)', (store) => {
   const clock = new ManualClock('2026-03-02T10:00:00.000Z')
   let platform: TestPlatform
   let dir: string
   let spotKey: string
   let demandKey: string
+  let database: { url: string; drop: () => Promise<void> } | undefined
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-spot-'))
     writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
+    if (store === 'postgres') database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
     platform = await startTestPlatform(
       {
         fleet: path.join(dir, 'fleet.yaml'),
         billing: { meterIntervalMs: 24 * HOUR, enforce: false },
+        ...(database ? { storeUrl: database.url } : {}),
       },
       { clock },
     )
@@ -58,6 +66,7 @@ describe('spot pods', () => {
 
   afterAll(async () => {
     await platform?.close()
+    await database?.drop()
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 

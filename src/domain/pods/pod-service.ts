@@ -424,26 +424,35 @@ export class PodService {
     return placeByPreempting(this.deps.place, snapshot, allocations, request, spots)
   }
 
-  /** Stops a spot pod for an on-demand pod: it keeps its volumes, as any stopped pod does. */
+  /**
+   * Stops a spot pod for an on-demand pod: it keeps its volumes, as any stopped pod does. The
+   * lifecycle loop writes pods outside the capacity lock, so a write it made meanwhile is read
+   * again rather than failing the on-demand pod's request.
+   */
   private async preempt(unit: CapacityUnit, pod: Pod): Promise<Pod> {
     await unit.allocations.remove(ALLOCATION_KIND, pod.id)
-    const stopped: Pod = {
-      ...this.withStatus(pod, 'EXITED', PREEMPTED_REASON),
-      gpuIndices: [],
-      version: pod.version + 1,
+    let current: Pod | undefined = pod
+    for (let attempt = 0; attempt < 5 && current; attempt++) {
+      // It stopped by itself meanwhile (its process exited): nothing is left to take.
+      if (!holdsResources(current.status)) return current
+      const stopped: Pod = {
+        ...this.withStatus(current, 'EXITED', PREEMPTED_REASON),
+        gpuIndices: [],
+        version: current.version + 1,
+      }
+      if (await unit.pods.update(stopped)) return stopped
+      current = await unit.pods.findById(pod.id)
     }
-    if (!(await unit.pods.update(stopped))) {
-      throw new AppError(
-        'INVALID_STATE',
-        `spot pod ${pod.id} changed while it was preempted; try again`,
-      )
-    }
-    return stopped
+    throw new AppError(
+      'INVALID_STATE',
+      `spot pod ${pod.id} changed while it was preempted; try again`,
+    )
   }
 
   /** After the unit that preempted them: their events, and the lifecycle stops their workloads. */
   private async announcePreempted(preempted: Pod[], forPodId: string): Promise<void> {
     for (const pod of preempted) {
+      if (pod.statusReason !== PREEMPTED_REASON) continue
       await this.deps.store.events.append(
         pod.id,
         this.now,
