@@ -6,7 +6,12 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli, settingsFreeEnv } from './support/cli.js'
 import { json } from './support/http.js'
-import { startTestPlatform, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  TEST_ADMIN_KEY,
+  type TestPlatform,
+} from './support/platform.js'
 
 /**
  * The documented exit statuses (docs/cli.md, "Exit codes"): scripts tell a typo from a wrong key
@@ -64,6 +69,55 @@ describe('podyard CLI exit codes', () => {
     expect(JSON.parse(scripted.stderr)).toMatchObject({ error: { exitCode: 2 } })
     // A profile named that does not exist is the command line's mistake too.
     expect((await cli(['pods', 'list', '--profile', 'nowhere'])).code).toBe(2)
+  })
+
+  it('exits 2 with what is wrong for a bad local input: --input not JSON, an unreadable file, clashing flags', async () => {
+    const key = await otherAccountKey(platform, 'exit-codes-input@example.com')
+    const asUser = ['--url', platform.url, '--api-key', key]
+    const endpointId = 'any0000000000'
+    // A directory: a file that exists and cannot be read as one, as root too.
+    const notAFile = home
+    const cases: { args: string[]; message: RegExp }[] = [
+      {
+        args: ['jobs', 'run', endpointId, '--input', '{nope'],
+        message: /--input: not valid JSON: /,
+      },
+      {
+        args: ['jobs', 'runsync', endpointId, '--input-file', path.join(home, 'absent.json')],
+        message: /--input-file \S*absent\.json: cannot read it: ENOENT/,
+      },
+      {
+        args: ['jobs', 'run', endpointId, '--input-file', notAFile],
+        message: /--input-file \S+: cannot read it: EISDIR/,
+      },
+      {
+        args: ['jobs', 'run', endpointId, '--input', '{}', '--input-file', '-'],
+        message: /give either --input or --input-file, not both/,
+      },
+      { args: ['jobs', 'run', endpointId], message: /give the job input as --input/ },
+      {
+        args: ['models', 'run', 'any-model', '--input', 'a red fox'],
+        message: /--input: not valid JSON/,
+      },
+      {
+        args: ['pods', 'create', '--name', 'x', '--image', 'busybox', '--env', 'NOEQUALS'],
+        message: /--env: "NOEQUALS" is not NAME=value/,
+      },
+      {
+        args: ['pods', 'create', '--name', 'x', '--image', 'busybox', '--gpu', 'RTX 4900'],
+        message: /unknown GPU type "RTX 4900"; did you mean/,
+      },
+    ]
+    for (const { args, message } of cases) {
+      const result = await cli([...args, ...asUser])
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(2)
+      expect(result.stderr).toMatch(new RegExp(`^podyard: ${message.source}`))
+      const scripted = await cli([...args, ...asUser, '--json'])
+      expect(scripted.code).toBe(2)
+      expect(JSON.parse(scripted.stderr)).toMatchObject({
+        error: { exitCode: 2, message: expect.stringMatching(message) },
+      })
+    }
   })
 
   it('exits 3 when the server refuses the key (or there is none)', async () => {

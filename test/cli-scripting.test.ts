@@ -169,7 +169,7 @@ describe('podyard CLI for people and scripts', () => {
       'RTX 4900',
       ...auth(),
     ])
-    expect(typo.code).toBe(1)
+    expect(typo.code).toBe(2)
     expect(typo.stderr).toMatch(
       /^podyard: unknown GPU type "RTX 4900"; did you mean: NVIDIA GeForce RTX 4090 \(RTX 4090\)/,
     )

@@ -317,16 +317,18 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
   })
 
   it('prints the problem and exits non-zero on bad input or a failing call', async () => {
+    // Local input mistakes are usage errors (2), like an unknown option.
     const none = await jobs(['run', served])
-    expect(none.code).toBe(1)
+    expect(none.code).toBe(2)
     expect(none.stderr).toContain("give the job input as --input '<json>' or --input-file <path>")
     const bad = await jobs(['run', served, '--input', 'nope'])
-    expect(bad.code).toBe(1)
+    expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/^podyard: --input: not valid JSON: /)
     const both = await jobs(['run', served, '--input', '{}', '--input-file', '-'])
+    expect(both.code).toBe(2)
     expect(both.stderr).toContain('give either --input or --input-file, not both')
     const missing = await jobs(['run', served, '--input-file', path.join(dir, 'nope.json')])
-    expect(missing.code).toBe(1)
+    expect(missing.code).toBe(2)
     expect(missing.stderr).toMatch(/--input-file .*nope\.json: cannot read it: ENOENT/)
     const notObject = await jobs(['run', served, '--input', '[1]'])
     expect(notObject.code).toBe(2)

@@ -2,6 +2,7 @@ import type { Command } from 'commander'
 import { ApiClient } from '../client/api-client.js'
 import { unauthorizedHint } from './error-output.js'
 import { resolveTarget } from './profiles.js'
+import { UsageError } from './usage-error.js'
 
 export interface ClientFlags {
   /** Absent: $PODYARD_URL, else the profile's, else DEFAULT_SERVER_URL. */
@@ -61,7 +62,7 @@ export function parseEnvPairs(pairs: string[]): Record<string, string> {
   return Object.fromEntries(
     pairs.map((pair) => {
       const at = pair.indexOf('=')
-      if (at <= 0) throw new Error(`--env: "${pair}" is not NAME=value`)
+      if (at <= 0) throw new UsageError(`--env: "${pair}" is not NAME=value`)
       return [pair.slice(0, at), pair.slice(at + 1)]
     }),
   )

@@ -10,6 +10,7 @@ import {
   writeProfiles,
   type Profile,
 } from './profiles.js'
+import { UsageError } from './usage-error.js'
 
 export interface ConfigCommandDeps {
   print(text: string): void
@@ -60,16 +61,17 @@ export function addConfigCommands(program: Command, deps: ConfigCommandDeps): vo
       async (flags: ProfileFlags & { url?: string; apiKey?: string; apiKeyStdin?: boolean }) => {
         const name = profileName(flags)
         if (flags.apiKey !== undefined && flags.apiKeyStdin) {
-          throw new Error('give either --api-key-stdin or --api-key, not both')
+          throw new UsageError('give either --api-key-stdin or --api-key, not both')
         }
         const apiKey = flags.apiKeyStdin ? (await readStdin()).replace(/\r?\n$/, '') : flags.apiKey
         if (flags.url === undefined && apiKey === undefined) {
-          throw new Error('give --url, --api-key-stdin or --api-key: there is nothing to save')
+          throw new UsageError('give --url, --api-key-stdin or --api-key: there is nothing to save')
         }
         if (flags.url !== undefined && !URL.canParse(flags.url)) {
-          throw new Error(`--url: "${flags.url}" is not a URL, e.g. ${DEFAULT_SERVER_URL}`)
+          throw new UsageError(`--url: "${flags.url}" is not a URL, e.g. ${DEFAULT_SERVER_URL}`)
         }
-        if (apiKey !== undefined && apiKey.trim() === '') throw new Error('the API key is empty')
+        if (apiKey !== undefined && apiKey.trim() === '')
+          throw new UsageError('the API key is empty')
         const file = profilesPath()
         const data = readProfiles(file)
         const profile: Profile = {
@@ -96,7 +98,7 @@ export function addConfigCommands(program: Command, deps: ConfigCommandDeps): vo
       const name = profileName(flags)
       const file = profilesPath()
       const profile = readProfiles(file).profiles[name]
-      if (profile === undefined) throw new Error(`no profile "${name}" in ${file}`)
+      if (profile === undefined) throw new UsageError(`no profile "${name}" in ${file}`)
       const view = shown(name, profile)
       deps.print(
         flags.json
@@ -135,7 +137,7 @@ export function addConfigCommands(program: Command, deps: ConfigCommandDeps): vo
     .action((name: string, flags: ProfileFlags) => {
       const file = profilesPath()
       const data = readProfiles(file)
-      if (data.profiles[name] === undefined) throw new Error(`no profile "${name}" in ${file}`)
+      if (data.profiles[name] === undefined) throw new UsageError(`no profile "${name}" in ${file}`)
       delete data.profiles[name]
       writeProfiles(file, data)
       deps.print(flags.json ? json({ profile: name, deleted: true }) : `Deleted profile ${name}.`)

@@ -12,6 +12,7 @@ import {
 } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { gpuTypeIds } from './gpu-names.js'
+import { UsageError } from './usage-error.js'
 
 interface EndpointJson {
   id: string
@@ -78,7 +79,7 @@ export function releaseTable(list: ReleaseListJson): string {
 export function parseCpuOption(value: string): { id: string; vcpuCount: number } {
   const [id, count, ...rest] = value.split(':')
   if (!id || count === undefined || rest.length > 0 || !/^\d+$/.test(count)) {
-    throw new Error(`--cpu: "${value}" is not <flavor>:<vcpuCount>, e.g. cpu3c:2`)
+    throw new UsageError(`--cpu: "${value}" is not <flavor>:<vcpuCount>, e.g. cpu3c:2`)
   }
   return { id, vcpuCount: Number(count) }
 }
@@ -294,7 +295,7 @@ export function addEndpointsCommands(program: Command, deps: { print(text: strin
     .action(async (id: string, flags: CreateFlags) => {
       const client = clientFrom(flags)
       const body = updateBody({ ...flags, excludeGpu: await gpuTypeIds(client, flags.excludeGpu) })
-      if (Object.keys(body).length === 0) throw new Error('nothing to change: give a flag')
+      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give a flag')
       const endpoint = await client.request<EndpointJson>(
         'PATCH',
         `/v2/serverless/${encodeURIComponent(id)}`,

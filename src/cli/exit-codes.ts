@@ -2,6 +2,7 @@ import { ApiError, ServerUnreachableError } from '../client/api-client.js'
 import { isAppError } from '../shared/app-error.js'
 import type { ErrorCode } from '../shared/error-codes.js'
 import { ProfileError } from './profiles.js'
+import { UsageError } from './usage-error.js'
 
 /**
  * The CLI's exit statuses (docs/cli.md, "Exit codes"), so scripts can tell a typo from a wrong
@@ -11,7 +12,10 @@ export const ExitCode = {
   ok: 0,
   /** Anything else: a job that failed, a wait that ran out, a proxy's page. */
   other: 1,
-  /** The command line (or a profile, or the server's 400/422 on what it carried) is wrong. */
+  /**
+   * The command line (a flag, `--input` that is not JSON, an input file it cannot read, a
+   * profile, or the server's 400/422 on what it carried) is wrong.
+   */
   usage: 2,
   /** 401 or 403: no key, a wrong key, or a key without the right. */
   auth: 3,
@@ -37,7 +41,7 @@ export function exitCodeOfStatus(status: number): number {
 /** The exit status for what a command threw (commander's own errors are usage, in main). */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof ServerUnreachableError) return ExitCode.unreachable
-  if (error instanceof ProfileError) return ExitCode.usage
+  if (error instanceof ProfileError || error instanceof UsageError) return ExitCode.usage
   if (error instanceof ApiError) {
     if (error.problem !== undefined) return exitCodeOfStatus(error.status)
     // Not podyard's answer (a proxy's page): its 5xx says the server behind it failed; its 404

@@ -1,10 +1,13 @@
+import { UsageError } from './usage-error.js'
+
 /** A GPU type as `GET /v2/catalog/gpus` lists it. */
 export interface GpuTypeName {
   id: string
   name: string
 }
 
-export class UnknownGpuTypeError extends Error {
+/** A `--gpu` the catalog does not know: the user's typo, so a usage error. */
+export class UnknownGpuTypeError extends UsageError {
   override name = 'UnknownGpuTypeError'
 }
 

@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { UsageError } from './usage-error.js'
 
 interface HostJson {
   id: string
@@ -195,7 +196,7 @@ export function addHostsCommands(program: Command, deps: HostsCommandDeps): void
       .argument('<host-id>')
       .argument('<index>', "the GPU's index on the host (nvidia-smi's)"),
   ).action(async (id: string, index: string, flags: ClientFlags) => {
-    if (!/^\d+$/.test(index)) throw new Error(`GPU index must be a number, got "${index}"`)
+    if (!/^\d+$/.test(index)) throw new UsageError(`GPU index must be a number, got "${index}"`)
     const host = await clientFrom(flags).request<HostJson>(
       'POST',
       `${path(id)}/gpus/${index}/reset`,

@@ -9,6 +9,7 @@ import {
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { UsageError } from './usage-error.js'
 
 /** A job as `/status`, `/runsync` and `/cancel` show it (docs/job-api.md, "Job view"). */
 interface JobJson {
@@ -87,7 +88,7 @@ export async function inputOf(
   readStdin: () => Promise<string>,
 ): Promise<unknown> {
   if (flags.input !== undefined && flags.inputFile !== undefined) {
-    throw new Error('give either --input or --input-file, not both')
+    throw new UsageError('give either --input or --input-file, not both')
   }
   let text: string
   let source: string
@@ -99,17 +100,17 @@ export async function inputOf(
     try {
       text = flags.inputFile === '-' ? await readStdin() : await readFile(flags.inputFile, 'utf8')
     } catch (error) {
-      throw new Error(`${source}: cannot read it: ${(error as Error).message}`)
+      throw new UsageError(`${source}: cannot read it: ${(error as Error).message}`)
     }
   } else {
-    throw new Error(
+    throw new UsageError(
       "give the job input as --input '<json>' or --input-file <path> ('-' for standard input)",
     )
   }
   try {
     return JSON.parse(text) as unknown
   } catch (error) {
-    throw new Error(`${source}: not valid JSON: ${(error as Error).message}`)
+    throw new UsageError(`${source}: not valid JSON: ${(error as Error).message}`)
   }
 }
 
@@ -273,7 +274,7 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
       const body = await submissionBody(flags, readStdin)
       const wait = flags.wait ?? RUNSYNC_DEFAULT_WAIT_MS
       if (wait < SERVER_WAIT_MIN_MS || wait > SERVER_WAIT_MAX_MS) {
-        throw new Error(
+        throw new UsageError(
           `--wait: ${wait} is out of range: ${SERVER_WAIT_MIN_MS} to ${SERVER_WAIT_MAX_MS} ms`,
         )
       }
@@ -303,7 +304,7 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
           )
         }
         if (flags.wait !== true && !/^\d+$/.test(flags.wait)) {
-          throw new Error(`--wait: "${flags.wait}" is not milliseconds, e.g. 60000`)
+          throw new UsageError(`--wait: "${flags.wait}" is not milliseconds, e.g. 60000`)
         }
         const limit = flags.wait === true ? undefined : Number(flags.wait)
         const job = await waitForEnd(client, endpointId, jobId, limit)

@@ -12,6 +12,7 @@ import {
 } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { gpuTypeIds } from './gpu-names.js'
+import { UsageError } from './usage-error.js'
 
 interface PodJson {
   id: string
@@ -190,9 +191,10 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
         const client = clientOf(flags)
         const [gpuId] = await gpuTypeIds(client, flags.gpu ? [flags.gpu] : [])
         const cudaVersions = flags.cuda.flatMap((v) => v.split(',')).filter((v) => v !== '')
-        if (cudaVersions.length > 0 && !gpuId) throw new Error('--cuda is for GPU pods (--gpu)')
+        if (cudaVersions.length > 0 && !gpuId)
+          throw new UsageError('--cuda is for GPU pods (--gpu)')
         if (flags.networkVolume && flags.volumeSize !== undefined) {
-          throw new Error('give --network-volume or --volume-size, not both')
+          throw new UsageError('give --network-volume or --volume-size, not both')
         }
         const body = {
           name: flags.name,
@@ -260,14 +262,14 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
           unlock?: boolean
         },
       ) => {
-        if (flags.lock && flags.unlock) throw new Error('give --lock or --unlock, not both')
+        if (flags.lock && flags.unlock) throw new UsageError('give --lock or --unlock, not both')
         const body = {
           ...(flags.name !== undefined ? { name: flags.name } : {}),
           ...(flags.image !== undefined ? { image: flags.image } : {}),
           ...containerBody(flags),
           ...(flags.lock ? { locked: true } : flags.unlock ? { locked: false } : {}),
         }
-        if (Object.keys(body).length === 0) throw new Error('nothing to change: give a flag')
+        if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give a flag')
         show(
           flags,
           await clientOf(flags).request<PodJson>(

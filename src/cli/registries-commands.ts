@@ -7,6 +7,7 @@ import {
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { UsageError } from './usage-error.js'
 
 interface RegistryJson {
   id: string
@@ -86,7 +87,7 @@ export function addRegistriesCommands(program: Command, deps: RegistriesCommandD
         },
       ) => {
         if (flags.passwordStdin && flags.password !== undefined) {
-          throw new Error('give either --password-stdin or --password, not both')
+          throw new UsageError('give either --password-stdin or --password, not both')
         }
         let password: string
         if (flags.passwordStdin) {
@@ -97,9 +98,11 @@ export function addRegistriesCommands(program: Command, deps: RegistriesCommandD
           )
           password = flags.password
         } else {
-          throw new Error('give the password with --password-stdin (recommended) or --password')
+          throw new UsageError(
+            'give the password with --password-stdin (recommended) or --password',
+          )
         }
-        if (password === '') throw new Error('the password is empty')
+        if (password === '') throw new UsageError('the password is empty')
         const created = await clientFrom(flags).request<RegistryJson>('POST', '/v2/registries', {
           name: flags.name,
           username: flags.username,

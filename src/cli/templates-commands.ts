@@ -9,6 +9,7 @@ import {
   type ClientFlags,
 } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { UsageError } from './usage-error.js'
 
 interface TemplateJson {
   id: string
@@ -143,7 +144,8 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
           private?: boolean
         },
       ) => {
-        if (flags.public && flags.private) throw new Error('give --public or --private, not both')
+        if (flags.public && flags.private)
+          throw new UsageError('give --public or --private, not both')
         const body = {
           ...(flags.name !== undefined ? { name: flags.name } : {}),
           ...(flags.image !== undefined ? { image: flags.image } : {}),
@@ -151,7 +153,7 @@ export function addTemplatesCommands(program: Command, deps: { print(text: strin
           ...(flags.category ? { category: flags.category } : {}),
           ...(flags.public ? { public: true } : flags.private ? { public: false } : {}),
         }
-        if (Object.keys(body).length === 0) throw new Error('nothing to change: give a flag')
+        if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give a flag')
         const template = await clientFrom(flags).request<TemplateJson>(
           'PATCH',
           `/v2/templates/${encodeURIComponent(id)}`,
