@@ -35,6 +35,7 @@ import { platformContext } from './wiring/platform-context.js'
 import { wirePods } from './wiring/pod-wiring.js'
 import { wireReplicas } from './wiring/replica-wiring.js'
 import { wireServerless } from './wiring/serverless-wiring.js'
+import { wireTracing } from './wiring/tracing-wiring.js'
 import { openServingStore } from './wiring/store-wiring.js'
 import { listenError } from './wiring/listen-error.js'
 
@@ -115,9 +116,22 @@ export async function startPlatform(
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? serverLogger(config, options.logTo === 'stderr' ? 2 : 1)
   const metrics = platformMetrics(config)
-  const serving = await openServingStore(config, logger, metrics.onQuery)
+  const tracing = await wireTracing(config, { version })
+  const serving = await openServingStore(config, logger, metrics.onQuery).catch(
+    async (error: unknown) => {
+      await tracing?.shutdown()
+      throw error
+    },
+  )
   const { store } = serving
-  const { context, listening } = platformContext({ config, clock, logger, store, metrics })
+  const { context, listening } = platformContext({
+    config,
+    clock,
+    logger,
+    store,
+    metrics,
+    ...(tracing ? { tracing } : {}),
+  })
   const { parts } = context
   // Replicas starting together on an empty database create the accounts one after the other.
   let releaseStartup: (() => Promise<void>) | undefined
@@ -192,6 +206,8 @@ export async function startPlatform(
       parts.hosts.gpuSampler?.stop()
       for (const driver of parts.fleet.drivers) await driver.close()
       await serving.close()
+      // The spans of the last requests and jobs are sent before the server says it stopped.
+      await tracing?.shutdown().catch(() => undefined)
     }
     const adminKey = parts.accounts.generatedAdminKey
     const banner = [
@@ -264,6 +280,7 @@ export async function startPlatform(
     parts.hosts?.gpuSampler?.stop()
     await releaseStartup?.()
     await serving.close()
+    await tracing?.shutdown().catch(() => undefined)
     throw error
   }
 }

@@ -30,6 +30,7 @@ import { requestLogSerializer } from './http/log-redaction.js'
 import { installRequestIdHeader, requestIdOf } from './http/request-ids.js'
 import { installServerClosing } from './http/server-closing.js'
 import { installTraceContext } from './http/trace-context.js'
+import type { Tracing } from '../shared/tracing.js'
 import { installGpuMetrics } from './http/gpu-metrics.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
@@ -100,6 +101,11 @@ export interface AppDeps {
    * out.
    */
   telemetry?: { traceContext: boolean }
+  /**
+   * Spans to export (docs/production.md, "Tracing"); when set, every request has a span and
+   * the trace context of `telemetry.traceContext` whatever it says.
+   */
+  tracing?: Tracing
   /** The registry `/metrics` serves, holding the platform's metrics; a new one when absent. */
   metrics?: Registry
   /** Billing reports and current spend (docs/billing.md). */
@@ -158,7 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler)
   installJsonBodyParser(app)
   installRequestIdHeader(app)
-  if (deps.telemetry?.traceContext) installTraceContext(app)
+  if (deps.telemetry?.traceContext || deps.tracing) installTraceContext(app, deps.tracing)
   installServerClosing(app)
   // Long polls (job-take, job-stop, /runsync, /status-sync, /stream) answer at once on close
   // instead of holding the server up to their full wait.

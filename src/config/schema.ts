@@ -334,6 +334,13 @@ export const ConfigSchema = Type.Object(
           description:
             "W3C traceparent: continue the caller's trace, answer this request's span, log traceId and spanId",
         }),
+        otlpEndpoint: Type.Optional(
+          Type.String({
+            default: '',
+            description:
+              'base URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318; spans go to its /v1/traces): exports spans of requests, jobs and pods; empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else no tracing',
+          }),
+        ),
         endpointLabels: Type.Integer({
           minimum: 0,
           maximum: 1000,
@@ -431,5 +438,6 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'logFormat', env: 'PODYARD_LOG_FORMAT', type: 'string' },
   { path: 'metrics.listen', env: 'PODYARD_METRICS_LISTEN', flag: 'metricsListen', type: 'string' },
   { path: 'telemetry.traceContext', env: 'PODYARD_TRACE_CONTEXT', type: 'boolean' },
+  { path: 'telemetry.otlpEndpoint', env: 'PODYARD_OTLP_ENDPOINT', type: 'string' },
   { path: 'telemetry.endpointLabels', env: 'PODYARD_METRICS_ENDPOINT_LABELS', type: 'integer' },
 ]

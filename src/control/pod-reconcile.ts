@@ -1,3 +1,5 @@
+import { tracePodStatus } from '../domain/pods/pod-tracing.js'
+import type { Tracing } from '../shared/tracing.js'
 import { mkdir, rm } from 'node:fs/promises'
 import type { SecretEnvResolver } from '../domain/secrets/ports.js'
 import path from 'node:path'
@@ -43,6 +45,8 @@ function randomRemotePort(): number {
 
 export interface PodReconcileDeps {
   store: PodStore
+  /** Writes the pods' spans (docs/production.md, "Tracing"); none when tracing is off. */
+  tracing?: Tracing
   fleet: Fleet
   /** The runtime driver of a host. */
   driverFor: (hostId: string) => RuntimeDriver
@@ -213,6 +217,10 @@ export class PodReconciler {
     })
     if (written) {
       this.deps.logger.info({ podId: pod.id, from: pod.status, to: status, reason }, 'pod status')
+      if (this.deps.tracing) {
+        const after = { ...pod, ...extra, status, statusReason: reason }
+        tracePodStatus(this.deps.tracing, pod, after, Date.parse(now))
+      }
       this.statusChanged(pod, status)
       await this.event(pod, `${status}${reason ? `: ${reason}` : ''}`)
     }

@@ -97,6 +97,8 @@ export function toJob(row: JobRow, secrets?: SecretSealer): Job {
     version: Number(row.version),
   }
   if (row.webhook !== null) job.webhook = row.webhook
+  if (row.trace_parent)
+    job.trace = { traceparent: row.trace_parent, requestId: row.request_id ?? '' }
   const s3Config = row.s3_config === null ? undefined : readS3Config(row.s3_config, secrets)
   if (s3Config !== undefined) job.s3Config = s3Config
   if (row.output !== null) job.output = parseJson(row.output)
@@ -150,6 +152,8 @@ export function insertValues(job: Job, into: unknown[], secrets: SecretSealer | 
     job.deadlineAt ?? null,
     job.attempts,
     input.length + (s3Config?.length ?? 0) + (job.webhook?.length ?? 0),
+    job.trace?.traceparent ?? null,
+    job.trace?.requestId ?? null,
   )
 }
 

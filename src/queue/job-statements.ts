@@ -38,6 +38,8 @@ export const INSERT_COLUMNS = [
   'deadline_at',
   'attempts',
   'payload_size',
+  'trace_parent',
+  'request_id',
 ] as const
 
 function numbered(text: string): string {

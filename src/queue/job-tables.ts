@@ -43,6 +43,10 @@ export interface JobsTable {
   lease_expires_at: string | null
   deadline_at: string | null
   retain_until: string | null
+  /** The queuing request's span as a W3C traceparent (migration 0025); null: not traced. */
+  trace_parent: string | null
+  /** The queuing request's id (migration 0025). */
+  request_id: string | null
 }
 
 export interface JobStreamTable {

@@ -58,6 +58,7 @@ export async function wireApi(
     rateLimits: config.rateLimit,
     metrics: context.metrics.registry,
     telemetry: config.telemetry,
+    ...(context.tracing ? { tracing: context.tracing } : {}),
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
     quotas: accounts.quotas,

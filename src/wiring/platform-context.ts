@@ -44,6 +44,7 @@ import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { ProcessDriver } from '../runtime/process/process-driver.js'
 import type { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
 import type { Clock } from '../shared/clock.js'
+import type { Tracing } from '../shared/tracing.js'
 import type { CreditRepo } from '../domain/billing/ports.js'
 import type { Store } from '../store/open-store.js'
 import type { PlatformMetrics } from './platform-metrics.js'
@@ -65,6 +66,8 @@ export interface PlatformContext {
   readonly store: Store
   /** The platform's metrics (platform-metrics.ts), which every area reports to. */
   readonly metrics: PlatformMetrics
+  /** Spans to export (tracing-wiring.ts); undefined when tracing is off. */
+  readonly tracing?: Tracing
   /** The server's base URL: the configured address until it listens, then where it does. */
   serverUrl(): string
   /** The addresses and ports it listens on (none until it does): never a webhook's target. */

@@ -98,6 +98,7 @@ export function wirePods(context: PlatformContext): PodParts {
   }
   const lifecycle = new PodLifecycle({
     store: podStore,
+    ...(context.tracing ? { tracing: context.tracing } : {}),
     fleet,
     driverFor,
     drivers: parts.fleet.drivers,
@@ -132,6 +133,7 @@ export function wirePods(context: PlatformContext): PodParts {
   })
   const pods = new PodService({
     store: podStore,
+    ...(context.tracing ? { tracing: context.tracing } : {}),
     catalog: parts.fleet.catalog,
     place,
     runtime: lifecycle,

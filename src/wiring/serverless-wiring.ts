@@ -132,6 +132,7 @@ export function wireServerless(
     onJobFinished: (job) => parts.models.service.onJobCompleted(job),
     onQueued: (endpointId) => autoscaler.jobQueued(endpointId),
     events: context.metrics.jobs,
+    ...(context.tracing ? { tracing: context.tracing } : {}),
   })
   return {
     endpoints,

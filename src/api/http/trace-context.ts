@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import {
+  TRACE_ATTRIBUTES,
+  type TraceOrigin,
+  type TracedSpan,
+  type Tracing,
+} from '../../shared/tracing.js'
 
 /** One W3C Trace Context position: the trace, this span, and the sampled flag. */
 export interface TraceContext {
@@ -49,21 +55,80 @@ export function requestSpan(incoming: string | undefined): TraceContext {
   return { traceId: randomBytes(16).toString('hex'), spanId, flags: '01' }
 }
 
+const origins = new WeakMap<FastifyRequest, TraceOrigin>()
+
+/**
+ * The request's span and id, for what it starts that outlives it (a job keeps them, so that
+ * its spans join this request's trace); undefined when the server does not trace.
+ */
+export function traceOriginOf(request: FastifyRequest): TraceOrigin | undefined {
+  return origins.get(request)
+}
+
+/** The path without its query: `?api_key=` must not reach a span. */
+const pathOf = (url: string) => {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
 /**
  * Config `telemetry.traceContext` (docs/production.md, "Tracing"): each request continues the
  * caller's trace or starts one, its log lines carry `traceId` and `spanId`, and the answer's
- * `traceparent` names this request's span so that a caller can link to it. Spans are not
- * exported anywhere: podyard propagates the context, it has no OpenTelemetry exporter.
+ * `traceparent` names this request's span so that a caller can link to it. With `tracing`
+ * (an OTLP endpoint is configured) that span is exported: its name is the method and route,
+ * it ends when the answer is sent (or the caller hangs up), and a 5xx marks it failed.
  */
-export function installTraceContext(app: FastifyInstance): void {
+export function installTraceContext(app: FastifyInstance, tracing?: Tracing): void {
+  const spans = new WeakMap<FastifyRequest, TracedSpan>()
   app.addHook('onRequest', (request, reply, done) => {
     const header = request.headers.traceparent
-    const span = requestSpan(typeof header === 'string' ? header : undefined)
+    const incoming = typeof header === 'string' ? header : undefined
+    let span: TraceContext
+    if (tracing) {
+      const route = request.routeOptions.url
+      const parent = parseTraceparent(incoming)
+      const traced = tracing.startSpan(route ? `${request.method} ${route}` : request.method, {
+        kind: 'server',
+        ...(parent ? { parent: formatTraceparent(parent) } : {}),
+        attributes: {
+          'http.request.method': request.method,
+          'url.path': pathOf(request.url),
+          'http.route': route,
+          [TRACE_ATTRIBUTES.requestId]: request.id,
+        },
+      })
+      spans.set(request, traced)
+      span = { traceId: traced.traceId, spanId: traced.spanId, flags: parent?.flags ?? '01' }
+    } else {
+      span = requestSpan(incoming)
+    }
+    origins.set(request, { traceparent: formatTraceparent(span), requestId: request.id })
     // Fastify logs the request's end through the reply's logger: both get the ids.
     const log = request.log.child({ traceId: span.traceId, spanId: span.spanId })
     request.log = log
     reply.log = log
     reply.header('traceparent', formatTraceparent(span))
+    done()
+  })
+  if (!tracing) return
+  const end = (request: FastifyRequest, status: number | undefined) => {
+    const span = spans.get(request)
+    if (span === undefined) return
+    spans.delete(request)
+    if (status !== undefined) {
+      span.setAttributes({ 'http.response.status_code': status })
+      if (status >= 500) span.fail(`answered ${status}`)
+    } else {
+      span.fail('the caller hung up before the answer')
+    }
+    span.end()
+  }
+  app.addHook('onResponse', (request, reply, done) => {
+    end(request, reply.statusCode)
+    done()
+  })
+  app.addHook('onRequestAbort', (request, done) => {
+    end(request, undefined)
     done()
   })
 }

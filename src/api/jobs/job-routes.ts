@@ -30,6 +30,13 @@ import {
   SyncWaitQuery,
 } from '../openapi/job-api-schemas.js'
 import { ProblemSchema } from '../rest/problem-schema.js'
+import { traceOriginOf } from '../http/trace-context.js'
+
+/** The queuing request's trace context, for the job's spans (none when nothing is traced). */
+function traced(request: FastifyRequest) {
+  const trace = traceOriginOf(request)
+  return trace ? { trace } : {}
+}
 
 export interface JobRoutesDeps {
   accounts: AccountService
@@ -144,7 +151,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     },
     async (request: EndpointReq) =>
       limited(request, 'run', true, async (endpoint) => {
-        const job = await jobs.submit(endpoint, jsonBody(request), false)
+        const job = await jobs.submit(endpoint, jsonBody(request), false, traced(request))
         return { id: job.id, status: job.status }
       }),
   )
@@ -171,7 +178,7 @@ export async function jobRoutes(app: FastifyInstance, deps: JobRoutesDeps): Prom
     async (request: EndpointReq) => {
       const wait = intQuery(request, 'wait', SYNC_WAIT)
       return limited(request, 'runsync', true, async (endpoint) => {
-        const submitted = await jobs.submit(endpoint, jsonBody(request), true)
+        const submitted = await jobs.submit(endpoint, jsonBody(request), true, traced(request))
         const job = await jobs.waitForEnd(endpoint.id, submitted.id, wait, submitted)
         return job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS'
           ? { id: job.id, status: job.status }

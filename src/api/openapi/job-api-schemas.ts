@@ -248,6 +248,13 @@ export const WorkerJob = Type.Object(
     input: Type.Unknown(),
     webhook: Type.Optional(Type.String()),
     s3Config: Type.Optional(S3Config),
+    traceparent: Type.Optional(
+      Type.String({
+        description:
+          'podyard only, when the server traces: the W3C traceparent of the request that queued the job, for the worker\'s own spans (docs/job-api.md, "Tracing a job")',
+        examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+      }),
+    ),
   },
   { title: 'WorkerJob' },
 )

@@ -22,6 +22,7 @@ import {
   PodSchema,
   UpdatePodBody,
 } from './pod-schemas.js'
+import { traceOriginOf } from '../http/trace-context.js'
 import { enumValues } from './query-lists.js'
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
@@ -135,7 +136,12 @@ export async function podRoutes(
     },
     async (request, reply) => {
       checkContainerFields(request.body)
-      const pod = await pods.create(principalOf(request).accountId, request.body)
+      const trace = traceOriginOf(request)
+      const pod = await pods.create(
+        principalOf(request).accountId,
+        request.body,
+        trace ? { trace } : {},
+      )
       return sendPlainJson(reply.code(201), await view(pod))
     },
   )

@@ -110,6 +110,8 @@ function workerJob(job: Job) {
     input: job.input,
     ...(job.webhook !== undefined ? { webhook: job.webhook } : {}),
     ...(job.s3Config !== undefined ? { s3Config: job.s3Config } : {}),
+    // The queuing request's span: the worker's own spans can join its trace.
+    ...(job.trace !== undefined ? { traceparent: job.trace.traceparent } : {}),
   }
 }
 

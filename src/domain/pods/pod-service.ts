@@ -2,6 +2,8 @@ import { AppError } from '../../shared/app-error.js'
 import { checkMountPaths } from './mount-paths.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
+import type { TraceOrigin, Tracing } from '../../shared/tracing.js'
+import { tracePodCreated, tracePodStatus } from './pod-tracing.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
 import type { Cloud, Fleet } from '../catalog/fleet.js'
 import { findGpuType } from '../catalog/gpu-types.js'
@@ -121,6 +123,8 @@ export interface PodServiceDeps {
   }
   /** The admin's quotas (docs/billing.md, "Quotas"); without it nothing is refused for them. */
   quotas?: QuotaService
+  /** Writes the pods' spans (docs/production.md, "Tracing"); none when tracing is off. */
+  tracing?: Tracing
 }
 
 const ALLOCATION_KIND = 'pod'
@@ -530,8 +534,15 @@ export class PodService {
     return price
   }
 
-  async create(accountId: string, input: CreatePodInput): Promise<Pod> {
+  /** `options.trace`: the request that creates it, kept with the pod for its spans. */
+  async create(
+    accountId: string,
+    input: CreatePodInput,
+    options: { trace?: TraceOrigin } = {},
+  ): Promise<Pod> {
+    const began = this.deps.clock.now().getTime()
     const draft = await this.draft(accountId, input)
+    if (options.trace) draft.trace = options.trace
     await this.deps.spendGuard?.assertWithinSpendLimit(
       accountId,
       draft.hourlyPrice,
@@ -564,6 +575,7 @@ export class PodService {
       `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
     )
     await this.announcePreempted(preempted, pod.id)
+    if (this.deps.tracing) tracePodCreated(this.deps.tracing, pod, began)
     this.deps.nudge(pod.id)
     return pod
   }
@@ -808,11 +820,19 @@ export class PodService {
         if (!current || current.accountId !== accountId)
           throw new AppError('NOT_FOUND', `pod ${id} not found`)
         const next = await change(current, unit)
-        if (!next) return { pod: current, written: true }
+        if (!next) return { pod: current, before: current, written: true }
         const stored: Pod = { ...next, version: current.version + 1 }
-        return { pod: stored, written: await unit.pods.update(stored) }
+        return { pod: stored, before: current, written: await unit.pods.update(stored) }
       })
       if (result.written) {
+        if (this.deps.tracing) {
+          tracePodStatus(
+            this.deps.tracing,
+            result.before,
+            result.pod,
+            this.deps.clock.now().getTime(),
+          )
+        }
         this.deps.nudge(id)
         return result.pod
       }

@@ -1,4 +1,5 @@
 import type { Cloud } from '../catalog/fleet.js'
+import type { TraceOrigin } from '../../shared/tracing.js'
 
 export const POD_STATUSES = [
   'PROVISIONING',
@@ -127,6 +128,8 @@ export interface Pod {
   terminatedAt: string | null
   /** Optimistic concurrency: every write increments it. */
   version: number
+  /** The request that created it, when the server traces (docs/production.md, "Tracing"). */
+  trace?: TraceOrigin
 }
 
 /** The live metrics of a RUNNING pod (spec PodRuntime: every field optional). */

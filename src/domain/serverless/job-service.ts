@@ -2,10 +2,12 @@ import { AppError } from '../../shared/app-error.js'
 import type { EgressGuard } from '../egress/egress-guard.js'
 import type { Clock } from '../../shared/clock.js'
 import { timeOrderedUuid } from '../../shared/ids.js'
+import type { TraceOrigin, Tracing } from '../../shared/tracing.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import type { EndpointView } from './endpoint.js'
 import type { EndpointService } from './endpoint-service.js'
 import type { JobEvents } from './job-events.js'
+import { traceFinished, traceTaken } from './job-tracing.js'
 import {
   isTerminal,
   jobTimings,
@@ -72,6 +74,8 @@ export interface JobServiceDeps {
   onQueued?: (endpointId: string) => void
   /** Told of submissions, starts and ends, for the metrics. */
   events?: JobEvents
+  /** Writes the jobs' spans (docs/production.md, "Tracing"); none when tracing is off. */
+  tracing?: Tracing
 }
 
 const badRequest = (problems: string[]) =>
@@ -225,12 +229,15 @@ export class JobService {
     return endpoint
   }
 
-  /** `options.id` names the job (public model jobs record it before it is queued). */
+  /**
+   * `options.id` names the job (public model jobs record it before it is queued);
+   * `options.trace` is the request that queues it, kept with the job for its spans.
+   */
   async submit(
     endpoint: EndpointView,
     body: unknown,
     sync: boolean,
-    options: { id?: string } = {},
+    options: { id?: string; trace?: TraceOrigin } = {},
   ): Promise<JobView> {
     const fields = parseSubmission(body, endpoint.timeout)
     if (fields.webhook !== undefined) {
@@ -249,6 +256,7 @@ export class JobService {
       sync,
       createdAt: this.deps.clock.now(),
       ...fields,
+      ...(options.trace ? { trace: options.trace } : {}),
     })
     await this.deps.queue.submit(job)
     this.deps.events?.submitted(endpoint.id)
@@ -479,6 +487,11 @@ export class JobService {
           const nowMs = this.deps.clock.now().getTime()
           for (const job of jobs) events.started(endpointId, nowMs - Date.parse(job.createdAt))
         }
+        const tracing = this.deps.tracing
+        if (tracing) {
+          const nowMs = this.deps.clock.now().getTime()
+          for (const job of jobs) traceTaken(tracing, job, nowMs)
+        }
         return jobs
       }
     }
@@ -508,6 +521,9 @@ export class JobService {
       const { executionTime } = jobTimings(result.job, this.deps.clock.now())
       const status = result.job.status === 'COMPLETED' ? 'COMPLETED' : 'FAILED'
       this.deps.events?.ended(endpointId, status, executionTime)
+      if (this.deps.tracing) {
+        traceFinished(this.deps.tracing, result.job, this.deps.clock.now().getTime())
+      }
     }
     if (result.applied && this.deps.onJobFinished) {
       await this.deps.onJobFinished(result.job).catch(() => undefined)

@@ -3,6 +3,7 @@
  * worker takes, runs and reports on. The model and its bounds are described in
  * docs/serverless-queue.md; the wire shapes in wire-compat §4 and §5.
  */
+import type { TraceOrigin } from '../../shared/tracing.js'
 
 export const JOB_STATUSES = [
   'IN_QUEUE',
@@ -117,6 +118,8 @@ export interface Job {
   streamSeq: number
   /** Changes on every write, so a waiter can tell whether it missed one. */
   version: number
+  /** The request that queued it, when the server traces (docs/production.md, "Tracing"). */
+  trace?: TraceOrigin
 }
 
 /** What the job API may show: the job without `s3Config`. */
@@ -206,6 +209,7 @@ export function newJob(fields: {
   createdAt: Date
   webhook?: string
   s3Config?: S3Config
+  trace?: TraceOrigin
 }): Job {
   const job: Job = {
     id: fields.id,
@@ -224,6 +228,7 @@ export function newJob(fields: {
   }
   if (fields.webhook !== undefined) job.webhook = fields.webhook
   if (fields.s3Config !== undefined) job.s3Config = fields.s3Config
+  if (fields.trace !== undefined) job.trace = fields.trace
   return job
 }
 

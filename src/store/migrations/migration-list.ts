@@ -46,6 +46,8 @@ import * as sqlite0022 from './sqlite/0022-allocation-epoch.js'
 import * as sqlite0023 from './sqlite/0023-account-secrets.js'
 import * as postgres0024 from './postgres/0024-account-quotas.js'
 import * as sqlite0024 from './sqlite/0024-account-quotas.js'
+import * as postgres0025 from './postgres/0025-job-trace-context.js'
+import * as sqlite0025 from './sqlite/0025-job-trace-context.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -145,6 +147,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0024-account-quotas',
       sqlite: sqlite0024.statements,
       postgres: postgres0024.statements,
+    },
+    {
+      name: '0025-job-trace-context',
+      sqlite: sqlite0025.statements,
+      postgres: postgres0025.statements,
     },
   ]
 
