@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
 import { json } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { startRestartablePlatform } from './support/restartable-platform.js'
 import { until } from './support/until.js'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -208,6 +209,63 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
     for (const span of ofPod) expect(span.parentSpanId).toBe(create!.spanId)
     const running = ofPod.find((s) => s.name === 'pod.running')!
     expect(attribute(running, 'podyard.pod.next_status')).toBe('TERMINATED')
+  })
+})
+
+describe("a job's spans on a later server", () => {
+  it('joins the request that queued the job when a restarted server hands it out and finishes it', async () => {
+    const receiver = await otlpReceiver()
+    const platform = await startRestartablePlatform('sqlite', {
+      telemetry: { traceContext: false, endpointLabels: 20, otlpEndpoint: receiver.url },
+    })
+    try {
+      const key = await otherAccountKey(platform.current!, 'tracing-restart@example.com')
+      const call = (p: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+        platform.call(p, { key, ...init })
+      const endpointId = (
+        await json<{ id: string }>(
+          await call('/v2/serverless', {
+            method: 'POST',
+            json: { name: 'later', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+          }),
+          201,
+        )
+      ).id
+      const run = await call(`/v2/${endpointId}/run`, {
+        method: 'POST',
+        json: { input: {} },
+        headers: { traceparent: `00-${TRACE}-${CALLER_SPAN}-01`, 'x-request-id': 'queued-before' },
+      })
+      const runSpan = /^00-[0-9a-f]{32}-([0-9a-f]{16})-01$/.exec(
+        run.headers.get('traceparent') ?? '',
+      )![1]!
+      const jobId = (await json<{ id: string }>(run)).id
+      // Another server process over the same store takes and finishes it.
+      await platform.stop()
+      await platform.start()
+      const taken = await json<{ id: string; traceparent?: string }>(
+        await call(`/v2/${endpointId}/job-take/later-worker?wait=5000`),
+      )
+      expect(taken).toMatchObject({ id: jobId, traceparent: `00-${TRACE}-${runSpan}-01` })
+      const done = await call(`/v2/${endpointId}/job-done/later-worker/${jobId}`, {
+        method: 'POST',
+        json: { error: 'it broke' },
+      })
+      expect(done.status).toBe(200)
+      await platform.stop()
+      const ofJob = receiver.spans.filter((s) => attribute(s, 'podyard.job.id') === jobId)
+      expect(ofJob.map((s) => s.name).sort()).toEqual(['job.failed', 'job.queued', 'job.taken'])
+      for (const span of ofJob) {
+        expect(span.traceId).toBe(TRACE)
+        expect(attribute(span, 'podyard.request_id')).toBe('queued-before')
+      }
+      const failed = ofJob.find((s) => s.name === 'job.failed')!
+      expect(failed.status).toMatchObject({ code: 2, message: 'it broke' }) // ERROR
+      expect(ofJob.find((s) => s.name === 'job.queued')!.parentSpanId).toBe(runSpan)
+    } finally {
+      await platform.close()
+      await receiver.close()
+    }
   })
 })
 

@@ -17,6 +17,11 @@ export interface WorkerJob<Input = Record<string, unknown>> {
     endpointUrl: string
     objectPath?: string
   }
+  /**
+   * podyard's, when the server traces: the W3C trace context of the request that queued the
+   * job, to make the parent of the handler's own spans (docs/worker-sdk.md, "Handlers").
+   */
+  traceparent?: string
   [key: string]: unknown
 }
 

@@ -20,6 +20,7 @@ import { isAppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
 import { httpStatusOf } from '../http/error-status.js'
 import { toAppError } from '../http/problem.js'
+import { traceOriginOf } from '../http/trace-context.js'
 import { intQuery, jsonBody } from './http-support.js'
 import { limitExceeded, type JobLimiter } from './job-limiter.js'
 import { OpenAIError, OpenAIRequest, OpenAIResponse } from '../openapi/job-api-schemas.js'
@@ -306,7 +307,8 @@ export async function openaiRoutes(app: FastifyInstance, deps: OpenAIRoutesDeps)
     if (!decision.allowed) throw limitExceeded(endpoint.id, decision)
     try {
       // A /runsync-like job: `sync-` id, result kept 1 minute once answered.
-      const job = await jobs.submit(endpoint, { input }, true)
+      const trace = traceOriginOf(request)
+      const job = await jobs.submit(endpoint, { input }, true, trace ? { trace } : {})
       reply.header('x-request-id', job.id)
       return await (wantsStream(input)
         ? relay(request, reply, endpoint, job.id)
