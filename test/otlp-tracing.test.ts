@@ -76,6 +76,7 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
   let podId: string
   let runSpanId: string
   let workerTraceparent: string | undefined
+  let cancelledId: string
 
   beforeAll(async () => {
     receiver = await otlpReceiver()
@@ -125,6 +126,13 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
       json: { output: { ok: true } },
     })
     expect(done.status).toBe(200)
+    // A job cancelled while it waits in the queue.
+    cancelledId = (
+      await json<{ id: string }>(
+        await call(`/v2/${endpointId}/run`, { method: 'POST', json: { input: { n: 2 } } }),
+      )
+    ).id
+    await json(await call(`/v2/${endpointId}/cancel/${cancelledId}`, { method: 'POST' }))
 
     // A pod that is placed, runs and is terminated.
     const pod = await json<{ id: string }>(
@@ -188,6 +196,14 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
     expect(byName.get('job.queued')!.endTimeUnixNano).toBe(
       byName.get('job.taken')!.startTimeUnixNano,
     )
+  })
+
+  it('ends a job cancelled in the queue with job.queued and job.cancelled under it', () => {
+    const ofJob = receiver.spans.filter((s) => attribute(s, 'podyard.job.id') === cancelledId)
+    expect(ofJob.map((s) => s.name).sort()).toEqual(['job.cancelled', 'job.queued'])
+    const queued = ofJob.find((s) => s.name === 'job.queued')!
+    expect(ofJob.find((s) => s.name === 'job.cancelled')!.parentSpanId).toBe(queued.spanId)
+    expect(attribute(queued, 'podyard.job.status')).toBe('CANCELLED')
   })
 
   it("writes a pod's life as spans under its create request", () => {

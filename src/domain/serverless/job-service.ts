@@ -355,11 +355,18 @@ export class JobService {
   }
 
   async cancel(endpointId: string, jobId: string): Promise<JobView> {
-    const before = this.deps.events ? await this.deps.queue.get(endpointId, jobId) : undefined
+    const before =
+      this.deps.events || this.deps.tracing
+        ? await this.deps.queue.get(endpointId, jobId)
+        : undefined
     const job = await this.deps.queue.cancel(endpointId, jobId)
     if (job === undefined) throw jobNotFound(jobId)
     if (before !== undefined && !isTerminal(before.status) && job.status === 'CANCELLED') {
       this.deps.events?.ended(endpointId, 'CANCELLED')
+      if (this.deps.tracing) {
+        const now = this.deps.clock.now().getTime()
+        traceFinished(this.deps.tracing, job, now, before.status === 'IN_PROGRESS')
+      }
     }
     return job
   }

@@ -6,7 +6,7 @@ import type { Job, JobView } from './job.js'
  * stored traceparent), so they join that request's trace whichever replica takes or finishes
  * the job. They are written when each step is over, from the job's own times: `job.queued`
  * when a worker takes it (created to taken), `job.taken` and `job.done` (or `job.failed`) when
- * the worker reports its result (taken to finished).
+ * the worker reports its result (taken to finished), `job.cancelled` when it is cancelled.
  */
 export function traceTaken(tracing: Tracing, job: Job, takenAt: number): void {
   if (job.trace === undefined) return
@@ -24,7 +24,24 @@ export function traceTaken(tracing: Tracing, job: Job, takenAt: number): void {
   span.end(job.startedAt === undefined ? takenAt : Date.parse(job.startedAt))
 }
 
-export function traceFinished(tracing: Tracing, job: JobView, finishedAt: number): void {
+const RESULT_SPANS: Partial<Record<JobView['status'], string>> = {
+  COMPLETED: 'job.done',
+  FAILED: 'job.failed',
+  CANCELLED: 'job.cancelled',
+  TIMED_OUT: 'job.timed_out',
+}
+
+/**
+ * The spans of a job that ended: `job.taken` with its result under it (`job.done`,
+ * `job.failed`, `job.cancelled`); for a job cancelled in the queue (`taken` false), its
+ * `job.queued` span with the result under it instead.
+ */
+export function traceFinished(
+  tracing: Tracing,
+  job: JobView,
+  finishedAt: number,
+  taken = true,
+): void {
   if (job.trace === undefined) return
   const attributes = {
     [A.jobId]: job.id,
@@ -35,22 +52,23 @@ export function traceFinished(tracing: Tracing, job: JobView, finishedAt: number
     [A.jobStatus]: job.status,
   }
   const ended = job.completedAt === undefined ? finishedAt : Date.parse(job.completedAt)
-  const taken = tracing.startSpan('job.taken', {
+  const step = tracing.startSpan(taken ? 'job.taken' : 'job.queued', {
     parent: job.trace.traceparent,
-    startTime: job.startedAt === undefined ? ended : Date.parse(job.startedAt),
+    startTime:
+      taken && job.startedAt !== undefined ? Date.parse(job.startedAt) : Date.parse(job.createdAt),
     attributes,
   })
   const failed = job.status !== 'COMPLETED'
-  const result = tracing.startSpan(failed ? 'job.failed' : 'job.done', {
-    parent: taken.traceparent,
+  const result = tracing.startSpan(RESULT_SPANS[job.status] ?? 'job.failed', {
+    parent: step.traceparent,
     startTime: ended,
     attributes,
   })
   if (failed) {
     const reason = job.error ?? job.status
     result.fail(reason)
-    taken.fail(reason)
+    step.fail(reason)
   }
   result.end(ended)
-  taken.end(ended)
+  step.end(ended)
 }
