@@ -1,6 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { measureOpenAPI } from './support/openapi-quality.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
@@ -13,10 +14,13 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>
 }
 interface OpenAPIDocument {
-  servers?: Array<{ url: string }>
+  servers?: Array<{ url: string; variables?: Record<string, { default: string }> }>
   tags: Array<{ name: string }>
   paths: Record<string, Record<string, Operation>>
-  components: { schemas: Record<string, unknown> }
+  components: {
+    schemas: Record<string, unknown>
+    responses: Record<string, { content?: Record<string, { schema: unknown }> }>
+  }
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch']
@@ -51,7 +55,115 @@ describe('the OpenAPI document', () => {
       expect(operation.tags?.length, where).toBeGreaterThan(0)
       for (const tag of operation.tags!) expect(declared, where).toContain(tag)
     }
-    expect(document.servers).toEqual([{ url: '/', description: 'this podyard server' }])
+  })
+
+  it("has one server whose URL a client overrides, defaulting to a default server's", () => {
+    expect(document.servers).toHaveLength(1)
+    const [server] = document.servers!
+    expect(server!.url).toBe('{baseUrl}')
+    const base = server!.variables!.baseUrl!.default
+    // Node's fetch takes it as a base URL (it refused the '/' of before).
+    expect(new URL('/v2/pods', base).href).toBe('http://localhost:8080/v2/pods')
+  })
+
+  it('keeps what client generators need at its target, for every route, new ones too', () => {
+    const quality = measureOpenAPI(document as unknown as Record<string, unknown>)
+    expect(quality.operations).toBeGreaterThan(100)
+    expect({
+      operationsWithoutDescription: quality.operationsWithoutDescription,
+      defaultResponseDescriptions: quality.defaultResponseDescriptions,
+      inlineRequestBodies: quality.inlineRequestBodies,
+      inlineSuccessBodies: quality.inlineSuccessBodies,
+      inlineErrorResponses: quality.inlineErrorResponses,
+      anonymousNestedObjects: quality.anonymousNestedObjects,
+      anyOfOfConstants: quality.anyOfOfConstants,
+      requestsWithoutExample: quality.requestsWithoutExample,
+      answersWithoutExample: quality.answersWithoutExample,
+    }).toEqual({
+      operationsWithoutDescription: [],
+      defaultResponseDescriptions: 0,
+      inlineRequestBodies: [],
+      inlineSuccessBodies: [],
+      inlineErrorResponses: 0,
+      anonymousNestedObjects: [],
+      anyOfOfConstants: 0,
+      requestsWithoutExample: [],
+      answersWithoutExample: [],
+    })
+    // The errors and path parameters are shared: one NotFound, one `id` parameter.
+    expect(Object.keys(document.components.responses)).toEqual(
+      expect.arrayContaining(['BadRequest', 'Unauthorized', 'NotFound', 'TooManyRequests']),
+    )
+    expect(JSON.stringify(document.paths)).not.toContain('"Default Response"')
+  })
+
+  it('measures what it claims: an inline body, a bare answer and a union of constants count', () => {
+    const bad = {
+      paths: {
+        '/x': {
+          post: {
+            requestBody: {
+              content: { 'application/json': { schema: { type: 'object', properties: {} } } },
+            },
+            responses: {
+              '200': {
+                description: 'Default Response',
+                content: {
+                  'application/json': {
+                    schema: {
+                      type: 'object',
+                      properties: {
+                        kind: { anyOf: [{ const: 'a' }, { type: 'string', enum: ['b'] }] },
+                      },
+                    },
+                  },
+                },
+              },
+              '404': { description: 'not found' },
+            },
+          },
+        },
+      },
+      components: {
+        schemas: {
+          Thing: {
+            type: 'object',
+            properties: { inner: { type: 'object', properties: { a: { type: 'string' } } } },
+          },
+        },
+      },
+    }
+    const quality = measureOpenAPI(bad)
+    expect(quality.operationsWithoutDescription).toEqual(['POST /x'])
+    expect(quality.defaultResponseDescriptions).toBe(1)
+    expect(quality.inlineRequestBodies).toEqual(['POST /x'])
+    expect(quality.inlineSuccessBodies).toEqual(['POST /x 200'])
+    expect(quality.inlineErrorResponses).toBe(1)
+    expect(quality.anonymousNestedObjects).toEqual(['Thing: a'])
+    expect(quality.anyOfOfConstants).toBe(1)
+    expect(quality.requestsWithoutExample).toEqual(['POST /x'])
+    expect(quality.answersWithoutExample).toEqual(['POST /x'])
+  })
+
+  it('writes unions of single values as plain enums and the image-or-template rule as schema', () => {
+    const schemas = document.components.schemas as Record<string, Record<string, unknown>>
+    const status = (schemas.Pod!.properties as Record<string, Record<string, unknown>>).status!
+    expect(status.anyOf).toBeUndefined()
+    expect(status.enum).toEqual(expect.arrayContaining(['RUNNING', 'EXITED', 'TERMINATED']))
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }))
+    ajv.addSchema({ $id: 'podyard', components: document.components })
+    for (const name of ['PodCreateInput', 'EndpointCreateInput']) {
+      const validate = ajv.compile({ $ref: `podyard#/components/schemas/${name}` })
+      const base = {
+        name: 'x',
+        ...(name === 'PodCreateInput' ? {} : { gpu: { pools: ['ADA_24'] } }),
+      }
+      expect(validate({ ...base, image: 'worker:1' }), name).toBe(true)
+      expect(validate({ ...base, templateId: 't1' }), name).toBe(true)
+      expect(validate(base), `${name} without image or template`).toBe(false)
+    }
+    const endpoint = ajv.getSchema('podyard#/components/schemas/EndpointCreateInput')!
+    expect(endpoint({ name: 'x', image: 'worker:1', templateId: 't1' })).toBe(false)
   })
 
   it('gives every operation a success answer with its content, but the routes not offered', () => {
@@ -126,7 +238,11 @@ describe('the OpenAPI document', () => {
     const check = async (method: string, path: string, url: string, init: RequestInit = {}) => {
       const response = await platform.call(url, { method: method.toUpperCase(), ...init })
       const body: unknown = await response.json()
-      const documented = document.paths[path]![method]!.responses[String(response.status)]
+      const declared = document.paths[path]![method]!.responses[String(response.status)] as
+        { $ref?: string; content?: Record<string, { schema: unknown }> } | undefined
+      const documented = declared?.$ref
+        ? document.components.responses[declared.$ref.split('/').pop()!]
+        : declared
       // Under the media type it came as: errors are application/problem+json.
       const media = response.headers.get('content-type')?.split(';')[0] ?? ''
       const schema = documented?.content?.[media]?.schema

@@ -33,7 +33,12 @@ export interface OpenAPIDocument {
       }
     >
   >
-  components?: { schemas?: Record<string, JsonSchema> }
+  components?: {
+    schemas?: Record<string, JsonSchema>
+    /** Shared answers (errors) and parameters the operations refer to with `$ref`. */
+    responses?: Record<string, { content?: Record<string, { schema?: JsonSchema }> }>
+    parameters?: Record<string, unknown>
+  }
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'patch', 'delete', 'head', 'options'])
@@ -54,6 +59,13 @@ export function operationsOf(document: OpenAPIDocument): DocumentOperation[] {
     }
     return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, inline(child)]))
   }
+  /** A shared answer or parameter in place of its reference. */
+  const shared = <T>(value: T, kind: 'responses' | 'parameters'): T => {
+    const ref = (value as { $ref?: unknown } | undefined)?.$ref
+    const prefix = `#/components/${kind}/`
+    if (typeof ref !== 'string' || !ref.startsWith(prefix)) return value
+    return (document.components?.[kind]?.[ref.slice(prefix.length)] ?? value) as T
+  }
   const operations: DocumentOperation[] = []
   for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, op] of Object.entries(item)) {
@@ -61,7 +73,7 @@ export function operationsOf(document: OpenAPIDocument): DocumentOperation[] {
       const responses: DocumentOperation['responses'] = {}
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         responses[status] = Object.fromEntries(
-          Object.entries(response.content ?? {}).map(([type, media]) => [
+          Object.entries(shared(response, 'responses').content ?? {}).map(([type, media]) => [
             type,
             (inline(media.schema) as JsonSchema | undefined) ?? {},
           ]),
@@ -73,7 +85,9 @@ export function operationsOf(document: OpenAPIDocument): DocumentOperation[] {
         path,
         operationId: op.operationId ?? `${method} ${path}`,
         tags: op.tags ?? [],
-        parameters: (inline(op.parameters) as DocumentOperation['parameters'] | undefined) ?? [],
+        parameters:
+          (inline(op.parameters?.map((p) => shared(p, 'parameters'))) as
+            DocumentOperation['parameters'] | undefined) ?? [],
         ...(json ? { body: inline(json.schema) as JsonSchema } : {}),
         responses,
       })

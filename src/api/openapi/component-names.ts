@@ -93,6 +93,23 @@ export const COMPONENT_EXAMPLES: Readonly<Record<string, unknown>> = {
 }
 
 /**
+ * Rules the handlers check that a generator can read from the schema: a pod needs an image or a
+ * template that gives one; an endpoint takes one of the two, not both. Only the document carries
+ * them: the routes validate them with their own messages.
+ */
+const IMAGE_OR_TEMPLATE = [
+  { required: ['image'], properties: { image: { type: 'string', minLength: 1 } } },
+  { required: ['templateId'], properties: { templateId: { type: 'string', minLength: 1 } } },
+]
+export const COMPONENT_RULES: Readonly<Record<string, Record<string, unknown>>> = {
+  PodCreateInput: { anyOf: IMAGE_OR_TEMPLATE },
+  EndpointCreateInput: {
+    anyOf: IMAGE_OR_TEMPLATE,
+    not: { required: ['image', 'templateId'], properties: { image: {}, templateId: {} } },
+  },
+}
+
+/**
  * A copy of a route's schema in which each named shape carries its name as its `title` (and
  * its example), which the document turns into a reference (component-schemas.ts). The route's own schema objects
  * are left as they are: Fastify validates and serializes with them.
@@ -106,7 +123,12 @@ export function withComponentTitles<T>(schema: T): T {
     const name = COMPONENT_NAMES.get(value)
     if (name === undefined) return copied
     const example = COMPONENT_EXAMPLES[name]
-    return { ...copied, title: name, ...(example === undefined ? {} : { examples: [example] }) }
+    return {
+      ...copied,
+      ...COMPONENT_RULES[name],
+      title: name,
+      ...(example === undefined ? {} : { examples: [example] }),
+    }
   }
   return copy(schema) as T
 }

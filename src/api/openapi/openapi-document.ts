@@ -4,6 +4,12 @@ import type { FastifySchema } from 'fastify'
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
 import { hoistComponentSchemas } from './component-schemas.js'
 import { withComponentTitles } from './component-names.js'
+import { addExamples } from './examples.js'
+import { describeOperations } from './operation-texts.js'
+import { nameDocumentShapes } from './schema-names.js'
+
+/** The URL a default server answers at (config `host` and `port`), for generated clients. */
+export const DEFAULT_BASE_URL = 'http://localhost:8080'
 
 /** The document's sections, in the order the docs page shows them. */
 export const OPENAPI_TAGS = [
@@ -151,8 +157,20 @@ export function openapiOptions(version: string): SwaggerOptions {
         ].join('\n\n'),
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
-      // Relative: the document describes whichever host and scheme it was fetched from.
-      servers: [{ url: '/', description: 'this podyard server' }],
+      // A generated client takes servers[0] as its base URL: '/' is no URL Node's fetch takes,
+      // so the default server's, which users override through the variable.
+      servers: [
+        {
+          url: '{baseUrl}',
+          description: 'your podyard server (its scheme, host and port)',
+          variables: {
+            baseUrl: {
+              default: DEFAULT_BASE_URL,
+              description: 'where the server answers, e.g. https://podyard.example.com',
+            },
+          },
+        },
+      ],
       tags: OPENAPI_TAGS,
       components: {
         securitySchemes: {
@@ -183,6 +201,9 @@ export function openapiOptions(version: string): SwaggerOptions {
       splitOpenAIRoutes(document.paths)
       hoistComponentSchemas(document)
       declareProblemMediaType(document.paths)
+      nameDocumentShapes(document)
+      describeOperations(document)
+      addExamples(document)
       return openapiObject
     },
   }
