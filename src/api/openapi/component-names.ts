@@ -101,11 +101,15 @@ const IMAGE_OR_TEMPLATE = [
   { required: ['image'], properties: { image: { type: 'string', minLength: 1 } } },
   { required: ['templateId'], properties: { templateId: { type: 'string', minLength: 1 } } },
 ]
+// Under allOf, so that generators intersect it with the properties (a plain anyOf beside
+// `properties` reads to openapi-typescript as "the properties, or an image, or a template").
 export const COMPONENT_RULES: Readonly<Record<string, Record<string, unknown>>> = {
-  PodCreateInput: { anyOf: IMAGE_OR_TEMPLATE },
+  PodCreateInput: { allOf: [{ anyOf: IMAGE_OR_TEMPLATE }] },
   EndpointCreateInput: {
-    anyOf: IMAGE_OR_TEMPLATE,
-    not: { required: ['image', 'templateId'], properties: { image: {}, templateId: {} } },
+    allOf: [
+      { anyOf: IMAGE_OR_TEMPLATE },
+      { not: { required: ['image', 'templateId'], properties: { image: {}, templateId: {} } } },
+    ],
   },
 }
 

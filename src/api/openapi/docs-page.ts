@@ -25,4 +25,12 @@ export const docsPageOptions: FastifySwaggerUiOptions = {
   logo: { type: 'image/svg+xml', content: Buffer.from(LOGO), href: '/v2/docs', target: '_self' },
   uiConfig: { deepLinking: true, displayOperationId: true },
   validatorUrl: false,
+  // "Try it out" calls the server that serves the page, wherever that is.
+  transformSpecification: (document) => ({
+    ...document,
+    servers: [
+      { url: '/', description: 'this podyard server' },
+      ...((document.servers as unknown[] | undefined) ?? []),
+    ],
+  }),
 }

@@ -8,8 +8,27 @@ import { addExamples } from './examples.js'
 import { describeOperations } from './operation-texts.js'
 import { nameDocumentShapes } from './schema-names.js'
 
-/** The URL a default server answers at (config `host` and `port`), for generated clients. */
+/** The URL a server with the default settings answers at (config `host` and `port`). */
 export const DEFAULT_BASE_URL = 'http://localhost:8080'
+
+/**
+ * Generated clients take the first server as their default base URL ('/' is none: Node's fetch
+ * refuses it), so the default server's comes first; the second is the one to fill in with the
+ * real URL. The docs page adds its own origin in front (docs-page.ts).
+ */
+export const OPENAPI_SERVERS = [
+  { url: DEFAULT_BASE_URL, description: 'a podyard server with the default settings' },
+  {
+    url: '{baseUrl}',
+    description: 'your podyard server',
+    variables: {
+      baseUrl: {
+        default: DEFAULT_BASE_URL,
+        description: 'its scheme, host and port, e.g. https://podyard.example.com',
+      },
+    },
+  },
+]
 
 /** The document's sections, in the order the docs page shows them. */
 export const OPENAPI_TAGS = [
@@ -157,20 +176,7 @@ export function openapiOptions(version: string): SwaggerOptions {
         ].join('\n\n'),
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
-      // A generated client takes servers[0] as its base URL: '/' is no URL Node's fetch takes,
-      // so the default server's, which users override through the variable.
-      servers: [
-        {
-          url: '{baseUrl}',
-          description: 'your podyard server (its scheme, host and port)',
-          variables: {
-            baseUrl: {
-              default: DEFAULT_BASE_URL,
-              description: 'where the server answers, e.g. https://podyard.example.com',
-            },
-          },
-        },
-      ],
+      servers: OPENAPI_SERVERS,
       tags: OPENAPI_TAGS,
       components: {
         securitySchemes: {
