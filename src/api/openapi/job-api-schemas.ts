@@ -270,7 +270,11 @@ export const JobDoneReport = Type.Object(
     ),
     stopPod: Type.Optional(Type.Boolean({ description: 'stop this worker after the job' })),
   },
-  { title: 'JobDoneReport', additionalProperties: true },
+  {
+    title: 'JobDoneReport',
+    additionalProperties: true,
+    examples: [{ output: { image_url: 'https://cdn.example.com/lighthouse.png' } }],
+  },
 )
 
 export const WorkerWriteAnswer = Type.Object(

@@ -142,17 +142,24 @@ function reuseErrorResponses(operation: Operation, responses: JsonObject): void 
   }
 }
 
-/** Path parameters as references to `components.parameters`, one per name and schema. */
+/**
+ * Path parameters as references to `components.parameters`, one per name and schema: `IdPath`,
+ * and where the same name means another thing (another description or schema), the operation's
+ * tag added (`WorkerIdPathWorkerProtocol`).
+ */
 function reusePathParameters(operation: Operation, parameters: JsonObject): void {
   if (!Array.isArray(operation.parameters)) return
+  const tag = pascalCase(operation.tags?.[0] ?? '')
   operation.parameters = operation.parameters.map((parameter) => {
     if (!isObject(parameter) || parameter.in !== 'path') return parameter
-    let name = `${pascalCase(String(parameter.name))}Path`
+    const base = `${pascalCase(String(parameter.name))}Path`
     const text = JSON.stringify(parameter)
-    for (let n = 2; parameters[name] !== undefined; n += 1) {
-      if (JSON.stringify(parameters[name]) === text) break
-      name = `${pascalCase(String(parameter.name))}Path${n}`
-    }
+    const candidates = [base, `${base}${tag}`]
+    for (let n = 2; n < 100; n += 1) candidates.push(`${base}${tag}${n}`)
+    const name = candidates.find(
+      (candidate) =>
+        parameters[candidate] === undefined || JSON.stringify(parameters[candidate]) === text,
+    )!
     parameters[name] = parameter
     return { $ref: `#/components/parameters/${name}` }
   })
