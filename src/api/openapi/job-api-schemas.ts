@@ -270,11 +270,7 @@ export const JobDoneReport = Type.Object(
     ),
     stopPod: Type.Optional(Type.Boolean({ description: 'stop this worker after the job' })),
   },
-  {
-    title: 'JobDoneReport',
-    additionalProperties: true,
-    examples: [{ output: { image_url: 'https://cdn.example.com/lighthouse.png' } }],
-  },
+  { title: 'JobDoneReport', additionalProperties: true },
 )
 
 export const WorkerWriteAnswer = Type.Object(
