@@ -1,6 +1,8 @@
 /**
  * Names for every shape a client generator would otherwise name itself: request and success
- * bodies written in place get the operation's name (`ListPodsResponse`), objects nested in named
+ * bodies written in place get the operation's name (`ListPodsResult`, `CreateApiKeyInput`: not
+ * `...Request` or `...Response`, which generators give their own types of each operation, so a
+ * schema so named is renamed `ListPodsResponse2`), objects nested in named
  * schemas get their parent's name and their property's (`PodSsh`, `PodSshDirect`). Generators
  * name such shapes after the path they were found at (`GetOwnCredits200AllOfEntriesItem`),
  * which changes whenever a route moves; these names change only with the operation id or the
@@ -151,10 +153,10 @@ export function nameDocumentShapes(document: {
     for (const operation of Object.values(item)) {
       const name = pascalCase(operation.operationId ?? 'Operation')
       const bodies: Array<[Record<string, { schema?: Json }> | undefined, string]> = [
-        [operation.requestBody?.content, `${name}Request`],
+        [operation.requestBody?.content, `${name}Input`],
       ]
       for (const [code, response] of Object.entries(operation.responses ?? {})) {
-        if (code.startsWith('2')) bodies.push([response.content, `${name}Response`])
+        if (code.startsWith('2')) bodies.push([response.content, `${name}Result`])
       }
       for (const [content, bodyName] of bodies) {
         for (const media of Object.values(content ?? {})) {
