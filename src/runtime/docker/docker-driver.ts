@@ -45,7 +45,8 @@ import {
   type EngineInfo,
 } from './engine-containment.js'
 import { installHostFirewall, type HostFirewallRules } from './host-firewall.js'
-import { decodeLogFrames, LogFrameDecoder, selectLines } from './log-frames.js'
+import { containerLogLines, selectStreamedLines } from './container-log-reader.js'
+import { LogFrameDecoder, selectLines } from './log-frames.js'
 import {
   networkCreateBody,
   networkIsCurrent,
@@ -363,7 +364,9 @@ export class DockerDriver implements RuntimeDriver {
     const found = await this.find(id)
     const pending = this.pulls.get(id)?.lines ?? []
     if (!found) return selectLines(pending, query)
-    return selectLines([...(await this.containerLines(found)), ...pending], query)
+    // Streamed: only the lines returned are kept, never the whole retained log.
+    const own = await selectStreamedLines(this.containerLines(found), query)
+    return selectLines([...own, ...pending], query)
   }
 
   async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
@@ -373,7 +376,7 @@ export class DockerDriver implements RuntimeDriver {
     if (pull) {
       // The container (if any) has exited; a pull for its next start is the log's end.
       let last = afterSeq
-      for (const line of found ? await this.containerLines(found) : []) {
+      for await (const line of found ? this.containerLines(found) : []) {
         if (line.seq > last) yield line
         last = Math.max(last, line.seq)
       }
@@ -560,15 +563,13 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   /** A container's part of the workload's log: its pull lines, then its own output. */
-  private async containerLines(found: {
+  private async *containerLines(found: {
     container: Docker.Container
     inspection: ContainerInspection
-  }): Promise<LogLine[]> {
+  }): AsyncGenerator<LogLine> {
     const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
-    const raw = await ignoring([404], () =>
-      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: false }),
-    )
-    return [...pullLines, ...(raw ? decodeLogFrames(raw, base) : [])]
+    yield* pullLines
+    yield* containerLogLines(found.container, base)
   }
 
   /** The seq of the last line of an exited container's log (its base when it wrote nothing). */
@@ -576,9 +577,9 @@ export class DockerDriver implements RuntimeDriver {
     container: Docker.Container
     inspection: ContainerInspection
   }): Promise<number> {
-    const { base } = logPositionOf(found.inspection.Config.Labels)
-    const lines = await this.containerLines(found)
-    return lines.reduce((end, line) => Math.max(end, line.seq), base)
+    let end = logPositionOf(found.inspection.Config.Labels).base
+    for await (const line of this.containerLines(found)) end = Math.max(end, line.seq)
+    return end
   }
 
   /** This server's id and the platform's former ones (DockerDriverOptions.formerServerIds). */
