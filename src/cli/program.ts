@@ -14,6 +14,7 @@ import { addModelsCommands } from './models-commands.js'
 import { addOutputOptions, jsonToYaml, resolveOutput } from './output-format.js'
 import { addPodsCommands } from './pods-commands.js'
 import { addRegistriesCommands } from './registries-commands.js'
+import { addSecretsCommands } from './secrets-commands.js'
 import { addRunpodctlAliases, RUNPODCTL_FORMS } from './runpodctl-aliases.js'
 import { addStoreCommands, type StoreCommandDeps } from './store-commands.js'
 import { addTemplatesCommands } from './templates-commands.js'
@@ -72,6 +73,7 @@ export function buildProgram(given: CliDeps): Command {
   addTemplatesCommands(program, deps)
   addVolumesCommands(program, deps)
   addRegistriesCommands(program, deps)
+  addSecretsCommands(program, deps)
   addEndpointsCommands(program, deps)
   addJobsCommands(program, deps)
   addBillingCommands(program, deps)

@@ -16,6 +16,8 @@ const COMMAND_ALIASES: Record<string, string[]> = {
   'volumes delete': ['rm', 'remove'],
   registries: ['registry', 'reg'],
   'registries delete': ['rm', 'remove'],
+  secrets: ['secret'],
+  'secrets delete': ['rm', 'remove'],
   account: ['user', 'me'],
   'billing volumes': ['network-volume', 'nv'],
 }
