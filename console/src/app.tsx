@@ -6,6 +6,7 @@ import { useSessionState } from './session/session'
 import { AdminAccountsPage } from './pages/admin/admin-accounts-page'
 import { AdminHostsPage } from './pages/admin/admin-hosts-page'
 import { ApiKeysPage } from './pages/account/api-keys-page'
+import { SecretsPage } from './pages/account/secrets-page'
 import { SshKeysPage } from './pages/account/ssh-keys-page'
 import { DashboardPage } from './pages/dashboard-page'
 import { EndpointFormPage } from './pages/serverless/endpoint-form-page'
@@ -45,6 +46,7 @@ export function App() {
           <Route path="/templates" component={TemplatesPage} />
           <Route path="/network-volumes" component={VolumesPage} />
           <Route path="/registries" component={RegistriesPage} />
+          <Route path="/secrets" component={SecretsPage} />
           <Route path="/ssh-keys" component={SshKeysPage} />
           <Route path="/api-keys" component={ApiKeysPage} />
           <Route path="/billing" component={BillingPage} />

@@ -17,6 +17,7 @@ const main: NavItem[] = [
   { href: '/templates', label: 'Templates' },
   { href: '/network-volumes', label: 'Network volumes' },
   { href: '/registries', label: 'Registries' },
+  { href: '/secrets', label: 'Secrets' },
   { href: '/billing', label: 'Billing' },
   { href: '/api-keys', label: 'API keys' },
   { href: '/ssh-keys', label: 'SSH keys' },

@@ -672,6 +672,7 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
       ['templates', '/templates'],
       ['network-volumes', '/network-volumes'],
       ['registries', '/registries'],
+      ['secrets', '/secrets'],
       ['billing', '/billing'],
       ['api-keys', '/api-keys'],
       ['ssh-keys', '/ssh-keys'],
