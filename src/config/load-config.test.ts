@@ -136,6 +136,7 @@ describe('loadConfig', () => {
   it('takes the limits a host may leave unenforced from the file or the environment, and names the valid ones', () => {
     expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({
       acceptUnenforced: [],
+      egress: { allow: [], deny: [] },
       processDisk: 'auto',
     })
     expect(
@@ -156,6 +157,37 @@ describe('loadConfig', () => {
     expect(() =>
       loadConfig({ cwd: dirWith('containment:\n  acceptUnenforced: disk\n'), env: {} }),
     ).toThrow(/containment\.acceptUnenforced: Expected array/)
+  })
+
+  it('takes the egress policy of workloads, refusing what is not a CIDR and an allow no route could reach', () => {
+    const cwd = dirWith(
+      'containment:\n  egress:\n    allow: [10.1.0.0/16, 192.0.2.7]\n    deny: [10.1.2.0/24]\n',
+    )
+    expect(loadConfig({ cwd, env: {} }).containment.egress).toEqual({
+      allow: ['10.1.0.0/16', '192.0.2.7'],
+      deny: ['10.1.2.0/24'],
+    })
+    expect(
+      loadConfig({
+        cwd: dirWith(),
+        env: { PODYARD_CONTAINMENT_EGRESS_DENY: '10.9.0.0/16, fd00::/8' },
+      }).containment.egress?.deny,
+    ).toEqual(['10.9.0.0/16', 'fd00::/8'])
+    expect(() =>
+      loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_EGRESS_DENY: '10.0.0.0/33' } }),
+    ).toThrow(
+      'invalid configuration: containment.egress.deny.0: expected a CIDR (10.0.0.0/8, fd00::/8) or an address, got "10.0.0.0/33" (from environment variable PODYARD_CONTAINMENT_EGRESS_DENY)',
+    )
+    expect(() =>
+      loadConfig({
+        cwd: dirWith(
+          'containment:\n  egress:\n    allow: [10.1.0.0/16, 169.254.169.254]\n    deny: [10.0.0.0/8]\n',
+        ),
+        env: {},
+      }),
+    ).toThrow(
+      /containment\.egress\.allow\.0: 10\.1\.0\.0\/16 lies inside the denied 10\.0\.0\.0\/8: it could never be reached; containment\.egress\.allow\.1: 169\.254\.169\.254 lies inside the denied 169\.254\.0\.0\/16/,
+    )
   })
 
   it('takes the job lease and the job API URL for workers, and refuses a URL that is not http(s)', () => {

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml'
 import { parseListenAddress } from './listen-address.js'
 import { ConfigSchema, configKeys, type Config, type Leaf } from './schema.js'
 import { StartupRefusal } from '../shared/startup-refusal.js'
+import { egressRulesProblems, NO_EGRESS_RULES } from '../shared/egress-cidrs.js'
 
 export class ConfigError extends StartupRefusal {
   constructor(message: string) {
@@ -148,6 +149,15 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
     const from = origin.get('workers.jobApiUrl')
     throw new ConfigError(
       `invalid configuration: workers.jobApiUrl: must be an http(s) URL, got ${JSON.stringify(jobApiUrl)}${from ? ` (from ${from})` : ''}`,
+    )
+  }
+  const egressProblems = egressRulesProblems(config.containment.egress ?? NO_EGRESS_RULES)
+  if (egressProblems.length > 0) {
+    const from = ['allow', 'deny']
+      .map((key) => origin.get(`containment.egress.${key}`))
+      .filter(Boolean)
+    throw new ConfigError(
+      `invalid configuration: ${egressProblems.join('; ')}${from.length > 0 ? ` (from ${from.join(', ')})` : ''}`,
     )
   }
   const metricsListen = config.metrics.listen

@@ -284,6 +284,23 @@ export const ConfigSchema = Type.Object(
               'limits (memory, cpu, pids, disk) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
           },
         ),
+        egress: Type.Optional(
+          Type.Object(
+            {
+              allow: Type.Array(Type.String(), {
+                default: [],
+                description:
+                  'CIDRs (or addresses) workloads may reach: when given, outbound traffic of pods and workers goes only there (process driver: routes in each pod\'s network namespace; docker driver: the host firewall). Default empty: outbound allowed (docs/security.md, "Egress of workloads")',
+              }),
+              deny: Type.Array(Type.String(), {
+                default: [],
+                description:
+                  "CIDRs (or addresses) no workload reaches, on top of the metadata range (169.254.0.0/16) and the platform's own addresses, which are always denied",
+              }),
+            },
+            { additionalProperties: false, default: {} },
+          ),
+        ),
         processDisk: Type.Optional(
           Type.Union([Type.Literal('auto'), Type.Literal('none')], {
             default: 'auto',
@@ -431,6 +448,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     type: 'list',
   },
   { path: 'containment.processDisk', env: 'PODYARD_CONTAINMENT_PROCESS_DISK', type: 'string' },
+  { path: 'containment.egress.allow', env: 'PODYARD_CONTAINMENT_EGRESS_ALLOW', type: 'list' },
+  { path: 'containment.egress.deny', env: 'PODYARD_CONTAINMENT_EGRESS_DENY', type: 'list' },
   { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },
   { path: 'hosts.probeTimeoutMs', env: 'PODYARD_HOSTS_PROBE_TIMEOUT_MS', type: 'integer' },
   { path: 'hosts.failuresBeforeDown', env: 'PODYARD_HOSTS_FAILURES_BEFORE_DOWN', type: 'integer' },

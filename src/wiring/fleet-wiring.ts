@@ -4,6 +4,7 @@ import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { Config } from '../config/schema.js'
 import type { ContainedLimit } from '../shared/contained-limits.js'
+import { cidrText } from '../shared/egress-cidrs.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
@@ -79,6 +80,7 @@ export async function wireFleet(
     },
     sandbox: config.sandbox,
     network: config.podNetwork,
+    ...(config.containment.egress ? { egress: config.containment.egress } : {}),
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     logMaxBytes: workloadLogMaxBytes(config),
     diskBound: config.containment.processDisk ?? 'auto',
@@ -187,7 +189,12 @@ async function hostRuntimesOf(
           ? { knownGpus: { gpus: localGpus.details, cudaVersion: localGpus.cudaVersion } }
           : {}),
         // This machine's engine: its containers may call the API (workers do), nothing else here.
-        hostFirewall: { allowedPorts: config.port ? [config.port] : [], deniedDestinations: [] },
+        hostFirewall: {
+          allowedPorts: config.port ? [config.port] : [],
+          // The operator's egress policy, as for the process driver's namespaces.
+          deniedDestinations: (config.containment.egress?.deny ?? []).map(cidrText),
+          allowedDestinations: (config.containment.egress?.allow ?? []).map(cidrText),
+        },
       })
       await docker.ping()
       localEngines.set(simulatedGpus, docker)

@@ -24,6 +24,23 @@ describe('the host firewall of the docker driver', () => {
     ])
   })
 
+  it('with an allow list, forwards only replies, to podyard bridges and to the allowed destinations', () => {
+    const input = firewallRestoreInput({
+      allowedPorts: [],
+      deniedDestinations: ['10.1.2.0/24'],
+      allowedDestinations: ['10.1.0.0/16', '192.0.2.7/32'],
+    })
+    expect(input.split('\n').filter((l) => l.startsWith('-A PODYARD-FORWARD'))).toEqual([
+      '-A PODYARD-FORWARD -d 169.254.0.0/16 -j DROP',
+      '-A PODYARD-FORWARD -d 10.1.2.0/24 -j DROP',
+      '-A PODYARD-FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN',
+      '-A PODYARD-FORWARD -o pydk+ -j RETURN',
+      '-A PODYARD-FORWARD -d 10.1.0.0/16 -j RETURN',
+      '-A PODYARD-FORWARD -d 192.0.2.7/32 -j RETURN',
+      '-A PODYARD-FORWARD -j DROP',
+    ])
+  })
+
   it("keeps the ports other podyard servers of the host let through (iptables -S's listing)", () => {
     const listing = [
       '-N PODYARD-INPUT',

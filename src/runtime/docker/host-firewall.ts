@@ -12,8 +12,10 @@ import { BRIDGE_PREFIX } from './tenant-network.js'
  * - INPUT from a podyard bridge: replies to the host's own connections, and the ports the
  *   operator allows (the platform's API, which workers call), pass; everything else is dropped.
  * - DOCKER-USER (forwarded traffic) from a podyard bridge: the denied destinations (the
- *   link-local metadata range, and the platform's own addresses the operator names) are dropped;
- *   the rest goes on to Docker's rules (outbound allowed, other bridges isolated).
+ *   link-local metadata range, and the operator's `containment.egress.deny`) are dropped; with
+ *   an `allow` list, so is everything else but replies, other podyard bridges and the allowed
+ *   destinations; the rest goes on to Docker's rules (outbound allowed, other bridges isolated).
+ *   The chain is the host's: the last podyard server of the local engine to start sets it.
  *
  * Docker's own rules are left alone; only IPv4 (podyard's networks have no IPv6).
  */
@@ -29,6 +31,12 @@ export interface HostFirewallRules {
   allowedPorts: readonly number[]
   /** Destinations (addresses or CIDRs) no container may reach, beyond the host itself. */
   deniedDestinations: readonly string[]
+  /**
+   * When not empty, the only destinations (addresses or CIDRs) a container's own connections
+   * may reach (config `containment.egress.allow`); other podyard bridges are left to Docker's
+   * isolation, and replies to connections made to a container (its published ports) pass.
+   */
+  allowedDestinations?: readonly string[]
 }
 
 /** The iptables-restore input (filter table, --noflush) that sets both chains' rules. */
@@ -41,7 +49,18 @@ export function firewallRestoreInput(rules: HostFirewallRules): string {
   for (const destination of new Set([METADATA_RANGE, ...rules.deniedDestinations])) {
     lines.push(`-A ${FORWARD_CHAIN} -d ${destination} -j DROP`)
   }
-  lines.push(`-A ${FORWARD_CHAIN} -j RETURN`, 'COMMIT', '')
+  const allowed = rules.allowedDestinations ?? []
+  if (allowed.length > 0) {
+    lines.push(
+      `-A ${FORWARD_CHAIN} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN`,
+      `-A ${FORWARD_CHAIN} -o ${BRIDGE_PREFIX}+ -j RETURN`,
+    )
+    for (const destination of new Set(allowed)) {
+      lines.push(`-A ${FORWARD_CHAIN} -d ${destination} -j RETURN`)
+    }
+    lines.push(`-A ${FORWARD_CHAIN} -j DROP`)
+  } else lines.push(`-A ${FORWARD_CHAIN} -j RETURN`)
+  lines.push('COMMIT', '')
   return lines.join('\n')
 }
 

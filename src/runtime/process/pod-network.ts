@@ -4,6 +4,7 @@ import { access, mkdir, readFile, rm } from 'node:fs/promises'
 import { networkInterfaces } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { WorkloadSpec } from '../driver.js'
+import { cidrText, type EgressRules } from '../../shared/egress-cidrs.js'
 import { findExecutable } from './bubblewrap.js'
 
 /**
@@ -20,6 +21,8 @@ export interface PodNetwork {
   pastaPath: string
   ipPath: string
   nsenterPath: string
+  /** The operator's egress policy (config `containment.egress`); default: anywhere. */
+  egress?: EgressRules
 }
 
 /** Destinations no workload reaches besides the host's own addresses: metadata services. */
@@ -179,13 +182,46 @@ export async function openPodNetwork(
   try {
     await run(network.pastaPath, pastaArgs(spec, name))
     await tuneNamespaceTcp(network, name)
-    for (const destination of [...BLOCKED_DESTINATIONS, ...hostAddresses()]) {
+    const denied = [...BLOCKED_DESTINATIONS, ...hostAddresses(), ...(network.egress?.deny ?? [])]
+    for (const destination of new Set(denied.map(cidrText))) {
       const family = destination.includes(':') ? '-6' : '-4'
       await run(network.ipPath, ['-n', name, family, 'route', 'add', 'unreachable', destination])
+    }
+    if (network.egress && network.egress.allow.length > 0) {
+      await restrictToAllowed(network, name, network.egress.allow.map(cidrText))
     }
   } catch (error) {
     await closePodNetwork(network, name)
     throw error
+  }
+}
+
+/**
+ * Outbound traffic only to `allowed` (config `containment.egress.allow`), per address family:
+ * each allowed CIDR gets a route through pasta's gateway, the default route becomes
+ * unreachable, and so does the on-link subnet pasta copied from the host (replaced by a route
+ * to the gateway alone). A family without a default route has no way out to restrict. Denied destinations keep their unreachable routes: the most specific
+ * route wins, and config validation refuses an allowed CIDR inside a denied one.
+ */
+async function restrictToAllowed(network: PodNetwork, name: string, allowed: string[]) {
+  for (const family of ['-4', '-6'] as const) {
+    const ip = (...args: string[]) => run(network.ipPath, ['-n', name, family, ...args])
+    const defaults = await output(network.ipPath, ['-n', name, family, 'route', 'show', 'default'])
+    const gateway = /^default via (\S+) dev (\S+)/m.exec(defaults)
+    const mine = allowed.filter((cidr) => cidr.includes(':') === (family === '-6'))
+    if (gateway) {
+      const [, via, dev] = gateway as unknown as [string, string, string]
+      const routes = await output(network.ipPath, ['-n', name, family, 'route', 'show'])
+      for (const line of routes.split('\n')) {
+        const subnet = /^(\S+) dev (\S+) proto kernel/.exec(line.trim())
+        if (subnet && !subnet[1]!.startsWith('fe80:'))
+          await ip('route', 'del', subnet[1]!, 'dev', subnet[2]!)
+      }
+      await ip('route', 'replace', via, 'dev', dev, 'scope', 'link')
+      for (const cidr of mine) await ip('route', 'add', cidr, 'via', via, 'dev', dev)
+      await ip('route', 'del', 'default')
+      await ip('route', 'add', 'unreachable', 'default')
+    }
   }
 }
 

@@ -16,6 +16,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AppError } from '../../shared/app-error.js'
+import { NO_EGRESS_RULES, type EgressRules } from '../../shared/egress-cidrs.js'
 import { systemClock, type Clock } from '../../shared/clock.js'
 import type {
   LogLine,
@@ -124,6 +125,8 @@ export interface ProcessDriverOptions {
   logMaxBytes?: number
   /** The network of sandboxed workloads (default isolated; pod-network.ts). */
   network?: PodNetworkMode
+  /** Where isolated workloads may connect out (config `containment.egress`); default: anywhere. */
+  egress?: EgressRules
   /**
    * `auto`: container disks and volumes bounded by loop-mounted images where the host allows
    * it (disk-bounds.ts); `none` (default): unbounded, reported as an unenforced limit.
@@ -272,6 +275,7 @@ export class ProcessDriver implements RuntimeDriver {
   private readonly sandboxUidBase: number
   private readonly sandboxUsers: SandboxUsers
   private readonly networkMode: PodNetworkMode
+  private readonly egress: EgressRules
   private networkChoice: Promise<PodNetwork | null> | undefined
   private cgroupChoice: Promise<CgroupSetup> | undefined
   /** Why sandboxed workloads share the host's network, once the choice says they do. */
@@ -290,6 +294,7 @@ export class ProcessDriver implements RuntimeDriver {
     this.bwrapPath = options.bwrapPath
     this.sandboxUidBase = options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE
     this.networkMode = options.network ?? 'isolated'
+    this.egress = options.egress ?? NO_EGRESS_RULES
     this.disks = new DiskBounds({
       mode: options.diskBound ?? 'none',
       root: options.diskImagesUnder ?? path.dirname(this.stateDir),
@@ -410,7 +415,7 @@ export class ProcessDriver implements RuntimeDriver {
       this.networkChoice = (async () => {
         if (this.networkMode === 'host') return null
         const probe = await probePodNetwork(process.env.PATH)
-        if (probe.ok) return probe.network
+        if (probe.ok) return { ...probe.network, egress: this.egress }
         this.sharedNetworkReason = `network namespaces are not usable here: ${probe.reason}`
         return null
       })()
