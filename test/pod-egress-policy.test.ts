@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { probePodNetwork } from '../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { podLog } from './support/http.js'
+import { PEER_PORT, peerNamespace, removePeer, startPeer } from './support/peer-namespaces.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
@@ -26,72 +27,16 @@ if (!runnable) {
   )
 }
 
-const PORT = 7300
-const tag = process.pid % 100000
-const PEERS = {
-  a: {
-    namespace: `pyt-ega-${process.pid}`,
-    link: `pyea${tag}`,
-    subnet: `10.252.${process.pid % 250}`,
-  },
-  b: {
-    namespace: `pyt-egb-${process.pid}`,
-    link: `pyeb${tag}`,
-    subnet: `10.253.${process.pid % 250}`,
-  },
-}
-const address = (peer: keyof typeof PEERS) => `${PEERS[peer].subnet}.2`
-
-function ip(...args: string[]): void {
-  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] })
-}
-
-function removePeer(peer: (typeof PEERS)['a']): void {
-  for (const args of [
-    ['link', 'del', `${peer.link}h`],
-    ['netns', 'del', peer.namespace],
-  ]) {
-    try {
-      ip(...args)
-    } catch {
-      // not there
-    }
-  }
-}
-
-/** A namespace answering `peer-<name>` on PORT at <subnet>.2; resolves once it listens. */
-async function startPeer(name: keyof typeof PEERS): Promise<ChildProcess> {
-  const peer = PEERS[name]
-  removePeer(peer)
-  ip('netns', 'add', peer.namespace)
-  ip('link', 'add', `${peer.link}h`, 'type', 'veth', 'peer', 'name', `${peer.link}p`)
-  ip('link', 'set', `${peer.link}p`, 'netns', peer.namespace)
-  ip('addr', 'add', `${peer.subnet}.1/30`, 'dev', `${peer.link}h`)
-  ip('link', 'set', `${peer.link}h`, 'up')
-  ip('-n', peer.namespace, 'addr', 'add', `${peer.subnet}.2/30`, 'dev', `${peer.link}p`)
-  ip('-n', peer.namespace, 'link', 'set', `${peer.link}p`, 'up')
-  const code = `require("net").createServer((s) => s.end("peer-${name}")).listen(${PORT}, () => console.log("up"))`
-  const child = spawn('ip', ['netns', 'exec', peer.namespace, process.execPath, '-e', code], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`peer ${name} is not up in 10 s`)), 10_000)
-    child.stdout!.once('data', () => {
-      clearTimeout(timer)
-      resolve()
-    })
-    child.once('exit', (exit) => reject(new Error(`peer ${name} exited (${exit})`)))
-  })
-  return child
-}
+const PEERS = { a: peerNamespace('a', 252), b: peerNamespace('b', 253) }
+const address = (peer: keyof typeof PEERS) => PEERS[peer].address
 
 /** Node code run in the pod: connects to both peers, printing REACHED/REFUSED for each. */
 const PROBE = `exec node -e '${[
   'const net = require("net")',
   `const targets = ${JSON.stringify({ a: address('a'), b: address('b') })}`,
   'const tryOne = ([name, host]) => new Promise((done) => {',
-  `  const s = net.connect({ host, port: ${PORT}, timeout: 3000 })`,
-  '  s.on("data", (d) => { console.log("REACHED " + name + " " + d); s.destroy(); done() })',
+  `  const s = net.connect({ host, port: ${PEER_PORT}, timeout: 3000 })`,
+  '  s.on("data", (d) => { console.log("REACHED " + name + " " + String(d).trim()); s.destroy(); done() })',
   '  s.on("timeout", () => { console.log("REFUSED " + name + " timeout"); s.destroy(); done() })',
   '  s.on("error", (e) => { console.log("REFUSED " + name + " " + e.code); done() })',
   '})',
@@ -103,7 +48,7 @@ describe.runIf(runnable)('the egress policy on the process driver (sandboxed pod
   const peers: ChildProcess[] = []
 
   beforeAll(async () => {
-    peers.push(await startPeer('a'), await startPeer('b'))
+    peers.push(await startPeer(PEERS.a), await startPeer(PEERS.b))
   }, 30_000)
 
   afterAll(() => {
@@ -145,7 +90,7 @@ describe.runIf(runnable)('the egress policy on the process driver (sandboxed pod
   }, 120_000)
 
   it('reaches an address outside deny, never one inside it', async () => {
-    const lines = await probeWith({ deny: [`${PEERS.b.subnet}.0/30`] })
+    const lines = await probeWith({ deny: [PEERS.b.cidr] })
     expect(lines).toContain('REACHED a peer-a')
     expect(
       lines.find((l) => l.startsWith('REFUSED b')),
