@@ -4,8 +4,8 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Config } from '../src/config/schema.js'
 import { MAX_LISTED_UNHEALTHY_WORKERS } from '../src/domain/serverless/worker.js'
-import { repoRoot } from './support/cli.js'
-import { callJson, type TestPlatform } from './support/platform.js'
+import { repoRoot, runCli, settingsFreeEnv } from './support/cli.js'
+import { callJson, otherAccountKey, type TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
 import { until } from './support/until.js'
 
@@ -48,8 +48,9 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
           .map((line) => Number(line.split(' ')[0]))
       : []
 
-  async function createEndpoint(): Promise<string> {
+  async function createEndpoint(key?: string): Promise<string> {
     const created = await call('/v2/serverless', {
+      ...(key === undefined ? {} : { key }),
       method: 'POST',
       json: {
         name: 'crash-loop',
@@ -225,20 +226,60 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
     beforeAll(() => start({ ...WORKER_SETTINGS, startBackoffMs: 1, startBackoffMaxMs: 1 }))
     afterAll(stop)
 
-    it(`lists at most ${MAX_LISTED_UNHEALTHY_WORKERS} UNHEALTHY workers of an endpoint`, async () => {
-      const id = await createEndpoint()
+    it(`lists at most ${MAX_LISTED_UNHEALTHY_WORKERS} UNHEALTHY workers of an endpoint; the logs of those it no longer lists stay readable`, async () => {
+      // An account that is not the admin, as users run it; another one must not see its workers.
+      const key = await otherAccountKey(platform, 'crash-loop-owner@example.com')
+      const stranger = await otherAccountKey(platform, 'crash-loop-stranger@example.com')
+      const id = await createEndpoint(key)
       await until(
         'more crashes than are listed',
         async () => starts().length,
         (n) => n > MAX_LISTED_UNHEALTHY_WORKERS + 3,
         60_000,
       )
-      const list = await workersOf(id)
+      const list = (await call(`/v2/serverless/${id}/workers`, { key })).body
       expect(list.summary.unhealthy).toBe(MAX_LISTED_UNHEALTHY_WORKERS)
       expect(list.workers.filter((w: Json) => w.status === 'UNHEALTHY')).toHaveLength(
         MAX_LISTED_UNHEALTHY_WORKERS,
       )
-      await call(`/v2/serverless/${id}`, { method: 'DELETE' })
+
+      // The first worker was replaced long ago and is no longer listed: its kept lines and
+      // what the platform did with it are still served.
+      const first = readFileSync(path.join(dir, 'started'), 'utf8').split('\n')[0]!.split(' ')[1]!
+      expect(list.workers.map((w: Json) => w.id)).not.toContain(first)
+      const logsPath = `/v2/serverless/${id}/workers/${first}/logs?follow=false&tail=5000`
+      const output = await platform.call(`${logsPath}&source=container`, { key })
+      expect(output.status).toBe(200)
+      const lines = (await output.text())
+        .split('\n\n')
+        .filter((event) => event.includes('data: '))
+        .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)).line as string)
+      expect(lines).toHaveLength(100)
+      expect(lines.at(-1)).toBe("Error: Cannot find module 'handler-dependency'")
+      const system = await platform.call(`${logsPath}&source=system`, { key })
+      expect(await system.text()).toContain(`UNHEALTHY: ${EXIT_REASON}`)
+      // Followed, the stream ends after them.
+      const followed = await platform.call(`/v2/serverless/${id}/workers/${first}/logs?tail=2`, {
+        key,
+      })
+      expect(await followed.text()).toContain('handler-dependency')
+      expect((await platform.call(`${logsPath}`, { key: stranger })).status).toBe(404)
+
+      // The same through the CLI, as its owner.
+      const home = mkdtempSync(path.join(tmpdir(), 'podyard-crash-loop-cli-'))
+      try {
+        const cli = await runCli(
+          ['endpoints', 'worker-logs', id, first, '--source', 'container', '--tail', '3'],
+          { ...settingsFreeEnv(home), PODYARD_URL: platform.url, PODYARD_API_KEY: key },
+        )
+        expect(cli.stderr).toBe('')
+        expect(cli.code).toBe(0)
+        expect(cli.stdout).toContain("Error: Cannot find module 'handler-dependency'")
+        expect(cli.stdout).toContain('loading line 150')
+      } finally {
+        rmSync(home, { recursive: true, force: true })
+      }
+      await call(`/v2/serverless/${id}`, { method: 'DELETE', key })
     }, 90_000)
   })
 })

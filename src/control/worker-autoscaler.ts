@@ -357,10 +357,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return this.seen.get(worker.id)?.status ?? this.observedStatus(worker)
   }
 
-  /** A failed worker's kept lines (its workload is gone), else what its driver has. */
+  /** A failed or stopped worker's kept lines (its workload is gone), else what its driver has. */
   async readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
     // Its workload is gone (or on a lost host, which may not answer): only the kept lines.
-    if (worker.phase === 'UNHEALTHY') return (await this.failures.readKept(worker, query)) ?? []
+    if (RETIRED_WORKER_PHASES.includes(worker.phase)) {
+      return (await this.failures.readKept(worker, query)) ?? []
+    }
     if (worker.hostId === null) return []
     return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
   }
@@ -377,8 +379,9 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       (current) => current.phase === 'PENDING' || current.hostId === null,
       signal,
     )
-    // A failed worker writes nothing more: its stream ends after the kept lines.
-    if (!launched || launched.hostId === null || launched.phase === 'UNHEALTHY') return
+    // A failed or stopped worker writes nothing more: its stream ends after the kept lines.
+    if (!launched || launched.hostId === null || RETIRED_WORKER_PHASES.includes(launched.phase))
+      return
     yield* this.deps.driverFor(launched.hostId).followLogs(launched.id, afterSeq, signal)
   }
 
@@ -590,11 +593,13 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return workers.filter((w) => !retired.has(w.id))
   }
 
-  /** An UNHEALTHY worker leaves the list: STOPPED since it became UNHEALTHY, its kept log gone. */
+  /**
+   * An UNHEALTHY worker leaves the list: STOPPED since it became UNHEALTHY. Its kept lines stay
+   * readable through its logs route until its record goes (STOPPED_WORKER_RETENTION_MS).
+   */
   private async unlist(worker: ManagedWorker): Promise<void> {
     // The meter charges it up to phaseChangedAt, when it became UNHEALTHY and was removed.
     await this.deps.workers.update({ ...worker, phase: 'STOPPED' })
-    await this.failures.forgetLog(worker.id)
     this.idleSince.delete(worker.id)
   }
 

@@ -34,7 +34,8 @@ function select(lines: PodLogLine[], query: PodLogQuery): PodLogLine[] {
  * What the platform remembers of workers that fail (docs/serverless-workers.md, "Crash
  * loops"): each endpoint's start backoff, stored so that `/health` on any replica and a
  * restarted leader see it, and the last lines of a failed worker's output, kept when its
- * workload is removed, for as long as the worker is listed.
+ * workload is removed, for as long as the worker's record is kept (listed or not: 24 h after it
+ * failed, STOPPED_WORKER_RETENTION_MS).
  */
 export class WorkerFailures {
   private backoffs = new Map<string, StartBackoff>()

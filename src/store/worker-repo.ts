@@ -67,8 +67,9 @@ export class KyselyWorkerRepo implements WorkerRepo {
 
   async delete(id: string): Promise<void> {
     await this.db.deleteFrom('workers').where('id', '=', id).execute()
-    // Its system log (pod_events, keyed by the worker id) goes with it.
+    // Its system log (pod_events, keyed by the worker id) and its kept output go with it.
     await this.db.deleteFrom('pod_events').where('pod_id', '=', id).execute()
+    await this.dropKeptLog(id)
   }
 
   async get(id: string): Promise<ManagedWorker | undefined> {

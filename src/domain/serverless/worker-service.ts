@@ -107,11 +107,15 @@ export class WorkerService {
     }
   }
 
-  /** The account's worker of the endpoint; anything else is 404. */
+  /**
+   * The account's worker of the endpoint, listed or not: a worker that was stopped or replaced
+   * is found (its logs stay readable) until its record goes, 24 h after it stopped
+   * (STOPPED_WORKER_RETENTION_MS). Anything else is 404.
+   */
   async get(accountId: string, endpointId: string, workerId: string): Promise<ManagedWorker> {
     const endpoint = await this.deps.endpoints.get(accountId, endpointId)
     const worker = await this.deps.repo.get(workerId)
-    if (!worker || worker.endpointId !== endpoint.id || worker.phase === 'STOPPED') {
+    if (!worker || worker.endpointId !== endpoint.id) {
       throw new AppError('NOT_FOUND', `worker ${workerId} of endpoint ${endpoint.id} not found`)
     }
     return worker
@@ -136,9 +140,11 @@ export class WorkerService {
     if (source === 'container') {
       yield* this.deps.observer.followLogs(worker, afterSeq, signal)
     } else if (this.deps.events) {
-      // A failed worker is gone: like its kept output, its story ends with what is recorded.
-      if (worker.phase === 'UNHEALTHY') yield* await this.deps.events.list(worker.id, { afterSeq })
-      else yield* followEvents(this.deps.events, worker.id, afterSeq, signal)
+      // A failed or stopped worker is gone: like its kept output, its story ends with what is
+      // recorded.
+      if (worker.phase === 'UNHEALTHY' || worker.phase === 'STOPPED') {
+        yield* await this.deps.events.list(worker.id, { afterSeq })
+      } else yield* followEvents(this.deps.events, worker.id, afterSeq, signal)
     }
   }
 }

@@ -63,7 +63,10 @@ export interface ManagedWorker {
  */
 export const RETIRED_WORKER_PHASES: readonly WorkerPhase[] = ['UNHEALTHY', 'STOPPED']
 
-/** How long a STOPPED worker's record is kept: far longer than any meter interval. */
+/**
+ * How long a STOPPED worker's record is kept: far longer than any meter interval. Its logs (its
+ * system lines, and the last lines of a failed worker's output) are readable as long.
+ */
 export const STOPPED_WORKER_RETENTION_MS = 24 * 3600 * 1000
 
 export function emptyWorkerCounts(): WorkerCounts {
