@@ -17,7 +17,7 @@ const FOLDERS = [
   'deploy',
   'examples',
 ]
-const FILES = ['README.md', 'Dockerfile', '.ci/run']
+const FILES = ['README.md', 'Dockerfile', '.ci/run', '.ci/node22']
 const SKIP = new Set(['node_modules', 'generated', 'dist'])
 const TEXT = /\.(ts|tsx|js|mjs|cjs|md|sh|yaml|yml|json|py|html|css)$/
 
