@@ -272,26 +272,41 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     )
   })
 
-  it('runsync says on stderr what it waits for: the job, the ready workers, why workers fail', async () => {
+  it('runsync says on stderr what it waits for: the job, the ready workers, why workers fail and their last lines', async () => {
     const response = await platform.call('/v2/serverless', {
       method: 'POST',
       json: {
         name: 'crashing',
         image: 'worker:1',
-        // A worker whose handler cannot load: it exits before asking for a job.
-        args: `echo "Error: Cannot find module 'handler'" >&2; exit 1`,
+        // A worker whose interpreter is not there (as a sandbox that hides it): it exits with
+        // the shell's 127 before asking for a job.
+        args: `echo "loading the handler"; no-such-interpreter handler.py`,
         cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
         workers: { min: 1, max: 1 },
       },
     })
     expect(response.status).toBe(201)
     const crashing = ((await response.json()) as { id: string }).id
+    let backoff: { lastFailure: Json } | undefined
     for (let tries = 0; ; tries++) {
       const health = (await (await platform.call(`/v2/${crashing}/health`)).json()) as Json
-      if (health.startBackoff) break
+      backoff = health.startBackoff as typeof backoff
+      if (backoff) break
       if (tries > 200) throw new Error(`no backoff: ${JSON.stringify(health)}`)
       await sleep(100)
     }
+    // Over HTTP: /health and the workers list say why, with the failed worker's last lines.
+    const notFound = expect.stringMatching(/no-such-interpreter: (command )?not found$/)
+    expect(backoff!.lastFailure).toEqual({
+      workerId: expect.any(String),
+      reason: 'exited with code 127 (command not found) before asking for a job',
+      at: expect.any(String),
+      lastLines: ['loading the handler', notFound],
+    })
+    const listed = (await (await platform.call(`/v2/serverless/${crashing}/workers`)).json()) as {
+      startBackoff: { lastFailure: Json }
+    }
+    expect(listed.startBackoff.lastFailure.lastLines).toEqual(['loading the handler', notFound])
 
     const waited = await jobs(['runsync', crashing, '--input', '{}', '--wait', '3000'])
     expect(waited.code).toBe(1)
@@ -299,19 +314,22 @@ describe('podyard jobs', { timeout: 90_000 }, () => {
     expect(job, waited.stdout).not.toBeNull()
     expect(waited.stderr).toMatch(
       new RegExp(
-        `^waiting for job ${job![1]} \\(IN_QUEUE\\): 0 ready worker\\(s\\); the last worker exited with code 1 before asking for a job \\(\\d+ failed in a row\\); (next worker starts in \\d+ s|a worker is being started)\n`,
+        `^waiting for job ${job![1]} \\(IN_QUEUE\\): 0 ready worker\\(s\\); the last worker exited with code 127 \\(command not found\\) before asking for a job \\(\\d+ failed in a row\\); (next worker starts in \\d+ s|a worker is being started)\n` +
+          `the last lines of worker (\\w+) \\(all: podyard endpoints worker-logs ${crashing} \\2\\):\n` +
+          `  \\| loading the handler\n  \\| .*no-such-interpreter: (command )?not found\n`,
       ),
     )
     expect(waited.stderr).toContain(`job ${job![1]} is still IN_QUEUE after the wait`)
     // stdout stays the job alone: --json parses.
-    const asJson = await jobs(['runsync', crashing, '--input', '{}', '--wait', '2500', '--json'])
+    const asJson = await jobs(['runsync', crashing, '--input', '{}', '--wait', '4000', '--json'])
     expect(JSON.parse(asJson.stdout)).toMatchObject({ status: 'IN_QUEUE' })
     expect(asJson.stderr).toContain('before asking for a job')
+    expect(asJson.stderr).toContain('  | loading the handler\n')
 
     const health = await jobs(['health', crashing])
     expect(health.code, health.stderr).toBe(0)
     expect(health.stdout).toMatch(
-      /\nfailing: \d+ worker\(s\) in a row, the last \w+ exited with code 1 before asking for a job at \S+; next start at \S+\n$/,
+      /\nfailing: \d+ worker\(s\) in a row, the last \w+ exited with code 127 \(command not found\) before asking for a job at \S+; next start at \S+\nthe last lines of worker \w+ .*:\n {2}\| loading the handler\n {2}\| .*not found\n$/,
     )
     await platform.call(`/v2/serverless/${crashing}`, { method: 'DELETE' })
   })

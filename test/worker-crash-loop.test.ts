@@ -106,7 +106,16 @@ describe.each(platformStores())('workers that crash in a loop, on $name', (store
       )
       expect(third).toEqual({
         failures: 3,
-        lastFailure: { workerId: expect.any(String), reason: EXIT_REASON, at: expect.any(String) },
+        lastFailure: {
+          workerId: expect.any(String),
+          reason: EXIT_REASON,
+          at: expect.any(String),
+          // Its last 20 lines of output: what a caller waiting for a job is shown.
+          lastLines: [
+            ...Array.from({ length: 19 }, (_, i) => `loading line ${132 + i}`),
+            "Error: Cannot find module 'handler-dependency'",
+          ],
+        },
         nextStartAt: expect.any(String),
       })
       // Restarts slow down: within 6 s of the first start, at most 1 + 1 s + 2 s + 4 s later.

@@ -33,9 +33,22 @@ interface HealthJson {
   workers: Record<string, number>
   startBackoff?: {
     failures: number
-    lastFailure: { workerId: string; reason: string; at: string }
+    lastFailure: { workerId: string; reason: string; at: string; lastLines?: string[] }
     nextStartAt: string
   }
+}
+
+/** The failed worker's last lines, indented under a line that names it; none when it wrote none. */
+function lastLinesOf(
+  endpointId: string,
+  lastFailure: { workerId: string; lastLines?: string[] },
+): string[] {
+  const lines = lastFailure.lastLines ?? []
+  if (lines.length === 0) return []
+  return [
+    `the last lines of worker ${lastFailure.workerId} (all: podyard endpoints worker-logs ${endpointId} ${lastFailure.workerId}):`,
+    ...lines.map((line) => `  | ${line}`),
+  ]
 }
 
 export interface JobsCommandDeps {
@@ -211,11 +224,18 @@ async function runSync(
     jobPath(endpointId, `/runsync?wait=${step(waitMs, RUNSYNC_FIRST_REPORT_MS)}`),
     body,
   )
+  // Each failed worker's last lines are shown once, when its failure is first seen.
+  let shownFailure: string | undefined
   for (;;) {
     const remaining = deadline - Date.now()
     if (TERMINAL.has(job.status) || remaining <= 0) return job
     const health = await client.get<HealthJson>(jobPath(endpointId, '/health'))
     progress(waitingLine(job, health, Date.now()))
+    const failure = health.startBackoff?.lastFailure
+    if (failure && failure.workerId !== shownFailure) {
+      shownFailure = failure.workerId
+      for (const line of lastLinesOf(endpointId, failure)) progress(line)
+    }
     job = await client.get<JobJson>(
       jobPath(
         endpointId,
@@ -402,6 +422,7 @@ export function addJobsCommands(program: Command, deps: JobsCommandDeps): void {
         ...(backoff
           ? [
               `failing: ${backoff.failures} worker(s) in a row, the last ${backoff.lastFailure.workerId} ${backoff.lastFailure.reason} at ${backoff.lastFailure.at}; next start at ${backoff.nextStartAt}`,
+              ...lastLinesOf(endpointId, backoff.lastFailure),
             ]
           : []),
       ].join('\n'),

@@ -5,8 +5,9 @@ import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { JobQueue } from '../domain/serverless/ports.js'
 import {
   mayStart,
-  type StartBackoff,
+  startBackoffView,
   type StartBackoffRepo,
+  type StartBackoffView,
 } from '../domain/serverless/start-backoff.js'
 import {
   countWorker,
@@ -348,8 +349,10 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return counts
   }
 
-  startBackoff(endpointId: string): StartBackoff | null {
-    return this.failures.backoffOf(endpointId) ?? null
+  async startBackoff(endpointId: string): Promise<StartBackoffView | null> {
+    const backoff = this.failures.backoffOf(endpointId)
+    if (!backoff) return null
+    return startBackoffView(backoff, await this.failures.lastLines(backoff.lastFailure.workerId))
   }
 
   /** The status the workers list shows. */
@@ -697,7 +700,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
         ? `its workload is gone ${what}`
         : outOfMemory
           ? `${outOfMemory} ${what}`
-          : `exited with code ${workload.exitCode ?? 'none (killed)'} ${what}`
+          : `exited with code ${exitCodeOf(workload.exitCode)} ${what}`
     const record = this.deps.presence.find(worker.endpointId, worker.id)
     if (worker.phase === 'STARTING') {
       if (
@@ -946,4 +949,15 @@ function isMovingOff(worker: ManagedWorker): boolean {
   return worker.phase === 'READY' || worker.phase === 'STARTING'
     ? (worker.reason?.startsWith('moving off host ') ?? false)
     : false
+}
+
+/**
+ * An exit code as a reason says it; the shell's own codes with what they mean, the usual
+ * first mistakes (a command or interpreter the worker's environment does not have).
+ */
+function exitCodeOf(code: number | null | undefined): string {
+  if (code === null || code === undefined) return 'none (killed)'
+  if (code === 127) return '127 (command not found)'
+  if (code === 126) return '126 (command not executable)'
+  return String(code)
 }

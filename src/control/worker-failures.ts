@@ -3,6 +3,7 @@ import type { PodLogLine, PodLogQuery } from '../domain/pods/ports.js'
 import {
   afterFailure,
   DEFAULT_START_BACKOFF,
+  LAST_FAILURE_LINES,
   type StartBackoff,
   type StartBackoffRepo,
 } from '../domain/serverless/start-backoff.js'
@@ -119,6 +120,12 @@ export class WorkerFailures {
       { endpointId, version },
       'the endpoint has a new version; the start backoff ends',
     )
+  }
+
+  /** The last lines of the failed worker's output, oldest first; none when none were kept. */
+  async lastLines(workerId: string): Promise<string[]> {
+    const kept = await this.deps.workers.keptLog(workerId)
+    return (kept ?? []).slice(-LAST_FAILURE_LINES).map((l) => l.line)
   }
 
   /** The lines kept for a failed worker as `query` asks, or undefined when none were kept. */

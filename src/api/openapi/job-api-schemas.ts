@@ -138,6 +138,10 @@ export const EndpointHealth = Type.Object(
             workerId: Type.String(),
             reason: Type.String({ description: "the worker's reason in the workers list" }),
             at: Type.String({ format: 'date-time' }),
+            lastLines: Type.Array(Type.String(), {
+              description:
+                "the failed worker's last lines of output (at most 20, each cut at 500 characters), oldest first; empty when it wrote none. Its logs route has them all",
+            }),
           }),
           nextStartAt: Type.String({
             format: 'date-time',

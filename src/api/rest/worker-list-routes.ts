@@ -20,6 +20,10 @@ const StartBackoffSchema = Type.Object(
       workerId: Type.String(),
       reason: Type.String({ description: 'e.g. exited with code 1 before asking for a job' }),
       at: Type.String({ format: 'date-time' }),
+      lastLines: Type.Array(Type.String(), {
+        description:
+          "the failed worker's last lines of output (at most 20, each cut at 500 characters), oldest first; empty when it wrote none. Its logs route has them all",
+      }),
     }),
     nextStartAt: Type.String({
       format: 'date-time',

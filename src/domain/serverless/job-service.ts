@@ -27,7 +27,7 @@ import type {
   StreamRead,
   WorkerWriteResult,
 } from './ports.js'
-import { startBackoffView, type StartBackoffView } from './start-backoff.js'
+import type { StartBackoffView } from './start-backoff.js'
 import type { WorkerCounts, WorkerPresence } from './worker-presence.js'
 import type { WorkerRoster } from './worker.js'
 
@@ -394,11 +394,11 @@ export class JobService {
     workers: WorkerCounts
     startBackoff?: StartBackoffView
   }> {
-    const backoff = this.deps.roster?.startBackoff(endpointId) ?? null
+    const backoff = (await this.deps.roster?.startBackoff(endpointId)) ?? null
     return {
       jobs: await this.deps.queue.counts(endpointId),
       workers: this.workerCounts(endpointId),
-      ...(backoff ? { startBackoff: startBackoffView(backoff) } : {}),
+      ...(backoff ? { startBackoff: backoff } : {}),
     }
   }
 

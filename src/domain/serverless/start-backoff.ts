@@ -18,14 +18,33 @@ export interface StartBackoff {
   nextStartAt: string
 }
 
-/** How `/health` and the workers list show it: the endpoint is the one asked about. */
-export type StartBackoffView = Omit<StartBackoff, 'endpointId'>
+/** How many of the failed worker's last lines of output `/health` and the workers list show. */
+export const LAST_FAILURE_LINES = 20
+/** A longer line is cut there: the lines are a hint, its logs route has them whole. */
+export const LAST_FAILURE_LINE_CHARS = 500
 
-export function startBackoffView({
-  endpointId: _endpoint,
-  ...view
-}: StartBackoff): StartBackoffView {
-  return view
+/**
+ * How `/health` and the workers list show it (the endpoint is the one asked about), with the
+ * failed worker's last lines of output (`lastLines`): what a caller waiting for a job needs to
+ * see why workers do not start.
+ */
+export interface StartBackoffView {
+  failures: number
+  lastFailure: { workerId: string; reason: string; at: string; lastLines: string[] }
+  nextStartAt: string
+}
+
+export function startBackoffView(
+  { failures, lastFailure, nextStartAt }: StartBackoff,
+  lastLines: readonly string[],
+): StartBackoffView {
+  const cut = (line: string) =>
+    line.length > LAST_FAILURE_LINE_CHARS ? `${line.slice(0, LAST_FAILURE_LINE_CHARS)}...` : line
+  return {
+    failures,
+    lastFailure: { ...lastFailure, lastLines: lastLines.slice(-LAST_FAILURE_LINES).map(cut) },
+    nextStartAt,
+  }
 }
 
 /** The delay after the `failures`-th failure in a row: initial, doubling, capped. */

@@ -3,7 +3,7 @@ import type { Clock } from '../../shared/clock.js'
 import { followEvents } from '../pods/event-follow.js'
 import type { LogSource, PodEventRepo, PodLogLine, PodLogQuery } from '../pods/ports.js'
 import type { EndpointService } from './endpoint-service.js'
-import { startBackoffView, type StartBackoff, type StartBackoffView } from './start-backoff.js'
+import type { StartBackoffView } from './start-backoff.js'
 import type { ManagedWorker, WorkerRepo, WorkerStatus } from './worker.js'
 
 /**
@@ -12,7 +12,7 @@ import type { ManagedWorker, WorkerRepo, WorkerStatus } from './worker.js'
  */
 export interface WorkerObserver {
   statusOf(worker: ManagedWorker): WorkerStatus
-  startBackoff(endpointId: string): StartBackoff | null
+  startBackoff(endpointId: string): Promise<StartBackoffView | null>
   readLogs(worker: ManagedWorker, query: PodLogQuery): Promise<PodLogLine[]>
   followLogs(
     worker: ManagedWorker,
@@ -98,12 +98,12 @@ export class WorkerService {
         reason: worker.reason,
       } satisfies WorkerListItem
     })
-    const backoff = this.deps.observer.startBackoff(endpoint.id)
+    const backoff = await this.deps.observer.startBackoff(endpoint.id)
     return {
       endpointVersion: endpoint.version,
       summary,
       workers,
-      ...(backoff ? { startBackoff: startBackoffView(backoff) } : {}),
+      ...(backoff ? { startBackoff: backoff } : {}),
     }
   }
 

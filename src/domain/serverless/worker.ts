@@ -1,5 +1,5 @@
 import type { PodLogLine } from '../pods/ports.js'
-import type { StartBackoff } from './start-backoff.js'
+import type { StartBackoffView } from './start-backoff.js'
 import type { WorkerCounts } from './worker-presence.js'
 
 /**
@@ -117,5 +117,5 @@ export interface WorkerRoster {
   takesJobs(endpointId: string, workerId: string): boolean
   counts(endpointId: string): WorkerCounts
   /** The endpoint's crash-loop backoff while its workers fail, or null. */
-  startBackoff(endpointId: string): StartBackoff | null
+  startBackoff(endpointId: string): Promise<StartBackoffView | null>
 }
