@@ -437,6 +437,33 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
       await member?.close()
     })
 
+    it('shows, while Run sync waits, why the workers fail and their last lines', async () => {
+      const created = await asMember('/v2/serverless', {
+        method: 'POST',
+        json: {
+          name: 'cannot-start',
+          image: 'worker:1',
+          // Its interpreter is not there: the shell's 127 before it asks for a job.
+          args: 'echo "loading the handler"; no-such-interpreter handler.py',
+          cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+          workers: { min: 1, max: 1 },
+        },
+      })
+      expect(created.status).toBe(201)
+      const id = ((await created.json()) as { id: string }).id
+      await member.goto(`${base}/serverless/${id}`)
+      await member.getByLabel('Request (JSON)').fill('{"input": {}}')
+      await member.getByRole('button', { name: 'Run sync' }).click()
+      const result = member.locator('.job-result')
+      await expect
+        .poll(() => result.textContent(), { timeout: 60_000 })
+        .toContain('exited with code 127 (command not found) before asking for a job')
+      await expect
+        .poll(() => member.getByLabel('Last lines of the failed worker').textContent())
+        .toMatch(/loading the handler\n.*no-such-interpreter: (command )?not found/)
+      await asMember(`/v2/serverless/${id}`, { method: 'DELETE' })
+    })
+
     it('deploys a pod from a template: the fields show its ports and disk, left alone they are the pod’s, typed ones win', async () => {
       const template = await json<{ id: string }>(
         await asMember('/v2/templates', {

@@ -42,7 +42,11 @@ interface DocumentedHealth {
     throttled?: number
     unhealthy?: number
   }
-  startBackoff?: { failures: number; lastFailure?: { reason: string }; nextStartAt: string }
+  startBackoff?: {
+    failures: number
+    lastFailure?: { reason: string; lastLines?: string[] }
+    nextStartAt: string
+  }
 }
 
 interface DocumentedRequests {

@@ -1,5 +1,11 @@
 import { useEffect, useId, useRef, useState } from 'react'
-import { FINISHED, jobApi, type JobSubmission, type JobView } from '../../api/job-api'
+import {
+  FINISHED,
+  jobApi,
+  type EndpointHealth,
+  type JobSubmission,
+  type JobView,
+} from '../../api/job-api'
 import { ApiError, asApiError } from '../../api/problem'
 import { ErrorMessage } from '../../components/error-message'
 import { Section } from '../../components/page'
@@ -7,6 +13,28 @@ import { StatusBadge } from '../../components/status-badge'
 import { useSession } from '../../session/session'
 
 const EXAMPLE = JSON.stringify({ input: { prompt: 'hello from the console' } }, null, 2)
+/** How often a job that waits for a worker asks `/health` why none takes it. */
+const FAILURE_POLL_MS = 3000
+
+type StartBackoff = NonNullable<EndpointHealth['startBackoff']>
+
+/** Why the endpoint's workers do not start: the last failure's reason and last lines. */
+function WorkersFailing({ backoff }: { backoff: StartBackoff }) {
+  const lines = backoff.lastFailure?.lastLines ?? []
+  return (
+    <div className="notice" role="status">
+      <p>
+        No worker takes the job yet: workers keep failing ({backoff.failures} in a row
+        {backoff.lastFailure ? `; the last ${backoff.lastFailure.reason}` : ''}).
+      </p>
+      {lines.length > 0 ? (
+        <pre className="output" aria-label="Last lines of the failed worker" tabIndex={0}>
+          {lines.join('\n')}
+        </pre>
+      ) : null}
+    </div>
+  )
+}
 
 function parseSubmission(text: string): JobSubmission {
   let body: unknown
@@ -42,13 +70,31 @@ export function RunJobPanel({ endpointId }: { endpointId: string }) {
   const [chunks, setChunks] = useState<unknown[]>([])
   const [error, setError] = useState<ApiError>()
   const [running, setRunning] = useState(false)
+  const [failing, setFailing] = useState<StartBackoff>()
   const following = useRef<AbortController>(undefined)
+  /** The job is sent or queued: no worker has it yet. */
+  const waiting = useRef(false)
   const inputId = useId()
 
   useEffect(() => () => following.current?.abort(), [])
 
+  /** While the job waits for a worker (the /runsync wait included), shows why none starts. */
+  const watchFailures = async (signal: AbortSignal) => {
+    while (waiting.current && !signal.aborted) {
+      try {
+        const health = await jobApi.health(raw, endpointId)
+        if (!signal.aborted) setFailing(waiting.current ? health.startBackoff : undefined)
+      } catch {
+        // Only a hint: the job's own answer says what went wrong.
+      }
+      await new Promise((resolve) => setTimeout(resolve, FAILURE_POLL_MS))
+    }
+  }
+
   const follow = async (start: JobView, signal: AbortSignal) => {
     let current = start
+    waiting.current = current.status === 'IN_QUEUE'
+    if (!waiting.current) setFailing(undefined)
     while (!FINISHED.has(current.status) && !signal.aborted) {
       const stream = await jobApi.stream(raw, endpointId, current.id, signal)
       if (stream.stream.length > 0)
@@ -56,6 +102,8 @@ export function RunJobPanel({ endpointId }: { endpointId: string }) {
       if (stream.status !== current.status) {
         current = { ...current, status: stream.status }
         setJob(current)
+        waiting.current = current.status === 'IN_QUEUE'
+        if (!waiting.current) setFailing(undefined)
       }
       if (FINISHED.has(stream.status)) break
       if (stream.stream.length === 0) await new Promise((resolve) => setTimeout(resolve, 500))
@@ -70,7 +118,10 @@ export function RunJobPanel({ endpointId }: { endpointId: string }) {
     setError(undefined)
     setChunks([])
     setJob(undefined)
+    setFailing(undefined)
     setRunning(true)
+    waiting.current = true
+    void watchFailures(controller.signal)
     try {
       const body = parseSubmission(text)
       const started =
@@ -82,7 +133,11 @@ export function RunJobPanel({ endpointId }: { endpointId: string }) {
     } catch (caught) {
       if (!controller.signal.aborted) setError(asApiError(caught))
     } finally {
-      if (following.current === controller) setRunning(false)
+      if (following.current === controller) {
+        waiting.current = false
+        setFailing(undefined)
+        setRunning(false)
+      }
     }
   }
 
@@ -152,6 +207,7 @@ export function RunJobPanel({ endpointId }: { endpointId: string }) {
         ) : running ? (
           <p>Sending…</p>
         ) : null}
+        {failing && running ? <WorkersFailing backoff={failing} /> : null}
       </div>
       {chunks.length > 0 ? (
         <>
