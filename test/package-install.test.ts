@@ -1,5 +1,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -29,6 +38,7 @@ describe.runIf(process.env.PODYARD_TEST_PACKAGE === '1')('podyard installed from
   let podyard: string
   let packedFiles: string[]
   let installed: string
+  let tarball: string
   const children: ChildProcess[] = []
 
   beforeAll(async () => {
@@ -46,6 +56,7 @@ describe.runIf(process.env.PODYARD_TEST_PACKAGE === '1')('podyard installed from
     }
     const packed = await pack(repoRoot, ['--ignore-scripts'])
     packedFiles = packed.files.map((file) => file.path)
+    tarball = packed.filename
     const worker = await pack(path.join(repoRoot, 'packages', 'worker'), [])
 
     // `npm install -g` into a prefix of its own: what a user's global install does.
@@ -187,6 +198,30 @@ serve(handler)
       .poll(async () => (await cli(['pods', 'list', '--json'])).stdout, { timeout: 60_000 })
       .not.toContain(podId)
   })
+
+  it('runs with npx from the tarball in a fresh folder, as the README says', async () => {
+    const fresh = path.join(dir, 'npx-here')
+    mkdirSync(fresh)
+    copyFileSync(path.join(dir, tarball), path.join(fresh, tarball))
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME }
+    // npx installs the tarball and its dependencies into its cache (better-sqlite3 compiled
+    // there unless cached) and runs its bin: no build of podyard.
+    const npx = (args: string[]) =>
+      run('npx', ['--yes', '--prefer-offline', `./${tarball}`, ...args], {
+        cwd: fresh,
+        env,
+        maxBuffer: 64 * 1024 * 1024,
+      })
+    const version = await npx(['--version'])
+    expect(version.stdout.trim()).toBe(
+      (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string })
+        .version,
+    )
+    const help = await npx(['--help'])
+    expect(help.stdout).toContain('serve')
+    // It wrote nothing into the folder it ran in but what was there.
+    expect(readdirSync(fresh)).toEqual([tarball])
+  }, 600_000)
 
   it('podyard dev runs a TypeScript handler with the SDK installed beside it', async () => {
     const app = path.join(dir, 'app')
