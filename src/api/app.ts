@@ -34,6 +34,7 @@ import type { Tracing } from '../shared/tracing.js'
 import { installGpuMetrics } from './http/gpu-metrics.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
+import type { ManagedHostService } from '../domain/hosts/managed-hosts.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/router-errors.js'
@@ -94,6 +95,8 @@ export interface AppDeps {
   models?: { service: ModelService; signer: ObjectUrlSigner }
   /** The fleet's hosts for the admin (docs/fleet.md, "Host state"), and `/metrics` of them. */
   hosts?: HostService
+  /** Hosts added, changed and removed at runtime (docs/fleet.md); with `hosts` only. */
+  managedHosts?: ManagedHostService
   /** Quotas per account (docs/billing.md, "Quotas"). */
   quotas?: QuotaService
   /**
@@ -240,6 +243,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.models ? { models: deps.models.service } : {}),
     ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
     ...(deps.hosts ? { hosts: deps.hosts } : {}),
+    ...(deps.managedHosts ? { managedHosts: deps.managedHosts } : {}),
     ...(deps.quotas ? { quotas: deps.quotas } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.

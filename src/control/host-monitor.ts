@@ -11,7 +11,8 @@ import type { Clock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export interface HostMonitorOptions {
-  hosts: readonly Host[]
+  /** The fleet's hosts now (hosts are added and removed at runtime). */
+  hosts: () => readonly Host[]
   runtimeOf: (hostId: string) => HostRuntime
   board: HostBoard
   clock: Clock
@@ -65,8 +66,9 @@ export class HostMonitor {
    */
   async probeAll(): Promise<void> {
     const probes = new Map<HostRuntime['probe'], Promise<ProbeOutcome>>()
+    const hosts = this.options.hosts()
     const outcomes = await Promise.all(
-      this.options.hosts.map((host) => {
+      hosts.map((host) => {
         const runtime = this.options.runtimeOf(host.id)
         let outcome = probes.get(runtime.probe)
         if (!outcome) {
@@ -96,7 +98,7 @@ export class HostMonitor {
     const changes: Array<{ previous: HostStateRecord | undefined; next: HostStateRecord }> = []
     const records: Array<Omit<HostStateRecord, 'schedule'>> = []
     this.failing.clear()
-    this.options.hosts.forEach((host, i) => {
+    hosts.forEach((host, i) => {
       const probe = this.options.runtimeOf(host.id).probe
       if (unchanged.has(probe)) return
       const outcome = outcomes[i]!

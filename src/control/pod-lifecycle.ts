@@ -107,6 +107,14 @@ export class PodLifecycle implements PodRuntimeReader {
     this.loop.start({ immediate: true })
   }
 
+  /** A driver added after start (a remote host added at runtime): its workloads are watched too. */
+  watchDriver(driver: RuntimeDriver): void {
+    if (!this.loop.running) return
+    const stop = driver.watch?.((id) => this.nudge(id))
+    if (stop) this.unwatch.push(stop)
+    this.nudge()
+  }
+
   /**
    * Looks at the pod now (or right after the pass in progress); without an id, at every pod
    * (a host changed state).

@@ -92,7 +92,9 @@ export type NextLook = number | undefined
  * exits. Each step says when the pod wants looking at again.
  */
 export class PodReconciler {
-  private readonly hosts: ReadonlyMap<string, Host>
+  private hostMap: ReadonlyMap<string, Host> = new Map()
+  /** The fleet's hosts hostMap was built from: another array, hosts were added or removed. */
+  private hostsOf: readonly Host[] | undefined
   /** TERMINATED pods whose files are gone (until their rows are purged). */
   private readonly cleaned = new Set<string>()
 
@@ -100,8 +102,14 @@ export class PodReconciler {
   constructor(
     private readonly deps: PodReconcileDeps,
     private readonly statusChanged: (pod: Pod, status: PodStatus) => void = () => {},
-  ) {
-    this.hosts = new Map(deps.fleet.hosts.map((h) => [h.id, h]))
+  ) {}
+
+  private get hosts(): ReadonlyMap<string, Host> {
+    if (this.hostsOf !== this.deps.fleet.hosts) {
+      this.hostMap = new Map(this.deps.fleet.hosts.map((h) => [h.id, h]))
+      this.hostsOf = this.deps.fleet.hosts
+    }
+    return this.hostMap
   }
 
   driverOf(pod: Pod): RuntimeDriver {

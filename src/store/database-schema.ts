@@ -403,6 +403,20 @@ export interface AccountQuotasTable {
   updated_at: string
 }
 
+/** Migration 0026: hosts added at runtime; `declaration` is the JSON of a fleet Host. */
+export interface HostsTable {
+  id: string
+  declaration: string
+  created_at: string
+  updated_at: string
+}
+
+/** Migration 0026: one row counting every change of `hosts`. */
+export interface HostsRevisionTable {
+  id: number
+  revision: number
+}
+
 export interface Database {
   accounts: AccountsTable
   credit_ledger: CreditLedgerTable
@@ -428,6 +442,8 @@ export interface Database {
   endpoint_releases: EndpointReleasesTable
   clusters: ClustersTable
   host_states: HostStatesTable
+  hosts: HostsTable
+  hosts_revision: HostsRevisionTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

@@ -61,6 +61,7 @@ export async function wireApi(
     ...(context.tracing ? { tracing: context.tracing } : {}),
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
+    managedHosts: fleet.managed,
     quotas: accounts.quotas,
     models: { service: models.service, signer: models.signer },
     consoleDir,

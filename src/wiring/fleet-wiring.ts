@@ -4,12 +4,11 @@ import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { Config } from '../config/schema.js'
 import type { ContainedLimit } from '../shared/contained-limits.js'
-import { cidrText } from '../shared/egress-cidrs.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
 import {
-  hostRuntimeKind,
+  LOCAL_HOST_ID,
   parseFleet,
   withLocalHost,
   type Fleet,
@@ -17,24 +16,18 @@ import {
 } from '../domain/catalog/fleet.js'
 import { modelImageCommands } from '../domain/models/model-registry.js'
 import { builtinImageCommands } from '../domain/templates/builtin-templates.js'
-import type Docker from 'dockerode'
-import { DockerDriver } from '../runtime/docker/docker-driver.js'
-import { dockerConnectionOf } from '../runtime/docker/docker-endpoint.js'
-import type { HostRuntime } from '../runtime/host-runtime.js'
-import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
-import {
-  discoverLocalHost,
-  type LocalGpus,
-  type LocalHostFacts,
-} from '../runtime/host-discovery.js'
+import { discoverLocalHost, type LocalHostFacts } from '../runtime/host-discovery.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
 import { GpuBoard } from '../domain/hosts/gpu-board.js'
+import { ManagedHostService } from '../domain/hosts/managed-hosts.js'
+import { KyselyManagedHostRepo } from '../store/managed-host-repo.js'
+import { HostRuntimes, noRuntime } from './host-runtimes.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
 import { KyselyHostStateRepo } from '../store/host-state-repo.js'
 import type { FleetParts, PlatformContext } from './platform-context.js'
-import { platformServerIds, type PlatformServerIds } from './server-id-wiring.js'
+import { platformServerIds } from './server-id-wiring.js'
 
 export async function loadFleet(
   setting: string,
@@ -70,7 +63,9 @@ export async function wireFleet(
 ): Promise<FleetParts> {
   const { config, store, clock, logger, parts } = context
   const discovered = await discoverLocalHost()
-  const fleet = await loadFleet(config.fleet, { localDriver: config.driver, discovered })
+  // A copy: its hosts change as hosts are added at runtime (the built-in fleets are shared).
+  const fleet = { ...(await loadFleet(config.fleet, { localDriver: config.driver, discovered })) }
+  const configuredHosts = fleet.hosts
   const processDriver = new ProcessDriver({
     stateDir: path.join(config.dataDir, 'runtime', 'process'),
     images: {
@@ -88,14 +83,14 @@ export async function wireFleet(
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)
-  const hosts = await hostRuntimesOf(
+  const hosts = new HostRuntimes(
     config,
-    fleet,
     serverIds,
-    processDriver,
-    options.localDriver,
+    workloadLogMaxBytes(config),
+    options.localDriver ?? processDriver,
     discovered.gpus,
   )
+  await hosts.set(fleet.hosts, true)
   const isolation = await processDriver.isolation()
   if (config.docker.diskLimit) {
     logger.warn(
@@ -131,9 +126,41 @@ export async function wireFleet(
   const board = new HostBoard(fleet, new KyselyHostStateRepo(store.db), () =>
     clock.now().toISOString(),
   )
+  const fleetChanged: Array<() => void> = []
+  const allocations = new KyselyAllocationRepo(store.db)
+  const managed = new ManagedHostService({
+    repo: new KyselyManagedHostRepo(store.db),
+    configuredHosts,
+    dataCenters: fleet.dataCenters,
+    apply: async (added) => {
+      const local = configuredHosts.filter((h) => h.id === LOCAL_HOST_ID)
+      const next = [...configuredHosts.filter((h) => h.id !== LOCAL_HOST_ID), ...added, ...local]
+      await hosts.set(next)
+      fleet.hosts = next
+      await board.refresh()
+      for (const told of fleetChanged) told()
+    },
+    usersOf: async (hostId) => ({
+      pods: (await parts.pods.podStore.pods.list({}))
+        .filter((p) => p.hostId === hostId && p.status !== 'TERMINATED')
+        .map((p) => ({ id: p.id, name: p.name, accountId: p.accountId, status: p.status })),
+      workerIds: (await allocations.list())
+        .filter((a) => a.hostId === hostId && a.ownerKind === 'worker')
+        .map((a) => a.ownerId),
+    }),
+    now: () => clock.now().toISOString(),
+  })
+  await managed.sync()
   await board.refresh()
   const gpus = new GpuBoard(() => clock.now().toISOString())
+  hosts.onDriverAdded = (driver) => {
+    for (const told of driverAdded) told(driver)
+  }
+  const driverAdded: Array<(driver: RuntimeDriver) => void> = []
   return {
+    managed,
+    fleetChanged,
+    driverAdded,
     fleet,
     board,
     gpus,
@@ -150,120 +177,6 @@ export async function wireFleet(
     drivers: hosts.drivers,
     isolation,
     isolationPolicy,
-  }
-}
-
-/**
- * How each host of the fleet is reached (docs/fleet.md, "Remote hosts"):
- * - the local host and simulated hosts run here: the process driver, or this machine's engine
- *   (docker.socketPath) with `driver: docker`, checked to answer before the server starts;
- *   simulated docker hosts get their own instance that names their virtual GPUs in the env
- *   instead of requesting devices (both see the same containers: one server id);
- * - a host with `docker.url` has a DockerDriver of its own on that engine, over SSH (host key
- *   checked against knownHosts) or TCP+TLS; it is probed, never required at start;
- * - a real host (`simulated: false`) without `docker.url`, or whose endpoint files cannot be
- *   read, runs nothing: a NoRuntimeDriver, so that it is DOWN and never silently local.
- */
-async function hostRuntimesOf(
-  config: Readonly<Config>,
-  fleet: Fleet,
-  serverIds: PlatformServerIds,
-  processDriver: ProcessDriver,
-  localDriver: RuntimeDriver = processDriver,
-  localGpus: LocalGpus | null = null,
-): Promise<{ runtimes: Map<string, HostRuntime>; drivers: RuntimeDriver[] }> {
-  // One id for every engine, from the database: every replica sees the same containers.
-  const base = { ...serverIds, logMaxBytes: workloadLogMaxBytes(config) }
-  const localEngines = new Map<boolean, DockerDriver>()
-  const drivers: RuntimeDriver[] = [localDriver]
-  const runtimes = new Map<string, HostRuntime>()
-  const localEngine = async (simulatedGpus: boolean): Promise<DockerDriver> => {
-    let docker = localEngines.get(simulatedGpus)
-    if (!docker) {
-      docker = new DockerDriver({
-        ...base,
-        ...(config.docker.socketPath ? { socketPath: config.docker.socketPath } : {}),
-        simulatedGpus,
-        // nvidia-smi here listed this machine's GPUs at start: no probe container needed.
-        ...(localGpus?.details && !simulatedGpus
-          ? { knownGpus: { gpus: localGpus.details, cudaVersion: localGpus.cudaVersion } }
-          : {}),
-        // This machine's engine: its containers may call the API (workers do), nothing else here.
-        hostFirewall: {
-          allowedPorts: config.port ? [config.port] : [],
-          // The operator's egress policy, as for the process driver's namespaces.
-          deniedDestinations: (config.containment.egress?.deny ?? []).map(cidrText),
-          allowedDestinations: (config.containment.egress?.allow ?? []).map(cidrText),
-        },
-      })
-      await docker.ping()
-      localEngines.set(simulatedGpus, docker)
-      drivers.push(docker)
-    }
-    return docker
-  }
-  // One probe per engine, shared by the hosts it serves: the monitor probes each engine once.
-  const probes = new Map<RuntimeDriver, HostRuntime['probe']>()
-  const probeHere = async () => null
-  for (const host of fleet.hosts) {
-    const kind = hostRuntimeKind(host)
-    if (kind === 'here' && host.driver === 'process') {
-      runtimes.set(host.id, {
-        hostId: host.id,
-        driver: localDriver,
-        where: 'this machine (process driver)',
-        remote: false,
-        probe: probeHere,
-      })
-    } else if (kind === 'here') {
-      const docker = await localEngine(host.simulated)
-      let probe = probes.get(docker)
-      if (!probe) {
-        probe = () => docker.probe()
-        probes.set(docker, probe)
-      }
-      runtimes.set(host.id, { ...engineRuntime(host.id, docker, false), probe })
-    } else if (kind === 'engine' && host.docker) {
-      let connection: { options: Docker.DockerOptions; where: string } | undefined
-      let refusal: string | undefined
-      try {
-        connection = { options: dockerConnectionOf(host.docker), where: host.docker.url }
-      } catch (error) {
-        refusal = `${host.docker.url}: ${(error as Error).message}`
-      }
-      if (connection) {
-        const docker = new DockerDriver({ ...base, connection, simulatedGpus: host.simulated })
-        drivers.push(docker)
-        runtimes.set(host.id, engineRuntime(host.id, docker, true))
-      } else {
-        runtimes.set(host.id, noRuntime(host.id, refusal ?? 'no engine'))
-      }
-    } else {
-      runtimes.set(
-        host.id,
-        noRuntime(
-          host.id,
-          `host ${host.id} is declared real (simulated: false) but names no engine ` +
-            '(docker.url); its pods never run on this machine instead',
-        ),
-      )
-    }
-  }
-  return { runtimes, drivers }
-}
-
-function engineRuntime(hostId: string, docker: DockerDriver, remote: boolean): HostRuntime {
-  return { hostId, driver: docker, where: docker.where, remote, probe: () => docker.probe() }
-}
-
-function noRuntime(hostId: string, reason: string): HostRuntime {
-  const driver = new NoRuntimeDriver(reason)
-  return {
-    hostId,
-    driver,
-    where: 'no runtime',
-    remote: true,
-    probe: () => Promise.reject(new Error(reason)),
   }
 }
 

@@ -17,7 +17,7 @@ export function wireHosts(context: PlatformContext): HostParts {
   const { fleet, board, gpus, runtimeOf } = parts.fleet
   const drainHooks: DrainHook[] = []
   const monitor = new HostMonitor({
-    hosts: fleet.hosts,
+    hosts: () => fleet.hosts,
     runtimeOf,
     board,
     clock,

@@ -44,10 +44,14 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   })
   // Every replica places pods: each reads the hosts' states the leader's probes write. On
   // SQLite this process is the only writer, and its board has every write already.
+  // The hosts added or removed at runtime too: one row tells whether they changed.
   const boardRefresh = new ReconcileLoop({
-    pass: () => board.refresh(),
+    pass: async () => {
+      await parts.fleet.managed.sync()
+      await board.refresh()
+    },
     intervalMs: config.cluster.syncIntervalMs,
-    onError: (error) => logger.warn({ err: error }, 'reading the host states failed'),
+    onError: (error) => logger.warn({ err: error }, 'reading the hosts and their states failed'),
   })
   const election = new LeaderElection({
     ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),

@@ -14,6 +14,7 @@ import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import type { CreditService } from '../domain/billing/credit-service.js'
 import type { CatalogService } from '../domain/catalog/catalog-service.js'
 import type { Fleet } from '../domain/catalog/fleet.js'
+import type { ManagedHostService } from '../domain/hosts/managed-hosts.js'
 import type { GpuBoard } from '../domain/hosts/gpu-board.js'
 import type { HostBoard } from '../domain/hosts/host-board.js'
 import type { DrainHook, HostService } from '../domain/hosts/host-service.js'
@@ -127,7 +128,14 @@ export interface AccountParts {
 
 /** The hosts and how their workloads run (fleet-wiring.ts). */
 export interface FleetParts {
+  /** The running fleet: its `hosts` are replaced as hosts are added or removed at runtime. */
   fleet: Fleet
+  /** Hosts added, changed and removed at runtime (docs/fleet.md, "Adding a machine"). */
+  managed: ManagedHostService
+  /** Told after the fleet's hosts changed. */
+  fleetChanged: Array<() => void>
+  /** Told of each driver added after start (a remote host added at runtime). */
+  driverAdded: Array<(driver: RuntimeDriver) => void>
   /** The hosts' states (UP, DOWN, schedule) as this replica knows them. */
   board: HostBoard
   /** The sampled GPUs' readings and health, withdrawn GPUs (docs/gpus.md). */

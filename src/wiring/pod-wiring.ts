@@ -22,7 +22,7 @@ import { KyselyRegistryRepo } from '../store/registry-repo.js'
 import { KyselySecretRepo } from '../store/secret-repo.js'
 import { SecretService } from '../domain/secrets/secret-service.js'
 import { KyselyTemplateRepo } from '../store/template-repo.js'
-import { hostPublicIp } from '../domain/catalog/fleet.js'
+import { hostPublicIp, type Host } from '../domain/catalog/fleet.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
 import { podChangedKey } from './replica-wiring.js'
@@ -91,10 +91,18 @@ export function wirePods(context: PlatformContext): PodParts {
     ],
   })
   const { fleet, board, runtimeOf, driverFor } = parts.fleet
-  const servedBy = new Map<RuntimeDriver, string[]>()
-  for (const host of fleet.hosts) {
-    const driver = driverFor(host.id)
-    servedBy.set(driver, [...(servedBy.get(driver) ?? []), host.id])
+  // The hosts of each driver, for the fleet's hosts of `servedFor` (hosts change at runtime).
+  let servedBy = new Map<RuntimeDriver, string[]>()
+  let servedFor: readonly Host[] | undefined
+  const servedByNow = () => {
+    if (servedFor === fleet.hosts) return servedBy
+    servedBy = new Map()
+    for (const host of fleet.hosts) {
+      const driver = driverFor(host.id)
+      servedBy.set(driver, [...(servedBy.get(driver) ?? []), host.id])
+    }
+    servedFor = fleet.hosts
+    return servedBy
   }
   const lifecycle = new PodLifecycle({
     store: podStore,
@@ -118,7 +126,7 @@ export function wirePods(context: PlatformContext): PodParts {
       return { util: Math.round(reading.utilPercent ?? 0), memoryUtil: memoryUsePercent(reading) }
     },
     driverDown: (driver) => {
-      const served = servedBy.get(driver) ?? []
+      const served = servedByNow().get(driver) ?? []
       return served.length > 0 && served.every((id) => board.down(id) !== undefined)
     },
     // A pod's network volume is in its data center (placement keeps them together).
@@ -131,6 +139,8 @@ export function wirePods(context: PlatformContext): PodParts {
     clock,
     logger,
   })
+  parts.fleet.driverAdded.push((driver) => lifecycle.watchDriver(driver))
+  parts.fleet.fleetChanged.push(() => lifecycle.nudge())
   const pods = new PodService({
     store: podStore,
     ...(context.tracing ? { tracing: context.tracing } : {}),

@@ -38,7 +38,7 @@ export function workerHostRules(
   const { parts } = context
   const { fleet, board, processDriver, driverFor, runtimeOf, isolationPolicy } = parts.fleet
   const onProcessDriver = (hostId: string) => driverFor(hostId) === processDriver
-  const everyHostOnProcessDriver = fleet.hosts.every((h) => onProcessDriver(h.id))
+  const everyHostOnProcessDriver = () => fleet.hosts.every((h) => onProcessDriver(h.id))
   return {
     unavailableHosts: async (endpoint: Endpoint) => {
       // A copy: the board keeps its answer until a host changes state.
@@ -80,7 +80,9 @@ export function workerHostRules(
       unreachableFromOtherHosts(baseUrl) !== null,
     // With only process-driver hosts the refusal is the whole story: say it as pods do.
     isolationRefusal: async (accountId) =>
-      everyHostOnProcessDriver ? isolationRefusal(processDriver, accountId, isolationPolicy) : null,
+      everyHostOnProcessDriver()
+        ? isolationRefusal(processDriver, accountId, isolationPolicy)
+        : null,
     hostDown: (hostId) => board.down(hostId),
     hostDraining: (hostId) => board.state(hostId)?.schedule === 'DRAINING',
     driverDown: (driver: RuntimeDriver) => {

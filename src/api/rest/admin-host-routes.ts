@@ -129,7 +129,7 @@ export const HostSchema = Type.Object({
   }),
 })
 
-const PodOnHostSchema = Type.Object({
+export const PodOnHostSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   accountId: Type.String(),
@@ -146,7 +146,7 @@ type GpuParams = Static<typeof GpuParams>
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const tags = ['Admin']
 
-function requireAdmin(request: FastifyRequest): void {
+export function requireAdmin(request: FastifyRequest): void {
   if (!principalOf(request).isAdmin)
     throw new AppError('FORBIDDEN', "only the admin account may see and manage the fleet's hosts")
 }

@@ -22,7 +22,9 @@ import { quotaRoutes } from './quota-routes.js'
 import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import { adminRoutes } from './admin-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
+import { adminFleetRoutes } from './admin-fleet-routes.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
+import type { ManagedHostService } from '../../domain/hosts/managed-hosts.js'
 import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
 import { endpointRoutes } from './endpoint-routes.js'
@@ -67,6 +69,8 @@ export interface RestDeps {
   }
   /** `/admin/hosts...` (docs/fleet.md, "Host state"); absent, those routes are not served. */
   hosts?: HostService
+  /** Hosts added, changed and removed at runtime (docs/fleet.md); with `hosts` only. */
+  managedHosts?: ManagedHostService
   /** Quotas per account (docs/billing.md, "Quotas"); absent, neither served nor shown. */
   quotas?: QuotaService
 }
@@ -102,5 +106,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
   if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
+  if (deps.hosts && deps.managedHosts)
+    await app.register(adminFleetRoutes, { hosts: deps.hosts, managed: deps.managedHosts })
   if (deps.quotas) await app.register(quotaRoutes, { accounts: deps.accounts, quotas: deps.quotas })
 }

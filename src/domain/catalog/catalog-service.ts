@@ -149,14 +149,18 @@ export class CatalogService {
     return withdrawn.length > 0 ? [...held, ...withdrawn] : held
   }
 
-  /** fleetCpuFlavors() and the fleet's GPU type ids: the fleet never changes while it runs. */
+  /** fleetCpuFlavors() and the fleet's GPU type ids, for the fleet's hosts of `offersFor`. */
   private offers: { cpu: Array<{ flavor: CpuFlavor; max: number }>; gpu: Set<string> } | undefined
+  /** Another array: hosts were added or removed at runtime, the offers are computed again. */
+  private offersFor: readonly Host[] | undefined
 
   get fleet(): Fleet {
     return this.fleetDefinition
   }
 
   private get offered(): { cpu: Array<{ flavor: CpuFlavor; max: number }>; gpu: Set<string> } {
+    if (this.offersFor !== this.fleetDefinition.hosts) this.offers = undefined
+    this.offersFor = this.fleetDefinition.hosts
     this.offers ??= {
       cpu: this.computeFleetCpuFlavors(),
       gpu: new Set(this.fleetDefinition.hosts.flatMap((h) => (h.gpu ? [h.gpu.typeId] : []))),

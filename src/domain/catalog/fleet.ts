@@ -210,7 +210,8 @@ const HostGpuSchema = Type.Object(
   { additionalProperties: false },
 )
 
-const HostSchema = Type.Object(
+/** A host as the fleet file declares it (also the body of `POST /v2/admin/hosts`). */
+export const HostDeclarationSchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
     dataCenterId: Type.String({ minLength: 1 }),
@@ -263,7 +264,7 @@ const LocalHostSchema = Type.Object(
 export const FleetFileSchema = Type.Object(
   {
     dataCenters: Type.Array(DataCenterSchema, { minItems: 1 }),
-    hosts: Type.Optional(Type.Array(HostSchema)),
+    hosts: Type.Optional(Type.Array(HostDeclarationSchema)),
     prices: Type.Optional(
       Type.Object(
         {
@@ -729,4 +730,19 @@ export function hostPublicIp(host: Host, localIp: string): string {
 
 export function findDataCenter(fleet: Fleet, id: string): DataCenter | undefined {
   return fleet.dataCenters.find((dc) => dc.id === id)
+}
+
+/**
+ * Validates host declarations (the fleet file's `hosts:` form) against the fleet's data
+ * centers and applies their defaults, as parseFleet does for a file's hosts.
+ */
+export function parseHostDeclarations(
+  hosts: unknown,
+  dataCenters: readonly DataCenter[],
+  source: string,
+): Host[] {
+  return parseFleet(
+    { dataCenters: dataCenters.map((dc) => ({ ...dc })), hosts, localHost: false },
+    source,
+  ).hosts
 }

@@ -33,8 +33,10 @@ function sameExceptCheckedAt(a: Omit<HostStateRecord, 'schedule'>, b: HostStateR
  */
 export class HostBoard {
   private records = new Map<string, HostStateRecord>()
-  private readonly hostById: ReadonlyMap<string, Host>
-  private readonly positionOf: ReadonlyMap<string, number>
+  private hostById: ReadonlyMap<string, Host> = new Map()
+  private positionOf: ReadonlyMap<string, number> = new Map()
+  /** The fleet's hosts the maps above were built from: another array, hosts were added or removed. */
+  private indexed: readonly Host[] | undefined
   /** unplaceable(), kept until a record changes. */
   private unplaceableCache: Readonly<Record<string, string>> | undefined
   /** When each host's probe time was last written to the store (ms). */
@@ -51,8 +53,19 @@ export class HostBoard {
     private readonly now: () => string,
     private readonly startedAt: string = now(),
   ) {
-    this.hostById = new Map(fleet.hosts.map((h) => [h.id, h]))
-    this.positionOf = new Map(fleet.hosts.map((h, i) => [h.id, i]))
+    this.reindex()
+  }
+
+  /** Follows the fleet's hosts when they changed (hosts added or removed at runtime). */
+  private reindex(): void {
+    const hosts = this.fleet.hosts
+    if (this.indexed === hosts) return
+    this.hostById = new Map(hosts.map((h) => [h.id, h]))
+    this.positionOf = new Map(hosts.map((h, i) => [h.id, i]))
+    this.indexed = hosts
+    this.unplaceableCache = undefined
+    this.offeredCache = undefined
+    this.offeredValid = false
   }
 
   get hosts(): readonly Host[] {
@@ -61,10 +74,12 @@ export class HostBoard {
 
   /** The fleet's host of that id. */
   host(hostId: string): Host | undefined {
+    this.reindex()
     return this.hostById.get(hostId)
   }
 
   async refresh(): Promise<void> {
+    this.reindex()
     const next = new Map<string, HostStateRecord>()
     for (const record of await this.repo.list()) {
       if (this.hostById.has(record.hostId)) next.set(record.hostId, record)
@@ -76,6 +91,7 @@ export class HostBoard {
 
   /** The host's state; undefined for a host the fleet does not have. */
   state(hostId: string): HostStateRecord | undefined {
+    this.reindex()
     const host = this.hostById.get(hostId)
     if (!host) return undefined
     const stored = this.records.get(hostId)
@@ -99,6 +115,7 @@ export class HostBoard {
 
   /** The hosts new pods and workers may not be placed on, each with why (placement's input). */
   unplaceable(): Readonly<Record<string, string>> {
+    this.reindex()
     if (this.unplaceableCache) return this.unplaceableCache
     const out: Record<string, string> = {}
     for (const record of this.states()) {
@@ -116,6 +133,7 @@ export class HostBoard {
    * it (the capacity index) is built again only then.
    */
   offeredHosts(): readonly Host[] {
+    this.reindex()
     if (this.offeredValid && this.offeredCache) return this.offeredCache
     let changed = this.offeredCache === undefined
     const hosts = this.fleet.hosts.map((declared, i) => {
@@ -136,6 +154,7 @@ export class HostBoard {
 
   /** The host as it offers itself (offeredHosts()). */
   offered(hostId: string): Host | undefined {
+    this.reindex()
     const at = this.positionOf.get(hostId)
     return at === undefined ? undefined : this.offeredHosts()[at]
   }

@@ -1,3 +1,4 @@
+import type { Host } from '../catalog/fleet.js'
 import type { HostSchedule, HostStateRecord } from './host-state.js'
 
 /** The hosts' states in the store (migration 0021), so that every replica sees the same. */
@@ -7,4 +8,17 @@ export interface HostStateRepo {
   saveProbes(records: ReadonlyArray<Omit<HostStateRecord, 'schedule'>>): Promise<void>
   /** Sets the schedule; a host not probed yet gets a row in state UNKNOWN. */
   setSchedule(hostId: string, schedule: HostSchedule, at: string): Promise<void>
+}
+
+/** The hosts added at runtime (migration 0026); every write moves the revision. */
+export interface ManagedHostRepo {
+  list(): Promise<Host[]>
+  /** Counts every change: equal revisions, the same hosts. */
+  revision(): Promise<number>
+  /** False when a host of that id is there already. */
+  insert(host: Host, at: string): Promise<boolean>
+  /** False when there is no host of that id. */
+  update(host: Host, at: string): Promise<boolean>
+  /** False when there is no host of that id. */
+  remove(hostId: string): Promise<boolean>
 }

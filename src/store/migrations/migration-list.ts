@@ -48,6 +48,8 @@ import * as postgres0024 from './postgres/0024-account-quotas.js'
 import * as sqlite0024 from './sqlite/0024-account-quotas.js'
 import * as postgres0025 from './postgres/0025-job-trace-context.js'
 import * as sqlite0025 from './sqlite/0025-job-trace-context.js'
+import * as postgres0026 from './postgres/0026-hosts.js'
+import * as sqlite0026 from './sqlite/0026-hosts.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -153,6 +155,7 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       sqlite: sqlite0025.statements,
       postgres: postgres0025.statements,
     },
+    { name: '0026-hosts', sqlite: sqlite0026.statements, postgres: postgres0026.statements },
   ]
 
 export function migrationStatements(dialect: Dialect) {
