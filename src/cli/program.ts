@@ -9,6 +9,7 @@ import { addCompletionCommand } from './completion-command.js'
 import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addHostsCommands } from './hosts-commands.js'
+import { addHostChangeCommands } from './host-change-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
 import { addModelsCommands } from './models-commands.js'
 import { addOutputOptions, jsonToYaml, resolveOutput } from './output-format.js'
@@ -79,6 +80,7 @@ export function buildProgram(given: CliDeps): Command {
   addBillingCommands(program, deps)
   addModelsCommands(program, deps)
   addHostsCommands(program, deps)
+  addHostChangeCommands(program, deps)
 
   program
     .command('version')

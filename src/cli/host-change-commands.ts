@@ -1,0 +1,205 @@
+import { readFileSync } from 'node:fs'
+import type { Command } from 'commander'
+import { parse as parseYaml } from 'yaml'
+import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
+import type { HostsCommandDeps } from './hosts-commands.js'
+
+interface HostFlags extends ClientFlags {
+  dataCenter?: string
+  cloud?: string
+  vcpus?: string
+  memoryGb?: string
+  diskGb?: string
+  gpu?: string
+  gpuCount?: string
+  cuda?: string
+  cpuFlavors?: string
+  driver?: string
+  simulated?: boolean
+  dockerUrl?: string
+  sshKey?: string
+  knownHosts?: string
+  tlsCa?: string
+  tlsCert?: string
+  tlsKey?: string
+  publicIp?: string
+}
+
+interface FleetChange {
+  action: 'add' | 'update' | 'remove'
+  hostId: string
+  fields?: string[]
+}
+
+function whole(value: string, flag: string): number {
+  if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a whole number, got "${value}"`)
+  return Number(value)
+}
+
+/** The declaration's fields the flags give (only those: an update changes nothing else). */
+function declarationOf(flags: HostFlags): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  if (flags.dataCenter !== undefined) out.dataCenterId = flags.dataCenter
+  if (flags.cloud !== undefined) out.cloud = flags.cloud.toUpperCase()
+  if (flags.vcpus !== undefined) out.vcpus = whole(flags.vcpus, '--vcpus')
+  if (flags.memoryGb !== undefined) out.memoryGb = whole(flags.memoryGb, '--memory-gb')
+  if (flags.diskGb !== undefined) out.diskGb = whole(flags.diskGb, '--disk-gb')
+  if (flags.gpu !== undefined) {
+    out.gpu =
+      flags.gpu === 'none'
+        ? null
+        : {
+            typeId: flags.gpu,
+            count: flags.gpuCount === undefined ? 1 : whole(flags.gpuCount, '--gpu-count'),
+            ...(flags.cuda === undefined ? {} : { cudaVersion: flags.cuda }),
+          }
+  }
+  if (flags.cpuFlavors !== undefined)
+    out.cpuFlavors = flags.cpuFlavors.split(',').filter((f) => f !== '')
+  if (flags.driver !== undefined) out.driver = flags.driver
+  if (flags.simulated !== undefined) out.simulated = flags.simulated
+  if (flags.dockerUrl !== undefined) {
+    const tls = [flags.tlsCa, flags.tlsCert, flags.tlsKey]
+    out.docker =
+      flags.dockerUrl === 'none'
+        ? null
+        : {
+            url: flags.dockerUrl,
+            ...(flags.sshKey ? { sshKey: flags.sshKey } : {}),
+            ...(flags.knownHosts ? { knownHosts: flags.knownHosts } : {}),
+            ...(tls.some((t) => t !== undefined)
+              ? { tls: { ca: flags.tlsCa, cert: flags.tlsCert, key: flags.tlsKey } }
+              : {}),
+          }
+  }
+  if (flags.publicIp !== undefined) out.publicIp = flags.publicIp === 'none' ? null : flags.publicIp
+  return out
+}
+
+function withHostFlags(command: Command): Command {
+  return withClientOptions(
+    command
+      .option('--data-center <id>', 'its data center, one of the fleet (e.g. EU-RO-1)')
+      .option('--cloud <cloud>', 'SECURE (default) or COMMUNITY')
+      .option('--vcpus <n>', 'its vCPUs')
+      .option('--memory-gb <n>', 'its memory, GB')
+      .option('--disk-gb <n>', 'its disk, GB (default 500)')
+      .option('--gpu <type-id>', 'its GPU type (e.g. "NVIDIA GeForce RTX 4090"); none: a CPU host')
+      .option('--gpu-count <n>', 'how many GPUs of that type (default 1)')
+      .option('--cuda <version>', "the CUDA version its driver supports (nvidia-smi's banner)")
+      .option(
+        '--cpu-flavors <ids>',
+        'CPU flavors its CPU pods may be, comma-separated (cpu3c,cpu3g)',
+      )
+      .option('--driver <driver>', 'process or docker (docker when --docker-url is given)')
+      .option('--simulated', 'declared hardware that does not exist (runs on this machine)')
+      .option('--no-simulated', 'a real machine (the default with --docker-url)')
+      .option('--docker-url <url>', 'its engine: ssh://user@host, tcp://host:2376, unix:///path')
+      .option('--ssh-key <file>', 'ssh: the private key podyard logs in with')
+      .option('--known-hosts <file>', "ssh: a known_hosts file with the host's key")
+      .option('--tls-ca <file>', "tcp: the CA that signed the engine's certificate")
+      .option('--tls-cert <file>', "tcp: podyard's client certificate")
+      .option('--tls-key <file>', 'tcp: its key')
+      .option('--public-ip <address>', "where its pods' ports are reached; none: unset"),
+  )
+}
+
+function changeLines(changes: FleetChange[]): string[] {
+  return changes.flatMap((c) => {
+    if (c.action === 'add') return [`+ add     ${c.hostId}`]
+    if (c.action === 'remove') return [`- remove  ${c.hostId}`]
+    return [`~ update  ${c.hostId}`, ...(c.fields ?? []).map((f) => `            ${f}`)]
+  })
+}
+
+/** The hosts of a fleet file for `fleet apply`: its `hosts:` (the rest is the server's setting). */
+function hostsOfFile(file: string): { hosts: unknown[]; ignored: string[] } {
+  const doc: unknown = parseYaml(readFileSync(file, 'utf8'))
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new Error(`${file}: not a fleet file (a YAML or JSON object with hosts:)`)
+  const { hosts, ...rest } = doc as Record<string, unknown>
+  if (hosts !== undefined && !Array.isArray(hosts)) throw new Error(`${file}: hosts must be a list`)
+  return { hosts: (hosts as unknown[] | undefined) ?? [], ignored: Object.keys(rest) }
+}
+
+/**
+ * `podyard hosts add | update | remove` and `podyard fleet diff | apply`: hosts changed at
+ * runtime, on every replica (docs/fleet.md, "Adding a machine").
+ */
+export function addHostChangeCommands(program: Command, deps: HostsCommandDeps): void {
+  const hosts = program.commands.find((c) => c.name() === 'hosts')!
+  const path = (id: string) => `/v2/admin/hosts/${encodeURIComponent(id)}`
+
+  withHostFlags(
+    hosts
+      .command('add')
+      .description('add a host to the fleet of every replica, without a restart')
+      .argument('<host-id>'),
+  ).action(async (id: string, flags: HostFlags) => {
+    const host = await clientFrom(flags).request<{ id: string; state: string; runtime: string }>(
+      'POST',
+      '/v2/admin/hosts',
+      { id, ...declarationOf(flags) },
+    )
+    if (flags.json) return deps.print(JSON.stringify(host, null, 2))
+    deps.print(
+      `host ${host.id} added (${host.runtime}); see it come UP: podyard hosts get ${host.id}`,
+    )
+  })
+
+  withHostFlags(
+    hosts
+      .command('update')
+      .description('change a host added at runtime: the fields whose flags are given')
+      .argument('<host-id>'),
+  ).action(async (id: string, flags: HostFlags) => {
+    const patch = declarationOf(flags)
+    if (Object.keys(patch).length === 0) throw new Error('nothing to change: give a flag to set')
+    const host = await clientFrom(flags).request<{ id: string }>('PATCH', path(id), patch)
+    deps.print(flags.json ? JSON.stringify(host, null, 2) : `host ${host.id} updated`)
+  })
+
+  withClientOptions(
+    hosts
+      .command('remove')
+      .description('remove a host added at runtime (refused while pods or workers are on it)')
+      .argument('<host-id>'),
+  ).action(async (id: string, flags: ClientFlags) => {
+    await clientFrom(flags).request('DELETE', path(id))
+    deps.print(`host ${id} removed`)
+  })
+
+  const fleet = program
+    .command('fleet')
+    .description('the hosts added at runtime, as a declarative file kept in git (admin key)')
+  withClientOptions(
+    fleet
+      .command('apply')
+      .description("show what the file's hosts change, and apply it with --yes")
+      .argument('<file>', 'a fleet file (YAML or JSON); its hosts: are applied')
+      .option('--yes', 'apply the changes shown'),
+  ).action(async (file: string, flags: ClientFlags & { yes?: boolean }) => {
+    const { hosts: declared, ignored } = hostsOfFile(file)
+    const client = clientFrom(flags)
+    const body = { hosts: declared }
+    const { changes } = await client.request<{ changes: FleetChange[] }>(
+      'POST',
+      flags.yes ? '/v2/admin/fleet/apply' : '/v2/admin/fleet/diff',
+      body,
+    )
+    if (flags.json) return deps.print(JSON.stringify({ applied: !!flags.yes, changes }, null, 2))
+    const lines: string[] = []
+    if (ignored.length > 0)
+      lines.push(`(${ignored.join(', ')}: the server's own fleet setting, not applied here)`)
+    if (changes.length === 0) lines.push('no changes: the fleet already matches the file')
+    else {
+      lines.push(...changeLines(changes))
+      lines.push(
+        flags.yes
+          ? `applied ${changes.length} change${changes.length === 1 ? '' : 's'}`
+          : 'nothing changed yet: run again with --yes to apply',
+      )
+    }
+    deps.print(lines.join('\n'))
+  })
+}
