@@ -131,7 +131,7 @@ export const ConfigSchema = Type.Object(
           15000,
         ),
         syncIntervalMs: positiveInt(
-          'PostgreSQL with several replicas: ms between two syncs of the job API counters and worker presence',
+          'PostgreSQL with several replicas: ms between two syncs of the job API counters, worker presence and the hosts added at runtime',
           1000,
         ),
       },
