@@ -117,7 +117,13 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
       201,
     )
     expect(added).toMatchObject({ id: 'runtime-cpu-1', dataCenterId: 'EU-SE-1', vcpus: 8 })
-    expect(added.runtime).toBe('this machine (process driver)')
+    expect(added).toMatchObject({ runtime: 'this machine (process driver)', addedAtRuntime: true })
+    const listed = (
+      await json<{ hosts: (HostJson & { addedAtRuntime: boolean })[] }>(
+        await platform.call('/v2/admin/hosts'),
+      )
+    ).hosts
+    expect(listed.find((h) => h.id === 'file-cpu-1')?.addedAtRuntime).toBe(false)
     expect(await hostIds()).toContain('runtime-cpu-1')
 
     const pod = await json<{ id: string }>(

@@ -33,6 +33,7 @@ export function wireHosts(context: PlatformContext): HostParts {
     localPublicIp: config.publicIp,
     runtimeOf: (hostId) => runtimeOf(hostId).where,
     pods: () => parts.pods.podStore.pods.list({}),
+    addedAtRuntime: (hostId) => parts.fleet.managed.isManaged(hostId),
     drainHooks,
     acceptUnenforced: config.containment.acceptUnenforced,
     driverUnenforced: (hostId) =>

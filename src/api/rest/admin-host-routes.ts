@@ -52,6 +52,10 @@ export const HostSchema = Type.Object({
   diskGb: Type.Integer(),
   driver: Type.String(),
   simulated: Type.Boolean(),
+  addedAtRuntime: Type.Boolean({
+    description:
+      'added at runtime (PATCH and DELETE change it); false: declared in the configured fleet, read-only here',
+  }),
   runtime: Type.String({ description: 'where its workloads run: this machine, or its engine URL' }),
   publicIp: Type.String({ description: "where its pods' published ports are reached" }),
   state: Type.Union(

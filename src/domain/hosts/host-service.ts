@@ -18,6 +18,8 @@ export interface HostView {
   diskGb: number
   driver: string
   simulated: boolean
+  /** Added at runtime (the database), not declared in the configured fleet (read-only). */
+  addedAtRuntime: boolean
   /** Where its workloads run: `this machine`, or its engine's URL. */
   runtime: string
   publicIp: string
@@ -102,6 +104,8 @@ export interface HostServiceDeps {
   /** Where a host's workloads run, for people. */
   runtimeOf: (hostId: string) => string
   pods: () => Promise<Pod[]>
+  /** Whether a host was added at runtime (docs/fleet.md, "Adding a machine"). */
+  addedAtRuntime?: (hostId: string) => boolean
   drainHooks: DrainHook[]
   /** `containment.acceptUnenforced`: the limits the operator lets hosts leave unenforced. */
   acceptUnenforced?: readonly ContainedLimit[]
@@ -230,6 +234,7 @@ export class HostService {
       diskGb: host.diskGb,
       driver: host.driver,
       simulated: host.simulated,
+      addedAtRuntime: this.deps.addedAtRuntime?.(host.id) ?? false,
       runtime: this.deps.runtimeOf(host.id),
       publicIp: hostPublicIp(host, this.deps.localPublicIp),
       state: degraded ? 'DEGRADED' : record.state,
