@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -272,7 +273,63 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
     const refused = await runCli(['hosts', 'remove', 'file-cpu-1', ...flags])
     expect(refused.code).not.toBe(0)
     expect(refused.stderr).toContain('is declared in the configured fleet')
-  })
+    // Each CLI run is a process of its own: seven of them on a loaded machine.
+  }, 120_000)
+
+  it('checks SSH access step by step and prints the authorized_keys line', async () => {
+    const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
+    const key = path.join(dir, 'id_ed25519')
+    const knownHosts = path.join(dir, 'known_hosts')
+    const add = (target: string) =>
+      runCli([
+        'hosts',
+        'add',
+        'ssh-node-1',
+        '--data-center',
+        'EU-SE-1',
+        '--vcpus',
+        '4',
+        '--memory-gb',
+        '16',
+        '--cpu-flavors',
+        'cpu3c',
+        '--ssh',
+        target,
+        '--ssh-key',
+        key,
+        '--known-hosts',
+        knownHosts,
+        ...flags,
+      ])
+    const noKey = await add('podyard@127.0.0.1')
+    expect(noKey.code).not.toBe(0)
+    expect(noKey.stderr).toContain(`step 2, the key: ${key} does not exist`)
+    expect(noKey.stderr).toContain(
+      `fix: create it: ssh-keygen -t ed25519 -N '' -C podyard -f ${key}`,
+    )
+
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'podyard', '-f', key])
+    const publicKey = readFileSync(`${key}.pub`, 'utf8').trim().split(' ').slice(0, 2).join(' ')
+    writeFileSync(knownHosts, `192.0.2.9 ${publicKey}\n`)
+    const noHostKey = await add('podyard@127.0.0.1')
+    expect(noHostKey.stderr).toContain(
+      `step 3, the host key: ${knownHosts} has no key for 127.0.0.1`,
+    )
+    expect(noHostKey.stderr).toContain('fix: ssh-keyscan -t ed25519 127.0.0.1 >>')
+    expect(await hostIds()).not.toContain('ssh-node-1')
+
+    // Any key stands in for the host's: what is checked is that the file has one for it.
+    writeFileSync(knownHosts, `127.0.0.1 ${publicKey}\n`)
+    const added = await add('podyard@127.0.0.1')
+    expect(added.stderr).toBe('')
+    expect(added.stdout).toContain(
+      `  command="docker system dial-stdio",restrict ${publicKey} podyard`,
+    )
+    expect(added.stdout).toContain('host ssh-node-1 added (ssh://podyard@127.0.0.1)')
+    expect((await platform.call('/v2/admin/hosts/ssh-node-1', { method: 'DELETE' })).status).toBe(
+      204,
+    )
+  }, 120_000)
 })
 
 const postgresUrl = process.env[POSTGRES_URL_ENV]

@@ -3,8 +3,10 @@ import type { Command } from 'commander'
 import { parse as parseYaml } from 'yaml'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import type { HostsCommandDeps } from './hosts-commands.js'
+import { checkSshAccess } from './ssh-access.js'
 
 interface HostFlags extends ClientFlags {
+  ssh?: string
   dataCenter?: string
   cloud?: string
   vcpus?: string
@@ -94,6 +96,10 @@ function withHostFlags(command: Command): Command {
       .option('--driver <driver>', 'process or docker (docker when --docker-url is given)')
       .option('--simulated', 'declared hardware that does not exist (runs on this machine)')
       .option('--no-simulated', 'a real machine (the default with --docker-url)')
+      .option(
+        '--ssh <user@host>',
+        'its engine over SSH: checks --ssh-key and --known-hosts, prints the authorized_keys line',
+      )
       .option('--docker-url <url>', 'its engine: ssh://user@host, tcp://host:2376, unix:///path')
       .option('--ssh-key <file>', 'ssh: the private key podyard logs in with')
       .option('--known-hosts <file>', "ssh: a known_hosts file with the host's key")
@@ -136,6 +142,23 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
       .description('add a host to the fleet of every replica, without a restart')
       .argument('<host-id>'),
   ).action(async (id: string, flags: HostFlags) => {
+    const setup: string[] = []
+    if (flags.ssh !== undefined) {
+      if (flags.dockerUrl !== undefined) throw new Error('give --ssh or --docker-url, not both')
+      if (!flags.sshKey || !flags.knownHosts)
+        throw new Error(
+          '--ssh needs --ssh-key (the private key podyard logs in with) and --known-hosts ' +
+            "(a known_hosts file with the host's key), at the same paths on every replica",
+        )
+      const access = checkSshAccess(flags.ssh, flags.sshKey, flags.knownHosts)
+      flags.dockerUrl = access.url
+      setup.push(
+        `checked: the key ${flags.sshKey} (${access.publicKey.split(' ')[0]}) and ${access.host}'s host key in ${flags.knownHosts}`,
+        `on ${access.host}: put ${access.user} in the docker group and add this line to ~${access.user}/.ssh/authorized_keys`,
+        `(the key may then only reach the Docker engine):`,
+        `  ${access.authorizedKeysLine}`,
+      )
+    }
     const host = await clientFrom(flags).request<{ id: string; state: string; runtime: string }>(
       'POST',
       '/v2/admin/hosts',
@@ -143,7 +166,10 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
     )
     if (flags.json) return deps.print(JSON.stringify(host, null, 2))
     deps.print(
-      `host ${host.id} added (${host.runtime}); see it come UP: podyard hosts get ${host.id}`,
+      [
+        ...setup,
+        `host ${host.id} added (${host.runtime}); see it come UP: podyard hosts get ${host.id}`,
+      ].join('\n'),
     )
   })
 
