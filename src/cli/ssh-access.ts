@@ -34,9 +34,9 @@ function sshKeygen(args: string[]): { code: number | null; stdout: string; stder
 
 /**
  * Checks what podyard needs to reach a host's engine over SSH (docs/fleet.md, "Access over
- * SSH"): the private key reads (no passphrase: podyard logs in unattended), and the known_hosts
- * file has the host's key (ssh2 alone would accept any). Gives the authorized_keys line that
- * lets that key do nothing but reach the engine.
+ * SSH, checked"): the private key reads (no passphrase: podyard logs in unattended), and the
+ * known_hosts file has the host's key (ssh2 alone would accept any). Gives the authorized_keys
+ * line that lets that key do nothing but reach the engine.
  */
 export function checkSshAccess(target: string, keyFile: string, knownHosts: string): SshAccess {
   const match = /^([^@\s]+)@([^@\s:]+|\[[^\]]+\])(?::(\d+))?$/.exec(target)
