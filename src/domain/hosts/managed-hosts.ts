@@ -141,7 +141,7 @@ export class ManagedHostService {
    */
   async plan(declarations: unknown): Promise<{ hosts: Host[]; changes: FleetChange[] }> {
     const hosts = this.parse(declarations)
-    for (const host of hosts) this.refuseConfigured(host.id, 'declared in a fleet apply')
+    for (const host of hosts) this.refuseConfigured(host.id, 'applied')
     const stored = new Map((await this.deps.repo.list()).map((h) => [h.id, h]))
     const changes: FleetChange[] = []
     const wanted = new Set<string>()
