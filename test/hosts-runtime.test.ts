@@ -155,6 +155,15 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
       await platform.call('/v2/pods', { method: 'POST', json: podIn('EU-SE-1'), key: member }),
       409,
     )
+    // Added again, it starts afresh: not DRAINING as it was removed.
+    const again = await json<HostJson & { schedule: string }>(
+      await platform.call('/v2/admin/hosts', { method: 'POST', json: RUNTIME_HOST }),
+      201,
+    )
+    expect(again.schedule).toBe('ACTIVE')
+    expect(
+      (await platform.call('/v2/admin/hosts/runtime-cpu-1', { method: 'DELETE' })).status,
+    ).toBe(204)
   })
 
   it('validates what it is given and keeps the configured fleet read-only', async () => {

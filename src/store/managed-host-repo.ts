@@ -59,6 +59,9 @@ export class KyselyManagedHostRepo implements ManagedHostRepo {
     return this.db.transaction().execute(async (tx) => {
       const result = await tx.deleteFrom('hosts').where('id', '=', hostId).executeTakeFirst()
       if (Number(result.numDeletedRows) === 0) return false
+      // Its probed state and schedule go with it: a host added again later starts ACTIVE,
+      // not as the drained one was.
+      await tx.deleteFrom('host_states').where('host_id', '=', hostId).execute()
       await bump(tx)
       return true
     })
