@@ -30,14 +30,15 @@ export async function createTestEndpoint(
   return created.id
 }
 
-/** The lines of a pod's log (`source` container or system), from its SSE history. */
+/** The newest `tail` lines of a pod's log (`source` container or system), from its SSE history. */
 export async function podLog(
   call: (p: string) => Promise<Response>,
   id: string,
   source: 'container' | 'system' = 'container',
+  tail = 5000,
 ): Promise<string[]> {
   const text = await (
-    await call(`/v2/pods/${id}/logs?source=${source}&follow=false&tail=5000`)
+    await call(`/v2/pods/${id}/logs?source=${source}&follow=false&tail=${tail}`)
   ).text()
   return text
     .split('\n')
