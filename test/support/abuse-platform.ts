@@ -24,7 +24,7 @@ export const READYZ_BOUND_MS = 100
  * machine's other work (systemd's `Nice=`). The server's workloads inherit it: they compete
  * with the platform on equal terms, held only by their own limits.
  */
-export const PLATFORM_NICE = -10
+export const PLATFORM_NICE = -20
 /** What the watcher waits between two samples. */
 const SAMPLE_EVERY_MS = 100
 /** The watcher's bound in samples: about 5 minutes, longer than any one attack may take. */

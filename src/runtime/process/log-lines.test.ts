@@ -37,6 +37,16 @@ describe('splitLogChunk', () => {
     expect(splitLogChunk(bytes(''), true)).toEqual({ lines: [], consumed: 0 })
   })
 
+  it('takes at most maxLines lines, consumed ending after the last of them', () => {
+    expect(splitLogChunk(bytes('one\ntwo\nthree\n'), true, MAX_LOG_LINE_BYTES, 2)).toEqual({
+      lines: [
+        { text: 'one', end: 4 },
+        { text: 'two', end: 8 },
+      ],
+      consumed: 8,
+    })
+  })
+
   it('keeps empty lines and drops the CR of CRLF', () => {
     expect(splitLogChunk(bytes('a\r\n\n\r\nb\n'), false).lines.map((l) => l.text)).toEqual([
       'a',

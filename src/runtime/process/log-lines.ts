@@ -32,16 +32,18 @@ function utf8Boundary(chunk: Uint8Array, cut: number, floor: number): number {
  * Splits raw output into lines. A trailing \r (CRLF output) is dropped; lines longer than
  * `maxLineBytes` are cut into pieces. The bytes after the last newline are an incomplete line,
  * left for the next read, unless `final` (the writer has exited), when they are a line too.
+ * At most `maxLines` lines are taken; `consumed` then ends after the last of them.
  */
 export function splitLogChunk(
   chunk: Uint8Array,
   final: boolean,
   maxLineBytes: number = MAX_LOG_LINE_BYTES,
+  maxLines: number = Infinity,
 ): SplitChunk {
   const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
   const lines: ChunkLine[] = []
   let position = 0
-  while (position < buffer.length) {
+  while (position < buffer.length && lines.length < maxLines) {
     const newline = buffer.indexOf(NEWLINE, position)
     const lineEnd = newline < 0 ? buffer.length : newline
     if (lineEnd - position > maxLineBytes) {

@@ -2,7 +2,13 @@ import { fstatSync, ftruncateSync, readSync } from 'node:fs'
 import { open, readFile, rename, truncate, writeFile, type FileHandle } from 'node:fs/promises'
 import type { Clock } from '../../shared/clock.js'
 import type { LogBudget, WorkloadLogFiles } from './log-files.js'
-import { formatLogEntry, splitLogChunk, type ChunkLine, type LogEntry } from './log-lines.js'
+import {
+  formatLogEntry,
+  MAX_LOG_LINE_BYTES,
+  splitLogChunk,
+  type ChunkLine,
+  type LogEntry,
+} from './log-lines.js'
 import { openIfPresent, readLastLogEntry } from './log-tail.js'
 import { RotatingLogWriter } from './rotating-log-writer.js'
 
@@ -12,6 +18,13 @@ import { RotatingLogWriter } from './rotating-log-writer.js'
  * worst: 64 Ki entries) are a few megabytes of memory.
  */
 export const READ_CHUNK_BYTES = 128 * 1024
+
+/**
+ * Lines numbered between two turns of the event loop (each pump step reads or writes a file in
+ * between). A chunk of short lines holds tens of thousands; numbering them at once held the
+ * server's event loop for a quarter of a second under a log flood, and /readyz with it.
+ */
+export const LINES_PER_STEP = 2048
 
 /**
  * At most this much of output.log is taken when it has grown past its budget (and at most the
@@ -139,7 +152,12 @@ export class LogPump {
       const { bytesRead } = await handle.read(buffer, 0, length, this.offset)
       if (bytesRead === 0) break
       const reachedEnd = this.offset + bytesRead >= size
-      const { lines, consumed } = splitLogChunk(buffer.subarray(0, bytesRead), final && reachedEnd)
+      const { lines, consumed } = splitLogChunk(
+        buffer.subarray(0, bytesRead),
+        final && reachedEnd,
+        MAX_LOG_LINE_BYTES,
+        LINES_PER_STEP,
+      )
       if (lines.length === 0) break
       await this.append(lines, (line) => this.offset + line.end)
       this.offset += consumed
@@ -186,7 +204,12 @@ export class LogPump {
     for (let position = 0; position < taken.length;) {
       const chunk = taken.subarray(position, position + READ_CHUNK_BYTES)
       // The last piece ends a line even without a newline: its rest is gone with the file.
-      const { lines, consumed } = splitLogChunk(chunk, position + chunk.length >= taken.length)
+      const { lines, consumed } = splitLogChunk(
+        chunk,
+        position + chunk.length >= taken.length,
+        MAX_LOG_LINE_BYTES,
+        LINES_PER_STEP,
+      )
       if (lines.length === 0) break
       // Entries of a file that no longer has them: a restarted server resumes at its start.
       await this.append(lines, () => 0)
