@@ -59,6 +59,10 @@ export interface AbuseDriver {
   checkDiskFill(platform: AbusePlatform, podId: string, log: string[]): Promise<void> | void
   /** The address of another pod, as a tenant who scanned its network would find it. */
   podAddress?(podId: string): string | undefined
+  /** Bytes a pod's log takes outside the data directory (the engine's log files). */
+  logBytesOutside?(podId: string): number
+  /** Removes what the pods `podIds` may have left once the server is gone. */
+  cleanUp?(podIds: string[]): void
 }
 
 interface PodJson {
@@ -86,6 +90,8 @@ export function abuseSuite(driver: AbuseDriver): void {
     let victimToken: string
     let victimPublicPort: number
     const servers: Server[] = []
+    /** Every pod the suite made, for the driver's clean-up. */
+    const podIds: string[] = []
     const metadataAdded = { done: false }
 
     const waitPod = (
@@ -139,6 +145,7 @@ export function abuseSuite(driver: AbuseDriver): void {
         }),
         201,
       )
+      podIds.push(created.id)
       const { pod, log } = await waitPod(
         victimCall,
         created.id,
@@ -157,8 +164,16 @@ export function abuseSuite(driver: AbuseDriver): void {
         const { execFileSync } = await import('node:child_process')
         execFileSync('ip', ['addr', 'delete', `${METADATA}/32`, 'dev', 'lo'])
       }
-      if (victim) await victimCall(`/v2/pods/${victim.id}`, { method: 'DELETE' })
+      if (victim) {
+        await victimCall(`/v2/pods/${victim.id}`, { method: 'DELETE' })
+        await untilFound('the victim pod to go', async () => {
+          const gone = await victimCall(`/v2/pods/${victim.id}`)
+          if (gone.status === 404) return true
+          return (await json<PodJson>(gone)).status === 'TERMINATED' ? true : undefined
+        }).catch(() => undefined)
+      }
       await platform?.close()
+      driver.cleanUp?.(podIds)
     }, 60_000)
 
     /**
@@ -185,6 +200,7 @@ export function abuseSuite(driver: AbuseDriver): void {
           201,
         )
         podId = created.id
+        podIds.push(podId)
         seen = await waitPod(attacker, podId, `the ${name} to be done`, done, timeoutMs)
         await check(seen.pod, seen.log)
       } finally {
@@ -270,8 +286,14 @@ export function abuseSuite(driver: AbuseDriver): void {
         'log-flood',
         { args: `seq 1 ${FLOOD_LINES}; echo flood-done; exec sleep 600` },
         runningWith('flood-done'),
-        (_, log) => {
+        (pod, log) => {
           expect(log.slice(-2)).toEqual([String(FLOOD_LINES), 'flood-done'])
+          // The engine's log files, where the driver keeps the log outside the data directory.
+          const outside = driver.logBytesOutside?.(pod.id) ?? 0
+          console.log(
+            `abuse ${driver.name} log-flood: ${outside} bytes of log outside the data directory`,
+          )
+          expect(outside).toBeLessThanOrEqual(LOG_CAP_MB * MIB + DATA_DIR_SLACK_BYTES)
         },
         120_000,
       )
