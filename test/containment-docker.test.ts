@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform } from '../src/platform.js'
 import { PIDS_PER_VCPU } from '../src/runtime/docker/container-spec.js'
 import { runCli } from './support/cli.js'
+import { forkBomb, MEMORY_HOG } from './support/hostile-workloads.js'
 import { json, podLog } from './support/http.js'
 import {
   callPlatform,
@@ -38,18 +39,8 @@ const HOST = 'sim-l4-1'
 /** Two GPUs on 2 vCPUs and 2 GB: a one-GPU pod or worker rents 1 vCPU and 1 GB. */
 const FLEET = simulatedDockerFleet({ hostId: HOST, memoryGb: 2 })
 
-/**
- * A bounded fork bomb: 1500 sleeping processes at most, each forked by a shell that dies at
- * the first fork refused (busybox sh), having noted how many it made; the pod's own shell then
- * says so and stays.
- */
-const FORK_BOMB =
-  "sh -c 'n=0; while [ $n -lt 1500 ]; do sleep 600 & n=$((n+1)); echo $n > /tmp/forked; done'; " +
-  'read n < /tmp/forked; echo "forked $n"; exec sleep 600'
-
-/** Touches 1.5 GB (Buffer.alloc fills every page) once the pod is RUNNING: past its 1 GB. */
-const MEMORY_HOG =
-  'sleep 2; exec node -e \'const held = []; for (let i = 0; i < 24; i++) held.push(Buffer.alloc(64 * 1024 * 1024, 1)); console.log("survived")\''
+/** busybox's sh dies at the first fork refused, having noted how many it made. */
+const FORK_BOMB = forkBomb({ quiet: false })
 
 /** A podyard/worker whose jobs hold `chunks` × 64 MB of touched memory. */
 const HUNGRY_WORKER =

@@ -17,6 +17,7 @@ import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
 import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { PIDS_PER_VCPU } from '../src/runtime/workload-limits.js'
+import { forkBomb, MEMORY_HOG } from './support/hostile-workloads.js'
 import { json, podLog } from './support/http.js'
 import {
   callPlatform,
@@ -67,14 +68,7 @@ hosts:
 localHost: false
 `
 
-/** A bounded fork bomb (1500 sleeps at most); the pod's shell then says how many it made. */
-const FORK_BOMB =
-  "sh -c 'n=0; while [ $n -lt 1500 ]; do sleep 600 & n=$((n+1)); echo $n > /tmp/forked; done' 2>/dev/null; " +
-  'read n < /tmp/forked; echo "forked $n"; exec sleep 600'
-
-/** Touches 1.5 GB (Buffer.alloc fills every page) once the pod is RUNNING: past its 1 GB. */
-const MEMORY_HOG =
-  'sleep 2; exec node -e \'const held = []; for (let i = 0; i < 24; i++) held.push(Buffer.alloc(64 * 1024 * 1024, 1)); console.log("survived")\''
+const FORK_BOMB = forkBomb({ quiet: true })
 
 interface PodJson {
   id: string

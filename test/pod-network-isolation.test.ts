@@ -1,10 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { createServer, type Server } from 'node:net'
+import type { Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { probePodNetwork } from '../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { probeScript, secretServer } from './support/hostile-workloads.js'
 import { until } from './support/until.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -162,38 +163,6 @@ async function startPeer(): Promise<() => void> {
     throw error
   }
   return stop
-}
-
-/** A listener that hands a secret to whoever connects. */
-function secretServer(host: string, secret: string): Promise<{ server: Server; port: number }> {
-  return new Promise((resolve, reject) => {
-    const server = createServer((socket) => socket.end(`${secret}\n`))
-    server.once('error', reject)
-    server.listen(0, host, () => {
-      const address = server.address()
-      resolve({ server, port: typeof address === 'object' && address ? address.port : 0 })
-    })
-  })
-}
-
-/** Node code run in the pod: tries each target, prints REACHED/REFUSED, then serves its port. */
-function probeScript(targets: Record<string, [string, number]>): string {
-  const code = [
-    'const net = require("net")',
-    `const targets = ${JSON.stringify(targets)}`,
-    'const tryOne = ([name, [host, port]]) => new Promise((done) => {',
-    '  const s = net.connect({ host, port, timeout: 3000 })',
-    '  s.on("connect", () => { console.log("REACHED " + name); s.destroy(); done() })',
-    '  s.on("timeout", () => { console.log("REFUSED " + name + " timeout"); s.destroy(); done() })',
-    '  s.on("error", (e) => { console.log("REFUSED " + name + " " + e.code); done() })',
-    '})',
-    ';(async () => {',
-    '  for (const entry of Object.entries(targets)) await tryOne(entry)',
-    '  console.log("probe-done")',
-    '})()',
-    'require("http").createServer((q, r) => r.end("declared port answers")).listen(process.env.RUNPOD_TCP_PORT_8080)',
-  ].join('\n')
-  return `exec node -e '${code}'`
 }
 
 describe.runIf(runnable)("a pod's network on the process driver (sandboxed)", () => {
