@@ -7,6 +7,15 @@
  * - `host`: the same sandbox in the host's network (`podNetwork: host`);
  * - `none`: no sandbox at all (`sandbox: none`), for reference.
  *
+ * and, asked for with `--settings=docker,docker-plain` (a Docker engine and the test images):
+ *
+ * - `docker`: the docker driver (`driver: docker`): the container's limits (memory, CPU quota,
+ *   processes), the account's own bridge and the host firewall (disk accepted unenforced where
+ *   the engine cannot size it);
+ * - `docker-plain`: the same image and program by `docker run -p` without the platform, no
+ *   limits, Docker's default bridge: the docker rows' reference; its "create -> RUNNING" is
+ *   `docker run` until the pod's port answers.
+ *
  * For each: create -> RUNNING p50/p95 of `--pods` pods, one after the other, each with one
  * declared http port served at once by a small Node server in the pod; then, through one pod,
  * `--mib` MiB over one TCP stream from the pod's published port to the bench on the host
@@ -44,7 +53,16 @@ const SETTINGS: Record<string, Record<string, string>> = {
   isolated: { PODYARD_SANDBOX: 'auto', PODYARD_POD_NETWORK: 'isolated' },
   host: { PODYARD_SANDBOX: 'auto', PODYARD_POD_NETWORK: 'host' },
   none: { PODYARD_SANDBOX: 'none', PODYARD_POD_NETWORK: 'isolated' },
+  docker: {
+    PODYARD_DRIVER: 'docker',
+    PODYARD_FLEET: 'none',
+    PODYARD_CONTAINMENT_ACCEPT_UNENFORCED: 'disk',
+  },
 }
+/** Measured without a server (measureDockerPlain). */
+const DOCKER_PLAIN = 'docker-plain'
+/** The docker settings' image: node and a shell (test/support/docker-test-images.sh). */
+const DOCKER_IMAGE = 'podyard-conformance/plain:1'
 
 /** The outbound listener's namespace and addresses (private, on this machine only). */
 const OUT_NS = 'podyard-bench-out'
@@ -191,9 +209,9 @@ async function memberKey(server: Server): Promise<string> {
   return created.json.apiKey.key as string
 }
 
-const podBody = (i: number) => ({
+const podBody = (i: number, image: string) => ({
   name: `contained-${i}`,
-  image: 'runpod/base:0.6.2',
+  image,
   disk: 1,
   ports: ['8888/http'],
   env: { BENCH_PROGRAM: POD_PROGRAM },
@@ -201,17 +219,39 @@ const podBody = (i: number) => ({
   cpu: { id: 'cpu3c', vcpuCount: 2 },
 })
 
-/** Create -> first GET that says RUNNING, one pod at a time, polling every 5 ms. */
-async function timeToRunning(server: Server, key: string, count: number) {
+/** Terminates pod `id` and waits (60 s at most) until it is gone. */
+async function terminate(server: Server, key: string, id: string): Promise<void> {
+  await call(server, key, 'DELETE', `/v2/pods/${id}`)
+  const deadline = performance.now() + 60_000
+  while (performance.now() < deadline) {
+    const { status, json } = await call(server, key, 'GET', `/v2/pods/${id}`)
+    if (status === 404 || json?.status === 'TERMINATED') return
+    await sleep(50)
+  }
+}
+
+/**
+ * Create -> first GET that says RUNNING, one pod at a time, polling every 5 ms; `one`: each pod
+ * but the last is terminated before the next (a host with room for one pod). Every pod created
+ * is in `ids`, also when it failed.
+ */
+async function timeToRunning(
+  server: Server,
+  key: string,
+  count: number,
+  options: { image: string; one: boolean; ids: string[] },
+) {
+  const { image, one, ids } = options
   const times: number[] = []
   const pods: { id: string; port: number }[] = []
   for (let i = 0; i < count; i++) {
     const started = performance.now()
-    const created = await call(server, key, 'POST', '/v2/pods', podBody(i))
+    const created = await call(server, key, 'POST', '/v2/pods', podBody(i, image))
     if (created.status !== 201) {
       throw new Error(`create answered ${created.status}: ${JSON.stringify(created.json)}`)
     }
     const id = created.json.id as string
+    ids.push(id)
     for (;;) {
       const { json } = await call(server, key, 'GET', `/v2/pods/${id}`)
       if (json.status === 'RUNNING') {
@@ -228,6 +268,7 @@ async function timeToRunning(server: Server, key: string, count: number) {
       await sleep(5)
     }
     times.push(performance.now() - started)
+    if (one && i < count - 1) await terminate(server, key, pods.pop()!.id)
   }
   return { times, pods }
 }
@@ -269,6 +310,78 @@ async function outboundUpload(port: number, bytes: number): Promise<number> {
   return Number(text)
 }
 
+/** Loopback and outbound through the pod whose program answers on host port `port`. */
+async function transfers(name: string, times: number[], port: number): Promise<Figures> {
+  const bytes = settings.mib * 1024 * 1024
+  if (!Number.isFinite(port)) throw new Error(`no published port for 8888`)
+  // A transfer that fails is reported as such (NaN in the table) and the bench goes on.
+  const attempt = async (what: string, transfer: () => Promise<number>) => {
+    try {
+      return await transfer()
+    } catch (error) {
+      console.log(`  ${name}: ${what} failed: ${(error as Error).message}`)
+      return Number.NaN
+    }
+  }
+  const loopbackMs = await attempt('loopback', () => loopbackDownload(port, bytes))
+  const outboundMs = await attempt('outbound', () => outboundUpload(port, bytes))
+  const figures = {
+    name,
+    p50: percentile(times, 50),
+    p95: percentile(times, 95),
+    loopback: settings.mib / (loopbackMs / 1000),
+    outbound: settings.mib / (outboundMs / 1000),
+  }
+  console.log(
+    `  ${name}: create -> RUNNING p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms (${times.length} pods); loopback ${fmt(figures.loopback)} MiB/s, outbound ${fmt(figures.outbound)} MiB/s (${settings.mib} MiB, one stream)`,
+  )
+  return figures
+}
+
+function docker(...args: string[]): string {
+  const run = spawnSync('docker', args, { encoding: 'utf8' })
+  if (run.status !== 0) throw new Error(`docker ${args.join(' ')}: ${run.stderr.trim()}`)
+  return run.stdout.trim()
+}
+
+/**
+ * The docker rows' reference: the pod's image and program by `docker run` (no limits, the
+ * default bridge, its port published on 127.0.0.1), from the run until the port answers.
+ */
+async function measureDockerPlain(): Promise<Figures> {
+  const names: string[] = []
+  try {
+    const times: number[] = []
+    let firstPort = Number.NaN
+    for (let i = 0; i < settings.pods; i++) {
+      const started = performance.now()
+      const name = `podyard-bench-plain-${process.pid}-${i}`
+      names.push(name)
+      docker(
+        ...['run', '-d', '--name', name, '-p', '127.0.0.1::8888'],
+        ...['-e', `BENCH_PROGRAM=${POD_PROGRAM}`, '-e', 'RUNPOD_TCP_PORT_8888=8888'],
+        ...[DOCKER_IMAGE, 'sh', '-c', 'exec node -e "$BENCH_PROGRAM"'],
+      )
+      const port = Number(docker('port', name, '8888/tcp').split('\n')[0]!.split(':').at(-1))
+      for (;;) {
+        const answered = await fetch(`http://127.0.0.1:${port}/`)
+          .then((r) => r.text())
+          .catch(() => '')
+        if (answered === 'ok') break
+        if (performance.now() - started > RUNNING_TIMEOUT_MS) {
+          throw new Error(`${name} did not answer in ${RUNNING_TIMEOUT_MS} ms`)
+        }
+        await sleep(5)
+      }
+      times.push(performance.now() - started)
+      if (i === 0) firstPort = port
+    }
+    return await transfers(DOCKER_PLAIN, times, firstPort)
+  } finally {
+    if (names.length > 0) spawnSync('docker', ['rm', '-f', ...names], { stdio: 'ignore' })
+  }
+}
+
 interface Figures {
   name: string
   p50: number
@@ -280,35 +393,13 @@ interface Figures {
 async function measure(name: string): Promise<Figures> {
   const server = await startServer(name, SETTINGS[name]!)
   const key = await memberKey(server)
-  let ids: string[] = []
+  const ids: string[] = []
   try {
-    const { times, pods } = await timeToRunning(server, key, settings.pods)
-    ids = pods.map((p) => p.id)
-    const bytes = settings.mib * 1024 * 1024
-    const pod = pods[0]!
-    if (!Number.isFinite(pod.port)) throw new Error(`no published port for 8888`)
-    // A transfer that fails is reported as such (NaN in the table) and the bench goes on.
-    const attempt = async (what: string, transfer: () => Promise<number>) => {
-      try {
-        return await transfer()
-      } catch (error) {
-        console.log(`  ${name}: ${what} failed: ${(error as Error).message}`)
-        return Number.NaN
-      }
-    }
-    const loopbackMs = await attempt('loopback', () => loopbackDownload(pod.port, bytes))
-    const outboundMs = await attempt('outbound', () => outboundUpload(pod.port, bytes))
-    const figures = {
-      name,
-      p50: percentile(times, 50),
-      p95: percentile(times, 95),
-      loopback: settings.mib / (loopbackMs / 1000),
-      outbound: settings.mib / (outboundMs / 1000),
-    }
-    console.log(
-      `  ${name}: create -> RUNNING p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms (${times.length} pods); loopback ${fmt(figures.loopback)} MiB/s, outbound ${fmt(figures.outbound)} MiB/s (${settings.mib} MiB, one stream)`,
-    )
-    return figures
+    const image = name === 'docker' ? DOCKER_IMAGE : 'runpod/base:0.6.2'
+    // The docker setting's host is this machine alone (fleet none): room for one pod.
+    const one = name === 'docker'
+    const { times, pods } = await timeToRunning(server, key, settings.pods, { image, one, ids })
+    return await transfers(name, times, pods[0]!.port)
   } finally {
     for (const id of ids) await call(server, key, 'DELETE', `/v2/pods/${id}`)
     // A pod outlives its server: wait until each is gone before the server stops.
@@ -335,21 +426,29 @@ const listener = await startOutboundListener()
 const results: Figures[] = []
 try {
   for (const name of settings.settings) {
-    if (!SETTINGS[name]) throw new Error(`unknown setting ${name} (isolated, host, none)`)
+    if (name === DOCKER_PLAIN) {
+      results.push(await measureDockerPlain())
+      continue
+    }
+    if (!SETTINGS[name]) {
+      throw new Error(`unknown setting ${name} (isolated, host, none, docker, docker-plain)`)
+    }
     results.push(await measure(name))
   }
 } finally {
   await listener.stop()
 }
 
-const base = results.find((r) => r.name === 'none')
-console.log(`\n| setting  | create -> RUNNING p50 / p95 | loopback MiB/s | outbound MiB/s |`)
-console.log(`| -------- | --------------------------- | -------------- | -------------- |`)
+console.log(`\n| setting      | create -> RUNNING p50 / p95 | loopback MiB/s | outbound MiB/s |`)
+console.log(`| ------------ | --------------------------- | -------------- | -------------- |`)
 for (const r of results) {
+  // The process driver's rows against no sandbox, the docker driver's against plain Docker.
+  const anchorName = r.name.startsWith('docker') ? DOCKER_PLAIN : 'none'
+  const base = r.name === anchorName ? undefined : results.find((a) => a.name === anchorName)
   const vs = (value: number, anchor: number | undefined) =>
-    anchor === undefined ? '' : ` (${fmt(value / anchor, 2)}x none)`
+    anchor === undefined ? '' : ` (${fmt(value / anchor, 2)}x ${anchorName})`
   console.log(
-    `| ${r.name.padEnd(8)} | ${fmt(r.p50)} / ${fmt(r.p95)} ms${vs(r.p50, base?.p50)} | ${fmt(r.loopback)}${vs(r.loopback, base?.loopback)} | ${fmt(r.outbound)}${vs(r.outbound, base?.outbound)} |`,
+    `| ${r.name.padEnd(12)} | ${fmt(r.p50)} / ${fmt(r.p95)} ms${vs(r.p50, base?.p50)} | ${fmt(r.loopback)}${vs(r.loopback, base?.loopback)} | ${fmt(r.outbound)}${vs(r.outbound, base?.outbound)} |`,
   )
 }
 console.log(`load average at end ${loadAverage()}`)
