@@ -100,8 +100,9 @@ export function abuseSuite(driver: AbuseDriver): void {
       what: string,
       done: (pod: PodJson, log: string[]) => boolean,
       timeoutMs = 90_000,
-    ) =>
-      untilFound(
+    ) => {
+      let last = ''
+      return untilFound(
         what,
         async () => {
           // Slower than untilFound's pace: the account's rate limit (600 a minute) holds.
@@ -109,10 +110,14 @@ export function abuseSuite(driver: AbuseDriver): void {
           const pod = await json<PodJson>(await call(`/v2/pods/${id}`))
           // The newest lines: what each attack prints at its end.
           const log = await podLog(call, id, 'container', 100)
+          last = `${pod.status} (${pod.statusReason}); log ends ${JSON.stringify(log.slice(-5))}`
           return done(pod, log) ? { pod, log } : undefined
         },
         timeoutMs,
-      )
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}: the pod was ${last}`)
+      })
+    }
 
     /** What the victim's declared port answers: the token it drew at its (only) start. */
     const victimAnswer = () =>
@@ -191,6 +196,8 @@ export function abuseSuite(driver: AbuseDriver): void {
       const watcher = await watchPlatform(platform)
       let seen: Awaited<ReturnType<typeof waitPod>>
       let podId: string | undefined
+      // What the attack itself failed with, reported ahead of the bounds it may also break.
+      let failure: unknown
       try {
         const created = await json<PodJson>(
           await attacker('/v2/pods', {
@@ -203,21 +210,23 @@ export function abuseSuite(driver: AbuseDriver): void {
         podIds.push(podId)
         seen = await waitPod(attacker, podId, `the ${name} to be done`, done, timeoutMs)
         await check(seen.pod, seen.log)
-      } finally {
-        const watched = await watcher.stop()
-        const grown = dataDirBytes(platform.dataDir) - before
-        console.log(
-          `abuse ${driver.name} ${name}: /readyz slowest ${watched.readyzMaxMs.toFixed(1)} ms of ${watched.samples} ` +
-            `(server's event loop delayed ${watched.eventLoopMaxMs.toFixed(1)} ms at most), ` +
-            `server VmRSS at most ${watched.rssMaxMib.toFixed(0)} MiB, data directory +${(grown / 1024).toFixed(0)} KiB`,
-        )
-        if (podId) await attacker(`/v2/pods/${podId}`, { method: 'DELETE' })
-        expect(watched.readyzFailures, 'failed /readyz answers').toEqual([])
-        expect(watched.samples).toBeGreaterThan(0)
-        expect(watched.readyzMaxMs).toBeLessThan(READYZ_BOUND_MS)
-        expect(watched.rssMaxMib).toBeLessThan(SERVER_RSS_BOUND_MIB)
-        expect(grown).toBeLessThanOrEqual(LOG_CAP_MB * MIB + DATA_DIR_SLACK_BYTES)
+      } catch (error) {
+        failure = error
       }
+      const watched = await watcher.stop()
+      const grown = dataDirBytes(platform.dataDir) - before
+      console.log(
+        `abuse ${driver.name} ${name}: /readyz slowest ${watched.readyzMaxMs.toFixed(1)} ms of ${watched.samples} ` +
+          `(server's event loop delayed ${watched.eventLoopMaxMs.toFixed(1)} ms at most), ` +
+          `server VmRSS at most ${watched.rssMaxMib.toFixed(0)} MiB, data directory +${(grown / 1024).toFixed(0)} KiB`,
+      )
+      if (podId) await attacker(`/v2/pods/${podId}`, { method: 'DELETE' })
+      if (failure !== undefined) throw failure
+      expect(watched.readyzFailures, 'failed /readyz answers').toEqual([])
+      expect(watched.samples).toBeGreaterThan(0)
+      expect(watched.readyzMaxMs).toBeLessThan(READYZ_BOUND_MS)
+      expect(watched.rssMaxMib).toBeLessThan(SERVER_RSS_BOUND_MIB)
+      expect(grown).toBeLessThanOrEqual(LOG_CAP_MB * MIB + DATA_DIR_SLACK_BYTES)
       // The other tenant's pod: still RUNNING, never restarted, its declared port answering.
       const other = await json<PodJson>(await victimCall(`/v2/pods/${victim.id}`))
       expect(other.status).toBe('RUNNING')
