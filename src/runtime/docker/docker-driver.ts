@@ -45,6 +45,7 @@ import {
   type EngineInfo,
 } from './engine-containment.js'
 import { installHostFirewall, type HostFirewallRules } from './host-firewall.js'
+import { NetworkUse } from './network-use.js'
 import { containerLogLines, selectStreamedLines } from './container-log-reader.js'
 import { LogFrameDecoder, selectLines } from './log-frames.js'
 import {
@@ -187,6 +188,7 @@ export class DockerDriver implements RuntimeDriver {
    * CheckDuplicate is not atomic), leaving two of one name that no later start can join.
    */
   private readonly networksMade = new Map<string, Promise<void>>()
+  private readonly networkUse = new NetworkUse()
   /** The engine's NVIDIA GPUs, read by a probe container (gpu-probe.ts). */
   private readonly gpus: EngineGpuProbe
 
@@ -284,23 +286,27 @@ export class DockerDriver implements RuntimeDriver {
       if (mount.kind !== 'persistent') await mkdir(mount.hostPath, { recursive: true })
     }
     const network = tenantNetworkOf(spec, this.options.serverId)
-    if (network) {
-      this.ensureFirewall()
-      await this.ensureNetwork(network)
+    const launch = async (): Promise<Docker.Container> => {
+      if (network) await this.ensureNetwork(network)
+      const container = await this.docker.createContainer({
+        name: containerName(this.options.serverId, spec.id),
+        ...(body as Docker.ContainerCreateOptions),
+      })
+      this.pulls.delete(spec.id)
+      try {
+        await container.start()
+      } catch (error) {
+        await ignoring([404, 409], () => container.remove({ force: true }))
+        throw publishedPortTaken(error)
+          ? new PublishedPortTakenError((error as Error).message, { cause: error })
+          : error
+      }
+      return container
     }
-    const container = await this.docker.createContainer({
-      name: containerName(this.options.serverId, spec.id),
-      ...(body as Docker.ContainerCreateOptions),
-    })
-    this.pulls.delete(spec.id)
-    try {
-      await container.start()
-    } catch (error) {
-      await ignoring([404, 409], () => container.remove({ force: true }))
-      throw publishedPortTaken(error)
-        ? new PublishedPortTakenError((error as Error).message, { cause: error })
-        : error
-    }
+    if (network) this.ensureFirewall()
+    const container = network
+      ? await this.networkUse.whileStarting(network.docker, launch)
+      : await launch()
     // The container holds the position now.
     this.logEnds.delete(spec.id)
     return workloadStateOf((await container.inspect()) as ContainerInspection)
@@ -731,7 +737,9 @@ export class DockerDriver implements RuntimeDriver {
       { Labels?: Record<string, string>; Containers?: Record<string, unknown> } | undefined
     if (!info || !ids.has(info.Labels?.[SERVER_LABEL] ?? '')) return
     if (Object.keys(info.Containers ?? {}).length > 0) return
-    await ignoring([403, 404, 409], () => network.remove())
+    await this.networkUse.removeUnlessStarting(name, async () => {
+      await ignoring([403, 404, 409], () => network.remove())
+    })
   }
 
   private async waitExited(container: Docker.Container, timeoutMs: number): Promise<boolean> {
