@@ -133,6 +133,35 @@ describe('loadConfig', () => {
     )
   })
 
+  it("takes the GPU probe image and the kernel log's path, and refuses a malformed image", () => {
+    expect(loadConfig({ cwd: dirWith(), env: {} }).gpus).toEqual({
+      probeImage: 'ubuntu:24.04',
+      kernelLog: '/dev/kmsg',
+    })
+    const file = dirWith('gpus:\n  probeImage: registry.example.com:5000/base/cuda-smi:12.4\n')
+    expect(loadConfig({ cwd: file, env: {} }).gpus.probeImage).toBe(
+      'registry.example.com:5000/base/cuda-smi:12.4',
+    )
+    expect(
+      loadConfig({
+        cwd: dirWith(),
+        env: { PODYARD_GPUS_PROBE_IMAGE: 'alpine:3.20', PODYARD_GPUS_KERNEL_LOG: '/run/xid.fifo' },
+      }).gpus,
+    ).toEqual({ probeImage: 'alpine:3.20', kernelLog: '/run/xid.fifo' })
+    // Empty: the kernel log is not read.
+    expect(loadConfig({ cwd: dirWith('gpus:\n  kernelLog: ""\n'), env: {} }).gpus.kernelLog).toBe(
+      '',
+    )
+    expect(() => loadConfig({ cwd: dirWith('gpus:\n  probeImage: ""\n'), env: {} })).toThrow(
+      /gpus\.probeImage/,
+    )
+    for (const bad of ['Ubuntu:24.04', 'ubuntu:24.04; rm -rf /', 'ubuntu:']) {
+      expect(() => loadConfig({ cwd: dirWith(), env: { PODYARD_GPUS_PROBE_IMAGE: bad } })).toThrow(
+        /gpus\.probeImage.*PODYARD_GPUS_PROBE_IMAGE/,
+      )
+    }
+  })
+
   it('takes the limits a host may leave unenforced from the file or the environment, and names the valid ones', () => {
     expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({
       acceptUnenforced: [],

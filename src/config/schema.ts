@@ -261,6 +261,26 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    gpus: Type.Object(
+      {
+        probeImage: Type.String({
+          minLength: 1,
+          maxLength: 255,
+          // A Docker image reference: [registry[:port]/]name[:tag][@digest], lower case name.
+          pattern:
+            '^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$',
+          default: 'ubuntu:24.04',
+          description:
+            "the image of the short-lived container that lists a Docker host's GPUs with the NVIDIA runtime; any image with a C library and a shell (docs/gpus.md)",
+        }),
+        kernelLog: Type.String({
+          default: '/dev/kmsg',
+          description:
+            "where the local host's GPU sampler reads the NVIDIA driver's XID reports: /dev/kmsg (needs root), a FIFO or a file it follows from its end; empty: not read (docs/gpus.md)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     workloadLogs: Type.Object(
       {
         maxMb: Type.Integer({
@@ -441,6 +461,8 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
   { path: 'driver', env: 'PODYARD_DRIVER', flag: 'driver', type: 'string' },
   { path: 'docker.socketPath', env: 'PODYARD_DOCKER_SOCKET', type: 'string' },
   { path: 'docker.diskLimit', env: 'PODYARD_DOCKER_DISK_LIMIT', type: 'boolean' },
+  { path: 'gpus.probeImage', env: 'PODYARD_GPUS_PROBE_IMAGE', type: 'string' },
+  { path: 'gpus.kernelLog', env: 'PODYARD_GPUS_KERNEL_LOG', type: 'string' },
   { path: 'workloadLogs.maxMb', env: 'PODYARD_WORKLOAD_LOG_MAX_MB', type: 'integer' },
   {
     path: 'containment.acceptUnenforced',

@@ -87,6 +87,7 @@ export class HostRuntimes {
       docker = new DockerDriver({
         ...this.serverIds,
         logMaxBytes: this.logMaxBytes,
+        gpuProbeImage: this.config.gpus.probeImage,
         ...(this.config.docker.socketPath ? { socketPath: this.config.docker.socketPath } : {}),
         simulatedGpus,
         // nvidia-smi here listed this machine's GPUs at start: no probe container needed.
@@ -144,6 +145,7 @@ export class HostRuntimes {
       const docker = new DockerDriver({
         ...this.serverIds,
         logMaxBytes: this.logMaxBytes,
+        gpuProbeImage: this.config.gpus.probeImage,
         connection,
         simulatedGpus: host.simulated,
       })
