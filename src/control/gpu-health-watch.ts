@@ -44,7 +44,14 @@ export class GpuHealthWatch {
 
   /** One round of a host's sampler; resolves once its pods were told of any withdrawal. */
   async onRound(hostId: string, gpus: readonly SampledGpu[]): Promise<void> {
-    const withdrawals = this.deps.board.record(hostId, gpus.map(readingOf))
+    let withdrawals: GpuWithdrawal[]
+    try {
+      withdrawals = await this.deps.board.record(hostId, gpus.map(readingOf))
+    } catch (error) {
+      // The store did not answer: the next round judges again.
+      this.deps.logger.error({ err: error, hostId }, 'recording a round of GPU readings failed')
+      return
+    }
     for (const withdrawal of withdrawals) {
       this.deps.logger.warn(withdrawal, 'GPU withdrawn from placement')
       await this.tellPods(withdrawal).catch((error: unknown) =>

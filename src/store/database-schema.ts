@@ -379,6 +379,18 @@ export interface ClustersTable {
 }
 
 /** Migration 0021: each host's probed state and schedule (src/domain/hosts/host-state.ts). */
+/** A GPU withdrawn from placement, or put back by the operator (migration 0027). */
+export interface GpuWithdrawalsTable {
+  host_id: string
+  gpu_index: number
+  /** Why it is withdrawn; null: the operator reset it. */
+  reason: string | null
+  withdrawn_at: string | null
+  ecc_uncorrected: number | null
+  accepted_ecc_uncorrected: number
+  updated_at: string
+}
+
 export interface HostStatesTable {
   host_id: string
   state: string
@@ -444,6 +456,7 @@ export interface Database {
   host_states: HostStatesTable
   hosts: HostsTable
   hosts_revision: HostsRevisionTable
+  gpu_withdrawals: GpuWithdrawalsTable
   workers: WorkersTable
   model_jobs: ModelJobsTable
   usage_records: UsageRecordsTable

@@ -23,6 +23,7 @@ import { GpuBoard } from '../domain/hosts/gpu-board.js'
 import { ManagedHostService } from '../domain/hosts/managed-hosts.js'
 import { KyselyManagedHostRepo } from '../store/managed-host-repo.js'
 import { HostRuntimes, noRuntime } from './host-runtimes.js'
+import { KyselyGpuWithdrawalRepo } from '../store/gpu-withdrawal-repo.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
 import { KyselyHostStateRepo } from '../store/host-state-repo.js'
@@ -152,7 +153,8 @@ export async function wireFleet(
   })
   await managed.sync()
   await board.refresh()
-  const gpus = new GpuBoard(() => clock.now().toISOString())
+  const gpus = new GpuBoard(new KyselyGpuWithdrawalRepo(store.db), () => clock.now().toISOString())
+  await gpus.refresh()
   hosts.onDriverAdded = (driver) => {
     for (const told of driverAdded) told(driver)
   }

@@ -34,7 +34,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const { meter } = parts.billing
   const driver = parts.fleet.processDriver
   const { monitor } = parts.hosts
-  const { board } = parts.fleet
+  const { board, gpus } = parts.fleet
   const objectSweep = new ReconcileLoop({
     pass: async () => {
       await parts.models.service.purgeExpiredObjects()
@@ -42,13 +42,15 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     intervalMs: OBJECT_SWEEP_INTERVAL_MS,
     onError: (error) => logger.error({ err: error }, 'purging expired public model results failed'),
   })
-  // Every replica places pods: each reads the hosts' states the leader's probes write. On
-  // SQLite this process is the only writer, and its board has every write already.
-  // The hosts added or removed at runtime too: one row tells whether they changed.
+  // Every replica places pods: each reads the hosts added or removed at runtime (one row tells
+  // whether they changed), the hosts' states the leader's probes write, and the GPU
+  // withdrawals any replica's sampler writes (or an operator's reset). On SQLite this process
+  // is the only writer, and its boards have every write already.
   const boardRefresh = new ReconcileLoop({
     pass: async () => {
       await parts.fleet.managed.sync()
       await board.refresh()
+      await gpus.refresh()
     },
     intervalMs: config.cluster.syncIntervalMs,
     onError: (error) => logger.warn({ err: error }, 'reading the hosts and their states failed'),

@@ -1,5 +1,6 @@
 import { AppError } from '../../shared/app-error.js'
-import { judgeGpu, type GpuBaseline, type GpuReading } from './gpu-health.js'
+import { judgeGpu, type GpuReading } from './gpu-health.js'
+import type { GpuWithdrawalRecord, GpuWithdrawalRepo } from './ports.js'
 
 /** One GPU of a host as the operator sees it (host view, console, /metrics). */
 export interface GpuStatus {
@@ -11,7 +12,7 @@ export interface GpuStatus {
   reason: string | null
   withdrawnAt: string | null
   warnings: string[]
-  /** When the sampler last read it; null before its first reading. */
+  /** When this server's sampler last read it; null when it has not (another replica's host). */
   sampledAt: string | null
   reading: GpuReading | null
 }
@@ -22,106 +23,163 @@ export interface GpuWithdrawal {
   reason: string
 }
 
-interface Kept {
+interface Sampled {
   reading: GpuReading
   sampledAt: string
   warnings: string[]
-  withdrawn?: { reason: string; at: string }
-  baseline?: GpuBaseline
 }
 
 /**
- * The latest reading and health of every sampled GPU, held in this server's memory (the
- * sampler runs beside the host it reads; docs/gpus.md says what that means for replicas).
- * A GPU found unhealthy is withdrawn once and stays withdrawn, whatever later readings say,
- * until reset(): a GPU that flaps must not take pods between two bad readings.
+ * The latest reading of every GPU this server samples (in memory: the sampler runs beside the
+ * host it reads), and every GPU's withdrawal, kept in the store so that a restarted server and
+ * every replica agree (docs/gpus.md). A GPU found unhealthy is withdrawn once and stays
+ * withdrawn, whatever later readings say, until reset(): a GPU that flaps must not take pods
+ * between two bad readings. refresh() reads the store again (replicas do, every few seconds).
  */
 export class GpuBoard {
-  private readonly hosts = new Map<string, Map<number, Kept>>()
+  private readonly sampled = new Map<string, Map<number, Sampled>>()
+  private stored = new Map<string, Map<number, GpuWithdrawalRecord>>()
   private withdrawnCache: Readonly<Record<string, readonly number[]>> | undefined
 
-  constructor(private readonly now: () => string) {}
+  constructor(
+    private readonly repo: GpuWithdrawalRepo,
+    private readonly now: () => string,
+  ) {}
 
-  /** A host's readings of one round; returns the GPUs this round newly withdrew. */
-  record(hostId: string, readings: readonly GpuReading[]): GpuWithdrawal[] {
-    let gpus = this.hosts.get(hostId)
-    if (!gpus) this.hosts.set(hostId, (gpus = new Map()))
-    const at = this.now()
-    const withdrawn: GpuWithdrawal[] = []
-    for (const reading of readings) {
-      const kept = gpus.get(reading.index)
-      const verdict = judgeGpu(reading, kept?.baseline)
-      const next: Kept = {
-        reading,
-        sampledAt: at,
-        warnings: verdict.warnings,
-        ...(kept?.withdrawn ? { withdrawn: kept.withdrawn } : {}),
-        ...(kept?.baseline ? { baseline: kept.baseline } : {}),
-      }
-      if (!verdict.healthy && !next.withdrawn) {
-        const reason = verdict.problems.join('; ')
-        next.withdrawn = { reason, at }
-        withdrawn.push({ hostId, index: reading.index, reason })
-        this.withdrawnCache = undefined
-      }
-      gpus.set(reading.index, next)
+  /** Reads the withdrawals from the store. */
+  async refresh(): Promise<void> {
+    const next = new Map<string, Map<number, GpuWithdrawalRecord>>()
+    for (const record of await this.repo.list()) {
+      let gpus = next.get(record.hostId)
+      if (!gpus) next.set(record.hostId, (gpus = new Map()))
+      gpus.set(record.index, record)
     }
+    this.stored = next
+    this.withdrawnCache = undefined
+  }
+
+  /**
+   * A host's readings of one round; returns the GPUs this round newly withdrew (written to the
+   * store first: a GPU another replica or an earlier round withdrew is not withdrawn twice).
+   */
+  async record(hostId: string, readings: readonly GpuReading[]): Promise<GpuWithdrawal[]> {
+    let gpus = this.sampled.get(hostId)
+    if (!gpus) this.sampled.set(hostId, (gpus = new Map()))
+    const at = this.now()
+    const found: Array<GpuWithdrawal & { eccUncorrected: number | null }> = []
+    for (const reading of readings) {
+      const stored = this.stored.get(hostId)?.get(reading.index)
+      const baseline = stored ? { eccUncorrected: stored.acceptedEccUncorrected } : undefined
+      const verdict = judgeGpu(reading, baseline)
+      gpus.set(reading.index, { reading, sampledAt: at, warnings: verdict.warnings })
+      if (!verdict.healthy && !stored?.reason)
+        found.push({
+          hostId,
+          index: reading.index,
+          reason: verdict.problems.join('; '),
+          eccUncorrected: reading.eccUncorrected,
+        })
+    }
+    const withdrawn: GpuWithdrawal[] = []
+    let stale = false
+    for (const { eccUncorrected, ...withdrawal } of found) {
+      if (await this.repo.withdraw({ ...withdrawal, at, eccUncorrected })) {
+        this.keep({
+          hostId,
+          index: withdrawal.index,
+          reason: withdrawal.reason,
+          withdrawnAt: at,
+          eccUncorrected,
+          acceptedEccUncorrected:
+            this.stored.get(hostId)?.get(withdrawal.index)?.acceptedEccUncorrected ?? 0,
+        })
+        withdrawn.push(withdrawal)
+      } else stale = true
+    }
+    // Withdrawn already by another replica, or this board read the store before it was.
+    if (stale) await this.refresh()
     return withdrawn
   }
 
   /**
-   * The operator says the GPU is fixed: it takes pods again, and its error counters as they
-   * stand now are accepted (volatile ECC counts only drop at a driver reload).
+   * The operator says the GPU is fixed: it takes pods again, and its uncorrectable ECC count as
+   * it stands now is accepted (volatile counts only drop at a driver reload). A replica that
+   * does not sample the GPU accepts the count it was withdrawn with.
    */
-  reset(hostId: string, index: number): GpuStatus {
-    const kept = this.hosts.get(hostId)?.get(index)
-    if (!kept)
+  async reset(hostId: string, index: number): Promise<GpuStatus> {
+    const sampled = this.sampled.get(hostId)?.get(index)
+    const stored = this.stored.get(hostId)?.get(index)
+    if (!sampled && !stored?.reason)
       throw new AppError('NOT_FOUND', `GPU ${index} of host ${hostId} has not been sampled`)
-    delete kept.withdrawn
-    kept.baseline = { eccUncorrected: kept.reading.eccUncorrected ?? 0 }
-    this.withdrawnCache = undefined
-    return statusOf(index, kept)
+    const accepted =
+      sampled?.reading.eccUncorrected ??
+      Math.max(stored?.acceptedEccUncorrected ?? 0, stored?.eccUncorrected ?? 0)
+    await this.repo.reset(hostId, index, accepted, this.now())
+    this.keep({
+      hostId,
+      index,
+      reason: null,
+      withdrawnAt: null,
+      eccUncorrected: null,
+      acceptedEccUncorrected: accepted,
+    })
+    return this.statusOf(hostId, index)
   }
 
-  /** Every sampled GPU of the host, by index. */
+  /** Every GPU of the host this server samples or the store has withdrawn, by index. */
   statuses(hostId: string): GpuStatus[] {
-    const gpus = this.hosts.get(hostId)
-    if (!gpus) return []
-    return [...gpus.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, kept]) => statusOf(index, kept))
+    const indices = new Set(this.sampled.get(hostId)?.keys() ?? [])
+    for (const [index, record] of this.stored.get(hostId) ?? []) {
+      if (record.reason !== null) indices.add(index)
+    }
+    return [...indices].sort((a, b) => a - b).map((index) => this.statusOf(hostId, index))
   }
 
   reading(hostId: string, index: number): GpuReading | undefined {
-    return this.hosts.get(hostId)?.get(index)?.reading
+    return this.sampled.get(hostId)?.get(index)?.reading
   }
 
+  /** The hosts with a GPU sampled here or withdrawn in the store. */
   hostIds(): string[] {
-    return [...this.hosts.keys()]
+    const ids = new Set(this.sampled.keys())
+    for (const [hostId, gpus] of this.stored) {
+      if ([...gpus.values()].some((r) => r.reason !== null)) ids.add(hostId)
+    }
+    return [...ids]
   }
 
   /** Withdrawn GPU indices per host (placement's input); the same object until one changes. */
   withdrawn(): Readonly<Record<string, readonly number[]>> {
     if (this.withdrawnCache) return this.withdrawnCache
     const out: Record<string, number[]> = {}
-    for (const [hostId, gpus] of this.hosts) {
-      const indices = [...gpus.entries()].filter(([, k]) => k.withdrawn).map(([i]) => i)
+    for (const [hostId, gpus] of this.stored) {
+      const indices = [...gpus.values()].filter((r) => r.reason !== null).map((r) => r.index)
       if (indices.length > 0) out[hostId] = indices.sort((a, b) => a - b)
     }
     this.withdrawnCache = Object.freeze(out)
     return this.withdrawnCache
   }
-}
 
-function statusOf(index: number, kept: Kept): GpuStatus {
-  return {
-    index,
-    uuid: kept.reading.uuid,
-    health: kept.withdrawn ? 'WITHDRAWN' : 'HEALTHY',
-    reason: kept.withdrawn?.reason ?? null,
-    withdrawnAt: kept.withdrawn?.at ?? null,
-    warnings: kept.warnings,
-    sampledAt: kept.sampledAt,
-    reading: kept.reading,
+  private keep(record: GpuWithdrawalRecord): void {
+    let gpus = this.stored.get(record.hostId)
+    if (!gpus) this.stored.set(record.hostId, (gpus = new Map()))
+    gpus.set(record.index, record)
+    this.withdrawnCache = undefined
+  }
+
+  private statusOf(hostId: string, index: number): GpuStatus {
+    const sampled = this.sampled.get(hostId)?.get(index)
+    const stored = this.stored.get(hostId)?.get(index)
+    const withdrawn = stored?.reason != null
+    return {
+      index,
+      uuid: sampled?.reading.uuid ?? null,
+      health: withdrawn ? 'WITHDRAWN' : 'HEALTHY',
+      reason: withdrawn ? stored.reason : null,
+      withdrawnAt: withdrawn ? stored.withdrawnAt : null,
+      warnings: sampled?.warnings ?? [],
+      sampledAt: sampled?.sampledAt ?? null,
+      reading: sampled?.reading ?? null,
+    }
   }
 }

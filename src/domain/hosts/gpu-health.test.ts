@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { GpuBoard } from './gpu-board.js'
 import { judgeGpu, memoryUsePercent, type GpuReading } from './gpu-health.js'
 
 const fine: GpuReading = {
@@ -64,34 +63,5 @@ describe('GPU health rules', () => {
     expect(memoryUsePercent(fine)).toBe(10)
     expect(memoryUsePercent({ memoryUsedMib: null, memoryTotalMib: 1000 })).toBe(0)
     expect(memoryUsePercent({ memoryUsedMib: 5, memoryTotalMib: 0 })).toBe(0)
-  })
-})
-
-describe('GpuBoard', () => {
-  it('withdraws an unhealthy GPU once, keeps it withdrawn until reset, then accepts old counters', () => {
-    const board = new GpuBoard(() => '2026-11-28T00:00:00.000Z')
-    expect(board.record('h1', [fine, { ...fine, index: 1 }])).toEqual([])
-    const bad = { ...fine, index: 1, eccUncorrected: 2 }
-    expect(board.record('h1', [fine, bad])).toEqual([
-      { hostId: 'h1', index: 1, reason: '2 uncorrectable ECC errors' },
-    ])
-    // Withdrawn once; a healthy-looking reading afterwards does not put it back.
-    expect(board.record('h1', [fine, bad])).toEqual([])
-    expect(board.record('h1', [fine, { ...fine, index: 1 }])).toEqual([])
-    expect(board.withdrawn()).toEqual({ h1: [1] })
-    expect(board.statuses('h1')[1]).toMatchObject({
-      health: 'WITHDRAWN',
-      reason: '2 uncorrectable ECC errors',
-    })
-
-    board.record('h1', [fine, bad])
-    expect(board.reset('h1', 1)).toMatchObject({ health: 'HEALTHY', reason: null })
-    expect(board.withdrawn()).toEqual({})
-    expect(board.record('h1', [fine, bad])).toEqual([])
-    expect(board.record('h1', [fine, { ...bad, eccUncorrected: 3 }])).toHaveLength(1)
-  })
-
-  it('a reset of a GPU never sampled is not found', () => {
-    expect(() => new GpuBoard(() => '').reset('h1', 0)).toThrow(/not been sampled/)
   })
 })

@@ -135,7 +135,7 @@ export class HostService {
   async gpuReset(hostId: string, index: number): Promise<HostView> {
     this.host(hostId)
     if (!this.deps.gpus) throw new AppError('NOT_FOUND', `host ${hostId} has no sampled GPUs`)
-    this.deps.gpus.reset(hostId, index)
+    await this.deps.gpus.reset(hostId, index)
     return this.viewOf(hostId)
   }
 

@@ -22,3 +22,31 @@ export interface ManagedHostRepo {
   /** False when there is no host of that id. */
   remove(hostId: string): Promise<boolean>
 }
+
+/** A GPU's withdrawal as the store keeps it (migration 0027). */
+export interface GpuWithdrawalRecord {
+  hostId: string
+  index: number
+  /** Why it is withdrawn; null: the operator put it back. */
+  reason: string | null
+  withdrawnAt: string | null
+  /** Its uncorrectable ECC count when withdrawn; null: unknown. */
+  eccUncorrected: number | null
+  /** The uncorrectable ECC count the operator's last reset accepted. */
+  acceptedEccUncorrected: number
+}
+
+/** GPU withdrawals in the store, so that a restart and every replica see them. */
+export interface GpuWithdrawalRepo {
+  list(): Promise<GpuWithdrawalRecord[]>
+  /** Withdraws the GPU unless it is withdrawn already; true when this call withdrew it. */
+  withdraw(record: {
+    hostId: string
+    index: number
+    reason: string
+    at: string
+    eccUncorrected: number | null
+  }): Promise<boolean>
+  /** Puts the GPU back, accepting that uncorrectable ECC count. */
+  reset(hostId: string, index: number, acceptedEccUncorrected: number, at: string): Promise<void>
+}

@@ -50,6 +50,8 @@ import * as postgres0025 from './postgres/0025-job-trace-context.js'
 import * as sqlite0025 from './sqlite/0025-job-trace-context.js'
 import * as postgres0026 from './postgres/0026-hosts.js'
 import * as sqlite0026 from './sqlite/0026-hosts.js'
+import * as postgres0027 from './postgres/0027-gpu-withdrawals.js'
+import * as sqlite0027 from './sqlite/0027-gpu-withdrawals.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -156,6 +158,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       postgres: postgres0025.statements,
     },
     { name: '0026-hosts', sqlite: sqlite0026.statements, postgres: postgres0026.statements },
+    {
+      name: '0027-gpu-withdrawals',
+      sqlite: sqlite0027.statements,
+      postgres: postgres0027.statements,
+    },
   ]
 
 export function migrationStatements(dialect: Dialect) {
