@@ -22,8 +22,7 @@ export function readingOf(gpu: SampledGpu): GpuReading {
     retiredPagesPending: gpu.retiredPagesPending,
     remappedRowsPending: gpu.remappedRowsPending,
     remappedRowsFailure: gpu.remappedRowsFailure,
-    // nvidia-smi has no XID query; the kernel-log reader is future work (docs/gpus.md).
-    xids: [],
+    xids: gpu.xids,
   }
 }
 

@@ -46,6 +46,8 @@ export function wireHosts(context: PlatformContext): HostParts {
     gpuSampler = new GpuSampler({
       logger,
       onRound: (round) => void watch.onRound(local.id, round),
+      ...(config.gpus.kernelLog ? { kernelLog: config.gpus.kernelLog } : {}),
+      onKernelLogProblem: (problem) => gpus.setSourceProblem(local.id, problem),
     })
     gpuSampler.start()
   }

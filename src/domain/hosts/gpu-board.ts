@@ -27,7 +27,12 @@ interface Sampled {
   reading: GpuReading
   sampledAt: string
   warnings: string[]
+  /** The last warning of an XID, shown for XID_WARNING_MS: an XID is reported once. */
+  xidWarning?: { text: string; at: string }
 }
+
+/** How long a warning of an XID (reported once, in one round) stays on its GPU. */
+export const XID_WARNING_MS = 60 * 60_000
 
 /**
  * The latest reading of every GPU this server samples (in memory: the sampler runs beside the
@@ -40,6 +45,8 @@ export class GpuBoard {
   private readonly sampled = new Map<string, Map<number, Sampled>>()
   private stored = new Map<string, Map<number, GpuWithdrawalRecord>>()
   private withdrawnCache: Readonly<Record<string, readonly number[]>> | undefined
+  /** Why a host's GPU sources (the kernel log) cannot be read, per host. */
+  private readonly sourceProblems = new Map<string, string>()
 
   constructor(
     private readonly repo: GpuWithdrawalRepo,
@@ -71,7 +78,20 @@ export class GpuBoard {
       const stored = this.stored.get(hostId)?.get(reading.index)
       const baseline = stored ? { eccUncorrected: stored.acceptedEccUncorrected } : undefined
       const verdict = judgeGpu(reading, baseline)
-      gpus.set(reading.index, { reading, sampledAt: at, warnings: verdict.warnings })
+      const xidNow = verdict.warnings.find((w) => w.startsWith('XID '))
+      const earlier = gpus.get(reading.index)?.xidWarning
+      const xidWarning = xidNow
+        ? { text: `${xidNow} at ${at}`, at }
+        : earlier && Date.parse(at) - Date.parse(earlier.at) < XID_WARNING_MS
+          ? earlier
+          : undefined
+      const warnings = verdict.warnings.filter((w) => !w.startsWith('XID '))
+      gpus.set(reading.index, {
+        reading,
+        sampledAt: at,
+        warnings: xidWarning ? [...warnings, xidWarning.text] : warnings,
+        ...(xidWarning ? { xidWarning } : {}),
+      })
       if (!verdict.healthy && !stored?.reason)
         found.push({
           hostId,
@@ -158,6 +178,16 @@ export class GpuBoard {
     }
     this.withdrawnCache = Object.freeze(out)
     return this.withdrawnCache
+  }
+
+  /** Why the host's GPU sources cannot be fully read (null: they can), for its warnings. */
+  setSourceProblem(hostId: string, problem: string | null): void {
+    if (problem === null) this.sourceProblems.delete(hostId)
+    else this.sourceProblems.set(hostId, problem)
+  }
+
+  sourceProblem(hostId: string): string | undefined {
+    return this.sourceProblems.get(hostId)
   }
 
   private keep(record: GpuWithdrawalRecord): void {

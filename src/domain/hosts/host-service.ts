@@ -224,6 +224,7 @@ export class HostService {
     const accepted = this.deps.acceptUnenforced ?? []
     const offered = this.deps.board.offered(host.id) ?? host
     const degraded = this.degraded(record)
+    const gpuSource = this.deps.gpus?.sourceProblem(host.id)
     return {
       id: host.id,
       dataCenterId: host.dataCenterId,
@@ -247,7 +248,7 @@ export class HostService {
       reported: record.facts ? (reported as Omit<HostFacts, 'unenforced'>) : null,
       offered: { gpu: offered.gpu, vcpus: offered.vcpus, memoryGb: offered.memoryGb },
       unenforcedLimits: unenforced.map((u) => ({ ...u, accepted: accepted.includes(u.limit) })),
-      warnings: record.warnings,
+      warnings: [...record.warnings, ...(gpuSource ? [gpuSource] : [])],
       podCount: pods.filter((p) => p.hostId === host.id).length,
       gpus: (this.deps.gpus?.statuses(host.id) ?? []).map(gpuView),
     }

@@ -6,6 +6,7 @@ import {
   REMAPPED_ROWS_FIELDS,
   type RemappedRows,
 } from './nvidia-health-sources.js'
+import { KernelLogFollower } from './kernel-log-follower.js'
 import { GPU_QUERY_FIELDS, parseGpuQueryLine, type GpuSample } from './nvidia-smi-query.js'
 
 /** How often nvidia-smi prints a reading of every GPU. */
@@ -19,6 +20,8 @@ const RESTART_MAX_MS = 60_000
 const STABLE_RUN_MS = 60_000
 /** Lines of one round arrive together; this long after the last one the round is complete. */
 const ROUND_SETTLE_MS = 100
+/** XIDs of one GPU held for the next round at most. */
+const MAX_QUEUED_XIDS = 100
 /** A GPU missing this many rounds while others report has stopped answering. */
 const MISSING_ROUNDS = 3
 
@@ -26,6 +29,8 @@ const MISSING_ROUNDS = 3
 export interface SampledGpu extends GpuSample {
   remappedRowsPending: boolean | null
   remappedRowsFailure: boolean | null
+  /** XIDs the driver logged for this GPU since the previous round (the kernel log). */
+  xids: number[]
 }
 
 export interface GpuSamplerOptions {
@@ -36,6 +41,10 @@ export interface GpuSamplerOptions {
   command?: string
   intervalMs?: number
   remappedRowsIntervalMs?: number
+  /** Where the driver's XID reports are read (kernel-log-follower.ts); absent: not read. */
+  kernelLog?: string
+  /** Why the kernel log cannot be read; null once it can. */
+  onKernelLogProblem?: (problem: string | null) => void
 }
 
 /**
@@ -55,6 +64,9 @@ export class GpuSampler {
   private readonly missingRounds = new Map<number, number>()
   private readonly unreachableBusIds = new Set<string>()
   private remapped: RemappedRows[] = []
+  /** XIDs by normalised bus id, waiting for the next round. */
+  private readonly xids = new Map<string, number[]>()
+  private kernelLog: KernelLogFollower | undefined
   /** How many times the process was started (tests and logs). */
   starts = 0
 
@@ -74,6 +86,20 @@ export class GpuSampler {
       this.options.remappedRowsIntervalMs ?? REMAPPED_ROWS_INTERVAL_MS,
     )
     this.remapTimer.unref()
+    const { kernelLog, logger, onKernelLogProblem } = this.options
+    if (kernelLog) {
+      this.kernelLog = new KernelLogFollower({
+        path: kernelLog,
+        logger,
+        onXid: ({ busId, xid, detail }) => {
+          logger.warn({ busId, xid, detail }, 'the NVIDIA driver reported an XID')
+          // Bounded while no round takes them (nvidia-smi down): the latest are kept.
+          this.xids.set(busId, [...(this.xids.get(busId) ?? []), xid].slice(-MAX_QUEUED_XIDS))
+        },
+        onProblem: (problem) => onKernelLogProblem?.(problem),
+      })
+      this.kernelLog.start()
+    }
   }
 
   stop(): void {
@@ -81,6 +107,7 @@ export class GpuSampler {
     clearTimeout(this.restartTimer)
     clearTimeout(this.settleTimer)
     clearInterval(this.remapTimer)
+    this.kernelLog?.stop()
     this.child?.kill('SIGTERM')
     this.child = undefined
   }
@@ -155,14 +182,19 @@ export class GpuSampler {
       if (sample.busId !== null && this.unreachableBusIds.has(sample.busId))
         seen = { ...seen, lost: true }
       const remap = this.remapped.find((r) => r.busId === sample.busId)
+      const xids = sample.busId === null ? [] : (this.xids.get(sample.busId) ?? [])
+      if (sample.busId !== null) this.xids.delete(sample.busId)
       round.push({
         ...seen,
         remappedRowsPending: remap?.pending ?? null,
         remappedRowsFailure: remap?.failure ?? null,
+        xids,
       })
     }
     this.pending.clear()
     this.unreachableBusIds.clear()
+    // XIDs of a bus id no GPU answers for (an unknown device) are dropped with the round.
+    this.xids.clear()
     if (round.length > 0) this.options.onRound(round)
   }
 
