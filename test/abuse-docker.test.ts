@@ -48,6 +48,7 @@ describe.runIf(enabled)('abuse suite: docker driver', () => {
         // The engine sizes the container's writable layer: the write stops there.
         expect(text).toMatch(/No space left on device/)
         expect(text).toContain('dd exit 1')
+        return 'contained'
       } else {
         // It does not: the host says so, and the operator accepted it for this platform; the
         // write went past `disk` into the engine's storage, not the data directory.
@@ -55,6 +56,7 @@ describe.runIf(enabled)('abuse suite: docker driver', () => {
         expect(disk.accepted).toBe(true)
         expect(disk.reason).toMatch(/does not enforce a container disk size/)
         expect(text).toContain('dd exit 0')
+        return 'uncontained'
       }
     },
     podAddress: (podId) =>

@@ -77,6 +77,7 @@ describe.runIf(enabled && lacks.length === 0)('abuse suite: process driver', () 
       expect(image.size).toBe(1 * GIB)
       expect(image.blocks * 512).toBeLessThanOrEqual(1 * GIB)
       expect(readdirSync(podDir)).toContain('disk')
+      return 'contained'
     },
   })
 })

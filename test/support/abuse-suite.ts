@@ -55,8 +55,17 @@ export interface AbuseDriver {
   fleet: string
   /** The fork bomb's failed forks print nothing (bash prints a line for each). */
   quietForkBomb: boolean
-  /** Checks what writing past a `disk: 1` pod's container disk did, from its log. */
-  checkDiskFill(platform: AbusePlatform, podId: string, log: string[]): Promise<void> | void
+  /**
+   * Checks what writing past a `disk: 1` pod's container disk did, from its log. 'uncontained':
+   * the host bounds no disk (it says so, and the operator accepted it), so the write went on and
+   * the latency bound is not held for it: the platform's own writes wait behind it on the same
+   * disk (docs/security.md, "The abuse suite"); the figure is still printed.
+   */
+  checkDiskFill(
+    platform: AbusePlatform,
+    podId: string,
+    log: string[],
+  ): Promise<'contained' | 'uncontained'> | 'contained' | 'uncontained'
   /** The address of another pod, as a tenant who scanned its network would find it. */
   podAddress?(podId: string): string | undefined
   /** Bytes a pod's log takes outside the data directory (the engine's log files). */
@@ -189,9 +198,10 @@ export function abuseSuite(driver: AbuseDriver): void {
       name: string,
       body: Record<string, unknown>,
       done: (pod: PodJson, log: string[]) => boolean,
-      check: (pod: PodJson, log: string[]) => Promise<void> | void,
+      check: (pod: PodJson, log: string[]) => Promise<unknown> | unknown,
       timeoutMs = 90_000,
     ) => {
+      let contained = true
       const before = dataDirBytes(platform.dataDir)
       const watcher = await watchPlatform(platform)
       let seen: Awaited<ReturnType<typeof waitPod>>
@@ -209,7 +219,7 @@ export function abuseSuite(driver: AbuseDriver): void {
         podId = created.id
         podIds.push(podId)
         seen = await waitPod(attacker, podId, `the ${name} to be done`, done, timeoutMs)
-        await check(seen.pod, seen.log)
+        contained = (await check(seen.pod, seen.log)) !== 'uncontained'
       } catch (error) {
         failure = error
       }
@@ -224,7 +234,7 @@ export function abuseSuite(driver: AbuseDriver): void {
       if (failure !== undefined) throw failure
       expect(watched.readyzFailures, 'failed /readyz answers').toEqual([])
       expect(watched.samples).toBeGreaterThan(0)
-      expect(watched.readyzMaxMs).toBeLessThan(READYZ_BOUND_MS)
+      if (contained) expect(watched.readyzMaxMs).toBeLessThan(READYZ_BOUND_MS)
       expect(watched.rssMaxMib).toBeLessThan(SERVER_RSS_BOUND_MIB)
       expect(grown).toBeLessThanOrEqual(LOG_CAP_MB * MIB + DATA_DIR_SLACK_BYTES)
       // The other tenant's pod: still RUNNING, never restarted, its declared port answering.
