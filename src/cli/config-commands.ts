@@ -11,17 +11,12 @@ import {
   type Profile,
 } from './profiles.js'
 import { UsageError } from './usage-error.js'
+import { readProcessStdin } from './read-stdin.js'
 
 export interface ConfigCommandDeps {
   print(text: string): void
   /** All of standard input as text, for --api-key-stdin; defaults to process.stdin. */
   readStdin?(): Promise<string>
-}
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  return Buffer.concat(chunks).toString('utf8')
 }
 
 interface ProfileFlags {

@@ -10,6 +10,7 @@ import {
 } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { UsageError } from './usage-error.js'
+import { readProcessStdin } from './read-stdin.js'
 
 /** A job as `/status`, `/runsync` and `/cancel` show it (docs/job-api.md, "Job view"). */
 interface JobJson {
@@ -73,12 +74,6 @@ const RUNSYNC_FIRST_REPORT_MS = 2_000
 const RUNSYNC_REPORT_EVERY_MS = 5_000
 /** A pause after an empty /stream read (the server already waits up to 2 s for a chunk). */
 const STREAM_IDLE_PAUSE_MS = 100
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  return Buffer.concat(chunks).toString('utf8')
-}
 
 function milliseconds(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected milliseconds, e.g. 60000')

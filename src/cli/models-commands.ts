@@ -4,6 +4,7 @@ import { formatUsd } from './billing-commands.js'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { inputOf } from './jobs-commands.js'
+import { readProcessStdin } from './read-stdin.js'
 
 export interface ModelsCommandDeps {
   print(text: string): void
@@ -22,12 +23,6 @@ interface ModelJobJson {
 }
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  return Buffer.concat(chunks).toString('utf8')
-}
 
 function milliseconds(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected milliseconds, e.g. 60000')

@@ -8,6 +8,7 @@ import {
 } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { UsageError } from './usage-error.js'
+import { readProcessStdin } from './read-stdin.js'
 
 interface RegistryJson {
   id: string
@@ -20,12 +21,6 @@ export interface RegistriesCommandDeps {
   warn?(text: string): void
   /** All of standard input as text, for --password-stdin; defaults to process.stdin. */
   readStdin?(): Promise<string>
-}
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  return Buffer.concat(chunks).toString('utf8')
 }
 
 /** Like `docker login --password-stdin`: one trailing line break is the shell's, not the password's. */

@@ -9,6 +9,7 @@ import {
 } from './client-options.js'
 import { formatTable } from './format-table.js'
 import { passwordFromStdin } from './registries-commands.js'
+import { readProcessStdin } from './read-stdin.js'
 
 interface SecretJson {
   id: string
@@ -23,12 +24,6 @@ export interface SecretsCommandDeps {
   warn?(text: string): void
   /** All of standard input as text, for --value-stdin; defaults to process.stdin. */
   readStdin?(): Promise<string>
-}
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  return Buffer.concat(chunks).toString('utf8')
 }
 
 const secretTable = (list: SecretJson[]) =>
