@@ -80,6 +80,30 @@ function loopsUnder(dir: string): string[] {
     .filter((line) => line.includes(`(${dir}/`))
 }
 
+/** The loop devices of images under `dir`: whether they use direct I/O, and their writeback bdi. */
+function pacingUnder(
+  dir: string,
+): { device: string; dio: boolean; strict: string; maxBytes: number }[] {
+  const { loopdevices } = JSON.parse(
+    execFileSync('losetup', ['-J', '-l', '-O', 'NAME,BACK-FILE,DIO,MAJ:MIN'], { encoding: 'utf8' }),
+  ) as {
+    loopdevices: { name: string; 'back-file': string; dio: boolean | string; 'maj:min': string }[]
+  }
+  return loopdevices
+    .filter((loop) => loop['back-file'].startsWith(`${dir}/`))
+    .map((loop) => bdiOf(loop.name, loop['maj:min'], loop.dio === true || loop.dio === '1'))
+}
+
+function bdiOf(device: string, majMin: string, dio: boolean) {
+  const bdi = `/sys/class/bdi/${majMin.trim()}`
+  return {
+    device,
+    dio,
+    strict: readFileSync(`${bdi}/strict_limit`, 'utf8').trim(),
+    maxBytes: Number(readFileSync(`${bdi}/max_bytes`, 'utf8')),
+  }
+}
+
 /** Bytes the files under `dir` take on the host's disk, not counting mounted file systems. */
 function hostBytesUnder(dir: string): number {
   return Number(execFileSync('du', ['-sxB1', dir], { encoding: 'utf8' }).split('\t')[0])
@@ -246,7 +270,27 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
     )
   }, 90_000)
 
+  it("paces its disks' writes: direct I/O into the images, at most 64 MiB unwritten", async () => {
+    const pacing = pacingUnder(podDir())
+    expect(pacing).toHaveLength(2)
+    for (const loop of pacing) {
+      expect(loop.dio, loop.device).toBe(true)
+      expect(loop.strict, loop.device).toBe('1')
+      // The kernel keeps the bound as a share of its dirty limit: it reads back near 64 MiB.
+      expect(Math.abs(loop.maxBytes - 64 * 1024 * 1024), loop.device).toBeLessThan(1024 * 1024)
+    }
+  })
+
   it('unmounts and deletes the images when the pod is terminated', async () => {
+    const devices = execFileSync('losetup', ['-J', '-l', '-O', 'NAME,BACK-FILE,MAJ:MIN'], {
+      encoding: 'utf8',
+    })
+    const paced = (
+      JSON.parse(devices) as {
+        loopdevices: { name: string; 'back-file': string; 'maj:min': string }[]
+      }
+    ).loopdevices.filter((loop) => loop['back-file'].startsWith(`${podDir()}/`))
+    expect(paced).toHaveLength(2)
     const response = await call(`/v2/pods/${podId}`, { method: 'DELETE' })
     expect(response.status).toBe(204)
     await waitFor('the mounts and images to go', async () =>
@@ -256,6 +300,8 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
         ? true
         : undefined,
     )
+    // The loop devices outlive the images: whoever uses them next gets the kernel's defaults.
+    for (const loop of paced) expect(bdiOf(loop.name, loop['maj:min'], false).strict).toBe('0')
   }, 60_000)
 })
 

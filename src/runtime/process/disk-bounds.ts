@@ -25,6 +25,7 @@ import {
   parseMountInfo,
   type DiskBoundPlan,
 } from './disk-bound-plan.js'
+import { paceLoopWrites, unpaceLoopWrites } from './loop-writeback.js'
 
 const run = promisify(execFile)
 
@@ -309,6 +310,8 @@ export class DiskBounds {
 
   private async mount(tools: Tools, plan: DiskBoundPlan): Promise<void> {
     await run(tools.mount, ['-t', 'ext4', '-o', MOUNT_OPTIONS, plan.image, plan.mountPoint])
+    const device = await this.deviceAt(plan.mountPoint)
+    if (device?.startsWith('/dev/loop')) await paceLoopWrites(tools.losetup, device)
     // An empty disk, as the workload would have had without a bound.
     await rmdir(path.join(plan.mountPoint, 'lost+found')).catch(() => undefined)
   }
@@ -322,6 +325,8 @@ export class DiskBounds {
 
   /** Unmounts; a file system still busy (a process of the workload lingers) is detached lazily. */
   private async unmount(tools: Tools, mountPoint: string): Promise<void> {
+    const device = await this.deviceAt(mountPoint)
+    if (device?.startsWith('/dev/loop')) await unpaceLoopWrites(device).catch(() => undefined)
     try {
       await run(tools.umount, [mountPoint])
     } catch {
