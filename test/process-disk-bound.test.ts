@@ -81,9 +81,7 @@ function loopsUnder(dir: string): string[] {
 }
 
 /** The loop devices of images under `dir`: whether they use direct I/O, and their writeback bdi. */
-function pacingUnder(
-  dir: string,
-): { device: string; dio: boolean; strict: string; maxBytes: number }[] {
+function pacingUnder(dir: string): ReturnType<typeof bdiOf>[] {
   const { loopdevices } = JSON.parse(
     execFileSync('losetup', ['-J', '-l', '-O', 'NAME,BACK-FILE,DIO,MAJ:MIN'], { encoding: 'utf8' }),
   ) as {
@@ -96,11 +94,15 @@ function pacingUnder(
 
 function bdiOf(device: string, majMin: string, dio: boolean) {
   const bdi = `/sys/class/bdi/${majMin.trim()}`
+  const queue = `/sys/block/${path.basename(device)}/queue`
+  const read = (file: string) => readFileSync(file, 'utf8').trim()
   return {
     device,
     dio,
-    strict: readFileSync(`${bdi}/strict_limit`, 'utf8').trim(),
-    maxBytes: Number(readFileSync(`${bdi}/max_bytes`, 'utf8')),
+    strict: read(`${bdi}/strict_limit`),
+    maxBytes: Number(read(`${bdi}/max_bytes`)),
+    requests: Number(read(`${queue}/nr_requests`)),
+    requestKb: Number(read(`${queue}/max_sectors_kb`)),
   }
 }
 
@@ -270,7 +272,7 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
     )
   }, 90_000)
 
-  it("paces its disks' writes: direct I/O into the images, at most 64 MiB unwritten", async () => {
+  it("paces its disks' writes: direct I/O into the images, 64 MiB unwritten, 4 MiB in flight", async () => {
     const pacing = pacingUnder(podDir())
     expect(pacing).toHaveLength(2)
     for (const loop of pacing) {
@@ -278,6 +280,7 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
       expect(loop.strict, loop.device).toBe('1')
       // The kernel keeps the bound as a share of its dirty limit: it reads back near 64 MiB.
       expect(Math.abs(loop.maxBytes - 64 * 1024 * 1024), loop.device).toBeLessThan(1024 * 1024)
+      expect(loop.requests * loop.requestKb, loop.device).toBe(4 * 1024)
     }
   })
 
@@ -301,7 +304,11 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
         : undefined,
     )
     // The loop devices outlive the images: whoever uses them next gets the kernel's defaults.
-    for (const loop of paced) expect(bdiOf(loop.name, loop['maj:min'], false).strict).toBe('0')
+    for (const loop of paced) {
+      const left = bdiOf(loop.name, loop['maj:min'], false)
+      expect(left.strict).toBe('0')
+      expect(left.requests * left.requestKb).toBeGreaterThan(4 * 1024)
+    }
   }, 60_000)
 })
 
