@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
-import { FALLBACK_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js'
+import Database from 'better-sqlite3'
+import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
 import { openStore, type Store } from './open-store.js'
 
 /** Writes about `pages` 4 KiB pages to the store's WAL in one transaction. */
@@ -16,6 +17,9 @@ async function writePages(store: Store, pages: number): Promise<void> {
 }
 
 const sizeOf = (file: string) => statSync(file).size
+
+/** How many times the WAL has been started over (its header's checkpoint sequence number). */
+const walRestarts = (file: string) => readFileSync(`${file}-wal`).readUInt32BE(12)
 
 describe('SQLite checkpoints on a thread of their own', () => {
   let dir: string | undefined
@@ -57,6 +61,46 @@ describe('SQLite checkpoints on a thread of their own', () => {
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     expect(sizeOf(file)).toBeGreaterThanOrEqual(2_000 * 3_900)
+  })
+
+  it('leaves a few small commits in the WAL, so that they do not start it over (and sync it) each time', async () => {
+    const file = await open(true)
+    await sql`create table small (n integer)`.execute(store!.db)
+    const before = walRestarts(file)
+    // One small commit every 70 ms: each would find the WAL fully copied were it checkpointed
+    // every time the thread looks (50 ms), and start it over, syncing it inside the commit.
+    for (let n = 0; n < 20; n++) {
+      await sql`insert into small values (${n})`.execute(store!.db)
+      await new Promise((resolve) => setTimeout(resolve, 70))
+    }
+    expect(walRestarts(file) - before).toBeLessThanOrEqual(1)
+    const rows = await sql<{ n: number }>`select count(*) as n from small`.execute(store!.db)
+    expect(rows.rows[0]!.n).toBe(20)
+  })
+
+  it('copies a few small commits once the oldest has waited its longest', async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'podyard-checkpointer-'))
+    const file = path.join(dir, 'podyard.db')
+    const db = new Database(file)
+    db.pragma('journal_mode = WAL')
+    db.pragma('wal_autocheckpoint = 0')
+    const checkpointer = new SqliteCheckpointer(file, { maxAgeMs: 300 })
+    try {
+      db.exec('create table small (n integer)')
+      for (let n = 0; n < 5; n++) db.prepare('insert into small values (?)').run(n)
+      // The WAL index: frames written (mxFrame, byte 16) and copied (nBackfill, byte 96).
+      const waiting = () => {
+        const index = readFileSync(`${file}-shm`)
+        return index.readUInt32LE(16) - index.readUInt32LE(96)
+      }
+      expect(waiting()).toBeGreaterThan(0)
+      const deadline = Date.now() + 5_000
+      while (waiting() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      expect(waiting()).toBe(0)
+    } finally {
+      await checkpointer.close()
+      db.close()
+    }
   })
 
   it('without it, the same writes stay in the WAL below the automatic threshold', async () => {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
-/** How often the checkpointer's thread copies the WAL back into the database file. */
+/** How often the checkpointer's thread looks at the WAL while something is written. */
 export const CHECKPOINT_INTERVAL_MS = 50
 /**
  * While nothing is written, the thread looks less and less often, up to this: an idle server's
@@ -9,6 +9,16 @@ export const CHECKPOINT_INTERVAL_MS = 50
  * CHECKPOINT_INTERVAL_MS; the server's own fallback checkpoint covers a burst meanwhile).
  */
 export const IDLE_CHECK_MAX_MS = 1_000
+/**
+ * The thread checkpoints once the WAL holds this many pages not yet copied (SQLite's own
+ * automatic threshold), or once the oldest of them has waited CHECKPOINT_MAX_AGE_MS. Not at
+ * every change: after a complete checkpoint the next commit starts the WAL over, and SQLite
+ * syncs the new WAL's header inside that commit, on the server's event loop. Checkpointing a
+ * WAL of a few pages every 50 ms made nearly every commit of a lightly loaded server sync the
+ * disk, and wait for everything the host had queued for it (a tenant filling its disk).
+ */
+export const CHECKPOINT_MIN_PAGES = 1_000
+export const CHECKPOINT_MAX_AGE_MS = 10_000
 /**
  * The server's own connection checkpoints only past this many WAL pages (16 MiB): a safety net
  * for when the thread falls behind; SQLite's default is 1 000.
@@ -18,34 +28,58 @@ export const FALLBACK_AUTOCHECKPOINT_PAGES = 4_000
 /**
  * The thread's code (CommonJS, run with `eval`, so it needs no file of its own next to either
  * the TypeScript sources or the built `dist/`): its own better-sqlite3 connection to the same
- * file, a PASSIVE checkpoint every interval in which something was written (it never waits for
- * the writer nor blocks it), and a clean close when told to stop.
+ * file, a PASSIVE checkpoint when enough is waiting (it never waits for the writer nor blocks
+ * it), and a clean close when told to stop. How much is waiting it reads from the WAL index
+ * (`<file>-shm`, SQLite's documented format: the header's mxFrame at byte 16, in the host's
+ * byte order, and the checkpoint's nBackfill at byte 96); where that cannot be read it
+ * checkpoints at every change, as SQLite would.
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
+const { openSync, readSync, closeSync } = require('node:fs')
+const { endianness } = require('node:os')
 const Database = require(workerData.driver)
 const db = new Database(workerData.file)
 db.pragma('busy_timeout = 1000')
 db.pragma('synchronous = NORMAL')
-// data_version moves when another connection commits: an idle server's file is left alone,
-// unless the last checkpoint could not copy everything (a reader held the WAL).
+const header = Buffer.alloc(100)
+const readU32 = endianness() === 'LE' ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at)
+// Pages in the WAL not yet copied into the database file; undefined when the index is unreadable.
+function waitingPages() {
+  let fd
+  try {
+    fd = openSync(workerData.file + '-shm', 'r')
+    if (readSync(fd, header, 0, header.length, 0) < header.length) return undefined
+    return Math.max(0, readU32(16) - readU32(96))
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+// data_version moves when another connection commits.
 let version = -1
-let complete = false
+let waitingSince = 0
 // Doubles while nothing changes, up to idleMaxMs; back to intervalMs at the first change.
 let delay = workerData.intervalMs
 function check() {
   try {
     const now = db.pragma('data_version', { simple: true })
-    if (now === version && complete) {
-      delay = Math.min(delay * 2, workerData.idleMaxMs)
+    const changed = now !== version
+    version = now
+    delay = changed ? workerData.intervalMs : Math.min(delay * 2, workerData.idleMaxMs)
+    const waiting = waitingPages()
+    if (waiting === 0) {
+      waitingSince = 0
       return
     }
-    delay = workerData.intervalMs
-    version = now
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)')
-    complete = result !== undefined && result.busy === 0 && result.checkpointed === result.log
+    if (waiting === undefined ? !changed : waiting < workerData.minPages) {
+      if (waitingSince === 0) waitingSince = Date.now()
+      if (Date.now() - waitingSince < workerData.maxAgeMs) return
+    }
+    db.pragma('wal_checkpoint(PASSIVE)')
+    waitingSince = 0
   } catch (error) {
-    complete = false
     parentPort.postMessage({ error: String(error && error.message || error) })
   }
 }
@@ -74,7 +108,11 @@ export class SqliteCheckpointer {
 
   constructor(
     file: string,
-    options: { intervalMs?: number; onError?: (message: string) => void } = {},
+    options: {
+      intervalMs?: number
+      maxAgeMs?: number
+      onError?: (message: string) => void
+    } = {},
   ) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3')
     this.worker = new Worker(THREAD_SOURCE, {
@@ -84,6 +122,8 @@ export class SqliteCheckpointer {
         driver,
         intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
         idleMaxMs: IDLE_CHECK_MAX_MS,
+        minPages: CHECKPOINT_MIN_PAGES,
+        maxAgeMs: options.maxAgeMs ?? CHECKPOINT_MAX_AGE_MS,
       },
     })
     // It never keeps the process alive; closing the store stops it.
