@@ -348,6 +348,10 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
 
   it('lets the admin create an account, whose key then signs in as it', async () => {
     await nav('Accounts').click()
+    // billing.enforce is off (the default): the balances listed say so.
+    await expect
+      .poll(() => page.locator('main').textContent())
+      .toContain('Balances and spend limits are not enforced')
     await page.getByLabel('Email').fill('member@example.com')
     await page.getByRole('button', { name: 'Create account' }).click()
     const keyField = page.getByLabel('First API key')

@@ -13,6 +13,7 @@ import { ShownOnce } from '../../components/shown-once'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
+import { balanceNotEnforced } from '../../components/spend-stats'
 import { AccountBilling } from './account-billing'
 import { AccountQuotas } from './account-quotas'
 
@@ -20,7 +21,7 @@ type Created = Answer<'/v2/admin/accounts', 'post', 201>
 
 /** Every account; a new one with its first key; credits and spend limits of each. */
 export function AdminAccountsPage() {
-  const { api } = useSession()
+  const { api, account: own } = useSession()
   const accounts = useResource(
     async (signal) => (await ok(api.GET('/v2/admin/accounts', { signal }))).accounts,
     [api],
@@ -41,6 +42,12 @@ export function AdminAccountsPage() {
         />
       ) : null}
       <Section title="Accounts">
+        {balanceNotEnforced(own) ? (
+          <p className="muted">
+            Balances and spend limits are not enforced: this server runs every account&apos;s pods
+            and jobs whatever its balance (billing.enforce is off).
+          </p>
+        ) : null}
         <ListView resource={accounts} what="accounts" empty={<EmptyState title="No account." />}>
           {(list) => (
             <DataTable
