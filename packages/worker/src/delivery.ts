@@ -1,4 +1,5 @@
 import { backoffDelayMs, retryAfterMs } from './backoff.js'
+import { errorMessage } from './errors.js'
 import type { HttpResponse } from './worker-http.js'
 
 /**
@@ -125,8 +126,6 @@ export interface Delivery {
   signal: AbortSignal
 }
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
-
 /**
  * Sends until the platform has answered for it: 200 (`ok` or `ignored`), or a final refusal.
  * Connection errors, timeouts and retryable statuses are retried with backoff (Retry-After when
@@ -172,7 +171,7 @@ export async function deliver(
     if (failures === 1) {
       log.warn(`${what} failed: retrying until the platform answers`, {
         jobId,
-        error: describe(error),
+        error: errorMessage(error),
         retryInMs: delay,
       })
     }

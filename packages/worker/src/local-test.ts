@@ -8,6 +8,8 @@ import {
   streamExceptionError,
   type DoneBody,
 } from './job-result.js'
+import { abortError } from './errors.js'
+import type { Handler, ServeOptions, WorkerHandle } from './serve-options.js'
 import { SDK_VERSION_TAG } from './version.js'
 import type { WorkerJob } from './worker-protocol.js'
 
@@ -167,4 +169,43 @@ async function consume(
     return { error: streamExceptionError(error) }
   }
   return { output: chunks }
+}
+
+/**
+ * A handle over one local test run (runpod-python's `run_local`): the process's exit code is 1
+ * when the job fails or there is no valid job to run, as runpod-python's is.
+ */
+export function localTestWorker(
+  handler: Handler<never>,
+  source: LocalTestSource,
+  options: ServeOptions,
+): WorkerHandle {
+  const controller = new AbortController()
+  let activeJobs = 1
+  const done = (async () => {
+    try {
+      const job = localTestJob(source)
+      const report = await runLocalTest(handler, job, controller.signal, {
+        returnAggregateOutput: options.returnAggregateOutput ?? false,
+      })
+      if (report.status === 'FAILED') process.exitCode = 1
+    } catch (error) {
+      if (!(error instanceof LocalTestInputError)) throw error
+      process.stderr.write(`podyard-worker: ${error.message}\n`)
+      process.exitCode = 1
+    } finally {
+      activeJobs = 0
+    }
+  })()
+  return {
+    workerId: LOCAL_WORKER_ID,
+    get activeJobs() {
+      return activeJobs
+    },
+    done,
+    stop: async () => {
+      controller.abort(abortError('the worker is stopping'))
+      await done
+    },
+  }
 }
