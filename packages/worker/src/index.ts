@@ -2,18 +2,18 @@
  * `@podyard/worker` (also `podyard/worker`): run TypeScript job handlers as workers of a podyard
  * (or RunPod-protocol) serverless endpoint. See README.md and podyard's docs/worker-sdk.md.
  */
+export { serve } from './serve.js'
 export {
   ABORT_SETTLE_MS,
   DEFAULT_GRACE_PERIOD_MS,
-  serve,
-  STOP_CONFIRM_MS,
   type Handler,
   type JobContext,
   type ServeOptions,
   type StopOptions,
   type WorkerHandle,
   type WorkerLogger,
-} from './serve.js'
+} from './serve-options.js'
+export { STOP_CONFIRM_MS } from './job-leases.js'
 export { TEST_INPUT_FILE, type LocalTestResult } from './local-test.js'
 export { SDK_VERSION } from './version.js'
 export {

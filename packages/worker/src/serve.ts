@@ -21,18 +21,6 @@ import { HttpClient } from './worker-http.js'
 import { TakeRefused, WorkerProtocol } from './worker-protocol.js'
 import { SDK_VERSION_TAG } from './version.js'
 
-export {
-  ABORT_SETTLE_MS,
-  DEFAULT_GRACE_PERIOD_MS,
-  type Handler,
-  type JobContext,
-  type ServeOptions,
-  type StopOptions,
-  type WorkerHandle,
-  type WorkerLogger,
-} from './serve-options.js'
-export { FENCE_MARGIN_MS, STOP_CONFIRM_MS } from './job-leases.js'
-
 /**
  * A worker of an endpoint: its take loop fills free slots with jobs (job-runs.ts runs them), its
  * leases are kept and its stop notices heard (job-leases.ts), and it stops gracefully.
