@@ -19,7 +19,7 @@ export interface WorkerObservationDeps {
 }
 
 /** What a pass saw of one worker beside its record. */
-export interface WorkerSighting {
+export interface PassObservation {
   /** Its workload as its host listed it; undefined when not listed. */
   workload: WorkloadState | undefined
   /** False when its host did not list its workloads now: the workload is unknown, not gone. */
@@ -40,7 +40,7 @@ export interface WorkerSighting {
 export async function observeWorker(
   deps: WorkerObservationDeps,
   worker: ManagedWorker,
-  { workload, listed, nowMs, loopStartedAtMs }: WorkerSighting,
+  { workload, listed, nowMs, loopStartedAtMs }: PassObservation,
 ): Promise<ManagedWorker | undefined> {
   const { actions, settings } = deps
   const sinceMs = nowMs - Date.parse(worker.phaseChangedAt)

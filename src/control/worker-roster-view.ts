@@ -196,7 +196,10 @@ export class WorkerRosterView {
    * keeps taking jobs until its replacement is placed (its record then says it is moving off),
    * and none afterwards, so that it becomes free and can go.
    */
-  rosterOf(endpoint: Endpoint, workers: readonly ManagedWorker[]): Map<string, SeenWorker> {
+  rosterOf(
+    endpoint: Pick<Endpoint, 'id' | 'version'>,
+    workers: readonly ManagedWorker[],
+  ): Map<string, SeenWorker> {
     const out = new Map<string, SeenWorker>()
     for (const worker of workers) {
       const status = this.observedStatus(worker)
