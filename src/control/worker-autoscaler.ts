@@ -6,7 +6,6 @@ import {
   type StartBackoffView,
 } from '../domain/serverless/start-backoff.js'
 import {
-  RETIRED_WORKER_PHASES,
   STOPPED_WORKER_RETENTION_MS,
   type ManagedWorker,
   type WorkerRoster,
@@ -16,7 +15,6 @@ import type { WorkerObserver } from '../domain/serverless/worker-service.js'
 import type { WorkerCounts } from '../domain/serverless/worker-presence.js'
 import type { LogLine, LogQuery, RuntimeDriver } from '../runtime/driver.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
-import { untilLaunched } from './until-launched.js'
 import { WorkerActions } from './worker-actions.js'
 import {
   DEFAULT_AUTOSCALER_SETTINGS,
@@ -25,6 +23,7 @@ import {
   type WorkerAutoscalerSettings,
 } from './worker-autoscaler-config.js'
 import { WorkerFailures } from './worker-failures.js'
+import { followWorkerLogs, readWorkerLogs, type WorkerLogSources } from './worker-logs.js'
 import { observeWorker, type WorkerObservationDeps } from './worker-observation.js'
 import { WorkerRosterView, type SeenWorker } from './worker-roster-view.js'
 import {
@@ -68,6 +67,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
   private readonly roster: WorkerRosterView
   private readonly actions: WorkerActions
   private readonly observation: WorkerObservationDeps
+  private readonly logSources: WorkerLogSources
   /** Between start() and stop(): this replica runs the loop. */
   private readonly loop: ReconcileLoop
   /** On a replica that does not lead: the roster read from the store (follow()). */
@@ -101,6 +101,7 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
       failures: this.failures,
       settings: this.settings,
     }
+    this.logSources = { workers: deps.workers, driverFor: deps.driverFor, failures: this.failures }
     this.loop = new ReconcileLoop({
       pass: () => this.reconcile(),
       intervalMs: this.settings.intervalMs,
@@ -222,32 +223,12 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     return this.roster.statusOf(worker)
   }
 
-  /** A failed or stopped worker's kept lines (its workload is gone), else what its driver has. */
-  async readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
-    // Its workload is gone (or on a lost host, which may not answer): only the kept lines.
-    if (RETIRED_WORKER_PHASES.includes(worker.phase)) {
-      return (await this.failures.readKept(worker, query)) ?? []
-    }
-    if (worker.hostId === null) return []
-    return this.deps.driverFor(worker.hostId).readLogs(worker.id, query)
+  readLogs(worker: ManagedWorker, query: LogQuery): Promise<LogLine[]> {
+    return readWorkerLogs(this.logSources, worker, query)
   }
 
-  async *followLogs(
-    worker: ManagedWorker,
-    afterSeq: number,
-    signal: AbortSignal,
-  ): AsyncIterable<LogLine> {
-    // Followed from its launch: a worker waiting for a host (THROTTLED) has no workload yet.
-    const launched = await untilLaunched(
-      worker,
-      () => this.deps.workers.get(worker.id),
-      (current) => current.phase === 'PENDING' || current.hostId === null,
-      signal,
-    )
-    // A failed or stopped worker writes nothing more: its stream ends after the kept lines.
-    if (!launched || launched.hostId === null || RETIRED_WORKER_PHASES.includes(launched.phase))
-      return
-    yield* this.deps.driverFor(launched.hostId).followLogs(launched.id, afterSeq, signal)
+  followLogs(worker: ManagedWorker, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
+    return followWorkerLogs(this.logSources, worker, afterSeq, signal)
   }
 
   // ---- the loop ----
