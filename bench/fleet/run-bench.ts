@@ -79,7 +79,7 @@ const settings = {
 const TARGETS = {
   idleCpuPercent: 5,
   getP50Ms: 2,
-  getRatio: 0.25,
+  getRatio: 0.5,
   createsPerSecond: 500,
   portRunningP50Ms: 300,
 }
