@@ -872,9 +872,11 @@ export class PodService {
     if ((action === 'start' || action === 'reset') && this.deps.spendGuard) {
       const current = await this.get(accountId, id)
       if (!holdsResources(current.status)) {
+        // A spot pod resumed at a new bid costs that bid from now on, not the one it stopped at.
+        const resumed = withBid(this.deps.catalog.fleet, current, options.bidPerGpu)
         await this.deps.spendGuard.assertWithinSpendLimit(
           accountId,
-          current.hourlyPrice,
+          resumed.hourlyPrice,
           `start pod ${id}`,
         )
       }
