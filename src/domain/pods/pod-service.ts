@@ -712,6 +712,8 @@ export class PodService {
               dataCenters: fleet.dataCenters,
               allocations: [...taken, ...tentative],
               unavailable: this.deps.catalog.unavailable(),
+              // As for one pod: a GPU withdrawn for its health takes no cluster pod either.
+              withdrawnGpus: this.deps.catalog.withdrawnGpus(),
             },
             { ...this.placementRequest(draft), dataCenterIds: [dataCenterId] },
           )
