@@ -39,9 +39,9 @@ export class PublishedPortTakenError extends Error {
 }
 
 /**
- * A private network the workload joins (pods with globalNetworking: one per account). Drivers
- * with their own network namespaces (docker) honour it; the process driver shares the host's
- * network and ignores it.
+ * A private network the workload joins (pods with globalNetworking: one per account). The
+ * docker driver honours it, and so does the process driver for workloads in network
+ * namespaces of their own (a bridge per network); in the host's network it is ignored.
  */
 export interface WorkloadNetwork {
   /** Names the network; workloads with the same name share it, others cannot reach them. */

@@ -29,7 +29,8 @@ import type {
   WorkloadStats,
 } from '../driver.js'
 import { DEFAULT_WORKLOAD_LOG_MAX_BYTES, hasLabels } from '../driver.js'
-import { probeBubblewrap } from './bubblewrap.js'
+import { findExecutable, probeBubblewrap } from './bubblewrap.js'
+import { joinGlobalNetwork, leaveGlobalNetworks } from './global-network.js'
 import {
   openWorkloadCgroup,
   probeCgroups,
@@ -425,6 +426,8 @@ export class ProcessDriver implements RuntimeDriver {
 
   /** A workload's network namespace (pasta leaves with it) and cgroup are gone with it. */
   private async releaseNetwork(id: string): Promise<void> {
+    const ipPath = await findExecutable('ip', process.env.PATH)
+    await leaveGlobalNetworks(ipPath, this.stateDir, id)
     await releasePodNetwork(namespaceName(this.stateDir, id), process.env.PATH)
     const oomMarker = this.file(id, OUT_OF_MEMORY_FILE)
     await releaseWorkloadCgroup(await this.chooseCgroups(), id, oomMarker)
@@ -615,6 +618,20 @@ export class ProcessDriver implements RuntimeDriver {
     const network = sandbox && (await this.chooseNetwork())
     const netns = network ? namespaceName(this.stateDir, spec.id) : null
     if (network && netns) await openPodNetwork(network, netns, spec)
+    // An account's globally networked pods share a bridge of their own (global-network.ts).
+    const global =
+      network && netns && spec.network && !spec.hostNetwork
+        ? await joinGlobalNetwork(
+            network.ipPath,
+            this.stateDir,
+            spec.id,
+            spec.network,
+            netns,
+          ).catch(async (error: unknown) => {
+            await this.releaseNetwork(spec.id)
+            throw error
+          })
+        : null
 
     const cgroups = await this.chooseCgroups()
     const cgroup = cgroups.ok ? await openWorkloadCgroup(cgroups, spec) : null
@@ -625,6 +642,7 @@ export class ProcessDriver implements RuntimeDriver {
       sandbox: sandbox && identity ? { sandbox, identity } : null,
       netns:
         network && netns ? { nsenterPath: network.nsenterPath, path: namespacePath(netns) } : null,
+      ...(global ? { hostsFile: global.hostsFile } : {}),
       hostPath: process.env.PATH,
     })
     const launch = cgroup ? launchInCgroup(built, cgroup.procsFiles) : built

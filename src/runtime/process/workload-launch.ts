@@ -270,6 +270,7 @@ export function buildBubblewrapArgs(
   sandbox: BubblewrapSandbox,
   command: string,
   identity: SandboxIdentity,
+  extra: { hostsFile?: string | undefined } = {},
 ): string[] {
   const args: string[] = []
   const show = (entry: HostDir) => {
@@ -282,7 +283,10 @@ export function buildBubblewrapArgs(
   for (const dir of ancestorsToMake(etcPaths, systemPaths)) {
     args.push('--perms', '0755', '--dir', dir)
   }
-  for (const entry of sandbox.etcEntries) show(entry)
+  for (const entry of sandbox.etcEntries) {
+    if (extra.hostsFile === undefined || entry.path !== '/etc/hosts') show(entry)
+  }
+  if (extra.hostsFile !== undefined) args.push('--ro-bind', extra.hostsFile, '/etc/hosts')
   args.push('--ro-bind', identity.passwdFile, '/etc/passwd')
   args.push('--ro-bind', identity.groupFile, '/etc/group')
   args.push('--proc', '/proc', '--dev', '/dev')
@@ -339,6 +343,8 @@ export interface LaunchOptions {
    * namespace's path. Null: the host's network.
    */
   netns?: { nsenterPath: string; path: string } | null
+  /** Shown at the sandbox's /etc/hosts instead of the host's (a global network's members). */
+  hostsFile?: string
   hostPath: string | undefined
 }
 
@@ -350,7 +356,9 @@ export function buildLaunch(spec: WorkloadSpec, options: LaunchOptions): Launch 
     ? [
         ...(netns ? [netns.nsenterPath, `--net=${netns.path}`] : []),
         sandboxed.sandbox.bwrapPath,
-        ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity),
+        ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity, {
+          hostsFile: options.hostsFile,
+        }),
       ]
     : ['/bin/sh', '-c', options.command]
   return {

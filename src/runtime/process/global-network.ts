@@ -1,0 +1,283 @@
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import type { WorkloadNetwork } from '../driver.js'
+import { findExecutable } from './bubblewrap.js'
+
+/**
+ * The private network of an account's globally networked pods on the process driver
+ * (docs/runtime.md, "globalNetworking"). Each network name (one per account) gets a Linux
+ * bridge in the host's namespace with no address on the host's side (IPv6 off there too): the
+ * host neither routes nor answers on it, so a member reaches the other members of its bridge and
+ * nothing else through it. Each member's namespace gets a veth pair into the bridge, with an
+ * address of GLOBAL_NETWORK_SUBNET. Bridges of different accounts share no link, so the same
+ * subnet on each is harmless. Names resolve through a hosts file per network, bound read-only
+ * at the members' /etc/hosts and rewritten in place (same inode) as members come and go.
+ * pasta still carries the member's egress and published ports.
+ */
+
+/** The members' addresses; every account's bridge uses it (they never meet). */
+export const GLOBAL_NETWORK_SUBNET = { prefix: [10, 217], bits: 16 } as const
+/** The interface a member sees for its global network. */
+export const MEMBER_INTERFACE = 'global0'
+/** Where the members and hosts files live: /run, since bridges and namespaces end at boot. */
+const STATE_DIR = '/run/podyard-global'
+const COMMAND_TIMEOUT_MS = 10_000
+const HOST_COUNT = 2 ** (32 - GLOBAL_NETWORK_SUBNET.bits) - 2
+
+interface Member {
+  workloadId: string
+  address: string
+  aliases: string[]
+}
+
+/** `<bridge>.json`: the members of one bridge, by the host side of their veth. */
+interface NetworkState {
+  members: Record<string, Member>
+}
+
+function run(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: COMMAND_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error)
+        reject(new Error(`${[file, ...args].join(' ')}: ${stderr.trim() || error.message}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+function shortHash(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 12)
+}
+
+/** The bridge of a network (15 characters at most, the kernel's limit). */
+export function bridgeName(stateDir: string, network: string): string {
+  return `pyg${shortHash(stateDir, network)}`
+}
+
+/** The host side of a workload's veth pair. */
+export function hostVethName(stateDir: string, workloadId: string): string {
+  return `pyv${shortHash(stateDir, workloadId)}`
+}
+
+/** The hosts file the members of `bridge` see at /etc/hosts. */
+export function hostsFileOf(bridge: string): string {
+  return path.join(STATE_DIR, `${bridge}.hosts`)
+}
+
+function stateFileOf(bridge: string): string {
+  return path.join(STATE_DIR, `${bridge}.json`)
+}
+
+/** The address of offset `n` (1..HOST_COUNT) in the subnet. */
+function addressAt(n: number): string {
+  const [a, b] = GLOBAL_NETWORK_SUBNET.prefix
+  return `${a}.${b}.${Math.floor(n / 256)}.${n % 256}`
+}
+
+/**
+ * A member's address: the one its id hashes to, so that a restarted pod gets the same one, or
+ * the next free one after it.
+ */
+export function chooseAddress(workloadId: string, taken: ReadonlySet<string>): string {
+  const start = Number.parseInt(shortHash(workloadId).slice(0, 8), 16) % HOST_COUNT
+  for (let i = 0; i < HOST_COUNT; i++) {
+    const address = addressAt(((start + i) % HOST_COUNT) + 1)
+    if (!taken.has(address)) return address
+  }
+  throw new Error('the global network has no free address left')
+}
+
+/** The hosts file text of a network's members (plus localhost). */
+export function hostsFileText(members: readonly Member[]): string {
+  const lines = ['127.0.0.1\tlocalhost', '::1\tlocalhost ip6-localhost ip6-loopback']
+  const sorted = [...members].sort((x, y) => (x.address < y.address ? -1 : 1))
+  for (const member of sorted) lines.push(`${member.address}\t${member.aliases.join(' ')}`)
+  return `${lines.join('\n')}\n`
+}
+
+async function readState(bridge: string): Promise<NetworkState> {
+  try {
+    const parsed = JSON.parse(await readFile(stateFileOf(bridge), 'utf8')) as NetworkState
+    return { members: parsed.members ?? {} }
+  } catch {
+    return { members: {} }
+  }
+}
+
+/** Writes the state and the hosts file; the hosts file in place, so that binds of it see it. */
+async function writeState(bridge: string, state: NetworkState): Promise<void> {
+  await mkdir(STATE_DIR, { recursive: true, mode: 0o755 })
+  const temporary = `${stateFileOf(bridge)}.${process.pid}.tmp`
+  await writeFile(temporary, JSON.stringify(state))
+  await rename(temporary, stateFileOf(bridge))
+  await writeFile(hostsFileOf(bridge), hostsFileText(Object.values(state.members)), {
+    mode: 0o644,
+  })
+}
+
+/** One change at a time per bridge within this server. */
+const locks = new Map<string, Promise<unknown>>()
+function locked<T>(bridge: string, work: () => Promise<T>): Promise<T> {
+  const previous = locks.get(bridge) ?? Promise.resolve()
+  const next = previous.then(work, work)
+  const settled = next.catch(() => undefined)
+  locks.set(bridge, settled)
+  void settled.then(() => {
+    if (locks.get(bridge) === settled) locks.delete(bridge)
+  })
+  return next
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  )
+}
+
+async function disableIpv6(device: string): Promise<void> {
+  // The host side must get no link-local address: members would reach the host through it.
+  const file = `/proc/sys/net/ipv6/conf/${device}/disable_ipv6`
+  if (await exists(file)) await writeFile(file, '1')
+}
+
+/**
+ * Where br_netfilter is loaded with bridge-nf-call-iptables on (Docker loads it), frames
+ * bridged between two members go through iptables' FORWARD chain, whose policy Docker sets
+ * to DROP; the bridge's own nf_call_iptables 0 cannot turn the host-wide setting off. The
+ * rule accepts what stays on this bridge (the host has no address there, so nothing is routed
+ * off it). It needs `iptables` on PATH; without br_netfilter nothing is needed.
+ */
+async function bridgeForwardRule(
+  bridge: string,
+  action: '-I' | '-D',
+  searchPath: string | undefined,
+): Promise<void> {
+  const setting = await readFile('/proc/sys/net/bridge/bridge-nf-call-iptables', 'utf8').catch(
+    () => '0',
+  )
+  if (action === '-I' && setting.trim() !== '1') return
+  const iptables = await findExecutable('iptables', searchPath)
+  if (iptables === undefined) {
+    if (action === '-I')
+      throw new Error('br_netfilter filters bridged traffic here and iptables is not on PATH')
+    return
+  }
+  const rule = ['FORWARD', '-i', bridge, '-o', bridge, '-j', 'ACCEPT']
+  const present = await run(iptables, ['-w', '-C', ...rule]).then(
+    () => true,
+    () => false,
+  )
+  if (action === '-I' && !present)
+    await run(iptables, ['-w', '-I', 'FORWARD', '1', ...rule.slice(1)])
+  if (action === '-D' && present) await run(iptables, ['-w', '-D', ...rule])
+}
+
+async function ensureBridge(ipPath: string, bridge: string): Promise<void> {
+  if (!(await exists(`/sys/class/net/${bridge}`))) {
+    await run(ipPath, [
+      'link',
+      'add',
+      bridge,
+      'type',
+      'bridge',
+      'nf_call_iptables',
+      '0',
+      'nf_call_ip6tables',
+      '0',
+      'nf_call_arptables',
+      '0',
+    ])
+  }
+  await disableIpv6(bridge)
+  await bridgeForwardRule(bridge, '-I', process.env.PATH)
+  await run(ipPath, ['link', 'set', bridge, 'up'])
+}
+
+export interface GlobalNetworkJoin {
+  /** What the member's /etc/hosts is bound to. */
+  hostsFile: string
+  address: string
+}
+
+/**
+ * Puts the workload's namespace `netns` on its network's bridge: a veth pair, the member's
+ * address, and its aliases in the network's hosts file.
+ */
+export async function joinGlobalNetwork(
+  ipPath: string,
+  stateDir: string,
+  workloadId: string,
+  network: WorkloadNetwork,
+  netns: string,
+): Promise<GlobalNetworkJoin> {
+  const bridge = bridgeName(stateDir, network.name)
+  const veth = hostVethName(stateDir, workloadId)
+  return locked(bridge, async () => {
+    await ensureBridge(ipPath, bridge)
+    const state = await readState(bridge)
+    delete state.members[veth]
+    const taken = new Set(Object.values(state.members).map((m) => m.address))
+    const address = chooseAddress(workloadId, taken)
+    await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
+    await run(ipPath, [
+      'link',
+      'add',
+      veth,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      MEMBER_INTERFACE,
+      'netns',
+      netns,
+    ])
+    try {
+      await disableIpv6(veth)
+      await run(ipPath, ['link', 'set', veth, 'master', bridge, 'up'])
+      const bits = String(GLOBAL_NETWORK_SUBNET.bits)
+      await run(ipPath, ['-n', netns, 'addr', 'add', `${address}/${bits}`, 'dev', MEMBER_INTERFACE])
+      await run(ipPath, ['-n', netns, 'link', 'set', MEMBER_INTERFACE, 'up'])
+      state.members[veth] = { workloadId, address, aliases: network.aliases }
+      await writeState(bridge, state)
+    } catch (error) {
+      await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
+      throw error
+    }
+    return { hostsFile: hostsFileOf(bridge), address }
+  })
+}
+
+/**
+ * Takes the workload off whichever global network it is on (whatever this driver's settings:
+ * another may have started it): its veth goes, its names leave the hosts file, and a bridge
+ * left without members goes too. Not on one: nothing.
+ */
+export async function leaveGlobalNetworks(
+  ipPath: string | undefined,
+  stateDir: string,
+  workloadId: string,
+): Promise<void> {
+  const veth = hostVethName(stateDir, workloadId)
+  const files = await readdir(STATE_DIR).catch(() => [] as string[])
+  for (const file of files) {
+    if (!file.endsWith('.json')) continue
+    const bridge = file.slice(0, -'.json'.length)
+    await locked(bridge, async () => {
+      const state = await readState(bridge)
+      if (!state.members[veth]) return
+      delete state.members[veth]
+      if (ipPath !== undefined) await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
+      if (Object.keys(state.members).length > 0) {
+        await writeState(bridge, state)
+        return
+      }
+      if (ipPath !== undefined) await run(ipPath, ['link', 'del', bridge]).catch(() => undefined)
+      await bridgeForwardRule(bridge, '-D', process.env.PATH).catch(() => undefined)
+      await rm(stateFileOf(bridge), { force: true })
+      await rm(hostsFileOf(bridge), { force: true })
+    })
+  }
+}

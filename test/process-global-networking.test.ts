@@ -1,0 +1,251 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { networkInterfaces } from 'node:os'
+import path from 'node:path'
+import type { Server } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
+import { probePodNetwork } from '../src/runtime/process/pod-network.js'
+import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
+import { podDirectories } from '../src/control/pod-workload.js'
+import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { secretServer } from './support/hostile-workloads.js'
+import { until } from './support/until.js'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+/**
+ * globalNetworking on the process driver, through the API as two member accounts: A's
+ * globally networked pods reach each other by `internalDns` name (on a port none declared),
+ * and nothing else does: not A's pod without it, not B's globally networked pod, in either
+ * direction; the host's loopback services stay out of reach.
+ */
+const bubblewrap = await probeBubblewrap({
+  searchPath: process.env.PATH,
+  probeUid: DEFAULT_SANDBOX_UID_BASE,
+})
+const network = await probePodNetwork(process.env.PATH)
+const runnable = bubblewrap.ok && network.ok
+if (!runnable) {
+  console.log(
+    `process-global-networking: left out: ${bubblewrap.ok ? '' : bubblewrap.reason} ${network.ok ? '' : network.reason}`,
+  )
+}
+
+/** The port every pod listens on and declares to no one. */
+const UNDECLARED = 9000
+/** Where the driver keeps each global network's members and hosts file. */
+const GLOBAL_STATE_DIR = '/run/podyard-global'
+
+/**
+ * Run in a pod: answers `hello from <its host name>` on UNDECLARED, prints `ADDR <address>` of
+ * its global interface (`none` without one), then waits (60 s at most) for /root/targets.json
+ * (`name: [host, port]`, written by the test) and tries each: `REACHED <name> <answer>` or
+ * `REFUSED <name> <code>` (3 s to connect), then `probe-done`.
+ */
+const POD_SCRIPT = [
+  'const net = require("net"), fs = require("fs"), os = require("os")',
+  `net.createServer((s) => s.end("hello from " + os.hostname())).listen(${UNDECLARED}, "0.0.0.0")`,
+  'const mine = (os.networkInterfaces().global0 || []).find((a) => a.family === "IPv4")',
+  'console.log("ADDR " + (mine ? mine.address : "none"))',
+  'const tryOne = ([name, [host, port]]) => new Promise((done) => {',
+  '  const s = net.connect({ host, port, timeout: 3000 }); let got = ""',
+  '  s.on("data", (d) => { got += d })',
+  '  s.on("end", () => { console.log("REACHED " + name + " " + got.trim()); done() })',
+  '  s.on("timeout", () => { console.log("REFUSED " + name + " timeout"); s.destroy(); done() })',
+  '  s.on("error", (e) => { console.log("REFUSED " + name + " " + e.code); done() })',
+  '})',
+  'let waited = 0',
+  'const wait = async () => {',
+  '  if (!fs.existsSync("/root/targets.json")) {',
+  '    if (++waited > 600) return console.log("no-targets")',
+  '    return setTimeout(wait, 100)',
+  '  }',
+  '  const targets = JSON.parse(fs.readFileSync("/root/targets.json", "utf8"))',
+  '  for (const entry of Object.entries(targets)) await tryOne(entry)',
+  '  console.log("probe-done")',
+  '}',
+  'wait()',
+].join('\n')
+
+describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', () => {
+  let platform: TestPlatform
+  let keyA: string
+  let keyB: string
+  const servers: Server[] = []
+
+  beforeAll(async () => {
+    platform = await startTestPlatform()
+    keyA = await otherAccountKey(platform, 'global-a@example.com')
+    keyB = await otherAccountKey(platform, 'global-b@example.com')
+  }, 60_000)
+
+  afterAll(async () => {
+    for (const server of servers) server.close()
+    await platform?.closeWithWorkloads()
+  })
+
+  const call = async (key: string, pathAndQuery: string, json?: unknown) => {
+    const response = await platform.call(pathAndQuery, {
+      key,
+      ...(json === undefined ? {} : { method: 'POST', json }),
+    })
+    const text = await response.text()
+    let body: Json = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // logs: server-sent events
+    }
+    return { status: response.status, body }
+  }
+
+  const podLog = async (key: string, id: string): Promise<string[]> => {
+    const read = await call(key, `/v2/pods/${id}/logs?follow=false&tail=200&source=container`)
+    return String(read.body)
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => (JSON.parse(l.slice('data: '.length)) as { line: string }).line)
+  }
+
+  /** Creates an H100 pod (global networking needs an NVIDIA GPU) and waits for its address. */
+  const createPod = async (key: string, name: string, globalNetworking: boolean) => {
+    const created = await call(key, '/v2/pods', {
+      name,
+      image: 'ubuntu',
+      gpu: { id: 'NVIDIA H100 80GB HBM3' },
+      dataCenterIds: ['US-KS-2'],
+      globalNetworking,
+      args: `exec node -e '${POD_SCRIPT}'`,
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    const id = created.body.id as string
+    const { pod, log } = await until(
+      `pod ${name} to run and say its address`,
+      async () => ({
+        pod: (await call(key, `/v2/pods/${id}`)).body,
+        log: await podLog(key, id),
+      }),
+      ({ pod, log }) =>
+        pod.status === 'EXITED' ||
+        pod.status === 'ERROR' ||
+        (pod.status === 'RUNNING' && log.some((l) => l.startsWith('ADDR '))),
+      30_000,
+    )
+    expect(pod.status, `${pod.statusReason} ${log.join('\n')}`).toBe('RUNNING')
+    const address = log.find((l) => l.startsWith('ADDR '))!.slice('ADDR '.length)
+    return {
+      key,
+      id,
+      address,
+      dns: (pod.globalNetworking?.internalDns ?? `${id}.runpod.internal`) as string,
+    }
+  }
+
+  type Pod = Awaited<ReturnType<typeof createPod>>
+
+  /** Gives the pod its targets and waits for what it got, by target name. */
+  const probe = async (pod: Pod, targets: Record<string, [string, number]>) => {
+    const disk = podDirectories(path.join(platform.dataDir, '.podyard'), pod.id).containerDisk
+    writeFileSync(path.join(disk, 'targets.json'), JSON.stringify(targets), { mode: 0o644 })
+    const log = await until(
+      `pod ${pod.id} to try its targets`,
+      () => podLog(pod.key, pod.id),
+      (log) => log.includes('probe-done') || log.includes('no-targets'),
+      40_000,
+    )
+    const outcome: Record<string, string> = {}
+    for (const line of log) {
+      const match = /^(REACHED|REFUSED) (\S+) ?(.*)$/.exec(line)
+      if (match) outcome[match[2]!] = `${match[1]} ${match[3]}`
+    }
+    return outcome
+  }
+
+  it("lets an account's globally networked pods reach each other by name, and nobody else", async () => {
+    const loopback = await secretServer('127.0.0.1', 'SECRET-loopback')
+    servers.push(loopback.server)
+    const apiPort = Number(new URL(platform.url).port)
+    const hostAddress = Object.values(networkInterfaces())
+      .flatMap((a) => a ?? [])
+      .find((a) => a.family === 'IPv4' && !a.internal)?.address
+
+    const a1 = await createPod(keyA, 'a1', true)
+    const a2 = await createPod(keyA, 'a2', true)
+    const a3 = await createPod(keyA, 'a3', false)
+    const b1 = await createPod(keyB, 'b1', true)
+    for (const pod of [a1, a2, b1]) expect(pod.address).toMatch(/^10\.217\.\d+\.\d+$/)
+    expect(a3.address).toBe('none')
+    expect(new Set([a1.address, a2.address]).size).toBe(2)
+
+    const [fromA1, fromA2, fromA3, fromB1] = await Promise.all([
+      probe(a1, {
+        'a2-by-name': [a2.dns, UNDECLARED],
+        'a2-by-address': [a2.address, UNDECLARED],
+        'b1-by-name': [b1.dns, UNDECLARED],
+        'b1-by-address': [b1.address, UNDECLARED],
+        ...(hostAddress ? { 'a3-by-host-address': [hostAddress, UNDECLARED] } : {}),
+        'host-loopback': ['127.0.0.1', loopback.port],
+        api: ['127.0.0.1', apiPort],
+      }),
+      probe(a2, { 'a1-by-name': [a1.dns, UNDECLARED] }),
+      probe(a3, {
+        'a1-by-name': [a1.dns, UNDECLARED],
+        'a1-by-address': [a1.address, UNDECLARED],
+      }),
+      probe(b1, {
+        'a1-by-name': [a1.dns, UNDECLARED],
+        'a1-by-address': [a1.address, UNDECLARED],
+        'a2-by-address': [a2.address, UNDECLARED],
+      }),
+    ])
+
+    expect(fromA1['a2-by-name']).toBe(`REACHED hello from ${a2.id}`)
+    expect(fromA1['a2-by-address']).toBe(`REACHED hello from ${a2.id}`)
+    expect(fromA2['a1-by-name']).toBe(`REACHED hello from ${a1.id}`)
+    // Refused: no such name, or no way there (timeout, unreachable, refused).
+    const refused = /^REFUSED /
+    for (const [who, outcome] of Object.entries({
+      'a1 to b1 by name': fromA1['b1-by-name'],
+      'a1 to b1 by address': fromA1['b1-by-address'],
+      'a1 to the host loopback': fromA1['host-loopback'],
+      'a1 to the api': fromA1.api,
+      'a3 to a1 by name': fromA3['a1-by-name'],
+      'a3 to a1 by address': fromA3['a1-by-address'],
+      'b1 to a1 by name': fromB1['a1-by-name'],
+      'b1 to a1 by address': fromB1['a1-by-address'],
+      'b1 to a2 by address': fromB1['a2-by-address'],
+    })) {
+      expect(outcome, who).toMatch(refused)
+    }
+    // The host's address is also the pod's own in its namespace (pasta copies it): what
+    // answers there is the pod itself, never A3.
+    if (hostAddress) {
+      expect(fromA1['a3-by-host-address']).not.toBe(`REACHED hello from ${a3.id}`)
+    }
+    expect(fromA1['b1-by-name']).toBe('REFUSED ENOTFOUND')
+
+    // A pod that goes leaves the network: its name leaves the members' hosts file.
+    const hostsFileOfA = () =>
+      readdirSync(GLOBAL_STATE_DIR)
+        .filter((f) => f.endsWith('.hosts'))
+        .map((f) => readFileSync(path.join(GLOBAL_STATE_DIR, f), 'utf8'))
+        .find((text) => text.includes(a1.dns))
+    expect(hostsFileOfA()).toContain(a2.dns)
+    expect(hostsFileOfA()).not.toContain(b1.dns)
+    const stopped = await call(keyA, `/v2/pods/${a2.id}/action`, { action: 'stop' })
+    expect(stopped.status, JSON.stringify(stopped.body)).toBeLessThan(300)
+    await until(
+      'a2 to stop',
+      async () => (await call(keyA, `/v2/pods/${a2.id}`)).body.status as string,
+      (status) => status === 'EXITED',
+    )
+    const after = await until(
+      "a2's name to leave the hosts file",
+      async () => hostsFileOfA() ?? '',
+      (text) => !text.includes(a2.dns),
+      15_000,
+    )
+    expect(after).toContain(a1.dns)
+  }, 180_000)
+})
