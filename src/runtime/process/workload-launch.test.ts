@@ -204,6 +204,14 @@ describe('buildBubblewrapArgs', () => {
     ])
   })
 
+  it("shows a global network's hosts file at /etc/hosts instead of the host's", () => {
+    const args = buildBubblewrapArgs(spec(), sandbox, 'x', identity, {
+      hostsFile: '/run/podyard-global/pyg1.hosts',
+    })
+    const hosts = args.flatMap((arg, i) => (args[i + 2] === '/etc/hosts' ? [arg, args[i + 1]] : []))
+    expect(hosts).toEqual(['--ro-bind', '/run/podyard-global/pyg1.hosts'])
+  })
+
   it("binds a read-only mount (podyard's build, for public model workers) read-only", () => {
     const args = buildBubblewrapArgs(
       spec({
