@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { networkInterfaces } from 'node:os'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { networkInterfaces, tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,7 +7,15 @@ import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { probePodNetwork } from '../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { podDirectories } from '../src/control/pod-workload.js'
-import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { pino } from 'pino'
+import { startPlatform, type Platform } from '../src/platform.js'
+import {
+  callPlatform,
+  otherAccountKey,
+  startTestPlatform,
+  testConfig,
+  type TestPlatform,
+} from './support/platform.js'
 import { secretServer } from './support/hostile-workloads.js'
 import { until } from './support/until.js'
 
@@ -73,11 +81,14 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
   let keyA: string
   let keyB: string
   const servers: Server[] = []
+  /** The platform the helpers below talk to, and its data directory. */
+  let site = { url: '', dataDir: '' }
 
   beforeAll(async () => {
     platform = await startTestPlatform()
     keyA = await otherAccountKey(platform, 'global-a@example.com')
     keyB = await otherAccountKey(platform, 'global-b@example.com')
+    site = { url: platform.url, dataDir: platform.dataDir }
   }, 60_000)
 
   afterAll(async () => {
@@ -86,7 +97,7 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
   })
 
   const call = async (key: string, pathAndQuery: string, json?: unknown) => {
-    const response = await platform.call(pathAndQuery, {
+    const response = await callPlatform(site.url, pathAndQuery, {
       key,
       ...(json === undefined ? {} : { method: 'POST', json }),
     })
@@ -146,7 +157,7 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
 
   /** Gives the pod its targets and waits for what it got, by target name. */
   const probe = async (pod: Pod, targets: Record<string, [string, number]>) => {
-    const disk = podDirectories(path.join(platform.dataDir, '.podyard'), pod.id).containerDisk
+    const disk = podDirectories(path.join(site.dataDir, '.podyard'), pod.id).containerDisk
     writeFileSync(path.join(disk, 'targets.json'), JSON.stringify(targets), { mode: 0o644 })
     const log = await until(
       `pod ${pod.id} to try its targets`,
@@ -165,6 +176,7 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
   it("lets an account's globally networked pods reach each other by name, and nobody else", async () => {
     const loopback = await secretServer('127.0.0.1', 'SECRET-loopback')
     servers.push(loopback.server)
+    site = { url: platform.url, dataDir: platform.dataDir }
     const apiPort = Number(new URL(platform.url).port)
     const hostAddress = Object.values(networkInterfaces())
       .flatMap((a) => a ?? [])
@@ -247,5 +259,35 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
       15_000,
     )
     expect(after).toContain(a1.dns)
+  }, 180_000)
+
+  it('keeps a pod that outlived a server restart on its network, for pods created after', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-global-restart-'))
+    const start = () => startPlatform(testConfig(dataDir), { logger: pino({ level: 'silent' }) })
+    let first: Platform | undefined
+    let second: Platform | undefined
+    try {
+      first = await start()
+      site = { url: first.url, dataDir }
+      const key = await otherAccountKey(first, 'global-restart@example.com')
+      const r1 = await createPod(key, 'r1', true)
+      // The server goes; its workloads stay (they are adopted by the next one).
+      await first.close()
+      first = undefined
+      second = await start()
+      site = { url: second.url, dataDir }
+      const r2 = await createPod(key, 'r2', true)
+      expect(r2.address).not.toBe(r1.address)
+      const [fromR1, fromR2] = await Promise.all([
+        probe(r1, { 'r2-by-name': [r2.dns, UNDECLARED] }),
+        probe(r2, { 'r1-by-name': [r1.dns, UNDECLARED] }),
+      ])
+      expect(fromR1['r2-by-name']).toBe(`REACHED hello from ${r2.id}`)
+      expect(fromR2['r1-by-name']).toBe(`REACHED hello from ${r1.id}`)
+    } finally {
+      await first?.closeWithWorkloads()
+      await second?.closeWithWorkloads()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   }, 180_000)
 })
