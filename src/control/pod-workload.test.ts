@@ -107,6 +107,7 @@ describe('workloadOf', () => {
     expect(workloadOf(base, dirs, host, []).network).toEqual({
       name: 'account-acct',
       aliases: ['pod1.runpod.internal'],
+      address: '10.0.0.2',
     })
     const other = { ...base, id: 'pod2', accountId: 'acct2' }
     expect(workloadOf(other, dirs, host, []).network?.name).toBe('account-acct2')

@@ -11,9 +11,15 @@ export const POD_LABEL_GENERATION = 'podyard.generation'
  * The private network of an account's globally networked pods: one per account, so that pods
  * of other accounts cannot reach them, with `<pod_id>.runpod.internal` naming each pod.
  */
-export function globalNetworkOf(pod: Pod): { name: string; aliases: string[] } | undefined {
+export function globalNetworkOf(
+  pod: Pod,
+): { name: string; aliases: string[]; address: string } | undefined {
   if (!pod.globalIp) return undefined
-  return { name: `account-${pod.accountId}`, aliases: [`${pod.id}.${INTERNAL_DOMAIN}`] }
+  return {
+    name: `account-${pod.accountId}`,
+    aliases: [`${pod.id}.${INTERNAL_DOMAIN}`],
+    address: pod.globalIp,
+  }
 }
 
 /**

@@ -48,6 +48,12 @@ export interface WorkloadNetwork {
   name: string
   /** Host names that resolve to the workload inside the network (`<pod_id>.runpod.internal`). */
   aliases: string[]
+  /**
+   * The workload's address in the network (the pod's `globalNetworking.ip`, unique within the
+   * account), for drivers that assign addresses themselves (the process driver); Docker's
+   * assigns its own.
+   */
+  address?: string
 }
 
 export interface WorkloadSpec {

@@ -11,13 +11,18 @@ import { findExecutable } from './bubblewrap.js'
  * bridge in the host's namespace with no address on the host's side (IPv6 off there too): the
  * host neither routes nor answers on it, so a member reaches the other members of its bridge and
  * nothing else through it. Each member's namespace gets a veth pair into the bridge, with an
- * address of GLOBAL_NETWORK_SUBNET. Bridges of different accounts share no link, so the same
+ * address: the pod's own `globalNetworking.ip`. Bridges of different accounts share no link, so the same
  * subnet on each is harmless. Names resolve through a hosts file per network, bound read-only
  * at the members' /etc/hosts and rewritten in place (same inode) as members come and go.
  * pasta still carries the member's egress and published ports.
  */
 
-/** The members' addresses; every account's bridge uses it (they never meet). */
+/**
+ * The members' network: 10.0.0.0/8, where the pods' `globalNetworking.ip` are (unique within an
+ * account); every account's bridge uses it (they never meet).
+ */
+export const MEMBER_PREFIX_BITS = 8
+/** Where a member without an address of its own gets one (unused by the pods' addresses). */
 export const GLOBAL_NETWORK_SUBNET = { prefix: [10, 217], bits: 16 } as const
 /** The interface a member sees for its global network. */
 export const MEMBER_INTERFACE = 'global0'
@@ -220,7 +225,12 @@ export async function joinGlobalNetwork(
     const state = await readState(bridge)
     delete state.members[veth]
     const taken = new Set(Object.values(state.members).map((m) => m.address))
-    const address = chooseAddress(workloadId, taken)
+    const address =
+      network.address !== undefined &&
+      /^10\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(network.address) &&
+      !taken.has(network.address)
+        ? network.address
+        : chooseAddress(workloadId, taken)
     await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
     await run(ipPath, [
       'link',
@@ -237,7 +247,7 @@ export async function joinGlobalNetwork(
     try {
       await disableIpv6(veth)
       await run(ipPath, ['link', 'set', veth, 'master', bridge, 'up'])
-      const bits = String(GLOBAL_NETWORK_SUBNET.bits)
+      const bits = String(MEMBER_PREFIX_BITS)
       await run(ipPath, ['-n', netns, 'addr', 'add', `${address}/${bits}`, 'dev', MEMBER_INTERFACE])
       await run(ipPath, ['-n', netns, 'link', 'set', MEMBER_INTERFACE, 'up'])
       state.members[veth] = { workloadId, address, aliases: network.aliases }
