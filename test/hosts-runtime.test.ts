@@ -134,6 +134,39 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
     const host = await json<HostJson>(await platform.call('/v2/admin/hosts/runtime-cpu-1'))
     expect(host.pods?.map((p) => p.id)).toEqual([pod.id])
 
+    // With the pod there, its capacity may grow but not shrink, and where it runs cannot change.
+    const shrunk = await json<Problem>(
+      await platform.call('/v2/admin/hosts/runtime-cpu-1', { method: 'PATCH', json: { vcpus: 1 } }),
+      409,
+    )
+    expect(shrunk.detail).toContain('vcpus: 8 -> 1')
+    expect(shrunk.detail).toContain(`still has pod ${pod.id}`)
+    const moved = await json<Problem>(
+      await platform.call('/v2/admin/hosts/runtime-cpu-1', {
+        method: 'PATCH',
+        json: { dataCenterId: 'EU-RO-1' },
+      }),
+      409,
+    )
+    expect(moved.detail).toContain('dataCenterId: "EU-SE-1" -> "EU-RO-1"')
+    expect(
+      (
+        await platform.call('/v2/admin/hosts/runtime-cpu-1', {
+          method: 'PATCH',
+          json: { vcpus: 1 },
+          key: member,
+        })
+      ).status,
+    ).toBe(403)
+    const grown = await json<HostJson>(
+      await platform.call('/v2/admin/hosts/runtime-cpu-1', {
+        method: 'PATCH',
+        json: { vcpus: 12 },
+      }),
+    )
+    expect(grown.vcpus).toBe(12)
+    expect(grown.pods?.map((p) => p.id)).toEqual([pod.id])
+
     const refused = await json<Problem>(
       await platform.call('/v2/admin/hosts/runtime-cpu-1', { method: 'DELETE' }),
       409,

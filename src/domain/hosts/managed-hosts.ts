@@ -115,6 +115,8 @@ export class ManagedHostService {
         'a host id cannot change: remove the host and add it again',
       )
     const host = this.parse([mergeDeclaration(stored, patch)])[0]!
+    const refusal = await this.changeRefusal(stored, host)
+    if (refusal) throw new AppError('INVALID_STATE', refusal)
     if (!(await this.deps.repo.update(host, this.deps.now())))
       throw new AppError('NOT_FOUND', `host ${hostId} not found`)
     await this.sync()
@@ -163,19 +165,26 @@ export class ManagedHostService {
   }
 
   /**
-   * Applies the list as plan() shows it. Removals are checked first, all of them, so that a
-   * host still in use refuses the whole apply before anything changed.
+   * Applies the list as plan() shows it. Removals and changes are checked first, all of them,
+   * so that a host still in use refuses the whole apply before anything changed.
    */
   async apply(declarations: unknown): Promise<FleetChange[]> {
     const { hosts, changes } = await this.plan(declarations)
     const refusals: string[] = []
-    for (const change of changes.filter((c) => c.action === 'remove')) {
-      const users = await this.deps.usersOf(change.hostId)
-      if (users.pods.length > 0 || users.workerIds.length > 0)
-        refusals.push(usersRefusal(change.hostId, users))
+    const stored = new Map((await this.deps.repo.list()).map((h) => [h.id, h]))
+    const byId = new Map(hosts.map((h) => [h.id, h]))
+    for (const change of changes) {
+      if (change.action === 'remove') {
+        const users = await this.deps.usersOf(change.hostId)
+        if (users.pods.length > 0 || users.workerIds.length > 0)
+          refusals.push(usersRefusal(change.hostId, users))
+      } else if (change.action === 'update') {
+        const before = stored.get(change.hostId)
+        const refusal = before && (await this.changeRefusal(before, byId.get(change.hostId)!))
+        if (refusal) refusals.push(refusal)
+      }
     }
     if (refusals.length > 0) throw new AppError('INVALID_STATE', refusals.join('; '))
-    const byId = new Map(hosts.map((h) => [h.id, h]))
     const at = this.deps.now()
     for (const change of changes) {
       if (change.action === 'add') await this.deps.repo.insert(byId.get(change.hostId)!, at)
@@ -184,6 +193,19 @@ export class ManagedHostService {
     }
     await this.sync()
     return changes
+  }
+
+  /** Why the change from `stored` to `host` is refused while workloads are on it, or null. */
+  private async changeRefusal(stored: Host, host: Host): Promise<string | null> {
+    const held = changesRefusedInUse(stored, host)
+    if (held.length === 0) return null
+    const users = await this.deps.usersOf(host.id)
+    if (users.pods.length === 0 && users.workerIds.length === 0) return null
+    return (
+      `host ${host.id} cannot change ${held.join(', ')} while it still has ` +
+      `${usersNamed(users).join(', ')}: its capacity may grow, but it shrinks or moves ` +
+      `only empty (drain it with podyard hosts drain ${host.id}, terminate its pods)`
+    )
   }
 
   private parse(declarations: unknown): Host[] {
@@ -215,11 +237,52 @@ export class ManagedHostService {
   }
 }
 
-function usersRefusal(hostId: string, users: HostUsers): string {
-  const named = [
+function usersNamed(users: HostUsers): string[] {
+  return [
     ...users.pods.map((p) => `pod ${p.id} (${p.status})`),
     ...users.workerIds.map((w) => `worker ${w}`),
   ]
+}
+
+/** Fields where the pods and workers placed on a host run: none may change under them. */
+const WHERE_IT_RUNS = [
+  'dataCenterId',
+  'cloud',
+  'driver',
+  'simulated',
+  'docker',
+  'publicIp',
+] as const
+/** Capacity a placement counts on: it may grow under placed workloads, never shrink. */
+const CAPACITY = ['vcpus', 'memoryGb', 'diskGb'] as const
+
+/**
+ * The changes from `before` to `after` refused while workloads are placed on the host, as
+ * `field: old -> new`. Shrinking is refused whatever is placed: what a pod was given is not
+ * re-checked against the new capacity, so shrinking is for an empty host.
+ */
+function changesRefusedInUse(before: Host, after: Host): string[] {
+  const differs = (f: (typeof DECLARED_FIELDS)[number]) =>
+    JSON.stringify(before[f]) !== JSON.stringify(after[f])
+  const fields: (typeof DECLARED_FIELDS)[number][] = [
+    ...WHERE_IT_RUNS.filter(differs),
+    ...CAPACITY.filter((f) => after[f] < before[f]),
+  ]
+  const gpuBefore = before.gpu
+  const gpuAfter = after.gpu
+  if (
+    gpuBefore &&
+    (!gpuAfter ||
+      gpuAfter.typeId !== gpuBefore.typeId ||
+      gpuAfter.count < gpuBefore.count ||
+      gpuAfter.cudaVersion !== gpuBefore.cudaVersion)
+  )
+    fields.push('gpu')
+  return fields.map((f) => `${f}: ${show(before[f])} -> ${show(after[f])}`)
+}
+
+function usersRefusal(hostId: string, users: HostUsers): string {
+  const named = usersNamed(users)
   return (
     `host ${hostId} still has ${named.join(', ')}: drain it (podyard hosts drain ${hostId}), ` +
     'terminate its pods (a stopped pod keeps its place), then remove it'
