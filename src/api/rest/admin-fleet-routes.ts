@@ -93,7 +93,7 @@ export async function adminFleetRoutes(
         tags,
         operationId: 'updateHost',
         summary:
-          'Change a host added at runtime (the fields given; null removes docker or publicIp)',
+          'Change a host added at runtime (the fields given; null removes docker or publicIp); 409 for a shrink or a move while pods or workers are on it',
         params: HostParams,
         body: HostPatchSchema,
         response: { 200: HostWithPods, ...errors },
