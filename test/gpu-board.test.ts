@@ -65,6 +65,20 @@ describe.each(testStores())('GpuBoard on $name', (factory) => {
     expect(await gpus.record('h1', [fine, { ...bad, eccUncorrected: 3 }])).toHaveLength(1)
   })
 
+  it('forgets the readings and source problems of a host no longer in the fleet', async () => {
+    store = await factory.open()
+    const gpus = await board()
+    await gpus.record('h1', [fine])
+    await gpus.record('h2', [fine])
+    gpus.setSourceProblem('h2', 'kernel log unreadable')
+    gpus.keepHosts(new Set(['h1']))
+    expect(gpus.hostIds()).toEqual(['h1'])
+    expect(gpus.statuses('h2')).toEqual([])
+    expect(gpus.reading('h2', 0)).toBeUndefined()
+    expect(gpus.sourceProblem('h2')).toBeUndefined()
+    expect(gpus.statuses('h1')).toHaveLength(1)
+  })
+
   it('a reset of a GPU never sampled nor withdrawn is not found', async () => {
     store = await factory.open()
     await expect((await board()).reset('h1', 0)).rejects.toThrow(/not been sampled/)

@@ -127,6 +127,8 @@ export async function wireFleet(
   const board = new HostBoard(fleet, new KyselyHostStateRepo(store.db), () =>
     clock.now().toISOString(),
   )
+  const gpus = new GpuBoard(new KyselyGpuWithdrawalRepo(store.db), () => clock.now().toISOString())
+  await gpus.refresh()
   const fleetChanged: Array<() => void> = []
   const allocations = new KyselyAllocationRepo(store.db)
   const managed = new ManagedHostService({
@@ -139,6 +141,7 @@ export async function wireFleet(
       await hosts.set(next)
       fleet.hosts = next
       await board.refresh()
+      gpus.keepHosts(new Set(next.map((h) => h.id)))
       for (const told of fleetChanged) told()
     },
     usersOf: async (hostId) => ({
@@ -153,8 +156,6 @@ export async function wireFleet(
   })
   await managed.sync()
   await board.refresh()
-  const gpus = new GpuBoard(new KyselyGpuWithdrawalRepo(store.db), () => clock.now().toISOString())
-  await gpus.refresh()
   hosts.onDriverAdded = (driver) => {
     for (const told of driverAdded) told(driver)
   }

@@ -180,6 +180,16 @@ export class GpuBoard {
     return this.withdrawnCache
   }
 
+  /**
+   * Forgets what was sampled on hosts no longer in the fleet (a host removed at runtime), so a
+   * host added again under that id starts without old readings. Withdrawals stay in the store.
+   */
+  keepHosts(hostIds: ReadonlySet<string>): void {
+    for (const id of [...this.sampled.keys()]) if (!hostIds.has(id)) this.sampled.delete(id)
+    for (const id of [...this.sourceProblems.keys()])
+      if (!hostIds.has(id)) this.sourceProblems.delete(id)
+  }
+
   /** Why the host's GPU sources cannot be fully read (null: they can), for its warnings. */
   setSourceProblem(hostId: string, problem: string | null): void {
     if (problem === null) this.sourceProblems.delete(hostId)
