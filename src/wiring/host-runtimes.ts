@@ -66,12 +66,16 @@ export class HostRuntimes {
       this.runtimes.set(host.id, await this.runtimeOf(host, strict))
       this.reached.set(host.id, key)
     }
-    // A remote engine no host uses any more is let go (this machine's stay).
+    // A remote engine no host uses any more is let go and closed, its log follows ended
+    // (this machine's stay).
     const used = new Set([...this.runtimes.values()].map((r) => r.driver))
     for (let i = this.drivers.length - 1; i >= 1; i -= 1) {
       const driver = this.drivers[i]!
-      if (!used.has(driver) && ![...this.localEngines.values()].includes(driver as DockerDriver))
+      if (!used.has(driver) && ![...this.localEngines.values()].includes(driver as DockerDriver)) {
         this.drivers.splice(i, 1)
+        this.probes.delete(driver)
+        await driver.close().catch(() => undefined)
+      }
     }
   }
 
