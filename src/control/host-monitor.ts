@@ -67,6 +67,9 @@ export class HostMonitor {
   async probeAll(): Promise<void> {
     const probes = new Map<HostRuntime['probe'], Promise<ProbeOutcome>>()
     const hosts = this.options.hosts()
+    // A host removed at runtime takes its failure count with it: added again, it counts afresh.
+    const listed = new Set(hosts.map((h) => h.id))
+    for (const id of [...this.failures.keys()]) if (!listed.has(id)) this.failures.delete(id)
     const outcomes = await Promise.all(
       hosts.map((host) => {
         const runtime = this.options.runtimeOf(host.id)
@@ -78,6 +81,9 @@ export class HostMonitor {
         return outcome
       }),
     )
+    // Probes of engines no host uses any more are forgotten.
+    for (const probe of [...this.lastOutcomes.keys()])
+      if (!probes.has(probe)) this.lastOutcomes.delete(probe)
     const { board, clock } = this.options
     const nowMs = clock.now().getTime()
     const now = new Date(nowMs).toISOString()
