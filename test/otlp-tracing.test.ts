@@ -77,6 +77,7 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
   let runSpanId: string
   let workerTraceparent: string | undefined
   let cancelledId: string
+  let timedOutId: string
 
   beforeAll(async () => {
     receiver = await otlpReceiver()
@@ -133,6 +134,27 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
       )
     ).id
     await json(await call(`/v2/${endpointId}/cancel/${cancelledId}`, { method: 'POST' }))
+    // A job its worker takes and never reports on: the sweeper times it out.
+    timedOutId = (
+      await json<{ id: string }>(
+        await call(`/v2/${endpointId}/run`, {
+          method: 'POST',
+          json: { input: { n: 3 }, policy: { executionTimeout: 5_000 } },
+        }),
+      )
+    ).id
+    const silent = await json<{ id: string }>(
+      await call(`/v2/${endpointId}/job-take/silent-worker?wait=5000`),
+    )
+    expect(silent.id).toBe(timedOutId)
+    await until(
+      `job ${timedOutId} TIMED_OUT`,
+      async () =>
+        (await json<{ status: string }>(await call(`/v2/${endpointId}/status/${timedOutId}`)))
+          .status,
+      (status) => status === 'TIMED_OUT',
+      15_000,
+    )
 
     // A pod that is placed, runs and is terminated.
     const pod = await json<{ id: string }>(
@@ -204,6 +226,17 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
     const queued = ofJob.find((s) => s.name === 'job.queued')!
     expect(ofJob.find((s) => s.name === 'job.cancelled')!.parentSpanId).toBe(queued.spanId)
     expect(attribute(queued, 'podyard.job.status')).toBe('CANCELLED')
+  })
+
+  it('ends the spans of a job the sweeper timed out, with its status and reason', () => {
+    const ofJob = receiver.spans.filter((s) => attribute(s, 'podyard.job.id') === timedOutId)
+    const byName = new Map(ofJob.map((s) => [s.name, s]))
+    expect([...byName.keys()].sort()).toEqual(['job.queued', 'job.taken', 'job.timed_out'])
+    const ended = byName.get('job.timed_out')!
+    expect(ended.parentSpanId).toBe(byName.get('job.taken')!.spanId)
+    expect(attribute(ended, 'podyard.job.status')).toBe('TIMED_OUT')
+    expect(attribute(ended, 'podyard.reason')).toBe('TIMED_OUT')
+    expect(ended.status?.code).toBe(2) // ERROR
   })
 
   it("writes a pod's life as spans under its create request", () => {

@@ -3,6 +3,8 @@ import type { JobQueue } from '../domain/serverless/ports.js'
 import type { JobEvents } from '../domain/serverless/job-events.js'
 import type { Clock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
+import type { Tracing } from '../shared/tracing.js'
+import { traceFinished } from '../domain/serverless/job-tracing.js'
 
 export const JOB_SWEEP_INTERVAL_MS = 1_000
 
@@ -29,6 +31,8 @@ export class JobSweeper {
       leaseMs: number
       /** Told of the jobs a sweep timed out, for the metrics. */
       events?: Pick<JobEvents, 'ended'>
+      /** Ends the spans of the jobs a sweep ended (absent: no tracing). */
+      tracing?: Tracing
     },
   ) {
     this.loop = new ReconcileLoop({
@@ -74,7 +78,13 @@ export class JobSweeper {
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
     const ended = [...leases.ended, ...expired.ended]
-    for (const job of ended) this.deps.events?.ended(job.endpointId, job.status)
+    for (const job of ended) {
+      this.deps.events?.ended(job.endpointId, job.status)
+      // Every job's spans end, also those a worker never reported back on.
+      if (this.deps.tracing && job.job) {
+        traceFinished(this.deps.tracing, job.job, now.getTime(), job.job.startedAt !== undefined)
+      }
+    }
     const moved = leases.requeued.length + ended.length
     if (moved > 0) {
       this.deps.logger.info(

@@ -8,6 +8,8 @@ import {
   finishFields,
   iso,
   RUNNING,
+  toJob,
+  toView,
   type Db,
   type JobRow,
 } from './job-rows.js'
@@ -33,7 +35,14 @@ export interface SweepEffects {
    * Jobs whose status changed or that are gone; `requeued` when they are takeable again, `ended`
    * when the sweep ended them (TIMED_OUT or FAILED).
    */
-  touched: Array<{ endpointId: string; id: string; requeued: boolean; ended?: EndedJob['status'] }>
+  touched: Array<{
+    endpointId: string
+    id: string
+    requeued: boolean
+    ended?: EndedJob['status']
+    /** The ended job's row after the sweep, for its spans. */
+    row?: JobRow
+  }>
   /** Wake-up keys of the stop notices it wrote. */
   stopKeys: Set<string>
   /** It added webhook deliveries. */
@@ -163,6 +172,7 @@ async function endLease(
     id: row.id,
     requeued: !finished,
     ...(finished ? { ended: timedOut ? 'TIMED_OUT' : 'FAILED' } : {}),
+    ...(finished && updated ? { row: updated } : {}),
   })
 }
 
@@ -228,6 +238,7 @@ export async function expireJobs(
         id: row.id,
         requeued: false,
         ended: 'TIMED_OUT',
+        ...(updated ? { row: updated } : {}),
       })
     }
     await tx
@@ -247,7 +258,14 @@ export function requeuedAndEnded(effects: SweepEffects): {
   const ended: EndedJob[] = []
   for (const job of effects.touched) {
     if (job.requeued) requeued.push(job.id)
-    else if (job.ended) ended.push({ id: job.id, endpointId: job.endpointId, status: job.ended })
+    else if (job.ended) {
+      ended.push({
+        id: job.id,
+        endpointId: job.endpointId,
+        status: job.ended,
+        ...(job.row ? { job: toView(toJob({ ...job.row, s3_config: null })) } : {}),
+      })
+    }
   }
   return { requeued, ended }
 }

@@ -165,6 +165,7 @@ export function wireServerless(
       logger,
       leaseMs: config.workers.jobLeaseMs,
       events: context.metrics.jobs,
+      ...(context.tracing ? { tracing: context.tracing } : {}),
     }),
   }
 }

@@ -50,6 +50,7 @@ export function traceFinished(
     [A.workerId]: job.workerId,
     [A.jobAttempt]: job.attempts,
     [A.jobStatus]: job.status,
+    [A.reason]: job.status === 'COMPLETED' ? undefined : (job.error ?? job.status),
   }
   const ended = job.completedAt === undefined ? finishedAt : Date.parse(job.completedAt)
   const step = tracing.startSpan(taken ? 'job.taken' : 'job.queued', {

@@ -55,6 +55,8 @@ export interface EndedJob {
   id: string
   endpointId: string
   status: 'TIMED_OUT' | 'FAILED'
+  /** The job as the sweep left it, for its spans (absent where the row was not read back). */
+  job?: JobView
 }
 
 /**
