@@ -25,6 +25,7 @@ interface OtlpSpan {
   endTimeUnixNano: string
   attributes: Array<{ key: string; value: Record<string, unknown> }>
   status?: { code?: number; message?: string }
+  links?: Array<{ traceId: string; spanId: string }>
 }
 
 /** An OTLP/HTTP receiver on 127.0.0.1: what a collector would get, as JSON. */
@@ -218,6 +219,14 @@ describe('OpenTelemetry tracing over OTLP/HTTP', () => {
     expect(byName.get('job.queued')!.endTimeUnixNano).toBe(
       byName.get('job.taken')!.startTimeUnixNano,
     )
+  })
+
+  it("links the worker's take request span to the span of the request that queued its job", () => {
+    const run = receiver.spans.find((s) => s.spanId === runSpanId)!
+    const takes = receiver.spans.filter((s) => s.name === 'GET /v2/:endpointId/job-take/:workerId')
+    const take = takes.find((s) => s.links?.some((l) => l.spanId === runSpanId))
+    expect(take, 'a take span links to the /run span').toBeDefined()
+    expect(take!.links!.find((l) => l.spanId === runSpanId)!.traceId).toBe(run.traceId)
   })
 
   it('ends a job cancelled in the queue with job.queued and job.cancelled under it', () => {

@@ -32,6 +32,8 @@ export interface TracedSpan {
   readonly traceId: string
   readonly spanId: string
   setAttributes(attributes: SpanAttributes): void
+  /** Links this span to another (a `traceparent` value) it relates to without being its child. */
+  link(traceparent: string): void
   /** Marks the span failed with the reason. */
   fail(message: string): void
   end(endTime?: number): void

@@ -83,6 +83,10 @@ export function startOtelTracing(options: OtelTracingOptions): Tracing {
         traceId: context.traceId,
         spanId: context.spanId,
         setAttributes: (attributes) => void started.setAttributes(attributesOf(attributes)),
+        link: (traceparent) => {
+          const linked = spanContextOf(traceparent)
+          if (linked) started.addLink({ context: linked })
+        },
         fail: (message) => void started.setStatus({ code: SpanStatusCode.ERROR, message }),
         end: (endTime) => started.end(endTime),
       }

@@ -56,6 +56,15 @@ export function requestSpan(incoming: string | undefined): TraceContext {
 }
 
 const origins = new WeakMap<FastifyRequest, TraceOrigin>()
+const requestSpans = new WeakMap<FastifyRequest, TracedSpan>()
+
+/**
+ * Links the request's span to a span in another trace (a job's queuing request): a worker's
+ * take is its own request, so it links to each job it hands out rather than joining its trace.
+ */
+export function linkRequestSpan(request: FastifyRequest, traceparent: string): void {
+  requestSpans.get(request)?.link(traceparent)
+}
 
 /**
  * The request's span and id, for what it starts that outlives it (a job keeps them, so that
@@ -79,7 +88,7 @@ const pathOf = (url: string) => {
  * it ends when the answer is sent (or the caller hangs up), and a 5xx marks it failed.
  */
 export function installTraceContext(app: FastifyInstance, tracing?: Tracing): void {
-  const spans = new WeakMap<FastifyRequest, TracedSpan>()
+  const spans = requestSpans
   app.addHook('onRequest', (request, reply, done) => {
     const header = request.headers.traceparent
     const incoming = typeof header === 'string' ? header : undefined

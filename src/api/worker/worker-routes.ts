@@ -1,3 +1,4 @@
+import { linkRequestSpan } from '../http/trace-context.js'
 import { Type } from '@sinclair/typebox'
 import type {
   FastifyInstance,
@@ -264,6 +265,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         signal: hangUpSignal(reply),
       })
       if (job === undefined) return reply.code(204).send()
+      if (job.trace) linkRequestSpan(request, job.trace.traceparent)
       return workerJob(job)
     },
   )
@@ -289,6 +291,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         signal: hangUpSignal(reply),
       })
       if (taken.length === 0) return reply.code(204).send()
+      for (const job of taken) if (job.trace) linkRequestSpan(request, job.trace.traceparent)
       return taken.map(workerJob)
     },
   )
