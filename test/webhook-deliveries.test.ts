@@ -257,10 +257,10 @@ describe.each(testStores())('webhook deliveries on $name', ({ open }) => {
     // One is swept by the lease check (lease and deadline both passed), one by the deadline.
     await queue.heartbeat(EP, 'w2', [timedOut.id], 3_600_000)
     expect((await queue.requeueExpiredLeases(clock.now())).ended).toEqual([
-      { id: leaseTimedOut.id, endpointId: EP, status: 'TIMED_OUT' },
+      expect.objectContaining({ id: leaseTimedOut.id, endpointId: EP, status: 'TIMED_OUT' }),
     ])
     expect((await queue.expire(clock.now())).ended).toEqual([
-      { id: timedOut.id, endpointId: EP, status: 'TIMED_OUT' },
+      expect.objectContaining({ id: timedOut.id, endpointId: EP, status: 'TIMED_OUT' }),
     ])
 
     const quiet = await submit(null)
