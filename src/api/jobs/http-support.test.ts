@@ -31,6 +31,17 @@ describe('per-job route logging', () => {
     expect(quiet.level).toBe('info')
   })
 
+  it("keeps a child (the trace context's, with the trace ids) as quiet, with both bindings", async () => {
+    const { logger, lines } = capture('info')
+    const child = new QuietRequestLogger(logger, { reqId: 'req-8' }).child({ traceId: 't1' })
+    child.info('request completed')
+    child.warn('careful')
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(lines.map((l) => [l.level, l.reqId, l.traceId, l.msg])).toEqual([
+      [40, 'req-8', 't1', 'careful'],
+    ])
+  })
+
   it('keeps the request log of the per-job routes at debug, and their 5xx errors always', async () => {
     for (const level of ['info', 'debug']) {
       const { logger, lines } = capture(level)

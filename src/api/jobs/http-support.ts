@@ -161,7 +161,15 @@ export class QuietRequestLogger {
   trace(..._args: unknown[]): void {}
   silent(..._args: unknown[]): void {}
 
+  /**
+   * As quiet as this one (the trace context hook makes a child of every request's logger to add
+   * the trace ids): a real pino child would log the per-job routes' request lines at info again.
+   */
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.logger.child(bindings, options)
+    if (options !== undefined) return this.logger.child(bindings, options)
+    return new QuietRequestLogger(this.parent, {
+      ...this.bindings,
+      ...bindings,
+    }) as unknown as FastifyBaseLogger
   }
 }
