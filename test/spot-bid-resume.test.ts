@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   callJson,
@@ -31,17 +28,16 @@ localHost: false
 
 describe('podBidResume and the spend limit', () => {
   let platform: TestPlatform
-  let dir: string
   let key: string
   let accountId: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-bid-resume-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    platform = await startTestPlatform({
-      fleet: path.join(dir, 'fleet.yaml'),
-      billing: { meterIntervalMs: 3_600_000, enforce: true },
-    })
+    platform = await startTestPlatform(
+      {
+        billing: { meterIntervalMs: 3_600_000, enforce: true },
+      },
+      { fleetYaml: FLEET },
+    )
     key = await otherAccountKey(platform, 'bid-resume@example.com')
     accountId = (await callJson(platform, '/v2/account', { key })).body.id
     const added = await platform.call(`/v2/admin/accounts/${accountId}/credits`, {
@@ -53,7 +49,6 @@ describe('podBidResume and the spend limit', () => {
 
   afterAll(async () => {
     await platform?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   async function graphql(query: string) {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   callJson,
@@ -40,24 +37,22 @@ localHost: false
 
 describe('instant clusters beside spot pods', () => {
   let platform: TestPlatform
-  let dir: string
   let spotKey: string
   let clusterKey: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-spot-clusters-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    platform = await startTestPlatform({
-      fleet: path.join(dir, 'fleet.yaml'),
-      billing: { meterIntervalMs: 3_600_000, enforce: false },
-    })
+    platform = await startTestPlatform(
+      {
+        billing: { meterIntervalMs: 3_600_000, enforce: false },
+      },
+      { fleetYaml: FLEET },
+    )
     spotKey = await otherAccountKey(platform, 'spot-beside-clusters@example.com')
     clusterKey = await otherAccountKey(platform, 'cluster-beside-spot@example.com')
   }, 60_000)
 
   afterAll(async () => {
     await platform?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   async function rent(name: string) {

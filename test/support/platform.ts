@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino, type Logger } from 'pino'
@@ -39,10 +39,22 @@ export function testConfig(dataDir: string, overrides: TestConfig = {}): Config 
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: TestConfig = {},
-  options: { clock?: Clock; logger?: Logger; resolveHost?: HostResolver; consoleDir?: string } = {},
+  options: {
+    clock?: Clock
+    logger?: Logger
+    resolveHost?: HostResolver
+    consoleDir?: string
+    /** A fleet file's text: written into the data directory and served as `fleet`. */
+    fleetYaml?: string
+  } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
-  const config = testConfig(dataDir, overrides)
+  let fleet: TestConfig = {}
+  if (options.fleetYaml !== undefined) {
+    writeFileSync(path.join(dataDir, 'fleet.yaml'), options.fleetYaml)
+    fleet = { fleet: path.join(dataDir, 'fleet.yaml') }
+  }
+  const config = testConfig(dataDir, { ...fleet, ...overrides })
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
