@@ -436,6 +436,10 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
       expect(Date.now() - submittedAt).toBeLessThan(2000)
       expect(taken.headers.get('content-type')).toMatch(/^application\/json/)
       expect(await json(taken)).toEqual({ id: run.id, input: { q: 1 } })
+      // The lease (60 s) starts when the job is handed out, 100 ms or more after the take came.
+      const leaseEnd = Number(taken.headers.get('podyard-lease-ends-after-ms'))
+      expect(leaseEnd).toBeGreaterThanOrEqual(60_000 + 90)
+      expect(leaseEnd).toBeLessThanOrEqual(60_000 + (Date.now() - started))
     })
 
     it('hands out batches with job-take-batch', async () => {
@@ -448,7 +452,12 @@ describe('job API (runpod-sdk as the client) and worker protocol (runpod-python-
             .id as string,
         )
       }
-      const first = await json<Json[]>(await worker.takeBatch(3))
+      const sentAt = Date.now()
+      const batch = await worker.takeBatch(3)
+      const leaseEnd = Number(batch.headers.get('podyard-lease-ends-after-ms'))
+      expect(leaseEnd).toBeGreaterThanOrEqual(60_000)
+      expect(leaseEnd).toBeLessThanOrEqual(60_000 + (Date.now() - sentAt))
+      const first = await json<Json[]>(batch)
       expect(first.map((j) => j.id)).toEqual(ids.slice(0, 3))
       const rest = await json<Json[]>(await worker.takeBatch(3, { inProgress: true }))
       expect(rest.map((j) => j.input)).toEqual([{ i: 3 }, { i: 4 }])

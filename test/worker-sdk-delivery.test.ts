@@ -247,11 +247,13 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
   async function fencedAfter(
     pingIntervalMs: number,
     cut: (proxy: AnswerProxy) => Promise<void>,
+    before?: (proxy: AnswerProxy) => void,
   ): Promise<void> {
     const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
     cleanups.push(() => short.close())
     const proxy = await startAnswerProxy(() => short.url)
     cleanups.push(() => proxy.close())
+    before?.(proxy)
     const id = await createEndpoint(short)
     const { runs, handler } = recordedRuns()
     start(id, handler('A'), { pingIntervalMs }, proxy.url)
@@ -269,6 +271,45 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
   it('gives up a run whose lease it cannot renew for a whole lease, before the job can run elsewhere', async () => {
     // Cut off, long polls and all: A can neither renew its lease nor hear a stop notice.
     await fencedAfter(500, (proxy) => proxy.close())
+  })
+
+  it('gives up a run whose take was its only answer: no heartbeat was ever answered', async () => {
+    // Every heartbeat hangs from the start, so the take's answer alone says when the lease ends.
+    await fencedAfter(
+      500,
+      async (proxy) => proxy.close(),
+      (proxy) => {
+        proxy.rule = (request) => (request.url.includes('/ping/') ? 'hang' : 'forward')
+      },
+    )
+  })
+
+  it('keeps a job handed out at the end of a long poll longer than the lease', async () => {
+    // The take waits 20 s on an empty queue; the lease (5 s) starts when the job is handed out,
+    // not when the take was sent, so the run is not given up before its first heartbeat (3 s).
+    const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
+    cleanups.push(() => short.close())
+    const id = await createEndpoint(short)
+    let abandoned = false
+    start(
+      id,
+      async (_job, context) => {
+        context.signal.addEventListener('abort', () => {
+          abandoned = true
+        })
+        await sleep(2_000)
+        return { ok: true }
+      },
+      { pingIntervalMs: 3_000 },
+      short.url,
+    )
+    await sleep(7_000)
+    const jobId = await submit(id, {}, short)
+    expect(await finished(id, jobId, short)).toMatchObject({
+      status: 'COMPLETED',
+      output: { ok: true },
+    })
+    expect(abandoned).toBe(false)
   })
 
   it('gives up a run on time while its heartbeat hangs unanswered (a black-holed network)', async () => {

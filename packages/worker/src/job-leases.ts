@@ -115,18 +115,24 @@ export class JobLeases {
    */
   private fence(): number {
     const leaseMs = this.leaseMs
-    if (leaseMs === undefined) return Number.POSITIVE_INFINITY
     let next = Number.POSITIVE_INFINITY
     for (const job of this.deps.runs.all()) {
       if (job.abandoned || job.resultReady) continue
-      const giveUpAt = job.renewedAt + leaseMs - FENCE_MARGIN_MS
+      // Both are times before which the lease cannot have ended; neither is known without
+      // podyard's take header and heartbeat answers (RunPod), and then nothing is given up.
+      const leaseEndsAt = Math.max(
+        job.leaseEndsAt ?? Number.NEGATIVE_INFINITY,
+        leaseMs === undefined ? Number.NEGATIVE_INFINITY : job.renewedAt + leaseMs,
+      )
+      if (leaseEndsAt === Number.NEGATIVE_INFINITY) continue
+      const giveUpAt = leaseEndsAt - FENCE_MARGIN_MS
       if (Date.now() < giveUpAt) {
         next = Math.min(next, giveUpAt)
         continue
       }
       this.deps.log.warn('giving up a job whose lease could not be renewed: it may run elsewhere', {
         jobId: job.id,
-        leaseMs,
+        ...(leaseMs === undefined ? {} : { leaseMs }),
       })
       this.deps.runs.abandon(
         job,

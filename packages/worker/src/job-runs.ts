@@ -33,6 +33,12 @@ export interface RunningJob {
    * that handed it out, or a heartbeat whose answer named it.
    */
   renewedAt: number
+  /**
+   * A time (this worker's clock) before which the lease a take gave cannot end: when the take
+   * was sent, plus how long after it arrived the platform says the lease ends (podyard's take
+   * answers say; a take that waited for work gives a lease that starts when it ends).
+   */
+  leaseEndsAt?: number
   /** A progress update not sent yet (or waiting to be sent again): a newer one replaces it. */
   waitingProgress?: { value: unknown; sending: boolean; delivered: Promise<unknown> }
 }
@@ -101,13 +107,16 @@ export class JobRuns {
     job.controller.abort(abortError(reason))
   }
 
-  start(job: WorkerJob, takenAt: number): void {
+  start(job: WorkerJob, takenAt: number, leaseEndsAt?: number): void {
     const held = this.running.get(job.id)
     if (held !== undefined && !held.abandoned) {
       // Its lease ran out and the platform re-queued it, then handed it back to this worker: the
       // run (or its result waiting for delivery) reports to the new attempt.
       held.takes += 1
       held.renewedAt = Math.max(held.renewedAt, takenAt)
+      if (leaseEndsAt !== undefined) {
+        held.leaseEndsAt = Math.max(held.leaseEndsAt ?? leaseEndsAt, leaseEndsAt)
+      }
       held.onTakenAgain?.()
       this.deps.log.info('a take handed again a job this worker holds: keeping its run', {
         jobId: job.id,
@@ -124,6 +133,7 @@ export class JobRuns {
       resultReady: false,
       chunks: 0,
       renewedAt: takenAt,
+      ...(leaseEndsAt === undefined ? {} : { leaseEndsAt }),
     }
     this.running.set(job.id, entry)
     entry.task = this.run(job, entry)

@@ -134,10 +134,12 @@ class Worker implements WorkerHandle {
       this.takeController = controller
       try {
         const sentAt = Date.now()
-        const jobs = await this.protocol.take(free, this.runs.size > 0, controller.signal)
+        const taken = await this.protocol.take(free, this.runs.size > 0, controller.signal)
         failures = 0
         this.reachability.answered()
-        for (const job of jobs) this.runs.start(job, sentAt)
+        const leaseEndsAt =
+          taken.leaseEndsAfterMs === undefined ? undefined : sentAt + taken.leaseEndsAfterMs
+        for (const job of taken.jobs) this.runs.start(job, sentAt, leaseEndsAt)
       } catch (error) {
         if (this.stopping.signal.aborted) break
         failures += 1

@@ -117,8 +117,11 @@ export class WorkerProtocol {
     return this.connection.takeUrl.includes('/job-take/')
   }
 
-  /** Up to `count` jobs (job-take for one, job-take-batch for more), after the server's long poll. */
-  async take(count: number, jobInProgress: boolean, signal?: AbortSignal): Promise<WorkerJob[]> {
+  /**
+   * Up to `count` jobs (job-take for one, job-take-batch for more), after the server's long poll,
+   * and how long after the take arrived their leases end, where the answer says (podyard's).
+   */
+  async take(count: number, jobInProgress: boolean, signal?: AbortSignal): Promise<Taken> {
     const url =
       count === 1
         ? withQuery(this.connection.takeUrl, { job_in_progress: jobInProgress ? 1 : 0 })
@@ -132,7 +135,7 @@ export class WorkerProtocol {
       ...(signal ? { signal } : {}),
     })
     // 400 is what a FlashBoot worker gets when there is nothing for it (runpod-python: none).
-    if (response.status === 204 || response.status === 400) return []
+    if (response.status === 204 || response.status === 400) return { jobs: [] }
     if (response.status === 429) {
       throw new TakeRefused(
         'job-take answered 429',
@@ -140,9 +143,13 @@ export class WorkerProtocol {
       )
     }
     if (response.status !== 200) throw failure('job-take', response)
-    if (response.body.trim() === '') return []
+    if (response.body.trim() === '') return { jobs: [] }
     const parsed = JSON.parse(response.body) as unknown
-    return Array.isArray(parsed) ? parsed.map(asJob) : [asJob(parsed)]
+    const jobs = Array.isArray(parsed) ? parsed.map(asJob) : [asJob(parsed)]
+    const leaseEndsAfterMs = Number(response.headers[LEASE_END_HEADER])
+    return Number.isFinite(leaseEndsAfterMs) && leaseEndsAfterMs >= 0
+      ? { jobs, leaseEndsAfterMs }
+      : { jobs }
   }
 
   /**
@@ -292,6 +299,19 @@ function batchAnswers(body: string): Map<string, unknown> {
     // Not podyard's answer: every result counts as applied, as a plain 200 does.
   }
   return answers
+}
+
+/**
+ * podyard's take answer header: how many ms after the take arrived the leases of the jobs it
+ * hands out end (RunPod's answers do not carry it).
+ */
+const LEASE_END_HEADER = 'podyard-lease-ends-after-ms'
+
+/** What a take's answer hands out. */
+export interface Taken {
+  jobs: WorkerJob[]
+  /** How many ms after the take arrived the jobs' leases end, where the answer says. */
+  leaseEndsAfterMs?: number
 }
 
 /**

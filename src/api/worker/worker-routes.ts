@@ -104,6 +104,17 @@ function hangUpSignal(reply: FastifyReply): AbortSignal {
   return controller.signal
 }
 
+/**
+ * A take's answer header (podyard's): how many ms after the take arrived the leases of the jobs
+ * it hands out end. podyard/worker gives a run up before then unless a heartbeat renewed it,
+ * even when no heartbeat was ever answered (docs/worker-sdk.md, "Fencing").
+ */
+export const LEASE_END_HEADER = 'podyard-lease-ends-after-ms'
+
+function sayLeaseEnd(reply: FastifyReply, leaseEndsAfterMs: number | undefined): void {
+  if (leaseEndsAfterMs !== undefined) reply.header(LEASE_END_HEADER, String(leaseEndsAfterMs))
+}
+
 /** The worker's view of a job (wire-compat §5.4): only these keys reach the handler. */
 function workerJob(job: Job) {
   return {
@@ -256,6 +267,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
       response: { 200: WorkerJob, 204: NoJob },
     }),
     async (request: WorkerReq, reply) => {
+      const arrivedAt = jobs.nowMs()
       const waitMs = intQuery(request, 'wait', WORKER_WAIT)
       const endpointId = await endpointOf(request)
       const [job] = await jobs.take(endpointId, request.params.workerId, {
@@ -265,6 +277,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         signal: hangUpSignal(reply),
       })
       if (job === undefined) return reply.code(204).send()
+      sayLeaseEnd(reply, jobs.leaseEndsAfterMs([job], arrivedAt))
       if (job.trace) linkRequestSpan(request, job.trace.traceparent)
       return workerJob(job)
     },
@@ -277,6 +290,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
       response: { 200: Type.Array(WorkerJob), 204: NoJob },
     }),
     async (request: WorkerReq, reply) => {
+      const arrivedAt = jobs.nowMs()
       const waitMs = intQuery(request, 'wait', WORKER_WAIT)
       const batchSize = intQuery(request, 'batch_size', {
         min: 1,
@@ -291,6 +305,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRoutesDeps)
         signal: hangUpSignal(reply),
       })
       if (taken.length === 0) return reply.code(204).send()
+      sayLeaseEnd(reply, jobs.leaseEndsAfterMs(taken, arrivedAt))
       for (const job of taken) if (job.trace) linkRequestSpan(request, job.trace.traceparent)
       return taken.map(workerJob)
     },

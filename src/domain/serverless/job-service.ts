@@ -459,6 +459,24 @@ export class JobService {
     })
   }
 
+  /** Now, on the clock that sets the leases (ms since the epoch): when a take arrived. */
+  nowMs(): number {
+    return this.deps.clock.now().getTime()
+  }
+
+  /**
+   * How long after `arrivedAtMs` (`nowMs()` when the take arrived) the earliest lease of `taken`
+   * ends. A take's answer says so: a worker that counts it from when it sent the take knows a
+   * time before which its lease cannot have ended, however long the take waited for work
+   * (docs/worker-sdk.md, "Fencing").
+   */
+  leaseEndsAfterMs(taken: Job[], arrivedAtMs: number): number | undefined {
+    const ends = taken.flatMap((job) =>
+      job.leaseExpiresAt === undefined ? [] : [Date.parse(job.leaseExpiresAt)],
+    )
+    return ends.length === 0 ? undefined : Math.max(0, Math.min(...ends) - arrivedAtMs)
+  }
+
   /**
    * Waits for work before taking: a take that finds nothing is a write transaction, several
    * times the cost of the check, and a worker that polls again right after its job (a worker of
