@@ -86,6 +86,10 @@ function clusterRequest(input: CreateClusterGraphqlInput) {
     problems.add('podCount', `must be from ${MIN_CLUSTER_PODS} to ${MAX_CLUSTER_PODS}`)
   }
   if ((input.gpuCountPerPod ?? 0) < 1) problems.add('gpuCountPerPod', 'must be >= 1')
+  const deployCost = input.deployCost ?? undefined
+  if (deployCost !== undefined && !(deployCost > 0)) {
+    problems.add('deployCost', 'must be > 0 (USD per hour, for the whole cluster)')
+  }
   if (!input.imageName && !input.templateId) {
     problems.add('imageName', 'is required unless templateId gives it')
   }
@@ -124,6 +128,7 @@ function clusterRequest(input: CreateClusterGraphqlInput) {
       ? { mounts: { network: [{ volumeId: input.networkVolumeId, path }] } }
       : {}),
     ...(input.templateId ? { templateId: input.templateId } : {}),
+    ...(deployCost !== undefined ? { maxHourlyCost: deployCost } : {}),
     ...(input.startSsh !== null && input.startSsh !== undefined
       ? { startSsh: input.startSsh }
       : {}),

@@ -29,6 +29,12 @@ export interface CreateClusterInput {
   startSsh?: boolean
   startJupyter?: boolean
   templateId?: string
+  /**
+   * The most USD per hour the whole cluster may cost (GraphQL's deployCost), compared in whole
+   * cents: dstack sends the cluster's price with two decimals, which may round the catalog's
+   * four-decimal price down by under half a cent.
+   */
+  maxHourlyCost?: number
 }
 
 /** RunPod's v2 Cluster. */
@@ -52,6 +58,17 @@ export interface ClusterServiceDeps {
 }
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `cluster ${id} not found`)
+
+/** 409 when `podCount` pods of `podPrice` USD per hour cost more cents than `cap`. */
+function refuseDearerThan(cap: number | undefined, podPrice: number, podCount: number): void {
+  if (cap === undefined) return
+  const cents = Math.round(podPrice * podCount * 100)
+  if (cents <= Math.round(cap * 100)) return
+  throw new AppError(
+    'RULE_CONFLICT',
+    `the cluster would cost ${(cents / 100).toFixed(2)} USD per hour (${podCount} pods of ${podPrice}), more than the deployCost of ${cap} it was given`,
+  )
+}
 
 /** Instant clusters of an account (docs/clusters.md). */
 export class ClusterService {
@@ -85,6 +102,7 @@ export class ClusterService {
       gpu: { id: input.compute.gpuTypeId, count: input.compute.gpuCountPerPod },
       globalNetworking: true,
     })
+    refuseDearerThan(input.maxHourlyCost, base.hourlyPrice, input.compute.podCount)
     const drafts: Pod[] = Array.from({ length: input.compute.podCount }, (_, rank) => ({
       ...base,
       id: rank === 0 ? base.id : newId.pod(),
