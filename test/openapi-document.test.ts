@@ -209,6 +209,24 @@ describe('the OpenAPI document', () => {
     expect(text.match(/"\$ref":"#\/components\/schemas\/Pod"/g)!.length).toBeGreaterThan(3)
   })
 
+  it('names every component by what it is, never with a number added where two names clashed', () => {
+    const sections = document.components as unknown as Record<string, Record<string, unknown>>
+    const numbered = Object.entries(sections).flatMap(([section, named]) =>
+      Object.keys(named)
+        .filter((name) => /\d$/.test(name))
+        .map((name) => `${section}.${name}`),
+    )
+    expect(numbered).toEqual([])
+    // A tagged union's variants take their tag's name; the worker protocol's workerId is one.
+    expect(Object.keys(document.components.schemas)).toEqual(
+      expect.arrayContaining(['EndpointScalingQueueDelay', 'EndpointScalingRequestCount']),
+    )
+    const workerIds = Object.keys(sections.parameters!).filter((name) =>
+      name.startsWith('WorkerId'),
+    )
+    expect(workerIds.sort()).toEqual(['WorkerIdPath', 'WorkerIdPathWorkerProtocol'])
+  })
+
   it('puts the worker protocol under its own tag and keeps GraphQL out', () => {
     const workerPaths = operations.filter(({ operation }) =>
       operation.tags?.includes('Worker protocol'),

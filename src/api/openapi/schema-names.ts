@@ -80,6 +80,21 @@ export function isAnonymousObject(schema: Json): boolean {
 }
 
 /**
+ * The name of a union member that a property of one value tells apart (`type: QUEUE_DELAY` is
+ * `QueueDelay`), so that the variants of a tagged union are named by what they are rather than
+ * numbered; undefined when no property has a single string value.
+ */
+function variantName(member: JsonObject): string | undefined {
+  for (const property of Object.values(member.properties as JsonObject)) {
+    const single = singleValue(property)
+    if (typeof single?.value === 'string' && /[A-Za-z]/.test(single.value)) {
+      return pascalCase(single.value.toLowerCase())
+    }
+  }
+  return undefined
+}
+
+/**
  * Adds `schema` to `components` under `name` (or the name an identical schema already has, or
  * `name` with a number when the name holds another shape) and answers the reference.
  */
@@ -122,7 +137,9 @@ function nameNested(schema: JsonObject, name: string, components: JsonObject): J
         let n = 0
         copy[key] = child.map((member) => {
           const own = isObject(member) && isObject(member.properties) && objects > 1
-          return visit(member, own ? `${at}Option${(n += 1)}` : at, false)
+          if (!own) return visit(member, at, false)
+          n += 1
+          return visit(member, at + (variantName(member) ?? `Option${n}`), false)
         })
       } else copy[key] = child
     }

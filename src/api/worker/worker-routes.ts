@@ -44,9 +44,9 @@ const WorkerParams = Type.Object({
   endpointId: Type.String({ examples: ['k3x9m2p7q8w4zd'] }),
   workerId: Type.String({ description: "the worker's own id (RUNPOD_POD_ID)" }),
 })
+// The same workerId as WorkerParams': one parameter in the document, not two of one name.
 const WorkerJobParams = Type.Object({
-  endpointId: Type.String({ examples: ['k3x9m2p7q8w4zd'] }),
-  workerId: Type.String(),
+  ...WorkerParams.properties,
   jobId: Type.String(),
 })
 const NoJob = Type.Null({ description: 'nothing within the wait' })
