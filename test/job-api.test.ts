@@ -592,7 +592,7 @@ describe('job sweeper', () => {
         },
         expire: async () => {
           calls.push('expire')
-          return { ended: [], deleted: [] }
+          return { ended: [], deleted: [], expired: [] }
         },
       },
       clock: { now: () => new Date(now) },

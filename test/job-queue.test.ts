@@ -430,6 +430,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(await queue.expire(clock.now())).toEqual({
       ended: [expect.objectContaining({ id: job.id, endpointId: EP, status: 'TIMED_OUT' })],
       deleted: [],
+      expired: [],
     })
     expect(await queue.get(EP, job.id)).toMatchObject({
       status: 'TIMED_OUT',
@@ -459,10 +460,33 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(taken?.id).toBe(running.id)
     clock.set('2026-03-01T00:00:10.001Z')
     expect(await queue.get(EP, queued.id)).toBeDefined() // until a sweep
-    expect((await queue.expire(clock.now())).deleted).toEqual([queued.id])
+    const first = await queue.expire(clock.now())
+    expect(first.deleted).toEqual([queued.id])
+    // What it was when its ttl passed, for its spans.
+    expect(first.expired).toEqual([
+      {
+        id: queued.id,
+        endpointId: EP,
+        status: 'IN_QUEUE',
+        attempts: 0,
+        createdAt: queued.createdAt,
+      },
+    ])
     expect(await queue.get(EP, queued.id)).toBeUndefined()
     clock.set('2026-03-01T00:00:20.000Z')
-    expect(await queue.expire(clock.now())).toEqual({ ended: [], deleted: [running.id] })
+    expect(await queue.expire(clock.now())).toEqual({
+      ended: [],
+      deleted: [running.id],
+      expired: [
+        expect.objectContaining({
+          id: running.id,
+          status: 'IN_PROGRESS',
+          attempts: 1,
+          workerId: 'w1',
+          startedAt: expect.any(String),
+        }),
+      ],
+    })
     expect(await queue.get(EP, running.id)).toBeUndefined()
     expect(await queue.readStream(EP, running.id)).toBeUndefined()
     expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: running.id, reason: 'expired' }])
@@ -489,7 +513,8 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     clock.advance(59_999)
     expect((await queue.expire(clock.now())).deleted).toEqual([])
     clock.advance(1)
-    expect((await queue.expire(clock.now())).deleted).toEqual([sync.id])
+    // Deleted finished: not `expired` (its spans ended when it finished).
+    expect(await queue.expire(clock.now())).toEqual({ ended: [], deleted: [sync.id], expired: [] })
     expect(await queue.get(EP, sync.id)).toBeUndefined()
     clock.advance(30 * 60_000 - 60_000)
     expect((await queue.expire(clock.now())).deleted).toEqual([run.id])

@@ -1,6 +1,4 @@
 import { spawn } from 'node:child_process'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -8,66 +6,13 @@ import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from './support/cli.js'
 import { json } from './support/http.js'
+import { attribute, otlpReceiver } from './support/otlp-receiver.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { startRestartablePlatform } from './support/restartable-platform.js'
 import { until } from './support/until.js'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
-
-interface OtlpSpan {
-  traceId: string
-  spanId: string
-  parentSpanId?: string
-  name: string
-  kind: number
-  startTimeUnixNano: string
-  endTimeUnixNano: string
-  attributes: Array<{ key: string; value: Record<string, unknown> }>
-  status?: { code?: number; message?: string }
-  links?: Array<{ traceId: string; spanId: string }>
-}
-
-/** An OTLP/HTTP receiver on 127.0.0.1: what a collector would get, as JSON. */
-async function otlpReceiver() {
-  const spans: OtlpSpan[] = []
-  const resources: Array<Record<string, unknown>> = []
-  const contentTypes: string[] = []
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      contentTypes.push(String(request.headers['content-type']))
-      if (request.method === 'POST' && request.url === '/v1/traces') {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as {
-          resourceSpans: Array<{
-            resource: Record<string, unknown>
-            scopeSpans: Array<{ spans: OtlpSpan[] }>
-          }>
-        }
-        for (const resourceSpans of body.resourceSpans) {
-          resources.push(resourceSpans.resource)
-          for (const scope of resourceSpans.scopeSpans) spans.push(...scope.spans)
-        }
-      }
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.end('{}')
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    spans,
-    resources,
-    contentTypes,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
-
-const attribute = (span: OtlpSpan, key: string) => {
-  const value = span.attributes.find((a) => a.key === key)?.value
-  return value === undefined ? undefined : Object.values(value)[0]
-}
 
 describe('OpenTelemetry tracing over OTLP/HTTP', () => {
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>

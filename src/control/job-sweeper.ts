@@ -4,7 +4,7 @@ import type { JobEvents } from '../domain/serverless/job-events.js'
 import type { Clock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import type { Tracing } from '../shared/tracing.js'
-import { traceFinished } from '../domain/serverless/job-tracing.js'
+import { traceExpired, traceFinished } from '../domain/serverless/job-tracing.js'
 
 export const JOB_SWEEP_INTERVAL_MS = 1_000
 
@@ -84,6 +84,9 @@ export class JobSweeper {
       if (this.deps.tracing && job.job) {
         traceFinished(this.deps.tracing, job.job, now.getTime(), job.job.startedAt !== undefined)
       }
+    }
+    if (this.deps.tracing) {
+      for (const job of expired.expired) traceExpired(this.deps.tracing, job, now.getTime())
     }
     const moved = leases.requeued.length + ended.length
     if (moved > 0) {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { StoreCapabilities } from '../shared/store-capabilities.js'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import type { EndedJob, WorkerRetirement } from '../domain/serverless/ports.js'
+import type { EndedJob, ExpiredJob, WorkerRetirement } from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -198,9 +198,9 @@ export async function expireJobs(
   db: Db,
   capabilities: StoreCapabilities,
   now: number,
-): Promise<SweepEffects & { deleted: string[] }> {
+): Promise<SweepEffects & { deleted: string[]; expired: ExpiredJob[] }> {
   const at = iso(now)
-  const effects = { ...noEffects(), deleted: [] as string[] }
+  const effects = { ...noEffects(), deleted: [] as string[], expired: [] as ExpiredJob[] }
   await db.transaction().execute(async (tx) => {
     if (!(await sweepLock(tx, capabilities))) return
     // ttl first: a job past both its ttl and its deadline is simply gone.
@@ -208,12 +208,27 @@ export async function expireJobs(
     const gone = await tx
       .deleteFrom('jobs')
       .where(lockedRows(capabilities, sql`(expires_at <= ${at} or retain_until <= ${at})`, true))
-      .returning(['id', 'endpoint_id', 'worker_id', 'status', 'attempts'])
+      .returning([
+        'id',
+        'endpoint_id',
+        'worker_id',
+        'status',
+        'attempts',
+        'created_at',
+        'started_at',
+        'trace_parent',
+        'request_id',
+      ])
       .execute()
     for (const row of gone) {
       if (row.status === 'IN_PROGRESS') {
         const key = await addStop(tx, row, 'expired', now)
         if (key !== undefined) effects.stopKeys.add(key)
+      }
+      // Unfinished: its ttl passed (a finished job is kept until its retention, and its spans
+      // have ended).
+      if (row.status === 'IN_QUEUE' || row.status === 'IN_PROGRESS') {
+        effects.expired.push(expiredJob(row, row.status))
       }
       effects.deleted.push(row.id)
       effects.touched.push({ endpointId: row.endpoint_id, id: row.id, requeued: false })
@@ -247,6 +262,34 @@ export async function expireJobs(
       .execute()
   })
   return effects
+}
+
+function expiredJob(
+  row: Pick<
+    JobRow,
+    | 'id'
+    | 'endpoint_id'
+    | 'worker_id'
+    | 'attempts'
+    | 'created_at'
+    | 'started_at'
+    | 'trace_parent'
+    | 'request_id'
+  >,
+  status: ExpiredJob['status'],
+): ExpiredJob {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    status,
+    attempts: Number(row.attempts),
+    createdAt: row.created_at,
+    ...(row.worker_id !== null ? { workerId: row.worker_id } : {}),
+    ...(row.started_at !== null ? { startedAt: row.started_at } : {}),
+    ...(row.trace_parent
+      ? { trace: { traceparent: row.trace_parent, requestId: row.request_id ?? '' } }
+      : {}),
+  }
 }
 
 /** The jobs a sweep put back in the queue, and those it ended, with how. */

@@ -3,6 +3,7 @@ import { allowedFrom, type Job, type JobStatus, type JobView } from '../domain/s
 import type {
   CompleteResult,
   EndedJob,
+  ExpiredJob,
   IgnoredReason,
   JobCounts,
   JobPage,
@@ -437,12 +438,18 @@ export class KyselyJobQueue implements JobQueue {
     )
   }
 
-  async expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[] }> {
+  async expire(
+    now: Date,
+  ): Promise<{ ended: EndedJob[]; deleted: string[]; expired: ExpiredJob[] }> {
     const effects = await retryLockConflicts(() =>
       sweeps.expireJobs(this.db, this.capabilities, now.getTime()),
     )
     this.afterSweep(effects)
-    return { ended: sweeps.requeuedAndEnded(effects).ended, deleted: effects.deleted }
+    return {
+      ended: sweeps.requeuedAndEnded(effects).ended,
+      deleted: effects.deleted,
+      expired: effects.expired,
+    }
   }
 
   /** The wake-ups of what a sweep changed, once it has committed. */

@@ -1,12 +1,14 @@
 import { TRACE_ATTRIBUTES as A, type Tracing } from '../../shared/tracing.js'
 import type { Job, JobView } from './job.js'
+import type { ExpiredJob } from './ports.js'
 
 /**
  * A job's spans (docs/production.md, "Tracing"), children of the request that queued it (its
  * stored traceparent), so they join that request's trace whichever replica takes or finishes
  * the job. They are written when each step is over, from the job's own times: `job.queued`
  * when a worker takes it (created to taken), `job.taken` and `job.done` (or `job.failed`) when
- * the worker reports its result (taken to finished), `job.cancelled` when it is cancelled.
+ * the worker reports its result (taken to finished), `job.cancelled` when it is cancelled,
+ * `job.expired` when the sweep deletes it unfinished.
  */
 export function traceTaken(tracing: Tracing, job: Job, takenAt: number): void {
   if (job.trace === undefined) return
@@ -72,4 +74,41 @@ export function traceFinished(
   }
   result.end(ended)
   step.end(ended)
+}
+
+/** `podyard.reason` of a job deleted unfinished because its ttl passed. */
+export const EXPIRED_REASON = 'EXPIRED'
+
+/**
+ * The spans of a job the sweep deleted unfinished because its ttl passed: `job.queued` (it
+ * waited) or `job.taken` (it ran), with `job.expired` under it at the sweep, both failed with
+ * the reason `EXPIRED`. Its trace ends there: nothing more happens to a deleted job.
+ */
+export function traceExpired(tracing: Tracing, job: ExpiredJob, expiredAt: number): void {
+  if (job.trace === undefined) return
+  const attributes = {
+    [A.jobId]: job.id,
+    [A.endpointId]: job.endpointId,
+    [A.requestId]: job.trace.requestId,
+    [A.workerId]: job.workerId,
+    [A.jobAttempt]: job.attempts,
+    [A.jobStatus]: job.status,
+    [A.reason]: EXPIRED_REASON,
+  }
+  const ran = job.status === 'IN_PROGRESS' && job.startedAt !== undefined
+  const step = tracing.startSpan(ran ? 'job.taken' : 'job.queued', {
+    parent: job.trace.traceparent,
+    startTime: Date.parse(ran ? job.startedAt! : job.createdAt),
+    attributes,
+  })
+  const result = tracing.startSpan('job.expired', {
+    parent: step.traceparent,
+    startTime: expiredAt,
+    attributes,
+  })
+  const why = `${EXPIRED_REASON}: its ttl passed before it finished`
+  result.fail(why)
+  step.fail(why)
+  result.end(expiredAt)
+  step.end(expiredAt)
 }

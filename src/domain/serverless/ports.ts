@@ -1,3 +1,4 @@
+import type { TraceOrigin } from '../../shared/tracing.js'
 import type { Job, JobStatus, JobView, StreamChunk } from './job.js'
 
 /** Why a worker's write was not applied. */
@@ -57,6 +58,19 @@ export interface EndedJob {
   status: 'TIMED_OUT' | 'FAILED'
   /** The job as the sweep left it, for its spans (absent where the row was not read back). */
   job?: JobView
+}
+
+/** A job a sweep deleted before it finished, because its ttl passed: for its spans. */
+export interface ExpiredJob {
+  id: string
+  endpointId: string
+  /** Its status when it was deleted. */
+  status: 'IN_QUEUE' | 'IN_PROGRESS'
+  attempts: number
+  createdAt: string
+  workerId?: string
+  startedAt?: string
+  trace?: TraceOrigin
 }
 
 /**
@@ -163,9 +177,10 @@ export interface JobQueue {
   /**
    * Execution deadline passed -> TIMED_OUT; ttl passed -> deleted in any state; retention after
    * finishing passed -> deleted. Workers of running jobs affected get stop notices. Returns the
-   * jobs it timed out (with their endpoints, for the metrics) and the ids deleted.
+   * jobs it timed out (with their endpoints, for the metrics), the ids deleted, and of those the
+   * jobs deleted unfinished (`expired`: their ttl passed while they waited or ran).
    */
-  expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[] }>
+  expire(now: Date): Promise<{ ended: EndedJob[]; deleted: string[]; expired: ExpiredJob[] }>
   /**
    * Takes (and forgets) the stop notices for the worker's jobs. A notice stops one attempt of a
    * job: one whose job this worker has taken again since (a later attempt) is dropped, not
