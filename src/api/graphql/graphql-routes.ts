@@ -10,6 +10,8 @@ import type { RateLimiter } from '../http/rate-limiter.js'
 import { httpStatusOf } from '../http/error-status.js'
 import { toAppError } from '../http/problem.js'
 import { tooDeepError } from '../http/json-nesting.js'
+import { traceOriginOf } from '../http/trace-context.js'
+import type { TraceOrigin } from '../../shared/tracing.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
 import { MAX_DOCUMENT_TOKENS } from './document-budget.js'
 import { parseDocument } from './document-parse.js'
@@ -30,6 +32,8 @@ import { typeDefs } from './type-defs.js'
 declare module 'mercurius' {
   interface MercuriusContext {
     principal: Principal
+    /** The request's span, for what it creates (pods join its trace); absent untraced. */
+    trace?: TraceOrigin
   }
 }
 
@@ -255,7 +259,12 @@ export async function graphqlRoutes(
           request.principal ? MAX_EXECUTION_COST : MAX_KEYLESS_EXECUTION_COST,
         )
         budgets.set(request, budget)
-        return { principal: request.principal!, ...budgetContext(budget) }
+        const trace = traceOriginOf(request)
+        return {
+          principal: request.principal!,
+          ...(trace ? { trace } : {}),
+          ...budgetContext(budget),
+        }
       },
       errorFormatter: (execution, context) => {
         const formatted = mercurius.defaultErrorFormatter(

@@ -2,6 +2,7 @@ import type { CatalogService } from '../../domain/catalog/catalog-service.js'
 import type { Pod, PodRequirements } from '../../domain/pods/pod.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
 import { AppError, isAppError } from '../../shared/app-error.js'
+import type { TraceOrigin } from '../../shared/tracing.js'
 import type { DeployRequest, HostConstraints } from './pod-input.js'
 
 /** GraphQL's host constraints as the domain's pod requirements (absent when they ask nothing). */
@@ -39,13 +40,15 @@ function inCountry(catalog: CatalogService, request: DeployRequest): string[] | 
 /**
  * Creates the pod in the first cloud that can place it: PodService takes one cloud per create,
  * so GraphQL's cloudType ALL is SECURE, then COMMUNITY when SECURE has no capacity. A create
- * that finds no capacity changes nothing, so trying the next cloud is safe.
+ * that finds no capacity changes nothing, so trying the next cloud is safe. `trace`: the
+ * request's span, which the pod's spans join, as on REST's create.
  */
 export async function deployPod(
   pods: PodService,
   catalog: CatalogService,
   accountId: string,
   request: DeployRequest,
+  trace?: TraceOrigin,
 ): Promise<Pod> {
   if (request.pod.gpu && !catalog.offersGpuType(request.pod.gpu.id)) {
     throw new AppError(
@@ -58,12 +61,16 @@ export async function deployPod(
   const failures: string[] = []
   for (const cloud of request.clouds) {
     try {
-      return await pods.create(accountId, {
-        ...request.pod,
-        ...(dataCenterIds ? { dataCenterIds } : {}),
-        ...(requirements ? { requirements } : {}),
-        cloud,
-      })
+      return await pods.create(
+        accountId,
+        {
+          ...request.pod,
+          ...(dataCenterIds ? { dataCenterIds } : {}),
+          ...(requirements ? { requirements } : {}),
+          cloud,
+        },
+        trace ? { trace } : {},
+      )
     } catch (error) {
       if (!isAppError(error) || error.code !== 'NO_CAPACITY') throw error
       failures.push(`${cloud}: ${error.detail}`)

@@ -273,10 +273,17 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     podFindAndDeployOnDemand: async (
       _root,
       { input }: { input?: GpuPodInput | null },
-      { principal },
-    ) => view(await deployPod(pods, catalog, principal.accountId, gpuDeployRequest(need(input)))),
+      { principal, trace },
+    ) =>
+      view(
+        await deployPod(pods, catalog, principal.accountId, gpuDeployRequest(need(input)), trace),
+      ),
 
-    deployCpuPod: async (_root, { input }: { input?: CpuPodInput | null }, { principal }) => {
+    deployCpuPod: async (
+      _root,
+      { input }: { input?: CpuPodInput | null },
+      { principal, trace },
+    ) => {
       // Without instanceId: cpu3c when the fleet offers it (else the first flavor it offers),
       // with the fewest vCPUs a CPU pod may have.
       const flavors = await catalog.listCpuTypes()
@@ -289,7 +296,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
           return { flavorId: flavor.id, vcpuCount: MIN_VCPU_COUNT }
         },
       )
-      return view(await deployPod(pods, catalog, principal.accountId, request))
+      return view(await deployPod(pods, catalog, principal.accountId, request, trace))
     },
 
     podResume: async (
@@ -368,8 +375,11 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     podRentInterruptable: async (
       _root,
       { input }: { input?: SpotPodInput | null },
-      { principal },
-    ) => view(await deployPod(pods, catalog, principal.accountId, spotDeployRequest(need(input)))),
+      { principal, trace },
+    ) =>
+      view(
+        await deployPod(pods, catalog, principal.accountId, spotDeployRequest(need(input)), trace),
+      ),
 
     saveTemplate: async (
       _root,

@@ -74,6 +74,15 @@ export function traceOriginOf(request: FastifyRequest): TraceOrigin | undefined 
   return origins.get(request)
 }
 
+/**
+ * `{ trace }` for what the request starts (a job, a pod), or `{}` when nothing is traced: the
+ * options every create that joins the request's trace takes.
+ */
+export function traced(request: FastifyRequest): { trace?: TraceOrigin } {
+  const trace = origins.get(request)
+  return trace ? { trace } : {}
+}
+
 /** The path without its query: `?api_key=` must not reach a span. */
 const pathOf = (url: string) => {
   const query = url.indexOf('?')

@@ -30,13 +30,7 @@ import {
   SyncWaitQuery,
 } from '../openapi/job-api-schemas.js'
 import { ProblemSchema } from '../rest/problem-schema.js'
-import { traceOriginOf } from '../http/trace-context.js'
-
-/** The queuing request's trace context, for the job's spans (none when nothing is traced). */
-function traced(request: FastifyRequest) {
-  const trace = traceOriginOf(request)
-  return trace ? { trace } : {}
-}
+import { traced } from '../http/trace-context.js'
 
 export interface JobRoutesDeps {
   accounts: AccountService

@@ -13,6 +13,7 @@ import type { JobBody } from '../../domain/serverless/job-body.js'
 import type { LimitedOperation } from '../../domain/serverless/operation-limits.js'
 import type { Clock } from '../../shared/clock.js'
 import { principalOf } from '../http/authentication.js'
+import { traced } from '../http/trace-context.js'
 import { intQuery, jsonBody } from '../jobs/http-support.js'
 import { OPENAI_WAIT, answerErrorsTheOpenAIWay, openaiErrorBody } from '../jobs/openai-routes.js'
 
@@ -73,7 +74,7 @@ export async function modelOpenAIRoutes(
       const principal = principalOf(request)
       const answer = await deps.limited(request, modelId, 'openai', async () => {
         const input = modelInputOf(call, body)
-        const { job } = await models.submit(principal, modelId, { input }, true)
+        const { job } = await models.submit(principal, modelId, { input }, true, traced(request))
         reply.header('x-request-id', job.id)
         return models.waitForEnd(principal, modelId, job.id, wait)
       })

@@ -8,6 +8,7 @@ import type { LimitedOperation } from '../../domain/serverless/operation-limits.
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { authenticate, principalOf } from '../http/authentication.js'
+import { traced } from '../http/trace-context.js'
 import {
   acceptAnyBodyAsText,
   intQuery,
@@ -113,6 +114,7 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
               modelId,
               jsonBody(request),
               false,
+              traced(request),
             )
             return { id: job.id, status: job.status }
           }),
@@ -127,7 +129,13 @@ export async function modelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): 
           const wait = intQuery(request, 'wait', SYNC_WAIT)
           return limited(request, modelId, 'runsync', async () => {
             const principal = principalOf(request)
-            const { job } = await models.submit(principal, modelId, jsonBody(request), true)
+            const { job } = await models.submit(
+              principal,
+              modelId,
+              jsonBody(request),
+              true,
+              traced(request),
+            )
             const body = await models.waitForEnd(principal, modelId, job.id, wait)
             return body.status === 'IN_QUEUE' || body.status === 'IN_PROGRESS'
               ? { id: body.id, status: body.status }

@@ -1,6 +1,7 @@
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { timeOrderedUuid } from '../../shared/ids.js'
+import type { TraceOrigin } from '../../shared/tracing.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
 import { nanoToUsd } from '../billing/credits.js'
 import type { UsageRecorder } from '../billing/ports.js'
@@ -195,13 +196,15 @@ export class ModelService {
   /**
    * Validates and prices the job, refuses it (402) when the caller's balance cannot cover the
    * price, then queues it on the model's endpoint. `webhook` and `s3Config` are refused: the
-   * result lives in the platform's store (docs/public-endpoints.md).
+   * result lives in the platform's store (docs/public-endpoints.md). `trace`: the queuing
+   * request's span, which the job's spans join.
    */
   async submit(
     principal: Principal,
     modelId: string,
     body: unknown,
     sync: boolean,
+    options: { trace?: TraceOrigin } = {},
   ): Promise<{ job: JobView; record: ModelJobRecord }> {
     const { model, endpointId } = this.servedModel(principal, modelId, true)
     if (!isObject(body)) throw badRequest(['body: must be a JSON object with an input object'])
@@ -243,7 +246,10 @@ export class ModelService {
     // The record first: a worker may finish the job before submit returns, and its settlement
     // needs the record.
     await this.deps.repo.insert(record)
-    const job = await this.deps.jobs.submit(endpoint, submission, sync, { id: record.jobId })
+    const job = await this.deps.jobs.submit(endpoint, submission, sync, {
+      id: record.jobId,
+      ...(options.trace ? { trace: options.trace } : {}),
+    })
     return { job, record }
   }
 
