@@ -11,6 +11,7 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
  */
 
 const TEXT_MODEL = 'podyard-reference-text'
+const H100 = 'NVIDIA H100 80GB HBM3'
 const CALLER_SPAN = '00f067aa0ba902b7'
 /** One trace of the caller's per call, told apart by its last byte. */
 const callerTrace = (n: number) => `${'cd'.repeat(15)}${String(n).padStart(2, '0')}`
@@ -30,6 +31,8 @@ describe("the caller's trace on GraphQL pod creates and public-model jobs", () =
   let platform: TestPlatform | undefined
   /** What each traced call made: its pod or job id, and its request's span. */
   const made = new Map<string, { id: string; requestSpan: string; n: number }>()
+  /** The pods of the clusters each way made. */
+  const clusters = new Map<string, { podIds: string[]; requestSpan: string; n: number }>()
 
   beforeAll(async () => {
     receiver = await otlpReceiver()
@@ -54,7 +57,7 @@ describe("the caller's trace on GraphQL pod creates and public-model jobs", () =
     expect(credited.status).toBe(200)
 
     // The three GraphQL mutations that create a pod.
-    const graphql = async (n: number, query: string) => {
+    const graphqlCall = async (n: number, query: string) => {
       const answer = await platform!.call('/graphql', {
         key,
         method: 'POST',
@@ -62,11 +65,18 @@ describe("the caller's trace on GraphQL pod creates and public-model jobs", () =
         headers: { traceparent: traceparent(n) },
       })
       const requestSpan = requestSpanOf(answer, n)
-      const body = await json<{ data: Record<string, { id: string }> | null; errors?: unknown }>(
-        answer,
-      )
+      const body = await json<{
+        data: Record<string, { id: string; pods?: Array<{ id: string }> }> | null
+        errors?: unknown
+      }>(answer)
       expect(body.errors, JSON.stringify(body.errors)).toBeUndefined()
-      const [[mutation, pod]] = Object.entries(body.data!) as [[string, { id: string }]]
+      const [[mutation, made]] = Object.entries(body.data!) as [
+        [string, { id: string; pods?: Array<{ id: string }> }],
+      ]
+      return { mutation, made, requestSpan }
+    }
+    const graphql = async (n: number, query: string) => {
+      const { mutation, made: pod, requestSpan } = await graphqlCall(n, query)
       made.set(mutation, { id: pod.id, requestSpan, n })
     }
     const gpu = 'gpuTypeId: "NVIDIA GeForce RTX 4090", gpuCount: 1'
@@ -90,6 +100,38 @@ describe("the caller's trace on GraphQL pod creates and public-model jobs", () =
       })
       expect(terminated.status).toBe(200)
     }
+
+    // An instant cluster by REST and by GraphQL: each of its pods joins the request's trace.
+    const compute = { gpuTypeId: H100, gpuCountPerPod: 1, podCount: 2 }
+    const rest = await platform.call('/v2/clusters', {
+      key,
+      method: 'POST',
+      json: { name: 'traced-rest', type: 'TRAINING', image: 'busybox', args: 'sleep 600', compute },
+      headers: { traceparent: traceparent(7) },
+    })
+    const restSpan = requestSpanOf(rest, 7)
+    const restCluster = (await json<{ id: string }>(rest, 201)).id
+    const restPods = await json<{ pods: Array<{ id: string }> }>(
+      await platform.call(`/v2/clusters/${restCluster}/pods`, { key }),
+    )
+    clusters.set('POST /v2/clusters', {
+      podIds: restPods.pods.map((pod) => pod.id),
+      requestSpan: restSpan,
+      n: 7,
+    })
+    expect(
+      (await platform.call(`/v2/clusters/${restCluster}`, { key, method: 'DELETE' })).status,
+    ).toBeLessThan(300)
+    const gql = await graphqlCall(
+      8,
+      `mutation { createCluster(input: {clusterName: "traced-gql", gpuTypeId: "${H100}", podCount: 2, gpuCountPerPod: 1, imageName: "busybox", type: TRAINING}) { id pods { id } } }`,
+    )
+    clusters.set('createCluster', {
+      podIds: gql.made.pods!.map((pod) => pod.id),
+      requestSpan: gql.requestSpan,
+      n: 8,
+    })
+    await graphqlCall(9, `mutation { deleteCluster(input: {id: "${gql.made.id}"}) }`)
 
     // A public model's job by /run, by /runsync and by its OpenAI route.
     const prompt = { prompt: 'Say something about tracing', max_tokens: 16 }
@@ -153,6 +195,22 @@ describe("the caller's trace on GraphQL pod creates and public-model jobs", () =
       for (const span of ofPod) {
         expect(span.traceId).toBe(callerTrace(n))
         expect(span.parentSpanId).toBe(requestSpan)
+      }
+    },
+  )
+
+  it.each(['POST /v2/clusters', 'createCluster'])(
+    "puts each pod of a cluster made by %s under that request's span, in the caller's trace",
+    (how) => {
+      const { podIds, requestSpan, n } = clusters.get(how)!
+      expect(podIds).toHaveLength(2)
+      for (const podId of podIds) {
+        const ofPod = spansWith('podyard.pod.id', podId)
+        expect(ofPod.map((s) => s.name)).toContain('pod.create')
+        for (const span of ofPod) {
+          expect(span.traceId).toBe(callerTrace(n))
+          expect(span.parentSpanId).toBe(requestSpan)
+        }
       }
     },
   )

@@ -204,7 +204,7 @@ export function clusterAndVolumeMutations(deps: Deps): Record<string, Resolver> 
     createCluster: async (
       _root,
       { input }: { input?: CreateClusterGraphqlInput | null },
-      { principal },
+      { principal, trace },
     ) => {
       const request = clusterRequest(need(input))
       if (!deps.catalog.offersGpuType(request.compute.gpuTypeId)) {
@@ -213,7 +213,9 @@ export function clusterAndVolumeMutations(deps: Deps): Record<string, Resolver> 
           `unknown GPU type "${request.compute.gpuTypeId}": list the GPU types with the gpuTypes query`,
         )
       }
-      const cluster = await deps.clusters().create(principal.accountId, request)
+      const cluster = await deps
+        .clusters()
+        .create(principal.accountId, request, trace ? { trace } : {})
       return clusterView(principal.accountId, cluster.id, cluster.name)
     },
 

@@ -6,6 +6,7 @@ import type { Pod } from '../../domain/pods/pod.js'
 import type { PodService } from '../../domain/pods/pod-service.js'
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { principalOf } from '../http/authentication.js'
+import { traced } from '../http/trace-context.js'
 import { checkContainerFields, containerFields, strict } from './container-schemas.js'
 import { podAnswer } from './pod-routes.js'
 import { Mounts, PodSchema } from './pod-schemas.js'
@@ -115,7 +116,11 @@ export async function clusterRoutes(
     },
     async (request, reply) => {
       checkContainerFields(request.body)
-      const cluster = await clusters.create(principalOf(request).accountId, request.body)
+      const cluster = await clusters.create(
+        principalOf(request).accountId,
+        request.body,
+        traced(request),
+      )
       return reply.code(201).send(cluster)
     },
   )

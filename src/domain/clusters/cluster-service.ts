@@ -1,6 +1,7 @@
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
+import type { TraceOrigin } from '../../shared/tracing.js'
 import { findGpuType } from '../catalog/gpu-types.js'
 import type { Pod, PodMounts, PodRuntime, PodStatus } from '../pods/pod.js'
 import type { PodService } from '../pods/pod-service.js'
@@ -79,7 +80,11 @@ export class ClusterService {
    * (409 naming what each data center lacks), on the account's private network, each told its
    * rank, the node count and the primary node's address.
    */
-  async create(accountId: string, input: CreateClusterInput): Promise<ClusterView> {
+  async create(
+    accountId: string,
+    input: CreateClusterInput,
+    options: { trace?: TraceOrigin } = {},
+  ): Promise<ClusterView> {
     if (findGpuType(input.compute.gpuTypeId)?.manufacturer === 'AMD') {
       throw new AppError(
         'RULE_CONFLICT',
@@ -105,6 +110,8 @@ export class ClusterService {
     refuseDearerThan(input.maxHourlyCost, base.hourlyPrice, input.compute.podCount)
     const drafts: Pod[] = Array.from({ length: input.compute.podCount }, (_, rank) => ({
       ...base,
+      // Every node's spans join the trace of the request that made the cluster.
+      ...(options.trace ? { trace: options.trace } : {}),
       id: rank === 0 ? base.id : newId.pod(),
       name: `${input.name}-${rank}`,
     }))

@@ -676,6 +676,7 @@ export class PodService {
     drafts: Pod[],
     complete: (pod: Pod, index: number, earlier: Pod[]) => Pod,
   ): Promise<Pod[]> {
+    const began = this.deps.clock.now().getTime()
     const first = drafts[0]
     if (!first) return []
     await this.deps.spendGuard?.assertWithinSpendLimit(
@@ -755,6 +756,7 @@ export class PodService {
         pod.createdAt,
         `created; placed on host ${pod.hostId} in ${pod.dataCenterId}`,
       )
+      if (this.deps.tracing) tracePodCreated(this.deps.tracing, pod, began)
       this.deps.nudge(pod.id)
     }
     return pods
