@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadFleet } from '../src/wiring/fleet-wiring.js'
@@ -22,18 +21,15 @@ localHost: false
 `
 
 describe('a fleet file', () => {
-  let dir: string
   let platform: TestPlatform
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-fleet-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), fleetYaml)
-    writeFileSync(path.join(dir, 'bad.yaml'), fleetYaml.replace('NVIDIA L4', 'RTX 9999'))
-    platform = await startTestPlatform({ fleet: path.join(dir, 'fleet.yaml') })
+    platform = await startTestPlatform({}, { fleetYaml })
+    const bad = fleetYaml.replace('NVIDIA L4', 'RTX 9999')
+    writeFileSync(path.join(platform.dataDir, 'bad.yaml'), bad)
   })
   afterAll(async () => {
     await platform.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('is what the catalog serves', async () => {
@@ -48,7 +44,7 @@ describe('a fleet file', () => {
   })
 
   it('is refused with the failing path named', async () => {
-    await expect(loadFleet(path.join(dir, 'bad.yaml'))).rejects.toThrow(
+    await expect(loadFleet(path.join(platform.dataDir, 'bad.yaml'))).rejects.toThrow(
       /hosts\[0\]\.gpu\.typeId: unknown GPU type "RTX 9999"/,
     )
   })

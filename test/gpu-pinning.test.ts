@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
@@ -32,21 +30,17 @@ interface PodJson {
 
 describe('GPU pinning on a simulated multi-GPU host', () => {
   let platform: TestPlatform
-  let dir: string
   let key: string
   const member = (p: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
     platform.call(p, { ...init, key })
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-pinning-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    platform = await startTestPlatform({ fleet: path.join(dir, 'fleet.yaml') })
-    key = await otherAccountKey(platform, `pinning-${path.basename(dir)}@example.com`)
+    platform = await startTestPlatform({}, { fleetYaml: FLEET })
+    key = await otherAccountKey(platform, `pinning-${path.basename(platform.dataDir)}@example.com`)
   }, 60_000)
 
   afterAll(async () => {
     await platform?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   async function create(name: string, count: number): Promise<Response> {

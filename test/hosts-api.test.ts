@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from './support/cli.js'
 import { json } from './support/http.js'
@@ -61,7 +58,6 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean): 
 
 describe.each(platformStores())('hosts on $name', (store) => {
   let platform: TestPlatform
-  let dir: string
   const hosts = async () =>
     (await json<{ hosts: HostJson[] }>(await platform.call('/v2/admin/hosts'))).hosts
   const host = async (id: string) => (await hosts()).find((h) => h.id === id)!
@@ -72,17 +68,14 @@ describe.each(platformStores())('hosts on $name', (store) => {
     })
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-hosts-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    platform = await store.start({
-      fleet: path.join(dir, 'fleet.yaml'),
-      hosts: { probeIntervalMs: 100, probeTimeoutMs: 2000, failuresBeforeDown: 2 },
-    })
+    platform = await store.start(
+      { hosts: { probeIntervalMs: 100, probeTimeoutMs: 2000, failuresBeforeDown: 2 } },
+      { fleetYaml: FLEET },
+    )
   })
 
   afterAll(async () => {
     await platform?.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('shows a real host without an engine DOWN with the reason, and this machine UP', async () => {

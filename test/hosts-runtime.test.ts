@@ -83,7 +83,6 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
 
 describe.each(platformStores())('hosts managed at runtime on $name', (store) => {
   let platform: TestPlatform
-  let dir: string
   let member: string
   const hostIds = async () =>
     (await json<{ hosts: HostJson[] }>(await platform.call('/v2/admin/hosts'))).hosts.map(
@@ -91,15 +90,12 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
     )
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-hosts-runtime-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    platform = await store.start({ fleet: path.join(dir, 'fleet.yaml') })
+    platform = await store.start({}, { fleetYaml: FLEET })
     member = await otherAccountKey(platform, `hosts-runtime-${store.name}@example.com`)
   })
 
   afterAll(async () => {
     await platform?.close()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('adds a host, places a member pod on it, refuses its removal until the pod is gone', async () => {
@@ -280,7 +276,7 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
     const update = await runCli(['hosts', 'update', 'cli-cpu-1', '--vcpus', '8', ...flags])
     expect(update.stdout.trim()).toBe('host cli-cpu-1 updated')
 
-    const file = path.join(dir, 'team-fleet.yaml')
+    const file = path.join(platform.dataDir, 'team-fleet.yaml')
     writeFileSync(
       file,
       [
@@ -320,8 +316,8 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
 
   it('checks SSH access step by step and prints the authorized_keys line', async () => {
     const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
-    const key = path.join(dir, 'id_ed25519')
-    const knownHosts = path.join(dir, 'known_hosts')
+    const key = path.join(platform.dataDir, 'id_ed25519')
+    const knownHosts = path.join(platform.dataDir, 'known_hosts')
     const add = (target: string) =>
       runCli([
         'hosts',

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/shared/clock.js'
 import {
@@ -43,22 +40,18 @@ const stores = ['sqlite', ...(process.env[POSTGRES_URL_ENV] ? ['postgres'] : [])
 describe.each(stores)('spot pods (%s)', (store) => {
   const clock = new ManualClock('2026-03-02T10:00:00.000Z')
   let platform: TestPlatform
-  let dir: string
   let spotKey: string
   let demandKey: string
   let database: { url: string; drop: () => Promise<void> } | undefined
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-spot-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
     if (store === 'postgres') database = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
     platform = await startTestPlatform(
       {
-        fleet: path.join(dir, 'fleet.yaml'),
         billing: { meterIntervalMs: 24 * HOUR, enforce: false },
         ...(database ? { storeUrl: database.url } : {}),
       },
-      { clock },
+      { clock, fleetYaml: FLEET },
     )
     spotKey = await otherAccountKey(platform, 'spot-renter@example.com')
     demandKey = await otherAccountKey(platform, 'on-demand@example.com')
@@ -67,7 +60,6 @@ describe.each(stores)('spot pods (%s)', (store) => {
   afterAll(async () => {
     await platform?.close()
     await database?.drop()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   async function graphql(key: string, query: string) {

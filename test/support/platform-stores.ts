@@ -1,10 +1,15 @@
-import { startTestPlatform, type TestConfig, type TestPlatform } from './platform.js'
+import {
+  startTestPlatform,
+  type TestConfig,
+  type TestPlatform,
+  type TestPlatformOptions,
+} from './platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './stores.js'
 
 export interface TestPlatformFactory {
   name: 'sqlite' | 'postgres'
   /** A platform on a store of its own, removed by its close(). */
-  start(overrides?: TestConfig): Promise<TestPlatform>
+  start(overrides?: TestConfig, options?: TestPlatformOptions): Promise<TestPlatform>
 }
 
 /**
@@ -13,16 +18,22 @@ export interface TestPlatformFactory {
  */
 export function platformStores(): TestPlatformFactory[] {
   const factories: TestPlatformFactory[] = [
-    { name: 'sqlite', start: (overrides = {}) => startTestPlatform(overrides) },
+    {
+      name: 'sqlite',
+      start: (overrides = {}, options = {}) => startTestPlatform(overrides, options),
+    },
   ]
   const adminUrl = process.env[POSTGRES_URL_ENV]
   if (adminUrl) {
     factories.push({
       name: 'postgres',
-      start: async (overrides = {}) => {
+      start: async (overrides = {}, options = {}) => {
         const database = await freshPostgresDatabase(adminUrl)
         try {
-          const platform = await startTestPlatform({ ...overrides, storeUrl: database.url })
+          const platform = await startTestPlatform(
+            { ...overrides, storeUrl: database.url },
+            options,
+          )
           return {
             ...platform,
             close: async () => {

@@ -36,17 +36,19 @@ export function testConfig(dataDir: string, overrides: TestConfig = {}): Config 
   }
 }
 
+export interface TestPlatformOptions {
+  clock?: Clock
+  logger?: Logger
+  resolveHost?: HostResolver
+  consoleDir?: string
+  /** A fleet file's text: written into the data directory and served as `fleet`. */
+  fleetYaml?: string
+}
+
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: TestConfig = {},
-  options: {
-    clock?: Clock
-    logger?: Logger
-    resolveHost?: HostResolver
-    consoleDir?: string
-    /** A fleet file's text: written into the data directory and served as `fleet`. */
-    fleetYaml?: string
-  } = {},
+  options: TestPlatformOptions = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-test-'))
   let fleet: TestConfig = {}
