@@ -51,17 +51,22 @@ export interface GpuRequest {
   minVcpuCountPerGpu?: number
 }
 
-export interface UpdatePodInput {
-  name?: string
+/** The fields of a create that an update may change, and the lock. */
+export interface UpdatePodInput extends Partial<
+  Pick<
+    CreatePodInput,
+    | 'name'
+    | 'image'
+    | 'args'
+    | 'disk'
+    | 'ports'
+    | 'env'
+    | 'registry'
+    | 'mounts'
+    | 'globalNetworking'
+  >
+> {
   locked?: boolean
-  image?: string
-  args?: string
-  disk?: number
-  ports?: string[]
-  env?: Record<string, string>
-  registry?: string | null
-  mounts?: PodMounts
-  globalNetworking?: boolean
 }
 
 /** Other resources a pod may name; each lookup sees only what the account may use. */
