@@ -1,7 +1,4 @@
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { containerName } from '../src/runtime/docker/container-spec.js'
 import {
@@ -62,12 +59,10 @@ describe.runIf(enabled)('the egress policy on the docker driver', () => {
 
   /** A platform with `egress` and a member's running pod on it: whether it reaches A and B. */
   const probeWith = async (egress: { allow?: string[]; deny?: string[] }) => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-egress-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    const platform: TestPlatform = await startTestPlatform({
-      fleet: path.join(dir, 'fleet.yaml'),
-      containment: { acceptUnenforced: ['disk'], egress: { allow: [], deny: [], ...egress } },
-    })
+    const platform: TestPlatform = await startTestPlatform(
+      { containment: { acceptUnenforced: ['disk'], egress: { allow: [], deny: [], ...egress } } },
+      { fleetYaml: FLEET },
+    )
     const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     try {
       const member = await otherAccountKey(platform, 'docker-egress@example.com')
@@ -96,7 +91,6 @@ describe.runIf(enabled)('the egress policy on the docker driver', () => {
       return { a: reaches(container, PEERS.a.address), b: reaches(container, PEERS.b.address) }
     } finally {
       await platform.close()
-      rmSync(dir, { recursive: true, force: true })
       const label = `label=podyard.server=${serverId}`
       const ids = (args: string[]) =>
         execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean)

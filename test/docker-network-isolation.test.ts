@@ -1,8 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
-import { networkInterfaces, tmpdir } from 'node:os'
-import path from 'node:path'
+import { networkInterfaces } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { removeHostFirewall } from '../src/runtime/docker/host-firewall.js'
 import { containerName } from '../src/runtime/docker/container-spec.js'
@@ -83,18 +81,17 @@ describe.skipIf(!enabled)('network isolation on the docker driver', () => {
     cleanups.push(() => new Promise<void>((resolve) => listener.close(() => resolve())))
     const hostPort = (listener.address() as { port: number }).port
 
-    const fleetDir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-net-'))
-    writeFileSync(path.join(fleetDir, 'fleet.yaml'), FLEET)
-    const platform: TestPlatform = await startTestPlatform({
-      fleet: path.join(fleetDir, 'fleet.yaml'),
-      // Members' pods run here whether or not the engine sizes container disks (overlay2 on
-      // ext4 does not): this test is about the network (containment-docker.test.ts: the disk).
-      containment: { acceptUnenforced: ['disk'] },
-    })
+    const platform: TestPlatform = await startTestPlatform(
+      {
+        // Members' pods run here whether or not the engine sizes container disks (overlay2 on
+        // ext4 does not): this test is about the network (containment-docker.test.ts: the disk).
+        containment: { acceptUnenforced: ['disk'] },
+      },
+      { fleetYaml: FLEET },
+    )
     const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     cleanups.push(async () => {
       await platform.close()
-      rmSync(fleetDir, { recursive: true, force: true })
       // A pod outlives its server: what a failure left before the pods were terminated goes.
       const label = `label=podyard.server=${serverId}`
       const ids = (listing: string) => listing.split('\n').filter(Boolean)

@@ -241,14 +241,8 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
   })
 
   it('a GPU pod on a simulated docker host keeps its persistent volume across stop -> start', async () => {
-    const fleetDir = mkdtempSync(path.join(tmpdir(), 'podyard-docker-fleet-'))
-    const fleet = path.join(fleetDir, 'fleet.yaml')
-    writeFileSync(fleet, SIMULATED_GPU_FLEET)
-    const platform = await startTestPlatform({ fleet })
-    cleanups.push(async () => {
-      await platform.close()
-      rmSync(fleetDir, { recursive: true, force: true })
-    })
+    const platform = await startTestPlatform({}, { fleetYaml: SIMULATED_GPU_FLEET })
+    cleanups.push(() => platform.close())
     const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
     const call = (p: string, init?: Parameters<TestPlatform['call']>[1]) => platform.call(p, init)
 
