@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as dstack from './fixtures/dstack-runpod-documents.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
@@ -106,7 +103,6 @@ interface Offer {
 describe("dstack's RunPod backend against podyard", () => {
   let platform: TestPlatform
   let key: string
-  const fleetDir = mkdtempSync(path.join(tmpdir(), 'dstack-replay-'))
 
   async function post(
     body: Record<string, unknown>,
@@ -148,15 +144,16 @@ describe("dstack's RunPod backend against podyard", () => {
   }
 
   beforeAll(async () => {
-    const fleetFile = path.join(fleetDir, 'fleet.json')
-    writeFileSync(fleetFile, JSON.stringify(FLEET))
-    platform = await startTestPlatform({ fleet: fleetFile, publicIp: '127.0.0.1' })
+    // JSON is YAML: the fleet file is read either way.
+    platform = await startTestPlatform(
+      { publicIp: '127.0.0.1' },
+      { fleetYaml: JSON.stringify(FLEET) },
+    )
     key = await otherAccountKey(platform, 'dstack-replay@example.com')
   })
 
   afterAll(async () => {
     await platform?.close()
-    rmSync(fleetDir, { recursive: true, force: true })
   })
 
   /** gpuhunt's RunpodProvider: GPU offers by data center and country, cluster and CPU offers. */
