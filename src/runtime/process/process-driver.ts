@@ -35,13 +35,14 @@ import {
 import { checkSpec, prepareDisks, removeContainerDisk } from './workload-disks.js'
 import {
   EXIT_STATUS_FILE,
+  isMissing,
   OUT_OF_MEMORY_FILE,
   workloadDir,
   workloadFile,
 } from './workload-files.js'
 import { buildLaunch, DEFAULT_IDLE_COMMAND, resolveCommand } from './workload-launch.js'
 import { isValidWorkloadId, persistedSpecOf, type WorkloadRecord } from './workload-record.js'
-import { isMissing, WorkloadRegistry } from './workload-registry.js'
+import { WorkloadRegistry } from './workload-registry.js'
 import { spawnDetached } from './workload-spawn.js'
 import { measureWorkload } from './workload-stats.js'
 

@@ -17,3 +17,8 @@ export function workloadDir(stateDir: string, id: string): string {
 export function workloadFile(stateDir: string, id: string, name: string): string {
   return path.join(stateDir, id, name)
 }
+
+/** The error of a file (a state.json, the state directory) that is not there. */
+export function isMissing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'ENOENT'
+}

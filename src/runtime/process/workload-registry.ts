@@ -5,7 +5,13 @@ import { ranOutOfMemory } from './cgroup-files.js'
 import { currentBootId, leaderIsRunning, pidExists, type ProcessTable } from './process-group.js'
 import { groupOf, type Ended, type Tracked, type WorkloadTracking } from './tracked-workload.js'
 import type { WorkloadContainment } from './workload-containment.js'
-import { EXIT_STATUS_FILE, OUT_OF_MEMORY_FILE, STATE_FILE, workloadFile } from './workload-files.js'
+import {
+  EXIT_STATUS_FILE,
+  isMissing,
+  OUT_OF_MEMORY_FILE,
+  STATE_FILE,
+  workloadFile,
+} from './workload-files.js'
 import {
   isValidWorkloadId,
   parseExitStatus,
@@ -19,10 +25,6 @@ import { stopGroup } from './workload-stop.js'
  * exit Node reports) are looked at: one kill(0) each.
  */
 export const ADOPTED_POLL_MS = 1000
-
-export function isMissing(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException).code === 'ENOENT'
-}
 
 /**
  * The workloads a process driver knows: loaded from the state directory (adopted when a
