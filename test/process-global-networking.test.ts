@@ -47,7 +47,8 @@ const GLOBAL_STATE_DIR = '/run/podyard-global'
 
 /**
  * Run in a pod: answers `hello from <its host name>` on UNDECLARED, prints `ADDR <address>` of
- * its global interface (`none` without one), then waits (60 s at most) for /root/targets.json
+ * its global interface (`none` without one) after `SELF <addresses of its host name> LOCALHOST
+ * <addresses of localhost>`, then waits (60 s at most) for /root/targets.json
  * (`name: [host, port]`, written by the test) and tries each: `REACHED <name> <answer>` or
  * `REFUSED <name> <code>` (3 s to connect), then `probe-done`.
  */
@@ -55,7 +56,12 @@ const POD_SCRIPT = [
   'const net = require("net"), fs = require("fs"), os = require("os")',
   `net.createServer((s) => s.end("hello from " + os.hostname())).listen(${UNDECLARED}, "0.0.0.0")`,
   'const mine = (os.networkInterfaces().global0 || []).find((a) => a.family === "IPv4")',
-  'console.log("ADDR " + (mine ? mine.address : "none"))',
+  'const lookup = (name) => new Promise((done) => require("dns").lookup(name, { all: true }, (e, all) =>',
+  '  done(e ? e.code : all.map((a) => a.address).join(","))))',
+  'Promise.all([lookup(os.hostname()), lookup("localhost")]).then(([self, local]) => {',
+  '  console.log("SELF " + self + " LOCALHOST " + local)',
+  '  console.log("ADDR " + (mine ? mine.address : "none"))',
+  '})',
   'const tryOne = ([name, [host, port]]) => new Promise((done) => {',
   '  const s = net.connect({ host, port, timeout: 3000 }); let got = ""',
   '  s.on("data", (d) => { got += d })',
@@ -149,6 +155,7 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
       key,
       id,
       address,
+      resolved: log.find((l) => l.startsWith('SELF ')),
       dns: (pod.globalNetworking?.internalDns ?? `${id}.runpod.internal`) as string,
       globalIp: (pod.globalNetworking?.ip ?? null) as string | null,
     }
@@ -191,6 +198,10 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
     for (const pod of [a1, a2, b1]) expect(pod.address).toBe(pod.globalIp)
     expect(a3.address).toBe('none')
     expect(new Set([a1.address, a2.address]).size).toBe(2)
+    // A global pod's /etc/hosts keeps localhost and names the pod's own host name (its id).
+    for (const pod of [a1, a2, b1]) {
+      expect(pod.resolved).toMatch(new RegExp(`^SELF ${pod.address} LOCALHOST .*127\\.0\\.0\\.1`))
+    }
 
     const [fromA1, fromA2, fromA3, fromB1] = await Promise.all([
       probe(a1, {
@@ -244,8 +255,8 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
     // A pod that goes leaves the network: its name leaves the members' hosts file.
     const hostsFileOfA = () =>
       readdirSync(GLOBAL_STATE_DIR)
-        .filter((f) => f.endsWith('.hosts'))
-        .map((f) => readFileSync(path.join(GLOBAL_STATE_DIR, f), 'utf8'))
+        .filter((f) => f.endsWith('.d'))
+        .map((f) => readFileSync(path.join(GLOBAL_STATE_DIR, f, 'hosts'), 'utf8'))
         .find((text) => text.includes(a1.dns))
     expect(hostsFileOfA()).toContain(a2.dns)
     expect(hostsFileOfA()).not.toContain(b1.dns)

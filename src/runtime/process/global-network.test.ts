@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  bridgeName,
-  chooseAddress,
-  hostsFileText,
-  hostVethName,
-  MEMBER_INTERFACE,
-} from './global-network.js'
+import { bridgeName, chooseAddress, hostVethName, MEMBER_INTERFACE } from './global-network.js'
 
 describe('global networks of the process driver', () => {
   it('names bridges and veths within the kernel limit, per state directory', () => {
@@ -30,16 +24,5 @@ describe('global networks of the process driver', () => {
       expect(c! * 256 + d!).toBeGreaterThan(0)
       expect(c! * 256 + d!).toBeLessThan(65535)
     }
-  })
-
-  it('writes a hosts file of localhost and each member by its names', () => {
-    const text = hostsFileText([
-      { workloadId: 'b', address: '10.217.0.9', aliases: ['b.runpod.internal'] },
-      { workloadId: 'a', address: '10.217.0.5', aliases: ['a.runpod.internal'] },
-    ])
-    expect(text).toBe(
-      '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' +
-        '10.217.0.5\ta.runpod.internal\n10.217.0.9\tb.runpod.internal\n',
-    )
   })
 })

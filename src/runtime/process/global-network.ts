@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import path from 'node:path'
+import { access, readFile, writeFile } from 'node:fs/promises'
 import type { WorkloadNetwork } from '../driver.js'
 import { findExecutable } from './bubblewrap.js'
+import { GlobalNetworkFiles } from './global-network-files.js'
+import { sandboxHostnameOf } from './workload-launch.js'
 
 /**
  * The private network of an account's globally networked pods on the process driver
@@ -12,9 +13,10 @@ import { findExecutable } from './bubblewrap.js'
  * host neither routes nor answers on it, so a member reaches the other members of its bridge and
  * nothing else through it. Each member's namespace gets a veth pair into the bridge, with an
  * address: the pod's own `globalNetworking.ip`. Bridges of different accounts share no link, so the same
- * subnet on each is harmless. Names resolve through a hosts file per network, bound read-only
- * at the members' /etc/hosts and rewritten in place (same inode) as members come and go.
- * pasta still carries the member's egress and published ports.
+ * subnet on each is harmless. Names resolve through a hosts file per network, in a directory
+ * bound read-only into the members' sandboxes with /etc/hosts linked to it, replaced whole as
+ * members come and go (global-network-files.ts). pasta still carries the member's egress and
+ * published ports.
  */
 
 /**
@@ -26,21 +28,8 @@ export const MEMBER_PREFIX_BITS = 8
 export const GLOBAL_NETWORK_SUBNET = { prefix: [10, 217], bits: 16 } as const
 /** The interface a member sees for its global network. */
 export const MEMBER_INTERFACE = 'global0'
-/** Where the members and hosts files live: /run, since bridges and namespaces end at boot. */
-const STATE_DIR = '/run/podyard-global'
 const COMMAND_TIMEOUT_MS = 10_000
 const HOST_COUNT = 2 ** (32 - GLOBAL_NETWORK_SUBNET.bits) - 2
-
-interface Member {
-  workloadId: string
-  address: string
-  aliases: string[]
-}
-
-/** `<bridge>.json`: the members of one bridge, by the host side of their veth. */
-interface NetworkState {
-  members: Record<string, Member>
-}
 
 function run(file: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -66,15 +55,6 @@ export function hostVethName(stateDir: string, workloadId: string): string {
   return `pyv${shortHash(stateDir, workloadId)}`
 }
 
-/** The hosts file the members of `bridge` see at /etc/hosts. */
-export function hostsFileOf(bridge: string): string {
-  return path.join(STATE_DIR, `${bridge}.hosts`)
-}
-
-function stateFileOf(bridge: string): string {
-  return path.join(STATE_DIR, `${bridge}.json`)
-}
-
 /** The address of offset `n` (1..HOST_COUNT) in the subnet. */
 function addressAt(n: number): string {
   const [a, b] = GLOBAL_NETWORK_SUBNET.prefix
@@ -92,47 +72,6 @@ export function chooseAddress(workloadId: string, taken: ReadonlySet<string>): s
     if (!taken.has(address)) return address
   }
   throw new Error('the global network has no free address left')
-}
-
-/** The hosts file text of a network's members (plus localhost). */
-export function hostsFileText(members: readonly Member[]): string {
-  const lines = ['127.0.0.1\tlocalhost', '::1\tlocalhost ip6-localhost ip6-loopback']
-  const sorted = [...members].sort((x, y) => (x.address < y.address ? -1 : 1))
-  for (const member of sorted) lines.push(`${member.address}\t${member.aliases.join(' ')}`)
-  return `${lines.join('\n')}\n`
-}
-
-async function readState(bridge: string): Promise<NetworkState> {
-  try {
-    const parsed = JSON.parse(await readFile(stateFileOf(bridge), 'utf8')) as NetworkState
-    return { members: parsed.members ?? {} }
-  } catch {
-    return { members: {} }
-  }
-}
-
-/** Writes the state and the hosts file; the hosts file in place, so that binds of it see it. */
-async function writeState(bridge: string, state: NetworkState): Promise<void> {
-  await mkdir(STATE_DIR, { recursive: true, mode: 0o755 })
-  const temporary = `${stateFileOf(bridge)}.${process.pid}.tmp`
-  await writeFile(temporary, JSON.stringify(state))
-  await rename(temporary, stateFileOf(bridge))
-  await writeFile(hostsFileOf(bridge), hostsFileText(Object.values(state.members)), {
-    mode: 0o644,
-  })
-}
-
-/** One change at a time per bridge within this server. */
-const locks = new Map<string, Promise<unknown>>()
-function locked<T>(bridge: string, work: () => Promise<T>): Promise<T> {
-  const previous = locks.get(bridge) ?? Promise.resolve()
-  const next = previous.then(work, work)
-  const settled = next.catch(() => undefined)
-  locks.set(bridge, settled)
-  void settled.then(() => {
-    if (locks.get(bridge) === settled) locks.delete(bridge)
-  })
-  return next
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -201,9 +140,12 @@ async function ensureBridge(ipPath: string, bridge: string): Promise<void> {
   await run(ipPath, ['link', 'set', bridge, 'up'])
 }
 
+/** The files of every server's global networks on this host. */
+const files = new GlobalNetworkFiles()
+
 export interface GlobalNetworkJoin {
-  /** What the member's /etc/hosts is bound to. */
-  hostsFile: string
+  /** The directory bound into the member's sandbox; its `hosts` is the member's /etc/hosts. */
+  hostsDir: string
   address: string
 }
 
@@ -220,9 +162,9 @@ export async function joinGlobalNetwork(
 ): Promise<GlobalNetworkJoin> {
   const bridge = bridgeName(stateDir, network.name)
   const veth = hostVethName(stateDir, workloadId)
-  return locked(bridge, async () => {
+  return files.locked(bridge, async () => {
     await ensureBridge(ipPath, bridge)
-    const state = await readState(bridge)
+    const state = await files.read(bridge)
     delete state.members[veth]
     const taken = new Set(Object.values(state.members).map((m) => m.address))
     const address =
@@ -250,13 +192,18 @@ export async function joinGlobalNetwork(
       const bits = String(MEMBER_PREFIX_BITS)
       await run(ipPath, ['-n', netns, 'addr', 'add', `${address}/${bits}`, 'dev', MEMBER_INTERFACE])
       await run(ipPath, ['-n', netns, 'link', 'set', MEMBER_INTERFACE, 'up'])
-      state.members[veth] = { workloadId, address, aliases: network.aliases }
-      await writeState(bridge, state)
+      state.members[veth] = {
+        workloadId,
+        address,
+        aliases: network.aliases,
+        hostname: sandboxHostnameOf(workloadId),
+      }
+      await files.write(bridge, state)
     } catch (error) {
       await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
       throw error
     }
-    return { hostsFile: hostsFileOf(bridge), address }
+    return { hostsDir: files.hostsDirOf(bridge), address }
   })
 }
 
@@ -271,23 +218,19 @@ export async function leaveGlobalNetworks(
   workloadId: string,
 ): Promise<void> {
   const veth = hostVethName(stateDir, workloadId)
-  const files = await readdir(STATE_DIR).catch(() => [] as string[])
-  for (const file of files) {
-    if (!file.endsWith('.json')) continue
-    const bridge = file.slice(0, -'.json'.length)
-    await locked(bridge, async () => {
-      const state = await readState(bridge)
+  for (const bridge of await files.bridges()) {
+    await files.locked(bridge, async () => {
+      const state = await files.read(bridge)
       if (!state.members[veth]) return
       delete state.members[veth]
       if (ipPath !== undefined) await run(ipPath, ['link', 'del', veth]).catch(() => undefined)
       if (Object.keys(state.members).length > 0) {
-        await writeState(bridge, state)
+        await files.write(bridge, state)
         return
       }
       if (ipPath !== undefined) await run(ipPath, ['link', 'del', bridge]).catch(() => undefined)
       await bridgeForwardRule(bridge, '-D', process.env.PATH).catch(() => undefined)
-      await rm(stateFileOf(bridge), { force: true })
-      await rm(hostsFileOf(bridge), { force: true })
+      await files.remove(bridge)
     })
   }
 }

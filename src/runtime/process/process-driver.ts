@@ -355,7 +355,7 @@ export class ProcessDriver implements RuntimeDriver {
       sandbox: sandbox && identity ? { sandbox, identity } : null,
       netns:
         network && netns ? { nsenterPath: network.nsenterPath, path: namespacePath(netns) } : null,
-      ...(global ? { hostsFile: global.hostsFile } : {}),
+      ...(global ? { hostsDir: global.hostsDir } : {}),
       hostPath: process.env.PATH,
     })
     const launch = cgroup ? launchInCgroup(built, cgroup.procsFiles) : built

@@ -206,10 +206,13 @@ describe('buildBubblewrapArgs', () => {
 
   it("shows a global network's hosts file at /etc/hosts instead of the host's", () => {
     const args = buildBubblewrapArgs(spec(), sandbox, 'x', identity, {
-      hostsFile: '/run/podyard-global/pyg1.hosts',
+      hostsDir: '/run/podyard-global/pyg1.d',
     })
-    const hosts = args.flatMap((arg, i) => (args[i + 2] === '/etc/hosts' ? [arg, args[i + 1]] : []))
-    expect(hosts).toEqual(['--ro-bind', '/run/podyard-global/pyg1.hosts'])
+    const at = (target: string) =>
+      args.flatMap((arg, i) => (args[i + 2] === target ? [arg, args[i + 1]] : []))
+    // Its directory is bound (the file is replaced by renames), and /etc/hosts links into it.
+    expect(at('/etc/podyard-network')).toEqual(['--ro-bind', '/run/podyard-global/pyg1.d'])
+    expect(at('/etc/hosts')).toEqual(['--symlink', '/etc/podyard-network/hosts'])
   })
 
   it("binds a read-only mount (podyard's build, for public model workers) read-only", () => {

@@ -22,6 +22,9 @@ export const WRAPPER_NAME = 'podyard-workload'
 /** Where the container disk appears inside the sandbox (the home of root in an image). */
 export const SANDBOX_HOME = '/root'
 
+/** Where a global network's hosts directory appears; /etc/hosts links to its `hosts`. */
+export const SANDBOX_HOSTS_DIR = '/etc/podyard-network'
+
 /** PATH of a sandboxed workload, and of any workload when the server has none. */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
@@ -231,7 +234,7 @@ export function buildWorkloadEnv(
 }
 
 /** A host name for the sandbox's UTS namespace: the workload id, as a pod's on RunPod. */
-function hostnameOf(id: string): string {
+export function sandboxHostnameOf(id: string): string {
   return id.slice(0, 63)
 }
 
@@ -270,7 +273,7 @@ export function buildBubblewrapArgs(
   sandbox: BubblewrapSandbox,
   command: string,
   identity: SandboxIdentity,
-  extra: { hostsFile?: string | undefined } = {},
+  extra: { hostsDir?: string | undefined } = {},
 ): string[] {
   const args: string[] = []
   const show = (entry: HostDir) => {
@@ -284,9 +287,14 @@ export function buildBubblewrapArgs(
     args.push('--perms', '0755', '--dir', dir)
   }
   for (const entry of sandbox.etcEntries) {
-    if (extra.hostsFile === undefined || entry.path !== '/etc/hosts') show(entry)
+    if (extra.hostsDir === undefined || entry.path !== '/etc/hosts') show(entry)
   }
-  if (extra.hostsFile !== undefined) args.push('--ro-bind', extra.hostsFile, '/etc/hosts')
+  if (extra.hostsDir !== undefined) {
+    // The directory, not the file: the file is replaced by a rename, which a bind of the file
+    // would not follow.
+    args.push('--ro-bind', extra.hostsDir, SANDBOX_HOSTS_DIR)
+    args.push('--symlink', `${SANDBOX_HOSTS_DIR}/hosts`, '/etc/hosts')
+  }
   args.push('--ro-bind', identity.passwdFile, '/etc/passwd')
   args.push('--ro-bind', identity.groupFile, '/etc/group')
   args.push('--proc', '/proc', '--dev', '/dev')
@@ -296,7 +304,7 @@ export function buildBubblewrapArgs(
     for (const device of devices) args.push('--dev-bind-try', device, device)
   }
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try')
-  args.push('--hostname', hostnameOf(spec.id))
+  args.push('--hostname', sandboxHostnameOf(spec.id))
   if (sandbox.setprivPath !== null) {
     args.push('--cap-drop', 'ALL')
     for (const capability of PRIVILEGE_DROP_CAPABILITIES) args.push('--cap-add', capability)
@@ -343,8 +351,11 @@ export interface LaunchOptions {
    * namespace's path. Null: the host's network.
    */
   netns?: { nsenterPath: string; path: string } | null
-  /** Shown at the sandbox's /etc/hosts instead of the host's (a global network's members). */
-  hostsFile?: string
+  /**
+   * Bound at SANDBOX_HOSTS_DIR, its `hosts` shown at /etc/hosts instead of the host's (a
+   * global network's members).
+   */
+  hostsDir?: string
   hostPath: string | undefined
 }
 
@@ -357,7 +368,7 @@ export function buildLaunch(spec: WorkloadSpec, options: LaunchOptions): Launch 
         ...(netns ? [netns.nsenterPath, `--net=${netns.path}`] : []),
         sandboxed.sandbox.bwrapPath,
         ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity, {
-          hostsFile: options.hostsFile,
+          hostsDir: options.hostsDir,
         }),
       ]
     : ['/bin/sh', '-c', options.command]
