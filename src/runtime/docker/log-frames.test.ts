@@ -44,6 +44,27 @@ describe('LogFrameDecoder', () => {
     ])
   })
 
+  it("drops the lines the engine sends again, stamped before their stream's last line", () => {
+    const T0 = '2026-01-02T03:04:05.123456Z'
+    const raw = Buffer.concat([
+      frame(1, `${T1} one\n${T2} two\n`),
+      // The engine's reader went back over a rotated file: one and two again.
+      frame(1, `${T1} one\n${T2} two\n`),
+      // The same time as the last line (lines read at once): kept.
+      frame(1, `${T2} three\n`),
+      // stderr's lines are stamped apart from stdout's: an earlier time there is not a repeat.
+      frame(2, `${T0} err\n`),
+      frame(1, '2026-01-02T03:04:06.0000001Z four\n'),
+    ])
+    expect(decodeLogFrames(raw).map((l) => [l.seq, l.line])).toEqual([
+      [1, 'one'],
+      [2, 'two'],
+      [3, 'three'],
+      [4, 'err'],
+      [5, 'four'],
+    ])
+  })
+
   it('keeps a line without a timestamp whole', () => {
     expect(decodeLogFrames(frame(1, 'plain words\n'))[0]!.line).toBe('plain words')
   })

@@ -7,12 +7,30 @@ import type { LogLine, LogQuery } from '../driver.js'
  * space. LogFrameDecoder turns that stream into numbered lines, counting from `base` + 1 in the
  * order lines complete, so that the same container log always gets the same numbers (the base
  * is where the container's log continues the workload's: container-spec.ts LOG_BASE_LABEL).
+ *
+ * The engine's json-file reader sends lines again when a file is rotated under it (seen while
+ * following a flood: a whole file's lines a second time). Each stream's lines are stamped in
+ * order by one copier, so a line stamped before the last line of its stream is such a repeat,
+ * and so is the last line itself again (the same time and text): it is dropped, not numbered.
  */
 
 const HEADER_BYTES = 8
 
 interface StreamBuffer {
   pending: Buffer
+  /** The time of the stream's last line, to the nanosecond: [ms since the epoch, ns past it]. */
+  last?: [number, number]
+  lastText?: string
+}
+
+/** An RFC 3339 time with up to nanoseconds as [ms since the epoch, ns past that ms]. */
+function preciseTime(stamp: string, ms: number): [number, number] {
+  const fraction = /\.(\d+)/.exec(stamp)?.[1] ?? ''
+  return [ms, Number(fraction.padEnd(9, '0').slice(3, 9))]
+}
+
+function isBefore(a: [number, number], b: [number, number]): boolean {
+  return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])
 }
 
 export class LogFrameDecoder {
@@ -40,7 +58,8 @@ export class LogFrameDecoder {
       this.streams.set(type, stream)
       let data = stream.pending.length > 0 ? Buffer.concat([stream.pending, payload]) : payload
       for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a)) {
-        lines.push(this.line(data.subarray(0, newline)))
+        const line = this.line(data.subarray(0, newline), stream)
+        if (line) lines.push(line)
         data = data.subarray(newline + 1)
       }
       stream.pending = Buffer.from(data)
@@ -52,17 +71,26 @@ export class LogFrameDecoder {
   end(): LogLine[] {
     const lines: LogLine[] = []
     for (const stream of this.streams.values()) {
-      if (stream.pending.length > 0) lines.push(this.line(stream.pending))
+      const line = stream.pending.length > 0 ? this.line(stream.pending, stream) : undefined
+      if (line) lines.push(line)
       stream.pending = Buffer.alloc(0)
     }
     return lines
   }
 
-  private line(raw: Buffer): LogLine {
+  /** The line, numbered; undefined for a repeat of a line already sent (above). */
+  private line(raw: Buffer, stream: StreamBuffer): LogLine | undefined {
     let text = raw.toString('utf8')
     if (text.endsWith('\r')) text = text.slice(0, -1)
     const space = text.indexOf(' ')
     const stamp = space > 0 ? Date.parse(text.slice(0, space)) : Number.NaN
+    if (!Number.isNaN(stamp)) {
+      const time = preciseTime(text.slice(0, space), stamp)
+      if (stream.last && isBefore(time, stream.last)) return undefined
+      if (stream.last && !isBefore(stream.last, time) && text === stream.lastText) return undefined
+      stream.last = time
+      stream.lastText = text
+    }
     const ts = Number.isNaN(stamp) ? new Date().toISOString() : new Date(stamp).toISOString()
     return { seq: ++this.seq, ts, line: Number.isNaN(stamp) ? text : text.slice(space + 1) }
   }
