@@ -62,6 +62,15 @@ export interface PodReconcileDeps {
   hostDown?: (hostId: string) => { since: string; reason: string | null } | undefined
   /** Host directory of a network volume. */
   volumePath: (volumeId: string, dataCenterId: string) => string
+  /**
+   * The size of an account's network volume where a driver may bound it (on this machine's
+   * storage, not a data center's shared one); undefined: not bounded.
+   */
+  volumeBoundGb?: (
+    accountId: string,
+    volumeId: string,
+    dataCenterId: string,
+  ) => Promise<number | undefined>
   /** Decrypted credentials of a registry of the account, for pulling the pod's image. */
   registryCredentials: (
     accountId: string,
@@ -311,11 +320,14 @@ export class PodReconciler {
     const publicKey = pod.startSsh === false ? null : await this.deps.publicKeys(pod.accountId)
     // A missing secret throws: the pod goes ERROR with the secret's name (never a value).
     const env = this.deps.resolveEnv ? await this.deps.resolveEnv(pod.accountId, pod.env) : pod.env
+    const boundGb =
+      volumeId && (await this.deps.volumeBoundGb?.(pod.accountId, volumeId, pod.dataCenterId ?? ''))
     return {
       env,
       ...(volumeId
         ? { networkVolumePath: this.deps.volumePath(volumeId, pod.dataCenterId ?? '') }
         : {}),
+      ...(boundGb ? { networkVolumeSizeGb: boundGb } : {}),
       ...(registryAuth ? { registryAuth } : {}),
       ...(publicKey ? { publicKey } : {}),
     }

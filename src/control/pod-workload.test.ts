@@ -135,5 +135,13 @@ describe('workloadOf', () => {
     expect(spec.mounts).toEqual([
       { hostPath: '/data/volumes/v1', containerPath: '/data', kind: 'network' },
     ])
+    // On this machine's own storage the volume comes with its size, for a driver to bound it.
+    const bounded = workloadOf(cpuPod, dirs, { ...host, vcpus: 2, memoryGb: 4 }, [], {
+      networkVolumePath: '/data/volumes/v1',
+      networkVolumeSizeGb: 20,
+    })
+    expect(bounded.mounts).toEqual([
+      { hostPath: '/data/volumes/v1', containerPath: '/data', kind: 'network', sizeGb: 20 },
+    ])
   })
 })

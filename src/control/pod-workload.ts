@@ -45,6 +45,8 @@ export function podDirectories(dataDir: string, podId: string): PodDirectories {
 export interface PodAttachments {
   /** Host directory of the pod's network volume, when it has a network mount. */
   networkVolumePath?: string
+  /** The size a driver that bounds disks keeps the network volume to (WorkloadMount.sizeGb). */
+  networkVolumeSizeGb?: number
   registryAuth?: { username: string; password: string }
   /**
    * The pod's env with its `{{ RUNPOD_SECRET_<name> }}` references resolved: only the
@@ -118,6 +120,9 @@ export function workloadOf(
               hostPath: attachments.networkVolumePath,
               containerPath: pod.mounts.network[0].path,
               kind: 'network' as const,
+              ...(attachments.networkVolumeSizeGb
+                ? { sizeGb: attachments.networkVolumeSizeGb }
+                : {}),
             },
           ]
         : []),

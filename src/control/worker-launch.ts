@@ -56,11 +56,14 @@ export interface WorkerLaunchDeps {
   workerKeyFor: (endpointId: string) => Promise<{ workerKey: string; generation: number }>
   /** The job API's base URL as workers reach it. */
   jobApiBaseUrl: () => string
-  /** A network volume of the account: its data center and host directory. */
+  /**
+   * A network volume of the account: its data center and host directory, and its size where
+   * a driver may bound it (on this machine's storage, not a data center's shared one).
+   */
   networkVolume: (
     accountId: string,
     volumeId: string,
-  ) => Promise<{ dataCenterId: string; path: string } | undefined>
+  ) => Promise<{ dataCenterId: string; path: string; boundGb?: number } | undefined>
   registryCredentials: (
     accountId: string,
     registryId: string,
@@ -113,7 +116,7 @@ export async function launchWorker(
   endpoint: Endpoint,
   worker: ManagedWorker,
 ): Promise<LaunchOutcome> {
-  const volumes: Array<{ id: string; dataCenterId: string; path: string }> = []
+  const volumes: Array<{ id: string; dataCenterId: string; path: string; boundGb?: number }> = []
   for (const id of endpoint.networkVolumes) {
     const volume = await deps.networkVolume(endpoint.accountId, id)
     if (volume) volumes.push({ id, ...volume })
@@ -245,7 +248,15 @@ export async function launchWorker(
       workerKey: key.workerKey,
       pingIntervalMs,
       diskPath: workerDiskPath(deps.dataDir, worker.id),
-      ...(volume ? { networkVolume: { id: volume.id, path: volume.path } } : {}),
+      ...(volume
+        ? {
+            networkVolume: {
+              id: volume.id,
+              path: volume.path,
+              ...(volume.boundGb ? { sizeGb: volume.boundGb } : {}),
+            },
+          }
+        : {}),
       ...(registryAuth ? { registryAuth } : {}),
       platformMounts: deps.platformMounts?.(endpoint) ?? [],
       platformLoopbackPorts: deps.platformLoopbackPorts?.(endpoint) ?? [],

@@ -23,7 +23,8 @@ export interface WorkerLaunch {
   pingIntervalMs: number
   diskPath: string
   /** Host directory of the network volume in the worker's data center, if any. */
-  networkVolume?: { id: string; path: string }
+  /** `sizeGb`: the size a driver that bounds disks keeps it to (WorkloadMount.sizeGb). */
+  networkVolume?: { id: string; path: string; sizeGb?: number }
   registryAuth?: { username: string; password: string }
   /** The endpoint's env with its `{{ RUNPOD_SECRET_<name> }}` references resolved. */
   env?: Record<string, string>
@@ -97,6 +98,7 @@ export function workerWorkloadOf(
               hostPath: launch.networkVolume.path,
               containerPath: WORKER_VOLUME_PATH,
               kind: 'network' as const,
+              ...(launch.networkVolume.sizeGb ? { sizeGb: launch.networkVolume.sizeGb } : {}),
             },
           ]
         : []),

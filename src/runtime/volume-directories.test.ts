@@ -47,6 +47,26 @@ describe('DirectoryVolumeStorage', () => {
     expect(existsSync(path.join(shared, 'abcde12345'))).toBe(false)
   })
 
+  it('says which volumes are on this machine, and not on a shared storage', () => {
+    const perDataCenter = new DirectoryVolumeStorage({
+      dataDir,
+      dataCenterRoots: { 'EU-SE-1': path.join(dataDir, 'nfs') },
+    })
+    expect(perDataCenter.isLocal('US-KS-2')).toBe(true)
+    expect(perDataCenter.isLocal('EU-SE-1')).toBe(false)
+  })
+
+  it("counts a bounded volume's image while it is not mounted, and deletes it with it", async () => {
+    await storage.create('abcde12345', 10)
+    const image = `${storage.path('abcde12345')}.ext4`
+    // What the process driver leaves beside the directory (its files are inside).
+    writeFileSync(image, Buffer.alloc(64 * 1024, 1))
+    expect(await storage.usedBytes('abcde12345')).toBeGreaterThanOrEqual(64 * 1024)
+    await storage.remove('abcde12345')
+    expect(existsSync(image)).toBe(false)
+    expect(existsSync(storage.path('abcde12345'))).toBe(false)
+  })
+
   it('never hands an existing directory to a new volume', async () => {
     await storage.create('abcde12345', 10)
     await expect(storage.create('abcde12345', 10)).rejects.toMatchObject({ code: 'EEXIST' })

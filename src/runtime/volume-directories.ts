@@ -1,5 +1,15 @@
-import { lstat, mkdir, opendir, rm } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { lstat, mkdir, opendir, readFile, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+/**
+ * Where the process driver keeps the ext4 image that bounds a volume on this machine's own
+ * storage: beside its directory (process/disk-bound-plan.ts, DISK_IMAGE_SUFFIX).
+ */
+const BOUND_IMAGE_SUFFIX = '.ext4'
 
 /**
  * Walking a volume stops after this many directory entries. A walk is one lstat per file, so
@@ -42,13 +52,14 @@ export interface DirectoryVolumeStorageOptions {
  * `<dataDir>/volumes/<id>`; every pod placed on any host of this server (the process driver and
  * simulated hosts all run here) mounts the same directory, so they share its files.
  *
- * Size is accounted, not enforced: a plain directory has no quota, and the ways to give it one
- * (project quotas, a loop-mounted image, a size-limited tmpfs) all need root or a mount
- * namespace the volume would not outlive. So `create` makes only the directory and `resize`
- * changes nothing on disk; the size a volume is rented at is what podyard bills, and
- * `usedBytes` reports what is really stored, so a user (and an operator) can see a volume that
- * holds more than its size. A large volume's usage is
- * measured at most once per `usageCacheMs`.
+ * Here a volume is a directory; `create` makes only that. A volume on this machine's own storage
+ * (not a data center's shared one: `isLocal`) is given its size by the process driver when it
+ * bounds disks: an ext4 image beside the directory (`<id>.ext4`), mounted there while
+ * workloads use it (process/disk-bounds.ts); `remove` unmounts and deletes it too, and while it
+ * is not mounted `usedBytes` is what the image takes on disk. Elsewhere the size is accounted,
+ * not enforced: the size a volume is rented at is what podyard bills, and `usedBytes` reports
+ * what is really stored, so a user (and an operator) can see a volume that holds more than
+ * its size. A large volume's usage is measured at most once per `usageCacheMs`.
  */
 export class DirectoryVolumeStorage {
   readonly root: string
@@ -74,6 +85,11 @@ export class DirectoryVolumeStorage {
     return path.join(this.rootOf(dataCenterId), id)
   }
 
+  /** Whether the volumes of the data center are on this machine's storage (else shared). */
+  isLocal(dataCenterId?: string): boolean {
+    return this.rootOf(dataCenterId) === this.root
+  }
+
   private rootOf(dataCenterId: string | undefined): string {
     return (dataCenterId && this.dataCenterRoots[dataCenterId]) || this.root
   }
@@ -92,7 +108,13 @@ export class DirectoryVolumeStorage {
   }
 
   async remove(id: string, dataCenterId?: string): Promise<void> {
-    await rm(this.path(id, dataCenterId), { recursive: true, force: true })
+    const dir = this.path(id, dataCenterId)
+    if (await isMountPoint(dir)) {
+      // Bounded and still mounted (no workload uses it: the volume could not be deleted).
+      await run('umount', [dir]).catch(() => run('umount', ['-l', dir]))
+    }
+    await rm(dir, { recursive: true, force: true })
+    await rm(`${dir}${BOUND_IMAGE_SUFFIX}`, { force: true })
     this.usage.delete(id)
   }
 
@@ -106,7 +128,7 @@ export class DirectoryVolumeStorage {
     const cached = this.usage.get(id)
     const now = this.now()
     if (cached && now - cached.at < this.usageCacheMs) return cached.bytes
-    const walk = measure(dir, this.maxUsageEntries)
+    const walk = measureVolume(dir, this.maxUsageEntries)
     const bytes = walk.then((result) => result.bytes)
     // Concurrent callers share one walk; afterwards it is kept only if it was a large one. A
     // failed walk is not kept: the next call tries again.
@@ -123,6 +145,28 @@ export class DirectoryVolumeStorage {
     )
     return bytes
   }
+}
+
+async function isMountPoint(dir: string): Promise<boolean> {
+  const resolved = path.resolve(dir)
+  const mountInfo = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
+  // The fifth field is the mount point (octal escapes for spaces and the like; ids have none).
+  return mountInfo.split('\n').some((line) => line.split(' ')[4] === resolved)
+}
+
+/**
+ * A volume's usage: its files, or, for a bounded volume whose image is not mounted now (no
+ * workload used it since the server started), what its image takes on the host's disk.
+ */
+async function measureVolume(
+  dir: string,
+  maxEntries: number,
+): Promise<{ bytes: number; entries: number }> {
+  const image = await stat(`${dir}${BOUND_IMAGE_SUFFIX}`).catch(() => undefined)
+  if (image !== undefined && !(await isMountPoint(dir))) {
+    return { bytes: image.blocks * 512, entries: 1 }
+  }
+  return measure(dir, maxEntries)
 }
 
 async function measure(

@@ -131,6 +131,10 @@ export function wirePods(context: PlatformContext): PodParts {
     },
     // A pod's network volume is in its data center (placement keeps them together).
     volumePath: (volumeId, dataCenterId) => volumeStorage.path(volumeId, dataCenterId),
+    volumeBoundGb: async (accountId, volumeId, dataCenterId) =>
+      volumeStorage.isLocal(dataCenterId)
+        ? (await volumes.find(accountId, volumeId))?.sizeGb
+        : undefined,
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     resolveEnv: (accountId, env) => secrets.resolveEnv(accountId, env),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,

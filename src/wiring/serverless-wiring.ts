@@ -205,6 +205,7 @@ function workerAutoscalerOf(
         volume && {
           dataCenterId: volume.dataCenterId,
           path: volumeStorage.path(volumeId, volume.dataCenterId),
+          ...(volumeStorage.isLocal(volume.dataCenterId) ? { boundGb: volume.sizeGb } : {}),
         }
       )
     },

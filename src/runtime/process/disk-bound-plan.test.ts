@@ -39,7 +39,30 @@ describe('diskBoundPlans', () => {
     ])
   })
 
-  it('leaves network volumes, read-only and unsized mounts, and a zero disk unbounded', () => {
+  it('bounds a network volume with a size, shared by the workloads that mount it', () => {
+    const plans = diskBoundPlans({
+      containerDiskPath: '/data/workers/w1/disk',
+      diskGb: 0,
+      mounts: [
+        {
+          hostPath: '/data/volumes/v1',
+          containerPath: '/runpod-volume',
+          kind: 'network',
+          sizeGb: 10,
+        },
+      ],
+    })
+    expect(plans).toEqual([
+      {
+        kind: 'network-volume',
+        mountPoint: '/data/volumes/v1',
+        image: '/data/volumes/v1.ext4',
+        sizeBytes: 10 * GIB,
+      },
+    ])
+  })
+
+  it('leaves unsized network volumes, read-only and unsized mounts, and a zero disk unbounded', () => {
     const plans = diskBoundPlans({
       containerDiskPath: '/data/workers/w1/disk',
       diskGb: 0,

@@ -14,8 +14,12 @@ export const DISK_IMAGE_SUFFIX = '.ext4'
 const GIB = 1024 ** 3
 
 export interface DiskBoundPlan {
-  /** `container-disk`: emptied (a new image) on every start; `volume`: kept across starts. */
-  kind: 'container-disk' | 'volume'
+  /**
+   * `container-disk`: emptied (a new image) on every start; `volume`: kept across starts;
+   * `network-volume`: kept, and shared by every workload that mounts it: the volume owns its
+   * image, never a workload (DiskBounds neither unmounts nor deletes it for one).
+   */
+  kind: 'container-disk' | 'volume' | 'network-volume'
   mountPoint: string
   image: string
   sizeBytes: number
@@ -28,8 +32,10 @@ export function imageOf(mountPoint: string): string {
 
 /**
  * The disks of a workload that get a bound: its container disk (`diskGb`) and each writable
- * persistent mount with a size (the pod's volume). Network volumes are shared by several
- * workloads and are not bounded here; read-only and platform mounts need none.
+ * persistent or network mount with a size (the pod's volume; a network volume on this
+ * machine's own storage). Network volumes on a data center's shared storage come without a
+ * size (an ext4 image is no file system for several hosts at once); read-only and platform
+ * mounts need none.
  */
 export function diskBoundPlans(
   spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
@@ -44,11 +50,10 @@ export function diskBoundPlans(
     })
   }
   for (const mount of spec.mounts) {
-    if (mount.kind !== 'persistent' || mount.readOnly || !(mount.sizeGb && mount.sizeGb > 0)) {
-      continue
-    }
+    const bounded = mount.kind === 'persistent' || mount.kind === 'network'
+    if (!bounded || mount.readOnly || !(mount.sizeGb && mount.sizeGb > 0)) continue
     plans.push({
-      kind: 'volume',
+      kind: mount.kind === 'network' ? 'network-volume' : 'volume',
       mountPoint: mount.hostPath,
       image: imageOf(mount.hostPath),
       sizeBytes: Math.round(mount.sizeGb * GIB),

@@ -78,6 +78,8 @@ export class DiskBounds {
   /** Where the trial image is made. */
   private readonly probeDir: string
   private probing: Promise<{ tools: Tools } | { reason: string }> | undefined
+  /** Network volumes being mounted, by mount point: two starts never mount one twice. */
+  private readonly sharing = new Map<string, Promise<unknown>>()
 
   constructor(options: { mode: DiskBoundMode; root: string; probeDir: string }) {
     this.mode = options.mode
@@ -158,7 +160,8 @@ export class DiskBounds {
         if (plan.kind === 'container-disk') {
           await this.freshDisk(probe.tools, plan)
           containerDisk = true
-        } else await this.keptVolume(probe.tools, plan)
+        } else if (plan.kind === 'network-volume') await this.sharedVolume(probe.tools, plan)
+        else await this.keptVolume(probe.tools, plan)
       }
     } catch (error) {
       // Nothing stays mounted for a workload that does not start (its images stay).
@@ -176,7 +179,7 @@ export class DiskBounds {
     spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
   ): Promise<void> {
     const probe = await this.probe()
-    for (const plan of diskBoundPlans(spec)) {
+    for (const plan of ownPlans(spec)) {
       if ('tools' in probe) await this.unmountIfMounted(probe.tools, plan.mountPoint)
       else if ((await this.deviceAt(plan.mountPoint)) !== undefined) {
         // Mounted by a server that bounded disks (this one does not): still let go of it.
@@ -193,8 +196,7 @@ export class DiskBounds {
   ): Promise<void> {
     const probe = await this.probe()
     if ('reason' in probe) return
-    for (const plan of diskBoundPlans(spec))
-      await this.unmountIfMounted(probe.tools, plan.mountPoint)
+    for (const plan of ownPlans(spec)) await this.unmountIfMounted(probe.tools, plan.mountPoint)
   }
 
   /**
@@ -236,6 +238,32 @@ export class DiskBounds {
     await mkdir(plan.mountPoint, { recursive: true })
     await this.makeImage(tools, plan.image, plan.sizeBytes)
     await this.mount(tools, plan)
+  }
+
+  /**
+   * A network volume: mounted by the first workload that uses it, then used as it is by the
+   * others (never unmounted under them to be grown: it grows when next mounted afresh). The
+   * mount stays after they end; the sweep of a server start unmounts it once no workload
+   * claims it, and deleting the volume deletes its image (volume-directories.ts).
+   */
+  private sharedVolume(tools: Tools, plan: DiskBoundPlan): Promise<void> {
+    const previous = this.sharing.get(plan.mountPoint) ?? Promise.resolve()
+    const work = async () => {
+      if ((await this.deviceAt(plan.mountPoint)) !== undefined) return
+      // A volume written as a plain directory (before bounds) stays one: workloads started
+      // then may still write into that directory, and a mount over it would hide their files.
+      const image = await stat(plan.image).catch(() => undefined)
+      const files = await readdir(plan.mountPoint).catch(() => [] as string[])
+      if (image === undefined && files.length > 0) return
+      await this.keptVolume(tools, plan)
+    }
+    const next = previous.then(work, work)
+    const settled = next.catch(() => undefined)
+    this.sharing.set(plan.mountPoint, settled)
+    void settled.then(() => {
+      if (this.sharing.get(plan.mountPoint) === settled) this.sharing.delete(plan.mountPoint)
+    })
+    return next
   }
 
   private async keptVolume(tools: Tools, plan: DiskBoundPlan): Promise<void> {
@@ -340,4 +368,9 @@ export class DiskBounds {
     const resolved = path.resolve(mountPoint)
     return mounts.filter((m) => m.mountPoint === resolved).at(-1)?.source
   }
+}
+
+/** The plans whose disks belong to the workload (not its network volume's, which is shared). */
+function ownPlans(spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>) {
+  return diskBoundPlans(spec).filter((plan) => plan.kind !== 'network-volume')
 }
