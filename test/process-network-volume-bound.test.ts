@@ -157,10 +157,17 @@ describe.runIf(canBound)("a member's network volume on this machine (process dri
     expect(mountsUnder(volumesDir)).toEqual([volumeDir])
     expect(loopsUnder(volumesDir)).toHaveLength(1)
 
-    // Terminating the pods leaves the volume (its image and files); deleting it takes them.
-    for (const id of [filler, reader]) {
-      expect((await call(`/v2/pods/${id}`, { method: 'DELETE' })).status).toBe(204)
-    }
+    // Terminating the pods leaves the volume (its image and files), mounted while one uses
+    // it; deleting the volume takes them.
+    expect((await call(`/v2/pods/${filler}`, { method: 'DELETE' })).status).toBe(204)
+    expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+    expect((await call(`/v2/pods/${reader}`, { method: 'DELETE' })).status).toBe(204)
+    await until(
+      'the volume to be unmounted with its last pod',
+      async () => mountsUnder(volumesDir),
+      (mounts) => mounts.length === 0,
+      30_000,
+    )
     expect(existsSync(`${volumeDir}.ext4`)).toBe(true)
     await until(
       'the volume to be deletable',

@@ -80,6 +80,8 @@ export class DiskBounds {
   private probing: Promise<{ tools: Tools } | { reason: string }> | undefined
   /** Network volumes being mounted, by mount point: two starts never mount one twice. */
   private readonly sharing = new Map<string, Promise<unknown>>()
+  /** The workloads this server started on each network volume (by mount point). */
+  private readonly sharedUsers = new Map<string, Set<string>>()
 
   constructor(options: { mode: DiskBoundMode; root: string; probeDir: string }) {
     this.mode = options.mode
@@ -160,8 +162,9 @@ export class DiskBounds {
         if (plan.kind === 'container-disk') {
           await this.freshDisk(probe.tools, plan)
           containerDisk = true
-        } else if (plan.kind === 'network-volume') await this.sharedVolume(probe.tools, plan)
-        else await this.keptVolume(probe.tools, plan)
+        } else if (plan.kind === 'network-volume') {
+          await this.sharedVolume(probe.tools, plan, spec.id)
+        } else await this.keptVolume(probe.tools, plan)
       }
     } catch (error) {
       // Nothing stays mounted for a workload that does not start (its images stay).
@@ -173,12 +176,32 @@ export class DiskBounds {
 
   /**
    * Unmounts the workload's bounded disks and deletes their images: the workload is removed
-   * for good. Nothing to do for a disk that was never bounded.
+   * for good. Nothing to do for a disk that was never bounded. Its network volumes are
+   * unmounted (never deleted) when no other workload uses them: none this server started,
+   * none in `claimedByOthers` (the mount points of the other workloads' plans).
    */
   async release(
-    spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
+    spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'> & { id?: string },
+    claimedByOthers: ReadonlySet<string> = new Set(),
   ): Promise<void> {
     const probe = await this.probe()
+    for (const plan of diskBoundPlans(spec)) {
+      if (plan.kind !== 'network-volume') continue
+      const users = this.sharedUsers.get(plan.mountPoint)
+      if (spec.id !== undefined) users?.delete(spec.id)
+      if ((users && users.size > 0) || claimedByOthers.has(plan.mountPoint)) continue
+      if (!('tools' in probe)) continue
+      const tools = probe.tools
+      await this.onVolume(plan.mountPoint, async () => {
+        if ((this.sharedUsers.get(plan.mountPoint)?.size ?? 0) > 0) return
+        const device = await this.deviceAt(plan.mountPoint)
+        if (device === undefined) return
+        // Never lazily: a file system still busy is in use (a workload this server does not
+        // know of), and one detached lazily would be mounted a second time by the next start.
+        if (device.startsWith('/dev/loop')) await unpaceLoopWrites(device).catch(() => undefined)
+        await run(tools.umount, [plan.mountPoint]).catch(() => undefined)
+      })
+    }
     for (const plan of ownPlans(spec)) {
       if ('tools' in probe) await this.unmountIfMounted(probe.tools, plan.mountPoint)
       else if ((await this.deviceAt(plan.mountPoint)) !== undefined) {
@@ -190,10 +213,18 @@ export class DiskBounds {
     }
   }
 
-  /** Unmounts the workload's bounded disks, keeping their images (a start that failed). */
+  /**
+   * Unmounts the workload's bounded disks, keeping their images (a start that failed); its
+   * network volumes stay mounted (a later release or sweep unmounts them).
+   */
   async unmountAll(
-    spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
+    spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'> & { id?: string },
   ): Promise<void> {
+    for (const plan of diskBoundPlans(spec)) {
+      if (plan.kind === 'network-volume' && spec.id !== undefined) {
+        this.sharedUsers.get(plan.mountPoint)?.delete(spec.id)
+      }
+    }
     const probe = await this.probe()
     if ('reason' in probe) return
     for (const plan of ownPlans(spec)) await this.unmountIfMounted(probe.tools, plan.mountPoint)
@@ -242,13 +273,15 @@ export class DiskBounds {
 
   /**
    * A network volume: mounted by the first workload that uses it, then used as it is by the
-   * others (never unmounted under them to be grown: it grows when next mounted afresh). The
-   * mount stays after they end; the sweep of a server start unmounts it once no workload
-   * claims it, and deleting the volume deletes its image (volume-directories.ts).
+   * others (never unmounted under them to be grown: it grows when next mounted afresh). It is
+   * unmounted when the last workload on it is removed (release), or by the sweep of a server
+   * start once no workload claims it; deleting the volume deletes its image
+   * (volume-directories.ts).
    */
-  private sharedVolume(tools: Tools, plan: DiskBoundPlan): Promise<void> {
-    const previous = this.sharing.get(plan.mountPoint) ?? Promise.resolve()
-    const work = async () => {
+  private sharedVolume(tools: Tools, plan: DiskBoundPlan, workloadId: string): Promise<void> {
+    return this.onVolume(plan.mountPoint, async () => {
+      const users = this.sharedUsers.get(plan.mountPoint) ?? new Set<string>()
+      this.sharedUsers.set(plan.mountPoint, users.add(workloadId))
       if ((await this.deviceAt(plan.mountPoint)) !== undefined) return
       // A volume written as a plain directory (before bounds) stays one: workloads started
       // then may still write into that directory, and a mount over it would hide their files.
@@ -256,12 +289,17 @@ export class DiskBounds {
       const files = await readdir(plan.mountPoint).catch(() => [] as string[])
       if (image === undefined && files.length > 0) return
       await this.keptVolume(tools, plan)
-    }
+    })
+  }
+
+  /** Runs `work` alone among this server's changes of the network volume at `mountPoint`. */
+  private onVolume<T>(mountPoint: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.sharing.get(mountPoint) ?? Promise.resolve()
     const next = previous.then(work, work)
     const settled = next.catch(() => undefined)
-    this.sharing.set(plan.mountPoint, settled)
+    this.sharing.set(mountPoint, settled)
     void settled.then(() => {
-      if (this.sharing.get(plan.mountPoint) === settled) this.sharing.delete(plan.mountPoint)
+      if (this.sharing.get(mountPoint) === settled) this.sharing.delete(mountPoint)
     })
     return next
   }

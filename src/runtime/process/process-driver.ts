@@ -198,15 +198,20 @@ export class ProcessDriver implements RuntimeDriver {
   private sweepDisks(): Promise<unknown> {
     if (!this.registry.active) return Promise.resolve()
     this.diskSweep ??= (async () => {
-      const names = await readdir(this.stateDir).catch(() => [] as string[])
-      const specs = []
-      for (const id of names.filter(isValidWorkloadId)) {
-        const tracked = await this.registry.load(id).catch(() => undefined)
-        if (tracked) specs.push(tracked.record.spec)
-      }
-      await this.disks.sweep(DiskBounds.claimedBy(specs))
+      await this.disks.sweep(await this.diskClaimsOfOthers(undefined))
     })().catch(() => undefined)
     return this.diskSweep
+  }
+
+  /** The mount points of the bounded disks of the state directory's workloads but `except`. */
+  private async diskClaimsOfOthers(except: string | undefined): Promise<Set<string>> {
+    const names = await readdir(this.stateDir).catch(() => [] as string[])
+    const specs = []
+    for (const id of names.filter((name) => isValidWorkloadId(name) && name !== except)) {
+      const tracked = await this.registry.load(id).catch(() => undefined)
+      if (tracked) specs.push(tracked.record.spec)
+    }
+    return DiskBounds.claimedBy(specs)
   }
 
   async start(spec: WorkloadSpec): Promise<WorkloadState> {
@@ -294,7 +299,11 @@ export class ProcessDriver implements RuntimeDriver {
         await this.registry.stopNow(tracked, DEFAULT_STOP_GRACE_MS, false)
         tracked.removed = true
         this.registry.forget(tracked)
-        await removeContainerDisk(this.disks, tracked.record.spec)
+        await removeContainerDisk(
+          this.disks,
+          tracked.record.spec,
+          await this.diskClaimsOfOthers(id),
+        )
       }
       if (isValidWorkloadId(id)) {
         await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 })

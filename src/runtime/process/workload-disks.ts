@@ -36,12 +36,16 @@ export async function prepareDisks(disks: DiskBounds, spec: WorkloadSpec): Promi
   for (const mount of spec.mounts) await mkdir(mount.hostPath, { recursive: true })
 }
 
-/** The container disk goes with its workload (volumes stay). */
+/**
+ * The container disk goes with its workload (volumes stay, and a bounded volume is unmounted
+ * unless `claimedByOthers`, the other workloads' mount points, names it).
+ */
 export async function removeContainerDisk(
   disks: DiskBounds,
   spec: Pick<WorkloadSpec, 'containerDiskPath' | 'diskGb' | 'mounts'>,
+  claimedByOthers: ReadonlySet<string>,
 ): Promise<void> {
-  await disks.release(spec)
+  await disks.release(spec, claimedByOthers)
   await rm(spec.containerDiskPath, {
     recursive: true,
     force: true,
