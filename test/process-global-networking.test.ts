@@ -202,6 +202,8 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
     for (const pod of [a1, a2, b1]) {
       expect(pod.resolved).toMatch(new RegExp(`^SELF ${pod.address} LOCALHOST .*127\\.0\\.0\\.1`))
     }
+    // Off the global network the host's hosts file is shown, with the pod's own name added.
+    expect(a3.resolved).toMatch(/^SELF 127\.0\.1\.1 LOCALHOST .*127\.0\.0\.1/)
 
     const [fromA1, fromA2, fromA3, fromB1] = await Promise.all([
       probe(a1, {

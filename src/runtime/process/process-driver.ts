@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AppError } from '../../shared/app-error.js'
@@ -35,12 +35,18 @@ import {
 import { checkSpec, prepareDisks, removeContainerDisk } from './workload-disks.js'
 import {
   EXIT_STATUS_FILE,
+  HOSTS_FILE,
   isMissing,
   OUT_OF_MEMORY_FILE,
   workloadDir,
   workloadFile,
 } from './workload-files.js'
-import { buildLaunch, DEFAULT_IDLE_COMMAND, resolveCommand } from './workload-launch.js'
+import {
+  buildLaunch,
+  DEFAULT_IDLE_COMMAND,
+  resolveCommand,
+  sandboxHostsText,
+} from './workload-launch.js'
 import { isValidWorkloadId, persistedSpecOf, type WorkloadRecord } from './workload-record.js'
 import { WorkloadRegistry } from './workload-registry.js'
 import { spawnDetached } from './workload-spawn.js'
@@ -365,6 +371,7 @@ export class ProcessDriver implements RuntimeDriver {
       netns:
         network && netns ? { nsenterPath: network.nsenterPath, path: namespacePath(netns) } : null,
       ...(global ? { hostsDir: global.hostsDir } : {}),
+      ...(sandbox && !global ? { hostsFile: await this.writeHostsFile(spec.id) } : {}),
       hostPath: process.env.PATH,
     })
     const launch = cgroup ? launchInCgroup(built, cgroup.procsFiles) : built
@@ -414,6 +421,16 @@ export class ProcessDriver implements RuntimeDriver {
 
   private dir(id: string): string {
     return workloadDir(this.stateDir, id)
+  }
+
+  /** Writes the workload's /etc/hosts (the host's and its own name); returns its path. */
+  private async writeHostsFile(id: string): Promise<string> {
+    const file = this.file(id, HOSTS_FILE)
+    const hostHosts = await readFile('/etc/hosts', 'utf8').catch(
+      () => '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+    )
+    await writeFile(file, sandboxHostsText(hostHosts, id), { mode: 0o644 })
+    return file
   }
 
   private file(id: string, name: string): string {

@@ -6,6 +6,8 @@ export const EXIT_STATUS_FILE = 'exit-status'
 /** The sandbox's /etc/passwd and /etc/group, naming the workload's user. */
 export const PASSWD_FILE = 'passwd'
 export const GROUP_FILE = 'group'
+/** The /etc/hosts of a sandboxed workload off a global network (sandboxHostsText). */
+export const HOSTS_FILE = 'hosts'
 /** Written when the kernel killed a process of the workload for its memory limit. */
 export const OUT_OF_MEMORY_FILE = 'out-of-memory'
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import type { WorkloadSpec } from '../driver.js'
 import {
   buildBubblewrapArgs,
+  sandboxHostsText,
   buildLaunch,
   buildWorkloadEnv,
   DEFAULT_IDLE_COMMAND,
@@ -213,6 +214,17 @@ describe('buildBubblewrapArgs', () => {
     // Its directory is bound (the file is replaced by renames), and /etc/hosts links into it.
     expect(at('/etc/podyard-network')).toEqual(['--ro-bind', '/run/podyard-global/pyg1.d'])
     expect(at('/etc/hosts')).toEqual(['--symlink', '/etc/podyard-network/hosts'])
+  })
+
+  it("shows a workload off a global network the host's hosts file with its own name", () => {
+    const args = buildBubblewrapArgs(spec(), sandbox, 'x', identity, {
+      hostsFile: '/state/pod1/hosts',
+    })
+    const hosts = args.flatMap((arg, i) => (args[i + 2] === '/etc/hosts' ? [arg, args[i + 1]] : []))
+    expect(hosts).toEqual(['--ro-bind', '/state/pod1/hosts'])
+    expect(sandboxHostsText('127.0.0.1\tlocalhost', 'pod1')).toBe(
+      '127.0.0.1\tlocalhost\n127.0.1.1\tpod1\n',
+    )
   })
 
   it("binds a read-only mount (podyard's build, for public model workers) read-only", () => {

@@ -233,6 +233,16 @@ export function buildWorkloadEnv(
   return env
 }
 
+/**
+ * The /etc/hosts of a sandboxed workload off a global network: the host's, plus the
+ * workload's own host name at 127.0.1.1 (Debian's convention), so that resolving its own name
+ * works (distributed training libraries, Java's getLocalHost do).
+ */
+export function sandboxHostsText(hostHosts: string, id: string): string {
+  const base = hostHosts === '' || hostHosts.endsWith('\n') ? hostHosts : `${hostHosts}\n`
+  return `${base}127.0.1.1\t${sandboxHostnameOf(id)}\n`
+}
+
 /** A host name for the sandbox's UTS namespace: the workload id, as a pod's on RunPod. */
 export function sandboxHostnameOf(id: string): string {
   return id.slice(0, 63)
@@ -273,7 +283,7 @@ export function buildBubblewrapArgs(
   sandbox: BubblewrapSandbox,
   command: string,
   identity: SandboxIdentity,
-  extra: { hostsDir?: string | undefined } = {},
+  extra: { hostsDir?: string | undefined; hostsFile?: string | undefined } = {},
 ): string[] {
   const args: string[] = []
   const show = (entry: HostDir) => {
@@ -287,7 +297,11 @@ export function buildBubblewrapArgs(
     args.push('--perms', '0755', '--dir', dir)
   }
   for (const entry of sandbox.etcEntries) {
-    if (extra.hostsDir === undefined || entry.path !== '/etc/hosts') show(entry)
+    const replaced = extra.hostsDir !== undefined || extra.hostsFile !== undefined
+    if (!replaced || entry.path !== '/etc/hosts') show(entry)
+  }
+  if (extra.hostsDir === undefined && extra.hostsFile !== undefined) {
+    args.push('--ro-bind', extra.hostsFile, '/etc/hosts')
   }
   if (extra.hostsDir !== undefined) {
     // The directory, not the file: the file is replaced by a rename, which a bind of the file
@@ -356,6 +370,8 @@ export interface LaunchOptions {
    * global network's members).
    */
   hostsDir?: string
+  /** Shown at /etc/hosts instead of the host's (sandboxHostsText), without a hostsDir. */
+  hostsFile?: string
   hostPath: string | undefined
 }
 
@@ -369,6 +385,7 @@ export function buildLaunch(spec: WorkloadSpec, options: LaunchOptions): Launch 
         sandboxed.sandbox.bwrapPath,
         ...buildBubblewrapArgs(spec, sandboxed.sandbox, options.command, sandboxed.identity, {
           hostsDir: options.hostsDir,
+          hostsFile: options.hostsFile,
         }),
       ]
     : ['/bin/sh', '-c', options.command]
