@@ -38,6 +38,22 @@ function whole(value: string, flag: string): number {
   return Number(value)
 }
 
+/**
+ * A key or certificate file's text (PEM), sent to the server, which seals it in the database:
+ * every replica reaches the engine without a copy of the file.
+ */
+function credentialText(file: string, flag: string): string {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new Error(`${flag}: cannot read ${file}: ${(error as Error).message}`)
+  }
+  if (!text.trimStart().startsWith('-----BEGIN '))
+    throw new Error(`${flag}: ${file} is not a PEM file (it does not start with -----BEGIN)`)
+  return text
+}
+
 /** The declaration's fields the flags give (only those: an update changes nothing else). */
 function declarationOf(flags: HostFlags): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -67,10 +83,16 @@ function declarationOf(flags: HostFlags): Record<string, unknown> {
         ? null
         : {
             url: flags.dockerUrl,
-            ...(flags.sshKey ? { sshKey: flags.sshKey } : {}),
+            ...(flags.sshKey ? { sshKey: credentialText(flags.sshKey, '--ssh-key') } : {}),
             ...(flags.knownHosts ? { knownHosts: flags.knownHosts } : {}),
             ...(tls.some((t) => t !== undefined)
-              ? { tls: { ca: flags.tlsCa, cert: flags.tlsCert, key: flags.tlsKey } }
+              ? {
+                  tls: {
+                    ca: flags.tlsCa && credentialText(flags.tlsCa, '--tls-ca'),
+                    cert: flags.tlsCert && credentialText(flags.tlsCert, '--tls-cert'),
+                    key: flags.tlsKey && credentialText(flags.tlsKey, '--tls-key'),
+                  },
+                }
               : {}),
           }
   }
@@ -101,11 +123,14 @@ function withHostFlags(command: Command): Command {
         'its engine over SSH: checks --ssh-key and --known-hosts, prints the authorized_keys line',
       )
       .option('--docker-url <url>', 'its engine: ssh://user@host, tcp://host:2376, unix:///path')
-      .option('--ssh-key <file>', 'ssh: the private key podyard logs in with')
+      .option(
+        '--ssh-key <file>',
+        'ssh: the private key podyard logs in with (its text is sent and sealed)',
+      )
       .option('--known-hosts <file>', "ssh: a known_hosts file with the host's key")
-      .option('--tls-ca <file>', "tcp: the CA that signed the engine's certificate")
-      .option('--tls-cert <file>', "tcp: podyard's client certificate")
-      .option('--tls-key <file>', 'tcp: its key')
+      .option('--tls-ca <file>', "tcp: the CA that signed the engine's certificate (sent, sealed)")
+      .option('--tls-cert <file>', "tcp: podyard's client certificate (sent, sealed)")
+      .option('--tls-key <file>', 'tcp: its key (sent, sealed)')
       .option('--public-ip <address>', "where its pods' ports are reached; none: unset"),
   )
 }
@@ -147,8 +172,9 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
       if (flags.dockerUrl !== undefined) throw new Error('give --ssh or --docker-url, not both')
       if (!flags.sshKey || !flags.knownHosts)
         throw new Error(
-          '--ssh needs --ssh-key (the private key podyard logs in with) and --known-hosts ' +
-            "(a known_hosts file with the host's key), at the same paths on every replica",
+          '--ssh needs --ssh-key (the private key podyard logs in with: sent, sealed in the ' +
+            "database) and --known-hosts (a known_hosts file with the host's key, at the same " +
+            'path on every replica)',
         )
       const access = checkSshAccess(flags.ssh, flags.sshKey, flags.knownHosts)
       flags.dockerUrl = access.url

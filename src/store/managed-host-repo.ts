@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely'
-import type { Host } from '../domain/catalog/fleet.js'
+import type { StoredHost } from '../domain/hosts/host-credentials.js'
 import type { ManagedHostRepo } from '../domain/hosts/ports.js'
 import type { Database } from './database-schema.js'
 
@@ -11,13 +11,13 @@ async function bump(tx: Transaction<Database>): Promise<void> {
     .execute()
 }
 
-/** Hosts added at runtime (migration 0026), each a fleet Host as JSON. */
+/** Hosts added at runtime (migration 0026), each a fleet Host as JSON, credentials sealed. */
 export class KyselyManagedHostRepo implements ManagedHostRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async list(): Promise<Host[]> {
+  async list(): Promise<StoredHost[]> {
     const rows = await this.db.selectFrom('hosts').select('declaration').orderBy('id').execute()
-    return rows.map((row) => JSON.parse(row.declaration) as Host)
+    return rows.map((row) => JSON.parse(row.declaration) as StoredHost)
   }
 
   async revision(): Promise<number> {
@@ -29,7 +29,7 @@ export class KyselyManagedHostRepo implements ManagedHostRepo {
     return Number(row?.revision ?? 0)
   }
 
-  async insert(host: Host, at: string): Promise<boolean> {
+  async insert(host: StoredHost, at: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
       const result = await tx
         .insertInto('hosts')
@@ -42,7 +42,7 @@ export class KyselyManagedHostRepo implements ManagedHostRepo {
     })
   }
 
-  async update(host: Host, at: string): Promise<boolean> {
+  async update(host: StoredHost, at: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
       const result = await tx
         .updateTable('hosts')

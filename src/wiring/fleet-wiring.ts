@@ -133,6 +133,7 @@ export async function wireFleet(
   const allocations = new KyselyAllocationRepo(store.db)
   const managed = new ManagedHostService({
     repo: new KyselyManagedHostRepo(store.db),
+    box: parts.accounts.box,
     configuredHosts,
     dataCenters: fleet.dataCenters,
     apply: async (added) => {

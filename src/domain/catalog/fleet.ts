@@ -210,6 +210,17 @@ const HostGpuSchema = Type.Object(
   { additionalProperties: false },
 )
 
+/** Said of each credential field: how text given inline is kept. */
+const SEALED_NOTE =
+  '; text given inline is sealed with the encryption key in the database (hosts added at runtime) and never shown again'
+
+const credentialText = (what: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 65_536,
+    description: `tcp: ${what}: a file's path on each replica, or its text (PEM)${SEALED_NOTE}`,
+  })
+
 /** A host as the fleet file declares it (also the body of `POST /v2/admin/hosts`). */
 export const HostDeclarationSchema = Type.Object(
   {
@@ -230,14 +241,22 @@ export const HostDeclarationSchema = Type.Object(
             minLength: 1,
             description: 'ssh://user@host[:port], tcp://host:port (with tls) or unix:///path',
           }),
-          sshKey: Type.Optional(Type.String({ minLength: 1 })),
-          knownHosts: Type.Optional(Type.String({ minLength: 1 })),
+          sshKey: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 65_536,
+              description: `ssh: the private key: a file's path, or its text (PEM)${SEALED_NOTE}`,
+            }),
+          ),
+          knownHosts: Type.Optional(
+            Type.String({ minLength: 1, description: "ssh: a known_hosts file's path" }),
+          ),
           tls: Type.Optional(
             Type.Object(
               {
-                ca: Type.String({ minLength: 1 }),
-                cert: Type.String({ minLength: 1 }),
-                key: Type.String({ minLength: 1 }),
+                ca: credentialText("the CA that signed the engine's certificate"),
+                cert: credentialText("podyard's client certificate"),
+                key: credentialText("the client certificate's key"),
               },
               { additionalProperties: false },
             ),

@@ -6,6 +6,12 @@ import {
   type DataCenter,
   type Host,
 } from '../catalog/fleet.js'
+import {
+  openCredentials,
+  sealCredentials,
+  withoutCredentialText,
+  type CredentialBox,
+} from './host-credentials.js'
 import type { PodOnHost } from './host-service.js'
 import type { ManagedHostRepo } from './ports.js'
 
@@ -17,6 +23,8 @@ export interface HostUsers {
 
 export interface ManagedHostsDeps {
   repo: ManagedHostRepo
+  /** Seals the credentials given inline (PEM text) before they are stored. */
+  box: CredentialBox
   /** The hosts of the configured fleet (fleet file or built-in, and `local`): read-only here. */
   configuredHosts: readonly Host[]
   dataCenters: readonly DataCenter[]
@@ -72,8 +80,9 @@ export class ManagedHostService {
     return !this.configuredIds.has(hostId)
   }
 
-  list(): Promise<Host[]> {
-    return this.deps.repo.list()
+  /** The hosts added at runtime, their inline credentials opened (for engines, never for reads). */
+  async list(): Promise<Host[]> {
+    return (await this.deps.repo.list()).map((h) => openCredentials(h, this.deps.box))
   }
 
   /**
@@ -89,7 +98,7 @@ export class ManagedHostService {
   private async syncNow(): Promise<boolean> {
     const revision = await this.deps.repo.revision()
     if (revision === this.revision) return false
-    const hosts = await this.deps.repo.list()
+    const hosts = await this.list()
     await this.deps.apply(hosts.filter((h) => !this.configuredIds.has(h.id)))
     this.revision = revision
     return true
@@ -98,7 +107,7 @@ export class ManagedHostService {
   async add(input: unknown): Promise<Host> {
     const host = this.parse([input])[0]!
     this.refuseConfigured(host.id, 'added')
-    if (!(await this.deps.repo.insert(host, this.deps.now())))
+    if (!(await this.deps.repo.insert(this.sealed(host), this.deps.now())))
       throw new AppError('INVALID_STATE', `host ${host.id} exists already`)
     await this.sync()
     return host
@@ -107,7 +116,7 @@ export class ManagedHostService {
   /** Changes the fields given; `null` removes an optional one (docker, publicIp; gpu: none). */
   async update(hostId: string, patch: Record<string, unknown>): Promise<Host> {
     this.refuseConfigured(hostId, 'changed')
-    const stored = (await this.deps.repo.list()).find((h) => h.id === hostId)
+    const stored = (await this.list()).find((h) => h.id === hostId)
     if (!stored) throw new AppError('NOT_FOUND', `host ${hostId} not found`)
     if ('id' in patch && patch.id !== hostId)
       throw new AppError(
@@ -117,7 +126,7 @@ export class ManagedHostService {
     const host = this.parse([mergeDeclaration(stored, patch)])[0]!
     const refusal = await this.changeRefusal(stored, host)
     if (refusal) throw new AppError('INVALID_STATE', refusal)
-    if (!(await this.deps.repo.update(host, this.deps.now())))
+    if (!(await this.deps.repo.update(this.sealed(host), this.deps.now())))
       throw new AppError('NOT_FOUND', `host ${hostId} not found`)
     await this.sync()
     return host
@@ -144,7 +153,7 @@ export class ManagedHostService {
   async plan(declarations: unknown): Promise<{ hosts: Host[]; changes: FleetChange[] }> {
     const hosts = this.parse(declarations)
     for (const host of hosts) this.refuseConfigured(host.id, 'applied')
-    const stored = new Map((await this.deps.repo.list()).map((h) => [h.id, h]))
+    const stored = new Map((await this.list()).map((h) => [h.id, h]))
     const changes: FleetChange[] = []
     const wanted = new Set<string>()
     for (const host of hosts) {
@@ -154,7 +163,7 @@ export class ManagedHostService {
       else {
         const fields = DECLARED_FIELDS.filter(
           (f) => JSON.stringify(before[f]) !== JSON.stringify(host[f]),
-        ).map((f) => `${f}: ${show(before[f])} -> ${show(host[f])}`)
+        ).map((f) => fieldChange(before, host, f))
         if (fields.length > 0) changes.push({ action: 'update', hostId: host.id, fields })
       }
     }
@@ -171,7 +180,7 @@ export class ManagedHostService {
   async apply(declarations: unknown): Promise<FleetChange[]> {
     const { hosts, changes } = await this.plan(declarations)
     const refusals: string[] = []
-    const stored = new Map((await this.deps.repo.list()).map((h) => [h.id, h]))
+    const stored = new Map((await this.list()).map((h) => [h.id, h]))
     const byId = new Map(hosts.map((h) => [h.id, h]))
     for (const change of changes) {
       if (change.action === 'remove') {
@@ -187,8 +196,10 @@ export class ManagedHostService {
     if (refusals.length > 0) throw new AppError('INVALID_STATE', refusals.join('; '))
     const at = this.deps.now()
     for (const change of changes) {
-      if (change.action === 'add') await this.deps.repo.insert(byId.get(change.hostId)!, at)
-      else if (change.action === 'update') await this.deps.repo.update(byId.get(change.hostId)!, at)
+      if (change.action === 'add')
+        await this.deps.repo.insert(this.sealed(byId.get(change.hostId)!), at)
+      else if (change.action === 'update')
+        await this.deps.repo.update(this.sealed(byId.get(change.hostId)!), at)
       else await this.deps.repo.remove(change.hostId)
     }
     await this.sync()
@@ -206,6 +217,10 @@ export class ManagedHostService {
       `${usersNamed(users).join(', ')}: its capacity may grow, but it shrinks or moves ` +
       `only empty (drain it with podyard hosts drain ${host.id}, terminate its pods)`
     )
+  }
+
+  private sealed(host: Host) {
+    return sealCredentials(host, this.deps.box)
   }
 
   private parse(declarations: unknown): Host[] {
@@ -278,7 +293,13 @@ function changesRefusedInUse(before: Host, after: Host): string[] {
       gpuAfter.cudaVersion !== gpuBefore.cudaVersion)
   )
     fields.push('gpu')
-  return fields.map((f) => `${f}: ${show(before[f])} -> ${show(after[f])}`)
+  return fields.map((f) => fieldChange(before, after, f))
+}
+
+/** `field: old -> new`, credentials given inline shown by a digest, never their text. */
+function fieldChange(before: Host, after: Host, field: (typeof DECLARED_FIELDS)[number]): string {
+  const shown = (host: Host) => show(withoutCredentialText(host)[field])
+  return `${field}: ${shown(before)} -> ${shown(after)}`
 }
 
 function usersRefusal(hostId: string, users: HostUsers): string {

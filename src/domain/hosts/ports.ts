@@ -1,4 +1,4 @@
-import type { Host } from '../catalog/fleet.js'
+import type { StoredHost } from './host-credentials.js'
 import type { HostSchedule, HostStateRecord } from './host-state.js'
 
 /** The hosts' states in the store (migration 0021), so that every replica sees the same. */
@@ -10,15 +10,18 @@ export interface HostStateRepo {
   setSchedule(hostId: string, schedule: HostSchedule, at: string): Promise<void>
 }
 
-/** The hosts added at runtime (migration 0026); every write moves the revision. */
+/**
+ * The hosts added at runtime (migration 0026), their inline credentials sealed; every write
+ * moves the revision.
+ */
 export interface ManagedHostRepo {
-  list(): Promise<Host[]>
+  list(): Promise<StoredHost[]>
   /** Counts every change: equal revisions, the same hosts. */
   revision(): Promise<number>
   /** False when a host of that id is there already. */
-  insert(host: Host, at: string): Promise<boolean>
+  insert(host: StoredHost, at: string): Promise<boolean>
   /** False when there is no host of that id. */
-  update(host: Host, at: string): Promise<boolean>
+  update(host: StoredHost, at: string): Promise<boolean>
   /** False when there is no host of that id. */
   remove(hostId: string): Promise<boolean>
 }

@@ -21,7 +21,12 @@ export class DockerEndpointError extends Error {
   }
 }
 
+/**
+ * A credential's bytes: the text itself when given inline (PEM, as hosts added at runtime keep
+ * it, sealed in the database), else the file it names. Messages name the file, never the text.
+ */
 function readFile(file: string, what: string): Buffer {
+  if (file.trimStart().startsWith('-----BEGIN ')) return Buffer.from(file, 'utf8')
   try {
     return readFileSync(file)
   } catch (error) {
