@@ -1,6 +1,5 @@
-import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:https'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -10,6 +9,7 @@ import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from './support/cli.js'
 import { json } from './support/http.js'
+import { makeCertificates } from './support/test-certificates.js'
 import {
   otherAccountKey,
   startTestPlatform,
@@ -23,66 +23,6 @@ import {
  * an answer, a diff or the log. The "engine" is a TLS server on 127.0.0.1 that asks for a
  * client certificate and records the one presented.
  */
-function makeCertificates(dir: string) {
-  const file = (name: string) => path.join(dir, name)
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' })
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-  openssl(
-    'req',
-    '-x509',
-    ...ec,
-    '-days',
-    '1',
-    '-subj',
-    '/CN=sealed-test-ca',
-    '-keyout',
-    file('ca.key'),
-    '-out',
-    file('ca.pem'),
-  )
-  const signed = (name: string, ext: string) => {
-    openssl(
-      'req',
-      ...ec,
-      '-subj',
-      `/CN=${name}`,
-      '-keyout',
-      file(`${name}.key`),
-      '-out',
-      file(`${name}.csr`),
-    )
-    writeFileSync(file(`${name}.ext`), ext)
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      file(`${name}.csr`),
-      '-CA',
-      file('ca.pem'),
-      '-CAkey',
-      file('ca.key'),
-      '-CAcreateserial',
-      '-days',
-      '1',
-      '-extfile',
-      file(`${name}.ext`),
-      '-out',
-      file(`${name}.pem`),
-    )
-  }
-  signed('engine', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n')
-  signed('podyard', 'extendedKeyUsage=clientAuth\n')
-  signed('other', 'extendedKeyUsage=clientAuth\n')
-  const read = (name: string) => readFileSync(file(name), 'utf8')
-  return {
-    files: { ca: file('ca.pem'), cert: file('podyard.pem'), key: file('podyard.key') },
-    ca: read('ca.pem'),
-    engine: { cert: read('engine.pem'), key: read('engine.key') },
-    client: { cert: read('podyard.pem'), key: read('podyard.key') },
-    other: { cert: read('other.pem'), key: read('other.key') },
-  }
-}
-
 /** The base64 body lines of a PEM text: any of them in a text means the PEM leaked. */
 const bodyLines = (pem: string) =>
   pem.split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----'))

@@ -49,4 +49,5 @@ export type CreditEntry = Answer<'/v2/account/credits', 'get'>['entries'][number
 export type CreatePodBody = BodyOf<'/v2/pods', 'post'>
 export type CreateEndpointBody = BodyOf<'/v2/serverless', 'post'>
 export type Host = Answer<'/v2/admin/hosts', 'get'>['hosts'][number]
+export type AddHostInput = BodyOf<'/v2/admin/hosts', 'post'>
 export type HostDrain = Answer<'/v2/admin/hosts/{hostId}/drain', 'post'>

@@ -12,14 +12,16 @@ import { StatusBadge } from '../../components/status-badge'
 import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
+import { AddHostForm } from './add-host-form'
 
-type Change = 'cordon' | 'uncordon' | 'drain' | { gpuReset: number }
+type Change = 'cordon' | 'uncordon' | 'drain' | 'remove' | { gpuReset: number }
 
 /**
  * The fleet's hosts for the admin (docs/fleet.md, "Host state"): whether each is UP, its
  * schedule, and cordon, uncordon and drain. A drain lists the pods it left on the host. Its
  * sampled GPUs show their use and health, and a GPU withdrawn for its health can be put back
- * (docs/gpus.md).
+ * (docs/gpus.md). Machines are added and removed here too, with the routes `podyard hosts add`
+ * and `podyard hosts remove` use; a removal refused while pods are on the host shows why.
  */
 export function AdminHostsPage() {
   const { api } = useSession()
@@ -31,7 +33,8 @@ export function AdminHostsPage() {
   const [drained, setDrained] = useState<HostDrain>()
   const change = useAction(async (hostId: string, action: Change) => {
     const params = { path: { hostId } }
-    if (action === 'drain')
+    if (action === 'remove') await ok(api.DELETE('/v2/admin/hosts/{hostId}', { params }))
+    else if (action === 'drain')
       setDrained(await ok(api.POST('/v2/admin/hosts/{hostId}/drain', { params })))
     else if (typeof action === 'object')
       await ok(
@@ -61,6 +64,13 @@ export function AdminHostsPage() {
           </DataTable>
         )}
       </ListView>
+      <Section title="Add a host">
+        <p className="muted">
+          Every replica runs it within a second, without a restart (docs/fleet.md, “Adding a
+          machine”).
+        </p>
+        <AddHostForm onAdded={() => hosts.reload()} />
+      </Section>
     </Page>
   )
 }
@@ -139,6 +149,14 @@ function HostRow({
             subject={host.id}
             busy={busy}
             onConfirm={() => onChange('drain')}
+          />
+        ) : null}
+        {host.addedAtRuntime ? (
+          <ConfirmButton
+            label="Remove"
+            subject={host.id}
+            busy={busy}
+            onConfirm={() => onChange('remove')}
           />
         ) : null}
       </td>
