@@ -3,7 +3,10 @@ import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
 import { DockerDriver } from '../runtime/docker/docker-driver.js'
-import { dockerConnectionOf } from '../runtime/docker/docker-endpoint.js'
+import {
+  dockerConnectionOf,
+  type EngineConnectionOptions,
+} from '../runtime/docker/docker-endpoint.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { LocalGpus } from '../runtime/host-discovery.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
@@ -140,7 +143,7 @@ export class HostRuntimes {
       return { ...engineRuntime(host.id, docker, false), probe }
     }
     if (kind === 'engine' && host.docker) {
-      let connection: { options: Docker.DockerOptions; where: string }
+      let connection: { options: EngineConnectionOptions; where: string }
       try {
         connection = { options: dockerConnectionOf(host.docker), where: host.docker.url }
       } catch (error) {

@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Docker from 'dockerode'
+import type { EngineConnectionOptions } from './docker-endpoint.js'
 import { AppError } from '../../shared/app-error.js'
 import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type {
@@ -77,7 +78,7 @@ export interface DockerDriverOptions {
    * A remote engine instead (docker-endpoint.ts: SSH or TLS), with `where` naming it in
    * messages; socketPath is then ignored.
    */
-  connection?: { options: Docker.DockerOptions; where: string }
+  connection?: { options: EngineConnectionOptions; where: string }
   /** What a container's log may take (HostConfig.LogConfig); DEFAULT_WORKLOAD_LOG_MAX_BYTES. */
   logMaxBytes?: number
   /**
@@ -562,10 +563,12 @@ export class DockerDriver implements RuntimeDriver {
     this.firewallProblem = installHostFirewall(this.options.hostFirewall)
   }
 
+  /** Ends its log follows and, for a remote engine, every connection to it (TLS sockets, SSH). */
   async close(): Promise<void> {
     const open = [...this.follows]
     this.follows.clear()
     for (const stream of open) (stream as unknown as { destroy(): void }).destroy()
+    this.options.connection?.options.agent?.destroy()
   }
 
   /** A container's part of the workload's log: its pull lines, then its own output. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { dockerConnectionOf, DockerEndpointError, knownHostKeys } from './docker-endpoint.js'
+import { SshEngineAgent } from './engine-agents.js'
 
 const KEY_A = Buffer.from('key-a').toString('base64')
 const KEY_B = Buffer.from('key-b').toString('base64')
@@ -43,13 +44,12 @@ describe('dockerConnectionOf', () => {
         knownHosts: path.join(dir, 'known_hosts'),
       }
       const options = dockerConnectionOf(endpoint)
-      expect(options).toMatchObject({
-        protocol: 'ssh',
-        host: 'gpu-node-1',
-        port: 22,
-        username: 'podyard',
-      })
-      const verify = (options.sshOptions as { hostVerifier(key: Buffer): boolean }).hostVerifier
+      expect(options).toMatchObject({ protocol: 'http', host: 'gpu-node-1', port: 22 })
+      // The SSH connections are the agent's own, so that closing the driver ends them.
+      expect(options.agent).toBeInstanceOf(SshEngineAgent)
+      const ssh = (options.agent as SshEngineAgent).ssh
+      expect(ssh).toMatchObject({ host: 'gpu-node-1', port: 22, username: 'podyard' })
+      const verify = ssh.hostVerifier as (key: Buffer) => boolean
       expect(verify(Buffer.from('key-a'))).toBe(true)
       expect(verify(Buffer.from('key-b'))).toBe(false)
       expect(() => dockerConnectionOf({ ...endpoint, url: 'ssh://podyard@other' })).toThrow(

@@ -1,6 +1,9 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import type { Agent } from 'node:http'
+import { Agent as HttpsAgent } from 'node:https'
 import type Docker from 'dockerode'
+import { SshEngineAgent } from './engine-agents.js'
 
 /** A host's engine as the fleet declares it (the fleet file's `docker:`). */
 export interface DockerEndpoint {
@@ -9,6 +12,9 @@ export interface DockerEndpoint {
   knownHosts?: string
   tls?: { ca: string; cert: string; key: string }
 }
+
+/** dockerode's options with the agent docker-modem takes (its type leaves it out). */
+export type EngineConnectionOptions = Docker.DockerOptions & { agent?: Agent }
 
 /** How long connecting to a remote engine may take before the call fails. */
 export const ENGINE_CONNECT_TIMEOUT_MS = 10_000
@@ -65,7 +71,7 @@ export function knownHostKeys(knownHosts: string, host: string, port: number): B
  * the host key against known_hosts (ssh2 alone accepts any key); TLS checks the engine's
  * certificate against the CA and presents the client certificate. Throws DockerEndpointError.
  */
-export function dockerConnectionOf(endpoint: DockerEndpoint): Docker.DockerOptions {
+export function dockerConnectionOf(endpoint: DockerEndpoint): EngineConnectionOptions {
   const url = new URL(endpoint.url)
   if (url.protocol === 'unix:') return { socketPath: decodeURIComponent(url.pathname) }
   if (url.protocol === 'ssh:') {
@@ -80,26 +86,35 @@ export function dockerConnectionOf(endpoint: DockerEndpoint): Docker.DockerOptio
       throw new DockerEndpointError(
         `${endpoint.knownHosts} has no key for ${port === 22 ? host : `[${host}]:${port}`}`,
       )
+    // The agent owns the SSH connections, so that closing the driver ends them (docker-modem's
+    // own SSH transport keeps them out of reach).
     return {
-      protocol: 'ssh',
+      protocol: 'http',
       host,
       port,
-      username: decodeURIComponent(url.username),
-      sshOptions: {
+      agent: new SshEngineAgent({
+        host,
+        port,
+        username: decodeURIComponent(url.username),
         privateKey: readFile(endpoint.sshKey ?? '', 'SSH private key'),
         hostVerifier: (key: Buffer) => known.some((k) => k.equals(key)),
         readyTimeout: ENGINE_CONNECT_TIMEOUT_MS,
-      },
+      }),
     }
   }
   const tls = endpoint.tls
   if (!tls) throw new DockerEndpointError(`${endpoint.url}: tcp:// needs tls`)
+  const credentials = {
+    ca: readFile(tls.ca, 'TLS CA certificate'),
+    cert: readFile(tls.cert, 'TLS client certificate'),
+    key: readFile(tls.key, 'TLS client key'),
+  }
   return {
     protocol: 'https',
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port),
-    ca: readFile(tls.ca, 'TLS CA certificate'),
-    cert: readFile(tls.cert, 'TLS client certificate'),
-    key: readFile(tls.key, 'TLS client key'),
+    ...credentials,
+    // The engine's own agent (not Node's global one): closing the driver closes its sockets.
+    agent: new HttpsAgent({ keepAlive: true, ...credentials }),
   }
 }
