@@ -1,4 +1,3 @@
-import type Docker from 'dockerode'
 import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
