@@ -74,6 +74,8 @@ export async function wireFleet(
       ...modelImageCommands(process.execPath),
       ...config.images,
     },
+    // Those images run the server's own Node.js, which a sandbox must show where it is.
+    hostExecutables: [process.execPath],
     sandbox: config.sandbox,
     network: config.podNetwork,
     ...(config.containment.egress ? { egress: config.containment.egress } : {}),

@@ -107,6 +107,11 @@ export interface BubblewrapProbeOptions {
   bwrapPath?: string
   /** The uid (and gid) the probe's workload drops to when the server is root. */
   probeUid: number
+  /**
+   * Executables workloads run by their host path (Node.js's, process.execPath): those outside
+   * the system directories are shown read-only at that path (BubblewrapSandbox.hostFiles).
+   */
+  executables?: readonly string[]
 }
 
 /**
@@ -136,6 +141,7 @@ export async function probeBubblewrap(options: BubblewrapProbeOptions): Promise<
     systemDirs: await readSystemDirs(),
     etcEntries: await readEtcEntries(),
     setprivPath,
+    hostFiles: (options.executables ?? []).filter((file) => !isVisibleInSandbox(file)),
   }
   const dir = await mkdtemp(path.join(tmpdir(), 'podyard-bwrap-probe-'))
   const disk = path.join(dir, 'disk')
@@ -161,8 +167,12 @@ export async function probeBubblewrap(options: BubblewrapProbeOptions): Promise<
     memoryGb: 0,
     labels: {},
   }
-  // Writing its disk proves the workload's user is the one its directories were given to.
-  const command = ': > /root/probe'
+  // Writing its disk proves the workload's user is the one its directories were given to;
+  // `test -x`, that it may run each executable shown to it.
+  const command = [
+    ': > /root/probe',
+    ...sandbox.hostFiles.map((file) => `test -x '${file.replaceAll("'", `'\\''`)}'`),
+  ].join(' && ')
   try {
     const files = sandboxIdentityFiles(uid, gid)
     await writeFile(identity.passwdFile, files.passwd)

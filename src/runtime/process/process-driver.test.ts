@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -438,6 +439,28 @@ describe('ProcessDriver', () => {
         PODYARD_MOUNT_WORKSPACE: '/workspace',
       })
       expect(stateJson(spec.id).sandbox).toBe('bubblewrap')
+    })
+
+    it('runs a Node.js outside the system directories (nvm, the npm node package) at its path', async () => {
+      const node = path.join(root, 'runtime', 'bin', 'node')
+      mkdirSync(path.dirname(node), { recursive: true })
+      copyFileSync(process.execPath, node)
+      const images = {
+        'test/node': `exec '${node}' -e 'console.log("ran " + process.version)'`,
+      }
+      const ran = async (d: ProcessDriver) => {
+        const spec = makeSpec({ command: null, image: 'test/node' })
+        await d.start(spec)
+        const state = await waitFor('the exit', async () => {
+          const s = await d.inspect(spec.id)
+          return s?.phase === 'exited' ? s : undefined
+        })
+        return { exitCode: state.exitCode, lines: (await d.readLogs(spec.id)).map((l) => l.line) }
+      }
+      // The sandbox shows only the system directories: the shell does not find that node.
+      expect(await ran(driver({ sandbox: 'bubblewrap', images }))).toMatchObject({ exitCode: 127 })
+      const shown = driver({ sandbox: 'bubblewrap', images, hostExecutables: [node] })
+      expect(await ran(shown)).toEqual({ exitCode: 0, lines: [`ran ${process.version}`] })
     })
 
     it('shows none of the host: no secrets of /etc, no home, no server process', async () => {

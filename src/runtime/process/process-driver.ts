@@ -66,6 +66,11 @@ export interface ProcessDriverOptions {
   sandbox?: SandboxMode
   /** The bwrap executable; default: the one on PATH. */
   bwrapPath?: string
+  /**
+   * Executables that `images` commands run by their host path (the server's Node.js): a
+   * sandbox shows those outside its system directories read-only at that path.
+   */
+  hostExecutables?: readonly string[]
   /** First uid of sandboxed workloads when the server is root (sandbox-users.ts). */
   sandboxUidBase?: number
   /** How often running workloads' output is copied into their logs (ms). */
@@ -136,6 +141,7 @@ export class ProcessDriver implements RuntimeDriver {
       stateDir: this.stateDir,
       sandboxMode: options.sandbox ?? 'auto',
       bwrapPath: options.bwrapPath,
+      hostExecutables: options.hostExecutables ?? [],
       sandboxUidBase: options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE,
       networkMode: options.network ?? 'isolated',
       egress: options.egress ?? NO_EGRESS_RULES,

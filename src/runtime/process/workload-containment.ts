@@ -66,6 +66,7 @@ export class WorkloadContainment {
       stateDir: string
       sandboxMode: SandboxMode
       bwrapPath: string | undefined
+      hostExecutables: readonly string[]
       sandboxUidBase: number
       networkMode: PodNetworkMode
       egress: EgressRules
@@ -85,7 +86,7 @@ export class WorkloadContainment {
 
   sandbox(): Promise<BubblewrapSandbox | null> {
     if (this.sandboxChoice === undefined) {
-      const { sandboxMode, sandboxUidBase, bwrapPath } = this.options
+      const { sandboxMode, sandboxUidBase, bwrapPath, hostExecutables } = this.options
       const choice = (async () => {
         if (sandboxMode === 'none') {
           this.unsandboxedReason = 'sandbox: none'
@@ -94,6 +95,7 @@ export class WorkloadContainment {
         const probe = await probeBubblewrap({
           searchPath: process.env.PATH,
           probeUid: sandboxUidBase,
+          executables: hostExecutables,
           ...(bwrapPath ? { bwrapPath } : {}),
         })
         if (probe.ok) return probe.sandbox

