@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** How often a log follower of a pod or worker not yet launched looks again. */
-const LAUNCH_WAIT_POLL_MS = 100
+export const LAUNCH_WAIT_POLL_MS = 100
 
 /**
  * A pod or serverless worker that is not launched yet has no workload (nor, before placement, a

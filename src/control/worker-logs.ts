@@ -1,10 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import {
   RETIRED_WORKER_PHASES,
   type ManagedWorker,
   type WorkerRepo,
 } from '../domain/serverless/worker.js'
 import type { LogLine, LogQuery, RuntimeDriver } from '../runtime/driver.js'
-import { untilLaunched } from './until-launched.js'
+import { LAUNCH_WAIT_POLL_MS, untilLaunched } from './until-launched.js'
 import type { WorkerFailures } from './worker-failures.js'
 
 /** Where a managed worker's output is read from: its host's driver, or the lines kept of it. */
@@ -45,5 +46,16 @@ export async function* followWorkerLogs(
   // A failed or stopped worker writes nothing more: its stream ends after the kept lines.
   if (!launched || launched.hostId === null || RETIRED_WORKER_PHASES.includes(launched.phase))
     return
-  yield* sources.driverFor(launched.hostId).followLogs(launched.id, afterSeq, signal)
+  const driver = sources.driverFor(launched.hostId)
+  // A worker is recorded STARTING on its host just before its driver starts its workload: a
+  // follower who connects in between waits for the workload, else the driver ends the stream
+  // at once (no such workload) and the worker's output is never followed.
+  let current: ManagedWorker | undefined = launched
+  while (current.phase === 'STARTING' && (await driver.inspect(current.id)) === undefined) {
+    await sleep(LAUNCH_WAIT_POLL_MS, undefined, { signal }).catch(() => undefined)
+    if (signal.aborted) return
+    current = await sources.workers.get(worker.id)
+    if (!current || current.hostId !== launched.hostId) return
+  }
+  yield* driver.followLogs(launched.id, afterSeq, signal)
 }
