@@ -10,11 +10,10 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { ProcessDriver } from '../src/runtime/process/process-driver.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
-import { openStore } from '../src/store/open-store.js'
 import { runCli, startServe } from './support/cli.js'
 import {
   otherAccountKey,
@@ -171,7 +170,8 @@ async function removeWorkloads(dataDir: string): Promise<void> {
 
 describe.runIf(bubblewrap.ok)('a pod of another account, in the bubblewrap sandbox', () => {
   let dataDir: string
-  let server: { child: ChildProcess; url: string; banner: string; exited: Promise<number | null> }
+  let server: Awaited<ReturnType<typeof startServe>>
+  let serverEnded: string | undefined
   let api: Api
   let attackerKey: string
 
@@ -182,13 +182,22 @@ describe.runIf(bubblewrap.ok)('a pod of another account, in the bubblewrap sandb
       PODYARD_ADMIN_KEY: SERVER_ADMIN_KEY,
     })
     api = apiAt(server.url)
-    const store = await openStore(`sqlite:${path.join(dataDir, 'podyard.db')}`)
-    try {
-      attackerKey = await otherAccountKey({ store }, 'attacker@example.com')
-    } finally {
-      await store.close()
-    }
+    // A server that ends during the tests is a finding in itself: say how, with what it printed.
+    void server.exited.then((code) => {
+      serverEnded = `the server exited with ${code}:\n${server.stdout()}\n${server.stderr()}`
+    })
+    // The attacker's account, made as an operator makes one: through the admin API.
+    const created = await api.call('/v2/admin/accounts', SERVER_ADMIN_KEY, {
+      method: 'POST',
+      json: { email: 'attacker@example.com' },
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    attackerKey = created.body.apiKey.key as string
   }, 60_000)
+
+  beforeEach(() => {
+    expect(serverEnded).toBeUndefined()
+  })
 
   afterAll(async () => {
     server?.child.kill('SIGTERM')
