@@ -5,6 +5,8 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import Docker from 'dockerode'
+import type { EngineConnectionOptions } from '../../src/runtime/docker/docker-endpoint.js'
+import { SshEngineAgent } from '../../src/runtime/docker/engine-agents.js'
 
 /**
  * The multi-host rig (test/support/multi-host-rig.sh): three Docker engines in network
@@ -115,21 +117,26 @@ export function remoteDockerOptions(
   layout: RigLayout,
   host: RigHost,
   overrides: RemoteDockerOverrides = {},
-): Docker.DockerOptions {
+): EngineConnectionOptions {
   const url = new URL(host.dockerUrl)
   if (host.transport === 'ssh') {
     const expected = parseHostKey(overrides.sshHostKey ?? knownHostKey(layout, host.address))
+    const port = url.port === '' ? 22 : Number(url.port)
+    // podyard's own SSH agent, not docker-modem's SSH transport (which also builds an
+    // `ssh:host:port` URL that Node.js deprecates).
     return {
-      protocol: 'ssh',
+      protocol: 'http',
       host: url.hostname,
-      port: url.port === '' ? 22 : Number(url.port),
-      username: decodeURIComponent(url.username),
-      sshOptions: {
+      port,
+      agent: new SshEngineAgent({
+        host: url.hostname,
+        port,
+        username: decodeURIComponent(url.username),
         privateKey: readFileSync(layout.ssh.privateKeyFile),
         // Without a hostVerifier ssh2 accepts any host key.
         hostVerifier: (key: Buffer) => key.equals(expected),
         readyTimeout: 10_000,
-      },
+      }),
     }
   }
   return {
