@@ -34,6 +34,7 @@ import type { Tracing } from '../shared/tracing.js'
 import { installGpuMetrics } from './http/gpu-metrics.js'
 import { installClusterMetrics, installHostMetrics, installMetrics } from './http/metrics.js'
 import type { HostService } from '../domain/hosts/host-service.js'
+import type { HostCertificateService } from '../domain/hosts/host-certificates.js'
 import type { ManagedHostService } from '../domain/hosts/managed-hosts.js'
 import { installJsonBodyParser } from './http/json-body-parser.js'
 import { installProblemHandlers } from './http/problem.js'
@@ -97,6 +98,8 @@ export interface AppDeps {
   hosts?: HostService
   /** Hosts added, changed and removed at runtime (docs/fleet.md); with `hosts` only. */
   managedHosts?: ManagedHostService
+  /** The authority that signs the hosts' engine certificates (docs/fleet.md); with `hosts` only. */
+  hostCertificates?: HostCertificateService
   /** Quotas per account (docs/billing.md, "Quotas"). */
   quotas?: QuotaService
   /**
@@ -244,6 +247,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.billing ? { billingReports: deps.billing.reports, spend: deps.billing.spend } : {}),
     ...(deps.hosts ? { hosts: deps.hosts } : {}),
     ...(deps.managedHosts ? { managedHosts: deps.managedHosts } : {}),
+    ...(deps.hostCertificates ? { hostCertificates: deps.hostCertificates } : {}),
     ...(deps.quotas ? { quotas: deps.quotas } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.

@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import type { HostsCommandDeps } from './hosts-commands.js'
 import { checkSshAccess } from './ssh-access.js'
+import { issueHostTls } from './tls-issue.js'
 
 interface HostFlags extends ClientFlags {
   ssh?: string
@@ -25,6 +26,9 @@ interface HostFlags extends ClientFlags {
   tlsCert?: string
   tlsKey?: string
   publicIp?: string
+  tls?: string
+  tlsOut?: string
+  tlsNames?: string
 }
 
 interface FleetChange {
@@ -100,6 +104,25 @@ function declarationOf(flags: HostFlags): Record<string, unknown> {
   return out
 }
 
+/** `--tls`: the engine's certificates issued by podyard's CA (src/cli/tls-issue.ts). */
+async function issuedTls(id: string, flags: HostFlags) {
+  const other = [
+    ['--ssh', flags.ssh],
+    ['--docker-url', flags.dockerUrl],
+    ['--tls-ca', flags.tlsCa],
+    ['--tls-cert', flags.tlsCert],
+    ['--tls-key', flags.tlsKey],
+  ].find(([, value]) => value !== undefined)
+  if (other)
+    throw new Error(
+      `give --tls or ${other[0]}, not both: --tls sets the engine's URL and TLS files`,
+    )
+  return issueHostTls(clientFrom(flags), id, flags.tls ?? '', {
+    ...(flags.tlsOut === undefined ? {} : { outDir: flags.tlsOut }),
+    ...(flags.tlsNames === undefined ? {} : { names: flags.tlsNames }),
+  })
+}
+
 function withHostFlags(command: Command): Command {
   return withClientOptions(
     command
@@ -131,6 +154,15 @@ function withHostFlags(command: Command): Command {
       .option('--tls-ca <file>', "tcp: the CA that signed the engine's certificate (sent, sealed)")
       .option('--tls-cert <file>', "tcp: podyard's client certificate (sent, sealed)")
       .option('--tls-key <file>', 'tcp: its key (sent, sealed)')
+      .option(
+        '--tls <address[:port]>',
+        "its engine over TCP+TLS with certificates podyard's CA issues; prints the dockerd flags",
+      )
+      .option('--tls-out <dir>', "--tls: where the engine's files go (default ./<host-id>-tls)")
+      .option(
+        '--tls-names <names>',
+        '--tls: more DNS names or addresses of the host, comma-separated',
+      )
       .option('--public-ip <address>', "where its pods' ports are reached; none: unset"),
   )
 }
@@ -185,10 +217,16 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
         `  ${access.authorizedKeysLine}`,
       )
     }
+    const body: Record<string, unknown> = { id, ...declarationOf(flags) }
+    if (flags.tls !== undefined) {
+      const issued = await issuedTls(id, flags)
+      body.docker = { url: issued.dockerUrl, tls: issued.tls }
+      setup.push(...issued.setup)
+    }
     const host = await clientFrom(flags).request<{ id: string; state: string; runtime: string }>(
       'POST',
       '/v2/admin/hosts',
-      { id, ...declarationOf(flags) },
+      body,
     )
     if (flags.json) return deps.print(JSON.stringify(host, null, 2))
     deps.print(
@@ -206,9 +244,16 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
       .argument('<host-id>'),
   ).action(async (id: string, flags: HostFlags) => {
     const patch = declarationOf(flags)
+    const setup: string[] = []
+    if (flags.tls !== undefined) {
+      const issued = await issuedTls(id, flags)
+      patch.docker = { url: issued.dockerUrl, tls: issued.tls }
+      setup.push(...issued.setup)
+    }
     if (Object.keys(patch).length === 0) throw new Error('nothing to change: give a flag to set')
     const host = await clientFrom(flags).request<{ id: string }>('PATCH', path(id), patch)
-    deps.print(flags.json ? JSON.stringify(host, null, 2) : `host ${host.id} updated`)
+    if (flags.json) return deps.print(JSON.stringify(host, null, 2))
+    deps.print([...setup, `host ${host.id} updated`].join('\n'))
   })
 
   withClientOptions(

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../api/app.js'
 import type { JobLimiter } from '../api/jobs/job-limiter.js'
+import { HostCertificateService } from '../domain/hosts/host-certificates.js'
 import { isMigrated } from '../store/migrate.js'
+import { KyselySettingsRepo } from '../store/settings-repo.js'
 import type { Leadership } from './leadership-wiring.js'
 import type { PlatformContext } from './platform-context.js'
 
@@ -62,6 +64,11 @@ export async function wireApi(
     billing: { reports: billing.reports, spend: billing.guard },
     hosts: parts.hosts.service,
     managedHosts: fleet.managed,
+    hostCertificates: new HostCertificateService({
+      settings: new KyselySettingsRepo(store.db),
+      box: accounts.box,
+      now: () => clock.now(),
+    }),
     quotas: accounts.quotas,
     models: { service: models.service, signer: models.signer },
     consoleDir,

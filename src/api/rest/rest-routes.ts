@@ -23,7 +23,9 @@ import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import { adminRoutes } from './admin-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
 import { adminFleetRoutes } from './admin-fleet-routes.js'
+import { adminHostCertificateRoutes } from './admin-host-certificate-routes.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
+import type { HostCertificateService } from '../../domain/hosts/host-certificates.js'
 import type { ManagedHostService } from '../../domain/hosts/managed-hosts.js'
 import { billingRoutes } from './billing-routes.js'
 import { catalogRoutes } from './catalog-routes.js'
@@ -71,6 +73,8 @@ export interface RestDeps {
   hosts?: HostService
   /** Hosts added, changed and removed at runtime (docs/fleet.md); with `hosts` only. */
   managedHosts?: ManagedHostService
+  /** The authority that signs the hosts' engine certificates (docs/fleet.md); with `hosts` only. */
+  hostCertificates?: HostCertificateService
   /** Quotas per account (docs/billing.md, "Quotas"); absent, neither served nor shown. */
   quotas?: QuotaService
 }
@@ -108,5 +112,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
   if (deps.hosts && deps.managedHosts)
     await app.register(adminFleetRoutes, { hosts: deps.hosts, managed: deps.managedHosts })
+  if (deps.hosts && deps.hostCertificates)
+    await app.register(adminHostCertificateRoutes, { certificates: deps.hostCertificates })
   if (deps.quotas) await app.register(quotaRoutes, { accounts: deps.accounts, quotas: deps.quotas })
 }
