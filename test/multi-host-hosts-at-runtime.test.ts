@@ -52,6 +52,8 @@ interface HostJson {
   stateReason: string | null
 }
 
+const RIG_SCRIPT = path.join(import.meta.dirname, 'support', 'multi-host-rig.sh')
+
 const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) =>
   untilDone(what, read, done, 90_000)
 
@@ -67,6 +69,7 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
   const cli = (...args: string[]) =>
     runCli(args, { PODYARD_URL: platform.url, PODYARD_API_KEY: TEST_ADMIN_KEY })
   const pods: PodJson[] = []
+  let issuedTls = false
 
   beforeAll(async () => {
     release = await holdRig()
@@ -91,6 +94,8 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
 
   afterAll(async () => {
     try {
+      // gpu-node-3's engine back on the rig's own TLS files, whatever the last test did.
+      if (issuedTls) execFileSync('bash', [RIG_SCRIPT, 'tls-files', 'rig'], { stdio: 'pipe' })
       if (platform) await stopPlatform(platform)
       if (dir) rmSync(dir, { recursive: true, force: true })
     } finally {
@@ -214,4 +219,74 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
       expect(seen.status).toBe('RUNNING')
     }
   }, 180_000)
+
+  it('adds it again over TLS issued by podyard: the engine started with the files podyard hosts add --tls wrote', async () => {
+    const tls = rigHost(layout, 'gpu-node-3')
+    const out = path.join(dir, 'gpu-node-3-tls')
+    const added = await cli(
+      'hosts',
+      'add',
+      tls.name,
+      '--data-center',
+      'EU-RO-1',
+      '--cpu-flavors',
+      'cpu3c',
+      '--vcpus',
+      '2',
+      '--memory-gb',
+      '8',
+      '--public-ip',
+      tls.address,
+      '--tls',
+      `${tls.address}:2376`,
+      '--tls-out',
+      out,
+    )
+    expect(added.code, added.stderr).toBe(0)
+    expect(added.stdout).toContain(`host ${tls.name} added (${tls.dockerUrl})`)
+    // The operator's step on the machine: dockerd restarted with the files (live-restore).
+    issuedTls = true
+    execFileSync('bash', [RIG_SCRIPT, 'tls-files', out], { stdio: 'pipe' })
+    await until('gpu-node-3 UP over the issued certificates', hosts, (l) =>
+      l.some((h) => h.id === tls.name && h.state === 'UP'),
+    )
+
+    // The two other machines hold a pod each: a member's new pod can only go here.
+    const created = await json<PodJson>(
+      await asMember('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'issued-tls',
+          image: IMAGE,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          ports: ['8080/http'],
+          args: SERVE,
+        },
+      }),
+      201,
+    )
+    const running = await until(
+      `pod ${created.id} RUNNING`,
+      () => asMember(`/v2/pods/${created.id}`).then((r) => json<PodJson>(r)),
+      (p) => ['RUNNING', 'ERROR'].includes(p.status),
+    )
+    expect(running.status, running.statusReason ?? '').toBe('RUNNING')
+    const port = running.runtime!.ports[0]!
+    expect(port.ip).toBe(tls.address)
+    const response = await fetch(`http://${port.ip}:${port.public}/`, {
+      signal: AbortSignal.timeout(5_000),
+    })
+    expect((await response.text()).trim()).toBe(created.id)
+
+    expect((await asMember(`/v2/pods/${created.id}`, { method: 'DELETE' })).status).toBe(204)
+    const docker = (...args: string[]) =>
+      execFileSync('docker', ['-H', `unix://${tls.socketPath}`, ...args], { encoding: 'utf8' })
+    await until(
+      'the pod container gone from gpu-node-3',
+      async () => docker('ps', '-a', '--filter', 'label=podyard.workload', '-q').trim(),
+      (ids) => ids === '',
+    )
+    const removed = await cli('hosts', 'remove', tls.name)
+    expect(removed.code, removed.stderr).toBe(0)
+  }, 240_000)
 })

@@ -7,6 +7,9 @@
 #   status  each host's address and transports, and whether they answer
 #   stop-engine N | start-engine N   kill host N's dockerd (a lost host) / start it again
 #   cut N | heal N                   take host N's link off the rig bridge / put it back
+#   tls-files DIR | tls-files rig    restart host 3's engine with the TLS files in DIR (ca.pem,
+#                                    server-cert.pem, server-key.pem: what `podyard hosts add
+#                                    --tls` writes) / with the rig's own again
 #
 # Layout (also written to /run/pyd-rig/rig.json for the tests, test/support/multi-host-rig.ts):
 #   bridge pyd-rig0 10.213.0.1/24 in the root namespace; namespaces pyd-host1..3 at
@@ -266,8 +269,14 @@ write_daemon_config() {
   hosts="\"unix://$(sock "$n")\""
   if [ "$n" = "$TLS_HOST" ]; then
     hosts="$hosts, \"tcp://$(addr "$n"):$TLS_PORT\""
-    tls=$(printf ',\n  "tlsverify": true,\n  "tlscacert": "%s",\n  "tlscert": "%s",\n  "tlskey": "%s"' \
-      "$RUN/tls/ca.pem" "$RUN/tls/server/cert.pem" "$RUN/tls/server/key.pem")
+    local issued=$RUN/host$n/issued-tls
+    if [ -d "$issued" ]; then
+      tls=$(printf ',\n  "tlsverify": true,\n  "tlscacert": "%s",\n  "tlscert": "%s",\n  "tlskey": "%s"' \
+        "$issued/ca.pem" "$issued/server-cert.pem" "$issued/server-key.pem")
+    else
+      tls=$(printf ',\n  "tlsverify": true,\n  "tlscacert": "%s",\n  "tlscert": "%s",\n  "tlskey": "%s"' \
+        "$RUN/tls/ca.pem" "$RUN/tls/server/cert.pem" "$RUN/tls/server/key.pem")
+    fi
   fi
   # deprecated-key-path: dockerd 20.10 derives its engine ID from this key (by default
   # /etc/docker/key.json, the default engine's): each rig engine gets its own ID.
@@ -431,6 +440,8 @@ up() {
   make_network
   make_ssh_keys
   make_tls
+  # The rig's own TLS files, whatever a test left (tls-files).
+  rm -rf "$RUN/host$TLS_HOST/issued-tls"
   for n in "${HOSTS[@]}"; do
     mkdir -p "$RUN/host$n"
     write_daemon_config "$n"
@@ -590,8 +601,25 @@ case "${1:-}" in
     host_arg "${2:-}"
     ip link set "pyd-rig-h$2" up
     ;;
+  tls-files)
+    [ -n "${2:-}" ] || die "tls-files DIR (ca.pem, server-cert.pem, server-key.pem) or tls-files rig"
+    [ -s "$RUN/rig.json" ] || die "the rig is down: run \`$0 up\` first"
+    issued=$RUN/host$TLS_HOST/issued-tls
+    rm -rf "$issued"
+    if [ "$2" != rig ]; then
+      mkdir -m 700 "$issued"
+      for f in ca.pem server-cert.pem server-key.pem; do
+        [ -s "$2/$f" ] || die "$2/$f is missing"
+        cp "$2/$f" "$issued/$f"
+      done
+    fi
+    # A changed daemon.json stops the engine (live-restore keeps its containers); start it again.
+    write_daemon_config "$TLS_HOST"
+    start_engine "$TLS_HOST"
+    wait_engine "$TLS_HOST"
+    ;;
   *)
-    echo "usage: $0 up|down|status|stop-engine N|start-engine N|cut N|heal N" >&2
+    echo "usage: $0 up|down|status|stop-engine N|start-engine N|cut N|heal N|tls-files DIR|rig" >&2
     exit 2
     ;;
 esac
