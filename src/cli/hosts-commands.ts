@@ -172,21 +172,29 @@ export function addHostsCommands(program: Command, deps: HostsCommandDeps): void
     hosts
       .command('drain')
       .description('no new placements, serverless workers moved off; lists the pods left')
-      .argument('<host-id>'),
-  ).action(async (id: string, flags: ClientFlags) => {
+      .argument('<host-id>')
+      .option(
+        '--migrate',
+        'also move each running pod without a host-local volume to another host (same id)',
+      ),
+  ).action(async (id: string, flags: ClientFlags & { migrate?: boolean }) => {
     const result = await clientFrom(flags).request<{
       host: HostJson
-      podsLeft: PodOnHostJson[]
-    }>('POST', path(id, 'drain'))
+      podsLeft: Array<PodOnHostJson & { notMovedBecause?: string }>
+      podsMoved: Array<PodOnHostJson & { movedTo: string }>
+    }>('POST', `${path(id, 'drain')}${flags.migrate ? '?migrate=true' : ''}`)
     if (flags.json) return deps.print(JSON.stringify(result, null, 2))
-    deps.print(
-      [
-        `host ${result.host.id} is ${result.host.schedule}`,
-        result.podsLeft.length > 0
-          ? `pods left on it (stop or terminate them):\n${podTable(result.podsLeft)}`
-          : 'no pods left on it',
-      ].join('\n'),
+    const lines = [`host ${result.host.id} is ${result.host.schedule}`]
+    for (const pod of result.podsMoved)
+      lines.push(`moved pod ${pod.id} (${pod.name}) to host ${pod.movedTo}`)
+    lines.push(
+      result.podsLeft.length > 0
+        ? `pods left on it (stop or terminate them):\n${podTable(result.podsLeft)}`
+        : 'no pods left on it',
     )
+    for (const pod of result.podsLeft)
+      if (pod.notMovedBecause) lines.push(`not moved: pod ${pod.id}: ${pod.notMovedBecause}`)
+    deps.print(lines.join('\n'))
   })
 
   withClientOptions(

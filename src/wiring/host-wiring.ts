@@ -1,5 +1,6 @@
 import { GpuHealthWatch } from '../control/gpu-health-watch.js'
 import { HostMonitor } from '../control/host-monitor.js'
+import { PodMigration } from '../control/pod-migration.js'
 import { LOCAL_HOST_ID } from '../domain/catalog/fleet.js'
 import { HostService, type DrainHook } from '../domain/hosts/host-service.js'
 import { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
@@ -27,6 +28,12 @@ export function wireHosts(context: PlatformContext): HostParts {
     failuresBeforeDown: config.hosts.failuresBeforeDown,
     onChange: () => parts.pods.lifecycle.nudge(),
   })
+  const migration = new PodMigration({
+    pods: parts.pods.pods,
+    store: parts.pods.podStore,
+    driverFor: parts.fleet.driverFor,
+    clock,
+  })
   const service = new HostService({
     board,
     gpus,
@@ -35,6 +42,7 @@ export function wireHosts(context: PlatformContext): HostParts {
     pods: () => parts.pods.podStore.pods.list({}),
     addedAtRuntime: (hostId) => parts.fleet.managed.isManaged(hostId),
     drainHooks,
+    movePods: (hostId, pods) => migration.moveOff(hostId, pods),
     acceptUnenforced: config.containment.acceptUnenforced,
     driverUnenforced: (hostId) =>
       runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,

@@ -140,6 +140,30 @@ export const PodOnHostSchema = Type.Object({
   status: Type.String(),
 })
 
+const PodLeftSchema = Type.Intersect([
+  PodOnHostSchema,
+  Type.Object({
+    notMovedBecause: Type.Optional(
+      Type.String({ description: 'with migrate: why the pod was not moved' }),
+    ),
+  }),
+])
+
+const PodMovedSchema = Type.Intersect([
+  PodOnHostSchema,
+  Type.Object({ movedTo: Type.String({ description: 'the host it was started on' }) }),
+])
+
+const DrainQuery = Type.Object({
+  migrate: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        'also move each running pod without a host-local volume: stopped here, started again on another host with the same id',
+    }),
+  ),
+})
+
 const HostParams = Type.Object({ hostId: Type.String({ minLength: 1, maxLength: 200 }) })
 type HostParams = Static<typeof HostParams>
 const GpuParams = Type.Object({
@@ -221,24 +245,32 @@ export async function adminHostRoutes(
     )
   }
 
-  app.post<{ Params: HostParams }>(
+  app.post<{ Params: HostParams; Querystring: Static<typeof DrainQuery> }>(
     '/admin/hosts/:hostId/drain',
     {
       schema: {
         tags,
         operationId: 'drainHost',
         summary:
-          'No new placements on the host, its serverless workers moved off; lists the pods left',
+          'No new placements on the host, its serverless workers moved off (and with migrate its pods); lists the pods left',
         params: HostParams,
+        querystring: DrainQuery,
         response: {
-          200: Type.Object({ host: HostSchema, podsLeft: Type.Array(PodOnHostSchema) }),
+          200: Type.Object({
+            host: HostSchema,
+            podsLeft: Type.Array(PodLeftSchema),
+            podsMoved: Type.Array(PodMovedSchema, {
+              description: 'with migrate: the pods started on other hosts',
+            }),
+          }),
+          422: ProblemSchema,
           ...errors,
         },
       },
     },
     async (request) => {
       requireAdmin(request)
-      return hosts.drain(request.params.hostId)
+      return hosts.drain(request.params.hostId, { migrate: request.query.migrate ?? false })
     },
   )
 

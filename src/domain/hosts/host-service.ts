@@ -95,6 +95,24 @@ export interface PodOnHost {
  */
 export type DrainHook = (hostId: string) => Promise<void>
 
+/** What `drain --migrate` did with one pod: where it went, or why it stayed. */
+/** A pod `drain --migrate` started on another host. */
+export interface PodMoved extends PodOnHost {
+  movedTo: string
+}
+
+export interface PodMoveOutcome {
+  podId: string
+  /** The host it runs on now; null when it was not moved. */
+  movedTo: string | null
+  reason: string | null
+}
+
+/** A pod left on a draining host, and (with --migrate) why it was not moved. */
+export interface PodLeftOnHost extends PodOnHost {
+  notMovedBecause?: string
+}
+
 export interface HostServiceDeps {
   board: HostBoard
   /** Sampled GPUs and their health; absent: no host's GPUs are sampled. */
@@ -107,6 +125,8 @@ export interface HostServiceDeps {
   /** Whether a host was added at runtime (docs/fleet.md, "Adding a machine"). */
   addedAtRuntime?: (hostId: string) => boolean
   drainHooks: DrainHook[]
+  /** Moves a draining host's pods to other hosts (`drain --migrate`); absent, none move. */
+  movePods?: (hostId: string, pods: Pod[]) => Promise<PodMoveOutcome[]>
   /** `containment.acceptUnenforced`: the limits the operator lets hosts leave unenforced. */
   acceptUnenforced?: readonly ContainedLimit[]
   /**
@@ -192,12 +212,46 @@ export class HostService {
    * No new placements, the drain hooks told (serverless workers move off); pods are not
    * touched: they are listed, and the operator stops or terminates them.
    */
-  async drain(hostId: string): Promise<{ host: HostView; podsLeft: PodOnHost[] }> {
+  /**
+   * No new placements on the host; its serverless workers move off (the drain hooks), and with
+   * `migrate` its pods that can move are started again on other hosts.
+   */
+  async drain(
+    hostId: string,
+    { migrate = false }: { migrate?: boolean } = {},
+  ): Promise<{ host: HostView; podsLeft: PodLeftOnHost[]; podsMoved: PodMoved[] }> {
     this.host(hostId)
     await this.deps.board.setSchedule(hostId, 'DRAINING')
     for (const hook of this.deps.drainHooks) await hook(hostId)
+    const before = await this.livePods()
+    const outcomes =
+      migrate && this.deps.movePods
+        ? await this.deps.movePods(
+            hostId,
+            before.filter((p) => p.hostId === hostId),
+          )
+        : []
     const pods = await this.livePods()
-    return { host: this.view(this.host(hostId), pods), podsLeft: podsOn(hostId, pods) }
+    const why = new Map(outcomes.map((o) => [o.podId, o.reason]))
+    const podsMoved = outcomes.flatMap((o) => {
+      const pod = pods.find((p) => p.id === o.podId)
+      return o.movedTo && pod
+        ? [
+            {
+              id: pod.id,
+              name: pod.name,
+              accountId: pod.accountId,
+              status: pod.status,
+              movedTo: o.movedTo,
+            },
+          ]
+        : []
+    })
+    const podsLeft = podsOn(hostId, pods).map((p) => {
+      const reason = why.get(p.id)
+      return reason ? { ...p, notMovedBecause: reason } : p
+    })
+    return { host: this.view(this.host(hostId), pods), podsLeft, podsMoved }
   }
 
   private async viewOf(hostId: string): Promise<HostView> {

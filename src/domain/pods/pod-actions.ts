@@ -48,12 +48,14 @@ export async function podOfAccount(store: PodStore, accountId: string, id: strin
  * `stopWhileProvisioning` (GraphQL podStop, which sets a desired state) lets `stop` reach a
  * pod that is still PROVISIONING: it goes to EXITED and its workload is never started or is
  * stopped; REST keeps the specification's actions, where PROVISIONING has no `stop`.
- * `bidPerGpu`: a spot pod resumed at a new bid (GraphQL podBidResume).
+ * `bidPerGpu`: a spot pod resumed at a new bid (GraphQL podBidResume). `stopReason`: why a
+ * stop that is not the user's own happens (a drain that moves the pod), as its status says.
  */
 export interface PodActOptions {
   cudaVersions?: string[]
   stopWhileProvisioning?: boolean
   bidPerGpu?: number
+  stopReason?: string
 }
 
 /**
@@ -169,7 +171,10 @@ export class PodActions {
           return this.restart(current)
         case 'stop':
           await unit.allocations.remove(ALLOCATION_KIND, current.id)
-          return { ...this.withStatus(current, 'EXITED', 'stopped by request'), gpuIndices: [] }
+          return {
+            ...this.withStatus(current, 'EXITED', options.stopReason ?? 'stopped by request'),
+            gpuIndices: [],
+          }
         case 'terminate':
           this.checkNotClusterNode(current)
           return this.terminated(current, unit)
