@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
@@ -266,4 +267,55 @@ describe.runIf(enabled).each(restartableStores())('a fleet of three hosts on %s'
     expect(refused.detail).toContain('gpu-node-1 is draining')
     await json(await call('/v2/admin/hosts/gpu-node-1/uncordon', { method: 'POST' }))
   }, 60_000)
+
+  it('drains a host with migrate: its pod starts on another host with the same id and volume', async () => {
+    const onNode3 = pods.find((p) => served.get(p.id)!.includes(' 10.213.0.13 '))!
+    const drained = await json<{
+      podsMoved: Array<{ id: string; movedTo: string }>
+      podsLeft: Array<{ id: string }>
+    }>(await call('/v2/admin/hosts/gpu-node-3/drain?migrate=true', { method: 'POST' }))
+    // gpu-node-1 is the one host with room (its pod went in the drain above).
+    expect(drained.podsMoved).toEqual([
+      expect.objectContaining({ id: onNode3.id, movedTo: 'gpu-node-1' }),
+    ])
+    expect(drained.podsLeft).toEqual([])
+    const moved = await until(
+      `pod ${onNode3.id} RUNNING on gpu-node-1`,
+      () => pod(onNode3.id),
+      (p) =>
+        p.status === 'ERROR' ||
+        (p.status === 'RUNNING' && p.runtime?.ports[0]?.ip === '10.213.0.11'),
+    )
+    expect(moved.status, moved.statusReason ?? '').toBe('RUNNING')
+    const port = moved.runtime!.ports[0]!
+    expect(await fetchText(`http://${port.ip}:${port.public}/`)).toMatch(
+      new RegExp(`^${onNode3.id} 10\\.213\\.0\\.11 \\S+$`),
+    )
+    // The network volume followed it: the pod noted itself a second time in the shared file.
+    const [volumeId] = readdirSync(volumeRoot).filter((name) => !name.includes('.'))
+    const noted = readFileSync(path.join(volumeRoot, volumeId!, 'pods.txt'), 'utf8')
+    expect(
+      noted
+        .trim()
+        .split('\n')
+        .filter((id) => id === onNode3.id),
+    ).toHaveLength(2)
+    // Nothing of it is left on gpu-node-3's engine.
+    const node3 = rigHost(layout, 'gpu-node-3')
+    const left = execFileSync(
+      'docker',
+      [
+        '-H',
+        `unix://${node3.socketPath}`,
+        'ps',
+        '-a',
+        '--filter',
+        `label=podyard.workload=${onNode3.id}`,
+        '-q',
+      ],
+      { encoding: 'utf8' },
+    )
+    expect(left.trim()).toBe('')
+    await json(await call('/v2/admin/hosts/gpu-node-3/uncordon', { method: 'POST' }))
+  }, 120_000)
 })
