@@ -86,9 +86,9 @@ function collectingLogger(lines: LogLine[]): WorkerLogger {
 
 /**
  * The server's log: the URLs of the requests it received (the worker routes, with their
- * queries) and the ids of the jobs its sweeps re-queued.
+ * queries), the ids of the jobs its sweeps re-queued and, where asked for, every message.
  */
-function serverLog(seen: { urls: string[]; requeued: string[] }): Logger {
+function serverLog(seen: { urls: string[]; requeued: string[]; messages?: string[] }): Logger {
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split('\n')) {
@@ -98,6 +98,7 @@ function serverLog(seen: { urls: string[]; requeued: string[] }): Logger {
           req?: { url?: string }
           requeued?: string[]
         }
+        if (entry.msg !== undefined) seen.messages?.push(entry.msg)
         if (entry.msg === 'incoming request' && entry.req?.url) seen.urls.push(entry.req.url)
         if (entry.msg === 'job sweep') seen.requeued.push(...(entry.requeued ?? []))
       }
@@ -197,10 +198,16 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
   })
 
   it('delivers a result finished during an outage longer than the job lease (the restarted server renews leases first)', async () => {
-    const short = await startRestartablePlatform(store, { workers: { jobLeaseMs: 5_000 } })
+    const seen = { urls: [] as string[], requeued: [] as string[], messages: [] as string[] }
+    const short = await startRestartablePlatform(
+      store,
+      { workers: { jobLeaseMs: 5_000 } },
+      { logger: serverLog(seen) },
+    )
     cleanups.push(() => short.close())
-    // The worker reaches the platform through a proxy that keeps refusing (503) for a while
-    // after the platform is back: the first sweeps run before the worker can report.
+    // The worker reaches the platform through a proxy that keeps refusing (503) after the
+    // platform is back, until its first sweep has run: the sweep comes before the worker can
+    // report.
     const proxy = await startAnswerProxy(() => short.url)
     cleanups.push(() => proxy.close())
     const id = await createEndpoint(short)
@@ -227,7 +234,9 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     await sleep(7_000)
     proxy.rule = () => ({ status: 503, body: 'still starting' })
     await short.start()
-    await sleep(3_000)
+    await eventually('the first sweep renewed the lease', () =>
+      seen.messages.some((message) => message.startsWith('renewed the running jobs')),
+    )
     proxy.rule = () => 'forward'
     const job = await finished(id, jobId, short)
     expect(job).toMatchObject({ status: 'COMPLETED', output: { done: { n: 2 } } })
@@ -238,6 +247,7 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
       .where('id', '=', jobId)
       .execute()
     expect(Number(row!.attempts)).toBe(1)
+    expect(seen.requeued).not.toContain(jobId)
   })
 
   /**
@@ -404,7 +414,8 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     await eventually('p1 shown', async () => (await status(id, jobId)).output === 'p1')
     await platform.stop()
     afterFirst.open()
-    await sleep(3_000)
+    // The port is closed: p2's and p3's posts are refused at once and wait, retried.
+    await sleep(1_500)
     expect(latestDelivered).toBe(false)
     const mark = urls.length
     await platform.start()
@@ -414,7 +425,7 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     expect(calls(id, 'job-done', mark)).toHaveLength(1)
     await platform.stop()
     afterLatest.open()
-    await sleep(2_000)
+    await sleep(1_000)
     const beforeResult = urls.length
     await platform.start()
     expect(await finished(id, jobId)).toMatchObject({ status: 'COMPLETED', output: 'done' })
@@ -438,7 +449,9 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     const stopping = slow.stop({ gracePeriodMs: 15_000 }).then(() => {
       stopped = true
     })
-    await sleep(3_000)
+    // A stop that did not wait for the result would have ended long before (its post is
+    // refused at once).
+    await sleep(1_500)
     expect(stopped).toBe(false)
     await platform.start()
     await stopping
@@ -517,7 +530,8 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     expect(rotated.status).toBe(200)
     release.open()
     await eventually('result dropped', () => worker.activeJobs === 0, 5_000)
-    await sleep(1_500)
+    // A retry would follow within 250 ms (the first backoff step).
+    await sleep(750)
     expect(calls(id, 'job-done')).toHaveLength(1)
     expect(lines).toContainEqual(
       expect.objectContaining({ level: 'error', fields: expect.objectContaining({ jobId }) }),
