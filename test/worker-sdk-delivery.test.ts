@@ -353,7 +353,8 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     await eventually('three jobs running', () => started.size === 3)
     await platform.stop()
     release.open()
-    await sleep(3_000)
+    // The batch is refused at once and retried; a worker that gave it up would free the slots.
+    await sleep(1_500)
     expect(worker.activeJobs).toBe(3)
     await platform.start()
     for (const [i, jobId] of jobIds.entries()) {
