@@ -588,7 +588,7 @@ describe('job sweeper', () => {
         },
         requeueExpiredLeases: async () => {
           calls.push('leases')
-          return { requeued: ['j1'], ended: [] }
+          return { requeued: ['j1'], ended: [], lost: [] }
         },
         expire: async () => {
           calls.push('expire')

@@ -135,11 +135,17 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     const job = await submit()
     await queue.take(EP, 'w1', { max: 1, leaseMs: LEASE })
     clock.advance(LEASE - 1)
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+      requeued: [],
+      ended: [],
+      lost: [],
+    })
     clock.advance(1)
     expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
       requeued: [job.id],
       ended: [],
+      // The attempt cut short, as it ran: for its spans.
+      lost: [expect.objectContaining({ id: job.id, endpointId: EP, workerId: 'w1', attempts: 1 })],
     })
     expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
     expect(await queue.takeStops(EP, 'w1')).toEqual([{ jobId: job.id, reason: 'lease-lost' }])
@@ -197,10 +203,15 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     await queue.take(EP, 'alive', { max: 1, leaseMs: LEASE })
     clock.advance(5_000)
     // Well within their leases: a sweep would leave them.
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+      requeued: [],
+      ended: [],
+      lost: [],
+    })
     expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({
       requeued: [running.id],
       ended: [expect.objectContaining({ id: late.id, endpointId: EP, status: 'TIMED_OUT' })],
+      lost: [expect.objectContaining({ id: running.id, workerId: 'lost', attempts: 1 })],
     })
     expect(await queue.get(EP, running.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1 })
     expect(await queue.get(EP, late.id)).toMatchObject({ status: 'TIMED_OUT' })
@@ -226,7 +237,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(await queue.complete(EP, running.id, 'alive', { output: 'ok' })).toMatchObject({
       applied: true,
     })
-    expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({ requeued: [], ended: [] })
+    expect(await queue.requeueWorkerJobs(EP, 'lost')).toEqual({ requeued: [], ended: [], lost: [] })
   })
 
   /** A managed worker's record, READY, of an account of its own (the store's foreign key). */
@@ -270,7 +281,11 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
         reason,
         changedAt: '2026-03-01T00:00:01.000Z',
       }),
-    ).toEqual({ requeued: [job.id], ended: [] })
+    ).toEqual({
+      requeued: [job.id],
+      ended: [],
+      lost: [expect.objectContaining({ id: job.id, workerId: 'lostworker0001', attempts: 1 })],
+    })
     expect(await new KyselyWorkerRepo(store.db).get('lostworker0001')).toMatchObject({
       phase: 'UNHEALTHY',
       reason,
@@ -326,6 +341,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
         expect.objectContaining({ id: running.id, endpointId: EP, status: 'FAILED' }),
         expect.objectContaining({ id: late.id, endpointId: EP, status: 'TIMED_OUT' }),
       ]),
+      lost: [],
     })
     expect(await queue.get(EP, running.id)).toMatchObject({ status: 'FAILED', error, attempts: 1 })
     expect(await queue.get(EP, late.id)).toMatchObject({ status: 'TIMED_OUT' })
@@ -333,7 +349,11 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(await queue.complete(EP, running.id, 'oom', { output: 'late' })).toMatchObject({
       applied: false,
     })
-    expect(await queue.failWorkerJobs(EP, 'oom', error)).toEqual({ requeued: [], ended: [] })
+    expect(await queue.failWorkerJobs(EP, 'oom', error)).toEqual({
+      requeued: [],
+      ended: [],
+      lost: [],
+    })
   })
 
   it('retires a stop notice of an earlier attempt when the same worker takes the job again', async () => {
@@ -406,7 +426,11 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
       new Date(clock.now().getTime() + LEASE * 10).toISOString(),
     )
     expect(await queue.get(EP, queued.id)).toMatchObject({ status: 'IN_QUEUE' })
-    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
+    expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+      requeued: [],
+      ended: [],
+      lost: [],
+    })
   })
 
   it('keeps the lease while the worker heart-beats', async () => {
@@ -415,7 +439,11 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     for (let i = 0; i < 5; i++) {
       clock.advance(LEASE - 1_000)
       expect(await queue.heartbeat(EP, 'w1', [job.id, 'unknown'], LEASE)).toEqual([job.id])
-      expect(await queue.requeueExpiredLeases(clock.now())).toEqual({ requeued: [], ended: [] })
+      expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
+        requeued: [],
+        ended: [],
+        lost: [],
+      })
     }
     expect(await queue.get(EP, job.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1' })
   })
@@ -448,6 +476,7 @@ describe.each(testStores())('job queue on $name', ({ open }) => {
     expect(await queue.requeueExpiredLeases(clock.now())).toEqual({
       requeued: [],
       ended: [expect.objectContaining({ id: job.id, endpointId: EP, status: 'TIMED_OUT' })],
+      lost: [],
     })
     expect((await queue.get(EP, job.id))?.status).toBe('TIMED_OUT')
   })

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../src/domain/serverless/job.js'
+import {
+  lostAttemptReason,
+  lostWorkerError,
+  MAX_JOB_ATTEMPTS,
+} from '../src/domain/serverless/job.js'
 import { json } from './support/http.js'
 import { attribute, otlpReceiver, type OtlpSpan } from './support/otlp-receiver.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
@@ -158,7 +162,7 @@ describe('the spans of expired, lost and batch-taken jobs', () => {
     }
   })
 
-  it("writes a job.queued span for each attempt of a lost worker's job, and job.failed with the reason at the last", () => {
+  it("writes job.queued and job.taken spans for each attempt of a lost worker's job, job.requeued under each but the last, and job.failed with the reason at the last", () => {
     const spans = spansOf(lostId)
     for (const span of spans) expect(span.traceId).toBe(callerTrace(4))
     const queued = spans.filter((s) => s.name === 'job.queued')
@@ -169,12 +173,26 @@ describe('the spans of expired, lost and batch-taken jobs', () => {
       'lost-worker-3',
     ])
     for (const span of queued) expect(span.parentSpanId).toBe(lostRunSpan)
+    // Each attempt's run has its own job.taken: the first two with job.requeued under it.
     const taken = spans.filter((s) => s.name === 'job.taken')
+    const takenOf = (attempt: number) =>
+      taken.find((s) => attribute(s, 'podyard.job.attempt') === attempt)!
+    expect(taken.map((s) => attribute(s, 'podyard.job.attempt')).sort()).toEqual([1, 2, 3])
+    for (const span of taken) expect(span.parentSpanId).toBe(lostRunSpan)
+    const requeued = spans.filter((s) => s.name === 'job.requeued')
+    expect(requeued.map((s) => attribute(s, 'podyard.job.attempt')).sort()).toEqual([1, 2])
+    for (const span of requeued) {
+      const attempt = attribute(span, 'podyard.job.attempt') as number
+      expect(span.parentSpanId).toBe(takenOf(attempt).spanId)
+      expect(attribute(span, 'podyard.worker.id')).toBe(`lost-worker-${attempt}`)
+      expect(attribute(span, 'podyard.job.status')).toBe('IN_QUEUE')
+      expect(attribute(span, 'podyard.reason')).toBe(lostAttemptReason(attempt))
+      expect(span.status).toMatchObject({ code: 2, message: lostAttemptReason(attempt) })
+      expect(takenOf(attempt).status?.code).toBe(2)
+    }
     const failed = spans.filter((s) => s.name === 'job.failed')
-    expect(taken).toHaveLength(1)
     expect(failed).toHaveLength(1)
-    expect(taken[0]!.parentSpanId).toBe(lostRunSpan)
-    expect(failed[0]!.parentSpanId).toBe(taken[0]!.spanId)
+    expect(failed[0]!.parentSpanId).toBe(takenOf(MAX_JOB_ATTEMPTS).spanId)
     expect(attribute(failed[0]!, 'podyard.job.status')).toBe('FAILED')
     expect(attribute(failed[0]!, 'podyard.worker.id')).toBe('lost-worker-3')
     expect(attribute(failed[0]!, 'podyard.reason')).toBe(lostWorkerError(MAX_JOB_ATTEMPTS))

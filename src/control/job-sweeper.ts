@@ -4,7 +4,8 @@ import type { JobEvents } from '../domain/serverless/job-events.js'
 import type { Clock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import type { Tracing } from '../shared/tracing.js'
-import { traceExpired, traceFinished } from '../domain/serverless/job-tracing.js'
+import { traceExpired } from '../domain/serverless/job-tracing.js'
+import { observeSweptJobs } from './swept-jobs.js'
 
 export const JOB_SWEEP_INTERVAL_MS = 1_000
 
@@ -78,13 +79,8 @@ export class JobSweeper {
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
     const ended = [...leases.ended, ...expired.ended]
-    for (const job of ended) {
-      this.deps.events?.ended(job.endpointId, job.status)
-      // Every job's spans end, also those a worker never reported back on.
-      if (this.deps.tracing && job.job) {
-        traceFinished(this.deps.tracing, job.job, now.getTime(), job.job.startedAt !== undefined)
-      }
-    }
+    // Every job's spans end, also those a worker never reported back on.
+    observeSweptJobs(this.deps, { ended, lost: leases.lost }, now.getTime())
     if (this.deps.tracing) {
       for (const job of expired.expired) traceExpired(this.deps.tracing, job, now.getTime())
     }

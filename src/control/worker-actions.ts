@@ -12,6 +12,7 @@ import {
   type WorkerAutoscalerSettings,
 } from './worker-autoscaler-config.js'
 import type { WorkerFailures } from './worker-failures.js'
+import { observeSweptJobs } from './swept-jobs.js'
 import { launchWorker } from './worker-launch.js'
 import { isMovingOff, type WorkerRosterView } from './worker-roster-view.js'
 
@@ -150,11 +151,14 @@ export class WorkerActions {
     // Gone first, then its jobs go back to the queue: a worker that only went silent may still
     // be running them, and a job must never run on two workers at once.
     await this.release(worker, 0)
-    const released =
-      jobError === undefined
-        ? await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
-        : (await this.deps.queue.failWorkerJobs(worker.endpointId, worker.id, jobError)).ended
-            .length
+    let released: number
+    if (jobError === undefined) {
+      released = await this.deps.queue.releaseWorker(worker.endpointId, worker.id)
+    } else {
+      const swept = await this.deps.queue.failWorkerJobs(worker.endpointId, worker.id, jobError)
+      observeSweptJobs(this.deps.sweptJobs ?? {}, swept, this.deps.clock.now().getTime())
+      released = swept.ended.length
+    }
     this.deps.logger.warn(
       { endpointId: worker.endpointId, workerId: worker.id, reason, releasedJobs: released },
       'worker unhealthy; replaced it',
@@ -188,11 +192,18 @@ export class WorkerActions {
       reason,
       changedAt: next.phaseChangedAt,
     })
+    observeSweptJobs(this.deps.sweptJobs ?? {}, jobs, this.deps.clock.now().getTime())
     await this.deps.allocations.remove('worker', worker.id)
     this.deps.presence.forget(worker.endpointId, worker.id)
     this.roster.forgetIdle(worker.id)
     this.deps.logger.warn(
-      { endpointId: worker.endpointId, workerId: worker.id, reason, ...jobs },
+      {
+        endpointId: worker.endpointId,
+        workerId: worker.id,
+        reason,
+        requeued: jobs.requeued,
+        ended: jobs.ended.map((job) => job.id),
+      },
       'worker lost with its host; its jobs are back in the queue and it is replaced elsewhere',
     )
     return this.phaseWritten(next)

@@ -4,6 +4,7 @@ import type { JobQueue } from '../domain/serverless/ports.js'
 import type { StartBackoffRepo } from '../domain/serverless/start-backoff.js'
 import type { WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
+import type { SweptJobObservers } from './swept-jobs.js'
 import type { WorkerLaunchDeps } from './worker-launch.js'
 
 export interface WorkerAutoscalerSettings {
@@ -86,4 +87,9 @@ export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
    * worker stopped (`reason` one of SCALE_DOWN_REASONS), for the metrics.
    */
   onScale?: (direction: 'up' | 'down', reason: string, count: number) => void
+  /**
+   * Told of the jobs a worker's end ended or requeued (out of memory, lost with its host): the
+   * metrics count them and their spans end, as the job sweeper's do.
+   */
+  sweptJobs?: SweptJobObservers
 }

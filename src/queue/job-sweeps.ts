@@ -1,7 +1,13 @@
 import { sql } from 'kysely'
 import type { StoreCapabilities } from '../shared/store-capabilities.js'
 import { lostWorkerError, MAX_JOB_ATTEMPTS } from '../domain/serverless/job.js'
-import type { EndedJob, ExpiredJob, WorkerRetirement } from '../domain/serverless/ports.js'
+import type {
+  EndedJob,
+  ExpiredJob,
+  LostAttempt,
+  SweptJobs,
+  WorkerRetirement,
+} from '../domain/serverless/ports.js'
 import {
   addWebhookDelivery,
   chunks,
@@ -42,6 +48,8 @@ export interface SweepEffects {
     ended?: EndedJob['status']
     /** The ended job's row after the sweep, for its spans. */
     row?: JobRow
+    /** A requeued job's attempt that its lost worker cut short, for its spans. */
+    lost?: LostAttempt
   }>
   /** Wake-up keys of the stop notices it wrote. */
   stopKeys: Set<string>
@@ -173,6 +181,7 @@ async function endLease(
     requeued: !finished,
     ...(finished ? { ended: timedOut ? 'TIMED_OUT' : 'FAILED' } : {}),
     ...(finished && updated ? { row: updated } : {}),
+    ...(!finished && updated ? { lost: unfinishedJob(row) } : {}),
   })
 }
 
@@ -264,24 +273,27 @@ export async function expireJobs(
   return effects
 }
 
-function expiredJob(
-  row: Pick<
-    JobRow,
-    | 'id'
-    | 'endpoint_id'
-    | 'worker_id'
-    | 'attempts'
-    | 'created_at'
-    | 'started_at'
-    | 'trace_parent'
-    | 'request_id'
-  >,
-  status: ExpiredJob['status'],
-): ExpiredJob {
+type UnfinishedRow = Pick<
+  JobRow,
+  | 'id'
+  | 'endpoint_id'
+  | 'worker_id'
+  | 'attempts'
+  | 'created_at'
+  | 'started_at'
+  | 'trace_parent'
+  | 'request_id'
+>
+
+function expiredJob(row: UnfinishedRow, status: ExpiredJob['status']): ExpiredJob {
+  return { ...unfinishedJob(row), status }
+}
+
+/** A job as it was before a sweep changed it, for the spans of what it was doing. */
+function unfinishedJob(row: UnfinishedRow): LostAttempt {
   return {
     id: row.id,
     endpointId: row.endpoint_id,
-    status,
     attempts: Number(row.attempts),
     createdAt: row.created_at,
     ...(row.worker_id !== null ? { workerId: row.worker_id } : {}),
@@ -292,17 +304,15 @@ function expiredJob(
   }
 }
 
-/** The jobs a sweep put back in the queue, and those it ended, with how. */
-export function requeuedAndEnded(effects: SweepEffects): {
-  requeued: string[]
-  ended: EndedJob[]
-} {
-  const requeued: string[] = []
-  const ended: EndedJob[] = []
+/** The jobs a sweep put back in the queue (with the attempts cut short), and those it ended. */
+export function requeuedAndEnded(effects: SweepEffects): SweptJobs {
+  const swept: SweptJobs = { requeued: [], ended: [], lost: [] }
   for (const job of effects.touched) {
-    if (job.requeued) requeued.push(job.id)
-    else if (job.ended) {
-      ended.push({
+    if (job.requeued) {
+      swept.requeued.push(job.id)
+      if (job.lost) swept.lost.push(job.lost)
+    } else if (job.ended) {
+      swept.ended.push({
         id: job.id,
         endpointId: job.endpointId,
         status: job.ended,
@@ -310,5 +320,5 @@ export function requeuedAndEnded(effects: SweepEffects): {
       })
     }
   }
-  return { requeued, ended }
+  return swept
 }

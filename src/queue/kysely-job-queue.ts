@@ -12,6 +12,7 @@ import type {
   ScalingStats,
   StopNotice,
   StreamRead,
+  SweptJobs,
   WorkerRetirement,
   WorkerWriteResult,
 } from '../domain/serverless/ports.js'
@@ -424,7 +425,7 @@ export class KyselyJobQueue implements JobQueue {
     return listJobs(this.db, endpointId, options)
   }
 
-  async requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+  async requeueExpiredLeases(now: Date): Promise<SweptJobs> {
     const effects = await retryLockConflicts(() =>
       sweeps.requeueExpiredLeases(this.db, this.capabilities, now.getTime()),
     )
@@ -574,15 +575,11 @@ export class KyselyJobQueue implements JobQueue {
     endpointId: string,
     workerId: string,
     retire?: WorkerRetirement,
-  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+  ): Promise<SweptJobs> {
     return this.sweepWorker(endpointId, workerId, { retire })
   }
 
-  failWorkerJobs(
-    endpointId: string,
-    workerId: string,
-    error: string,
-  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+  failWorkerJobs(endpointId: string, workerId: string, error: string): Promise<SweptJobs> {
     return this.sweepWorker(endpointId, workerId, { failure: error })
   }
 
@@ -590,7 +587,7 @@ export class KyselyJobQueue implements JobQueue {
     endpointId: string,
     workerId: string,
     how: Parameters<typeof sweeps.requeueWorkerJobs>[5],
-  ): Promise<{ requeued: string[]; ended: EndedJob[] }> {
+  ): Promise<SweptJobs> {
     const at = this.clock.now().getTime()
     const effects = await retryLockConflicts(() =>
       sweeps.requeueWorkerJobs(this.db, this.capabilities, endpointId, workerId, at, how),

@@ -269,6 +269,10 @@ function workerAutoscalerOf(
     // A worker's system log shares the pods' event table (worker ids are pod-shaped).
     events: podStore.events,
     onScale: context.metrics.onScale,
+    sweptJobs: {
+      events: context.metrics.jobs,
+      ...(context.tracing ? { tracing: context.tracing } : {}),
+    },
   })
 }
 

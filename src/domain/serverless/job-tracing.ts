@@ -1,6 +1,6 @@
 import { TRACE_ATTRIBUTES as A, type Tracing } from '../../shared/tracing.js'
-import type { Job, JobView } from './job.js'
-import type { ExpiredJob } from './ports.js'
+import { lostAttemptReason, type Job, type JobView } from './job.js'
+import type { ExpiredJob, LostAttempt } from './ports.js'
 
 /**
  * A job's spans (docs/production.md, "Tracing"), children of the request that queued it (its
@@ -8,7 +8,8 @@ import type { ExpiredJob } from './ports.js'
  * the job. They are written when each step is over, from the job's own times: `job.queued`
  * when a worker takes it (created to taken), `job.taken` and `job.done` (or `job.failed`) when
  * the worker reports its result (taken to finished), `job.cancelled` when it is cancelled,
- * `job.expired` when the sweep deletes it unfinished.
+ * `job.expired` when the sweep deletes it unfinished, `job.requeued` when its worker was lost on
+ * an attempt that was not its last.
  */
 export function traceTaken(tracing: Tracing, job: Job, takenAt: number): void {
   if (job.trace === undefined) return
@@ -111,4 +112,38 @@ export function traceExpired(tracing: Tracing, job: ExpiredJob, expiredAt: numbe
   step.fail(why)
   result.end(expiredAt)
   step.end(expiredAt)
+}
+
+/**
+ * The spans of an attempt whose worker was lost (its lease ended, or its host went DOWN) while
+ * the job went back to the queue for another: `job.taken` from the take until then, with
+ * `job.requeued` under it, both failed with the reason and `podyard.job.status` `IN_QUEUE`.
+ * The job's trace goes on with its next attempt.
+ */
+export function traceLostAttempt(tracing: Tracing, job: LostAttempt, lostAt: number): void {
+  if (job.trace === undefined) return
+  const reason = lostAttemptReason(job.attempts)
+  const attributes = {
+    [A.jobId]: job.id,
+    [A.endpointId]: job.endpointId,
+    [A.requestId]: job.trace.requestId,
+    [A.workerId]: job.workerId,
+    [A.jobAttempt]: job.attempts,
+    [A.jobStatus]: 'IN_QUEUE',
+    [A.reason]: reason,
+  }
+  const step = tracing.startSpan('job.taken', {
+    parent: job.trace.traceparent,
+    startTime: Date.parse(job.startedAt ?? job.createdAt),
+    attributes,
+  })
+  const result = tracing.startSpan('job.requeued', {
+    parent: step.traceparent,
+    startTime: lostAt,
+    attributes,
+  })
+  result.fail(reason)
+  step.fail(reason)
+  result.end(lostAt)
+  step.end(lostAt)
 }

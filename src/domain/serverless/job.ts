@@ -59,6 +59,11 @@ export const SYNC_JOB_ID_PREFIX = 'sync-'
  */
 export const MAX_JOB_ATTEMPTS = 3
 
+/** Why an attempt that was not the job's last ended: its worker was lost, the job requeued. */
+export function lostAttemptReason(attempt: number): string {
+  return `the job's worker was lost on attempt ${attempt} of ${MAX_JOB_ATTEMPTS} (crashed, stopped, missed its heartbeats or lost with its host); the job went back to the queue`
+}
+
 /** The error of a job that failed because its workers kept being lost. */
 export function lostWorkerError(attempts: number): string {
   return `the job's worker was lost ${attempts} times (crashed, stopped or missed its heartbeats); it is not retried again`

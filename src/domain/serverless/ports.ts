@@ -74,6 +74,23 @@ export interface ExpiredJob {
 }
 
 /**
+ * An attempt that ended because its worker was lost (its lease ended, or its host went DOWN)
+ * while the job went back to the queue for another: the job as that attempt ran it, for the
+ * attempt's spans.
+ */
+export type LostAttempt = Omit<ExpiredJob, 'status'>
+
+/**
+ * What a sweep of running jobs did: the ids it put back in the queue, the jobs it ended (the
+ * metrics count them), and the attempts it cut short by requeuing (for their spans).
+ */
+export interface SweptJobs {
+  requeued: string[]
+  ended: EndedJob[]
+  lost: LostAttempt[]
+}
+
+/**
  * The serverless job queue of all endpoints (docs/serverless-queue.md). Every method is scoped
  * by endpoint: a job id of another endpoint is `not-found`. Timestamps come from the
  * implementation's Clock; `now` arguments let a sweeper and tests name the instant.
@@ -165,10 +182,10 @@ export interface JobQueue {
   /**
    * IN_PROGRESS jobs whose lease ended before `now`: back to IN_QUEUE (their worker gets a stop
    * notice), TIMED_OUT when their execution deadline has passed too, FAILED when it was their
-   * last attempt (MAX_JOB_ATTEMPTS). Returns the ids requeued, and the jobs ended with their
-   * endpoints and statuses (the metrics count them).
+   * last attempt (MAX_JOB_ATTEMPTS). Returns the ids requeued with their lost attempts, and the
+   * jobs ended with their endpoints and statuses (the metrics count them).
    */
-  requeueExpiredLeases(now: Date): Promise<{ requeued: string[]; ended: EndedJob[] }>
+  requeueExpiredLeases(now: Date): Promise<SweptJobs>
   /**
    * Renews the lease of every running job whose lease ends before `until` to `until` (the
    * platform starts leading after an absence: docs/serverless-queue.md). Returns how many.
@@ -250,23 +267,19 @@ export interface JobQueue {
    * after MAX_JOB_ATTEMPTS), in one transaction, and nothing it sends afterwards is applied.
    * With `retire` (a managed worker), its stored phase is written first in that transaction, so
    * that no take sees its jobs back in the queue without seeing it retired (`take`). Returns
-   * the ids requeued and the jobs that ended.
+   * the ids requeued with their lost attempts, and the jobs that ended.
    */
   requeueWorkerJobs(
     endpointId: string,
     workerId: string,
     retire?: WorkerRetirement,
-  ): Promise<{ requeued: string[]; ended: EndedJob[] }>
+  ): Promise<SweptJobs>
   /**
    * The worker died of something another attempt would die of too (it ran out of memory): its
    * running jobs end now, FAILED with `error` (TIMED_OUT past their deadline), in one
    * transaction, and nothing it sends afterwards is applied. Returns the jobs that ended.
    */
-  failWorkerJobs(
-    endpointId: string,
-    workerId: string,
-    error: string,
-  ): Promise<{ requeued: string[]; ended: EndedJob[] }>
+  failWorkerJobs(endpointId: string, workerId: string, error: string): Promise<SweptJobs>
   /** What the autoscaler looks at (docs/serverless-workers.md). */
   scalingStats(endpointId: string): Promise<ScalingStats>
 }
