@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -50,6 +51,35 @@ describe('podyard CLI for people and scripts', () => {
       const result = await cli([flag])
       expect(result.code).toBe(0)
       expect(result.stdout).toBe(`${version}\n`)
+    }
+  })
+
+  it('writes no colour or other terminal escape on a terminal: help, tables, errors', async () => {
+    /** `podyard <args>` with a pseudo-terminal as stdout and stderr (util-linux's `script`). */
+    const onTerminal = (args: string[], noColor: string) =>
+      new Promise<string>((resolve, reject) => {
+        const bin = path.join(repoRoot, 'bin', 'podyard.js')
+        const command = [process.execPath, bin, ...args].map((a) => `'${a}'`).join(' ')
+        execFile(
+          'script',
+          ['-qec', command, '/dev/null'],
+          { cwd: repoRoot, env: { ...process.env, ...env, TERM: 'xterm', NO_COLOR: noColor } },
+          // A refusal exits non-zero: its output is what is looked at.
+          (error, stdout) => (stdout ? resolve(stdout) : reject(error ?? new Error('no output'))),
+        )
+      })
+    for (const noColor of ['', '1']) {
+      const outputs = [
+        await onTerminal(['--help'], noColor),
+        await onTerminal(['pods', 'list', ...auth()], noColor),
+        await onTerminal(['catalog', 'gpus', ...auth()], noColor),
+        await onTerminal(['pods', 'get', 'no-such-pod', ...auth()], noColor),
+      ]
+      expect(outputs[0]).toMatch(/Usage: podyard/)
+      expect(outputs[2]).toMatch(/L4/)
+      expect(outputs[3]).toMatch(/no-such-pod/)
+      // eslint-disable-next-line no-control-regex
+      for (const output of outputs) expect(output).not.toMatch(/\u001b/)
     }
   })
 
