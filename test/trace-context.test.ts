@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestPlatform, type TestPlatform } from './support/platform.js'
+import { serve } from '../src/sdk/worker/index.js'
+import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 
@@ -48,6 +49,40 @@ describe('trace context (telemetry.traceContext)', () => {
       headers: { traceparent: '00-nope-01' },
     })
     expect(response.headers.get('traceparent')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+  })
+
+  it("hands a podyard/worker handler the /run request's span as the job's traceparent", async () => {
+    const key = await otherAccountKey(platform, 'trace-context-worker@example.com')
+    const created = await platform.call('/v2/serverless', {
+      key,
+      method: 'POST',
+      json: { name: 'traced-sdk', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+    })
+    expect(created.status).toBe(201)
+    const endpointId = ((await created.json()) as { id: string }).id
+    const seen: Array<string | undefined> = []
+    const worker = serve(
+      (job) => {
+        seen.push(job.traceparent)
+        return { ok: true }
+      },
+      { endpointUrl: `${platform.url}/v2/${endpointId}`, apiKey: key, logger: null },
+    )
+    try {
+      const run = await platform.call(`/v2/${endpointId}/runsync?wait=10000`, {
+        key,
+        method: 'POST',
+        json: { input: { n: 1 } },
+        headers: { traceparent: `00-${TRACE}-00f067aa0ba902b7-01` },
+      })
+      expect(((await run.json()) as { status: string }).status).toBe('COMPLETED')
+      const runSpan = run.headers.get('traceparent')
+      expect(runSpan).toMatch(new RegExp(`^00-${TRACE}-[0-9a-f]{16}-01$`))
+      // The handler's own spans take it as their parent: they join the caller's trace.
+      expect(seen).toEqual([runSpan])
+    } finally {
+      await worker.stop({ gracePeriodMs: 0 })
+    }
   })
 
   it('is off by default', async () => {
