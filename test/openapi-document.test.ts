@@ -100,6 +100,24 @@ describe('the OpenAPI document', () => {
     expect(JSON.stringify(document.paths)).not.toContain('"Default Response"')
   })
 
+  it('names the query parameters operations share once, under components.parameters', () => {
+    const inline = new Map<string, string[]>()
+    for (const { method, path, operation } of operations) {
+      const parameters = (operation as { parameters?: Array<Record<string, unknown>> }).parameters
+      for (const parameter of parameters ?? []) {
+        if (parameter.$ref !== undefined || parameter.in !== 'query') continue
+        const text = JSON.stringify(parameter)
+        inline.set(text, [...(inline.get(text) ?? []), `${method} ${path}`])
+      }
+    }
+    // A parameter written out in place is one operation's own.
+    expect([...inline.values()].filter((where) => where.length > 1)).toEqual([])
+    const components = (document.components as { parameters: Record<string, unknown> }).parameters
+    expect(Object.keys(components)).toEqual(
+      expect.arrayContaining(['WaitQuery', 'StartTimeQuery', 'EndTimeQuery', 'BucketSizeQuery']),
+    )
+  })
+
   it('measures what it claims: an inline body, a bare answer and a union of constants count', () => {
     const bad = {
       paths: {

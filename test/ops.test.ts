@@ -42,13 +42,20 @@ describe('operations endpoints', () => {
       info: { version: string }
       paths: Record<
         string,
-        Record<string, { operationId?: string; parameters?: Array<{ name: string }> }>
+        Record<
+          string,
+          { operationId?: string; parameters?: Array<{ name?: string; $ref?: string }> }
+        >
       >
+      components: { parameters: Record<string, { name: string }> }
     }
+    // A parameter several operations share is a reference to components.parameters.
+    const named = (p: { name?: string; $ref?: string }) =>
+      p.$ref === undefined ? p.name : doc.components.parameters[p.$ref.split('/').pop()!]?.name
     expect(doc.openapi).toBe('3.1.0')
     expect(doc.info.version).toBe('2.0.0')
     expect(doc.paths['/v2/catalog/gpus']?.get?.operationId).toBe('listGpuTypes')
-    expect(doc.paths['/v2/catalog/gpus']?.get?.parameters?.map((p) => p.name)).toEqual(
+    expect(doc.paths['/v2/catalog/gpus']?.get?.parameters?.map(named)).toEqual(
       expect.arrayContaining(['count', 'cloud', 'include']),
     )
     expect(doc.paths['/v2/catalog/datacenters/{id}']?.get?.operationId).toBe('getDataCenter')

@@ -180,9 +180,13 @@ describe('REST catalog', () => {
 
     const document = (await (await platform.call('/v2/openapi.json', { key: null })).json()) as {
       paths: Record<string, { get: { parameters: Array<Record<string, unknown>> } }>
+      components: { parameters: Record<string, Record<string, unknown>> }
     }
+    // A parameter several operations share is a reference to components.parameters.
     const parameter = (path: string, name: string) =>
-      document.paths[path]!.get.parameters.find((p) => p.name === name)
+      document.paths[path]!.get.parameters.map((p) =>
+        typeof p.$ref === 'string' ? document.components.parameters[p.$ref.split('/').pop()!]! : p,
+      ).find((p) => p.name === name)
     for (const [path, name] of [
       ['/v2/catalog/gpus', 'include'],
       ['/v2/catalog/gpus', 'product'],

@@ -1,8 +1,9 @@
 /**
  * What the OpenAPI document says of each operation and answer, so that a generated client's
  * comments tell something: every answer is described (never @fastify/swagger's "Default
- * Response"), errors are reusable responses under `components.responses`, path parameters
- * reusable ones under `components.parameters`, and every operation has a description.
+ * Response"), errors are reusable responses under `components.responses`, path parameters and
+ * the query parameters operations share reusable ones under `components.parameters`, and every
+ * operation has a description.
  */
 import { pascalCase } from './schema-names.js'
 
@@ -165,6 +166,54 @@ function reusePathParameters(operation: Operation, parameters: JsonObject): void
   })
 }
 
+/**
+ * Query parameters that several operations take alike (`wait`, `startTime`, ...) as references
+ * to `components.parameters`: `WaitQuery`, and where the same name means another thing, the
+ * operation's tag added (and the resource its path names, for a third meaning). A parameter of
+ * one operation only stays in place.
+ */
+function reuseSharedQueryParameters(
+  operations: Array<{ path: string; operation: Operation }>,
+  parameters: JsonObject,
+): void {
+  const uses = new Map<string, number>()
+  const queryParameters = (operation: Operation) =>
+    (operation.parameters ?? []).filter(
+      (parameter): parameter is JsonObject => isObject(parameter) && parameter.in === 'query',
+    )
+  for (const { operation } of operations) {
+    for (const parameter of queryParameters(operation)) {
+      const text = JSON.stringify(parameter)
+      uses.set(text, (uses.get(text) ?? 0) + 1)
+    }
+  }
+  for (const { path, operation } of operations) {
+    if (!Array.isArray(operation.parameters)) continue
+    const tag = pascalCase(operation.tags?.[0] ?? '')
+    // The resource the path names last (`datacenters` of /v2/catalog/datacenters/{id}).
+    const resource = pascalCase(
+      path
+        .split('/')
+        .filter((segment) => segment !== '' && !segment.startsWith('{'))
+        .at(-1) ?? '',
+    )
+    operation.parameters = operation.parameters.map((parameter) => {
+      if (!isObject(parameter) || parameter.in !== 'query') return parameter
+      const text = JSON.stringify(parameter)
+      if ((uses.get(text) ?? 0) < 2) return parameter
+      const base = `${pascalCase(String(parameter.name))}Query`
+      // Never a number added where names clash: the tag, then the resource, tell them apart.
+      const name = [base, `${base}${tag}`, `${base}${tag}${resource}`].find(
+        (candidate) =>
+          parameters[candidate] === undefined || JSON.stringify(parameters[candidate]) === text,
+      )
+      if (name === undefined) return parameter
+      parameters[name] = parameter
+      return { $ref: `#/components/parameters/${name}` }
+    })
+  }
+}
+
 /** Describes every operation and answer of the document and moves the shared ones to components. */
 export function describeOperations(document: {
   paths: Record<string, Record<string, Operation>>
@@ -172,9 +221,11 @@ export function describeOperations(document: {
 }): void {
   const responses: JsonObject = {}
   const parameters: JsonObject = {}
-  for (const item of Object.values(document.paths)) {
+  const operations: Array<{ path: string; operation: Operation }> = []
+  for (const [path, item] of Object.entries(document.paths)) {
     for (const operation of Object.values(item)) {
       if (!isObject(operation)) continue
+      operations.push({ path, operation })
       for (const [code, response] of Object.entries(operation.responses ?? {})) {
         if (
           /^[23]/.test(code) &&
@@ -188,6 +239,7 @@ export function describeOperations(document: {
       reusePathParameters(operation, parameters)
     }
   }
+  reuseSharedQueryParameters(operations, parameters)
   const sorted = (record: JsonObject) =>
     Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
   document.components = {
