@@ -9,11 +9,8 @@ import type {
 } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { Job } from '../../domain/serverless/job.js'
-import {
-  parseDoneReport,
-  type DoneReport,
-  type JobService,
-} from '../../domain/serverless/job-service.js'
+import { parseDoneReport, type DoneReport } from '../../domain/serverless/job-requests.js'
+import type { JobService } from '../../domain/serverless/job-service.js'
 import { isWorkerKey, type WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import type { CompleteResult, WorkerWriteResult } from '../../domain/serverless/ports.js'
 import { AppError } from '../../shared/app-error.js'

@@ -9,7 +9,8 @@ import type { EndpointService } from '../serverless/endpoint-service.js'
 import type { EndpointView } from '../serverless/endpoint.js'
 import { jobBody, type JobBody } from '../serverless/job-body.js'
 import { SYNC_JOB_ID_PREFIX, type JobView } from '../serverless/job.js'
-import { parseSubmission, type JobService } from '../serverless/job-service.js'
+import { parseSubmission } from '../serverless/job-requests.js'
+import type { JobService } from '../serverless/job-service.js'
 import type { StreamChunk } from '../serverless/job.js'
 import {
   finalPriceNano,

@@ -12,13 +12,12 @@ import {
   isTerminal,
   jobTimings,
   newJob,
-  resolvePolicy,
   SYNC_JOB_ID_PREFIX,
   type Job,
   type JobView,
-  type S3Config,
   type StreamChunk,
 } from './job.js'
+import { badRequest, parseSubmission, type DoneReport } from './job-requests.js'
 import type {
   CompleteResult,
   JobCounts,
@@ -30,6 +29,7 @@ import type {
 import type { StartBackoffView } from './start-backoff.js'
 import type { WorkerCounts, WorkerPresence } from './worker-presence.js'
 import type { WorkerRoster } from './worker.js'
+import { WorkerLongPolls } from './worker-long-polls.js'
 
 /** How long a worker's take holds a job before it must heart-beat (ping) or lose it. */
 export const DEFAULT_LEASE_MS = 60_000
@@ -78,73 +78,6 @@ export interface JobServiceDeps {
   tracing?: Tracing
 }
 
-const badRequest = (problems: string[]) =>
-  new AppError('MALFORMED_REQUEST', `the request is not valid: ${problems.join('; ')}`, {
-    errors: problems,
-  })
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-
-const S3_FIELDS = ['accessId', 'accessSecret', 'bucketName', 'endpointUrl'] as const
-
-/** The submission body of `/run` and `/runsync` (spec "Serverless job"), or 400 naming each problem. */
-export function parseSubmission(
-  body: unknown,
-  defaultExecutionTimeout: number,
-): Pick<Job, 'input' | 'policy' | 'webhook' | 's3Config'> {
-  if (!isObject(body)) throw badRequest(['body: must be a JSON object with an input object'])
-  const problems: string[] = []
-  if (body.input === undefined) problems.push('body.input: required')
-  else if (!isObject(body.input)) problems.push('body.input: must be a JSON object')
-  if (body.webhook !== undefined && typeof body.webhook !== 'string') {
-    problems.push('body.webhook: must be a string URL')
-  } else if (typeof body.webhook === 'string' && !URL.canParse(body.webhook)) {
-    problems.push('body.webhook: must be an absolute URL')
-  }
-  let s3Config: S3Config | undefined
-  if (body.s3Config !== undefined) {
-    if (!isObject(body.s3Config)) problems.push('body.s3Config: must be an object')
-    else {
-      const raw = body.s3Config
-      for (const field of S3_FIELDS) {
-        if (typeof raw[field] !== 'string')
-          problems.push(`body.s3Config.${field}: must be a string`)
-      }
-      if (raw.objectPath !== undefined && typeof raw.objectPath !== 'string') {
-        problems.push('body.s3Config.objectPath: must be a string')
-      }
-      s3Config = raw as unknown as S3Config
-    }
-  }
-  const policy = resolvePolicy(body.policy, { defaultExecutionTimeout })
-  problems.push(...policy.problems)
-  if (problems.length > 0 || policy.policy === undefined) throw badRequest(problems)
-  return {
-    input: body.input,
-    policy: policy.policy,
-    ...(typeof body.webhook === 'string' ? { webhook: body.webhook } : {}),
-    ...(s3Config ? { s3Config } : {}),
-  }
-}
-
-/** What a worker's job-done post means (wire-compat §5.5). */
-export type DoneReport =
-  | { kind: 'progress'; output: unknown }
-  | { kind: 'finished'; output?: unknown; error?: string; stopPod: boolean }
-
-export function parseDoneReport(body: unknown): DoneReport {
-  if (!isObject(body)) throw badRequest(['body: must be a JSON object'])
-  if (body.status === 'IN_PROGRESS') return { kind: 'progress', output: body.output }
-  const report: DoneReport = { kind: 'finished', stopPod: body.stopPod === true }
-  if (body.output !== undefined) report.output = body.output
-  // runpod-python sends exception details as a JSON-encoded string; anything else is kept as JSON.
-  if (body.error !== undefined && body.error !== null) {
-    report.error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
-  }
-  return report
-}
-
 /**
  * The job API and the worker protocol over the queue (docs/job-api.md): who may use which
  * endpoint, submissions, waits, and what workers report.
@@ -155,15 +88,8 @@ export class JobService {
   constructor(private readonly deps: JobServiceDeps) {
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS
   }
-  /** Aborted when the server closes: every long poll answers at once with what it has. */
-  private readonly closing = new AbortController()
-  /** The worker long polls (take, job-stop) in flight, so that they can be ended early. */
-  private readonly polls = new Set<{
-    key: string
-    controller: AbortController
-    /** Resolves once the poll has answered: whatever it took is stored and handed over. */
-    settled: Promise<void>
-  }>()
+  /** The worker long polls in flight, ended early when the worker stops or the server closes. */
+  private readonly polls = new WorkerLongPolls()
 
   /**
    * Ends the worker's long polls now (they answer 204): the platform stops the worker, and a
@@ -171,47 +97,13 @@ export class JobService {
    * Resolves once they have answered, so that a job one of them was taking is in the store by
    * then (the autoscaler checks that a worker it stops holds nothing, docs/serverless-workers.md).
    */
-  async endPolls(endpointId: string, workerId: string): Promise<void> {
-    const key = `${endpointId}\u0000${workerId}`
-    const ending: Array<Promise<void>> = []
-    for (const poll of this.polls) {
-      if (poll.key !== key) continue
-      poll.controller.abort()
-      ending.push(poll.settled)
-    }
-    await Promise.all(ending)
+  endPolls(endpointId: string, workerId: string): Promise<void> {
+    return this.polls.end(endpointId, workerId)
   }
 
   /** The server is closing: every long poll answers now instead of holding the close up. */
   close(): void {
-    this.closing.abort()
-  }
-
-  private async longPoll<T>(
-    endpointId: string,
-    workerId: string,
-    hangUp: AbortSignal | undefined,
-    work: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    let settle!: () => void
-    const poll = {
-      key: `${endpointId}\u0000${workerId}`,
-      controller: new AbortController(),
-      settled: new Promise<void>((resolve) => (settle = resolve)),
-    }
-    const end = () => poll.controller.abort()
-    hangUp?.addEventListener('abort', end, { once: true })
-    this.closing.signal.addEventListener('abort', end, { once: true })
-    if (hangUp?.aborted || this.closing.signal.aborted) end()
-    this.polls.add(poll)
-    try {
-      return await work(poll.controller.signal)
-    } finally {
-      this.polls.delete(poll)
-      settle()
-      hangUp?.removeEventListener('abort', end)
-      this.closing.signal.removeEventListener('abort', end)
-    }
+    this.polls.close()
   }
 
   /**
@@ -287,13 +179,13 @@ export class JobService {
       const job = next ?? (await this.get(endpointId, jobId))
       next = undefined
       const remaining = deadline - Date.now()
-      if (isTerminal(job.status) || remaining <= 0 || this.closing.signal.aborted) return job
+      if (isTerminal(job.status) || remaining <= 0 || this.polls.closing.aborted) return job
       const ended = await this.deps.queue.waitForEnd(
         endpointId,
         jobId,
         remaining,
         job.version,
-        this.closing.signal,
+        this.polls.closing,
       )
       if (typeof ended === 'object') next = ended
     }
@@ -317,7 +209,7 @@ export class JobService {
         jobId,
         waitMs,
         job.version,
-        this.closing.signal,
+        this.polls.closing,
       )
       read = await this.deps.queue.readStream(endpointId, jobId)
       if (read === undefined) throw jobNotFound(jobId)
@@ -346,7 +238,7 @@ export class JobService {
         jobId,
         waitMs,
         job.version,
-        this.closing.signal,
+        this.polls.closing,
       )
       read = await this.deps.queue.readStream(endpointId, jobId, afterSeq)
       if (read === undefined) throw jobNotFound(jobId)
@@ -443,7 +335,7 @@ export class JobService {
       await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
     }
     const deadline = Date.now() + options.waitMs
-    return this.longPoll(endpointId, workerId, options.signal, async (signal) => {
+    return this.polls.run(endpointId, workerId, options.signal, async (signal) => {
       if (this.deps.roster && !this.deps.roster.takesJobs(endpointId, workerId)) {
         // A draining worker (stale version, recycling) gets nothing; it waits as on an empty
         // queue so that it does not spin.
@@ -589,7 +481,7 @@ export class JobService {
     this.deps.presence.seen(endpointId, workerId)
     const deadline = Date.now() + waitMs
     // The poll is registered before the first read, so that `endPolls` meanwhile ends it too.
-    const notices = await this.longPoll(endpointId, workerId, signal, async (ended) => {
+    const notices = await this.polls.run(endpointId, workerId, signal, async (ended) => {
       for (;;) {
         const found = await this.deps.queue.takeStops(endpointId, workerId)
         // Nothing, or only notices of attempts that are over (retired by takeStops): wait on.
