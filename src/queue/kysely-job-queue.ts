@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import { allowedFrom, type Job, type JobStatus, type JobView } from '../domain/serverless/job.js'
+import type { Job, JobView } from '../domain/serverless/job.js'
 import type {
   CompleteResult,
   EndedJob,
@@ -25,9 +25,7 @@ import {
 import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
 import { CountsCache } from './counts-cache.js'
 import {
-  addWebhookDelivery,
   chunks,
-  finishFields,
   insertValues,
   iso,
   jsonOrNull,
@@ -47,6 +45,12 @@ import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
 import { WriteBatcher } from './write-batcher.js'
 import { CompletionWriter, type Completion, type CompletionOutcome } from './job-completions.js'
+import {
+  cancelJobIn,
+  deleteEndpointJobsIn,
+  purgeQueuedJobs,
+  retryJobIn,
+} from './job-owner-actions.js'
 import { takeAtOnce, takeIn, takenOnSubmit } from './job-takes.js'
 
 export interface KyselyJobQueueOptions {
@@ -76,7 +80,8 @@ export interface KyselyJobQueueOptions {
 /**
  * The job queue over the store (docs/serverless-queue.md). Its parts: the rows (job-rows.ts),
  * taking (job-takes.ts), completing (job-completions.ts), the long polls (job-waits.ts), the
- * sweeps (job-sweeps.ts), stop notices (stop-notices.ts) and stream chunks (job-streams.ts).
+ * sweeps (job-sweeps.ts), cancel, retry and deletions (job-owner-actions.ts), stop notices
+ * (stop-notices.ts) and stream chunks (job-streams.ts).
  */
 export class KyselyJobQueue implements JobQueue {
   private readonly db: Db
@@ -308,67 +313,17 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async cancel(endpointId: string, id: string): Promise<JobView | undefined> {
-    let wake: string[] = []
-    let webhook = false
-    const job = await this.transaction(async (tx) => {
-      wake = []
-      webhook = false
-      const row = await this.row(tx, endpointId, id, true)
-      if (row === undefined) return undefined
-      if (!allowedFrom('cancel').includes(row.status as JobStatus)) return toJob(row)
-      const now = this.clock.now().getTime()
-      const updated = await tx
-        .updateTable('jobs')
-        .set(finishFields(row, 'CANCELLED', now))
-        .where('seq', '=', row.seq)
-        .where('status', '=', row.status)
-        .returningAll()
-        .executeTakeFirst()
-      if (updated === undefined) return toJob((await this.row(tx, endpointId, id)) ?? row)
-      webhook = await addWebhookDelivery(tx, updated, now)
-      if (row.status === 'IN_PROGRESS') {
-        const key = await stops.addStop(tx, row, 'cancelled', now)
-        if (key !== undefined) wake.push(key)
-      }
-      return toJob(updated)
-    })
-    for (const key of wake) this.waits.wakeUps.notify(key)
+    const { job, stopKeys, webhook } = await this.transaction((tx) =>
+      cancelJobIn(tx, this.statements, this.clock, endpointId, id),
+    )
+    for (const key of stopKeys) this.waits.wakeUps.notify(key)
     if (job !== undefined) this.changed(endpointId, id)
     if (webhook) this.onWebhookQueued?.()
     return job && toView(job)
   }
 
   async retry(endpointId: string, id: string): Promise<RetryResult> {
-    const result = await this.transaction(async (tx): Promise<RetryResult> => {
-      const row = await this.row(tx, endpointId, id, true)
-      if (row === undefined) return { retried: false, reason: 'not-found' }
-      const status = row.status as JobStatus
-      if (!allowedFrom('retry').includes(status)) {
-        return { retried: false, reason: 'not-retryable', status }
-      }
-      const updated = await tx
-        .updateTable('jobs')
-        .set({
-          status: 'IN_QUEUE',
-          output: null,
-          error: null,
-          worker_id: null,
-          started_at: null,
-          completed_at: null,
-          lease_expires_at: null,
-          deadline_at: null,
-          retain_until: null,
-          stream_seq: 0,
-          stream_delivered: 0,
-          retries: sql`retries + 1`,
-          version: sql`version + 1`,
-        })
-        .where('seq', '=', row.seq)
-        .returningAll()
-        .executeTakeFirstOrThrow()
-      await tx.deleteFrom('job_stream').where('job_id', '=', id).execute()
-      return { retried: true, job: toView(toJob(updated)) }
-    })
+    const result = await this.transaction((tx) => retryJobIn(tx, this.statements, endpointId, id))
     if (result.retried) {
       this.waits.wake(workKey(endpointId))
       this.changed(endpointId, id)
@@ -377,36 +332,15 @@ export class KyselyJobQueue implements JobQueue {
   }
 
   async purgeQueued(endpointId: string): Promise<number> {
-    const rows = await retryLockConflicts(() =>
-      this.db
-        .deleteFrom('jobs')
-        .where(
-          lockedRows(this.capabilities, sql`endpoint_id = ${endpointId} and status = 'IN_QUEUE'`),
-        )
-        .returning('id')
-        .execute(),
-    )
-    for (const ids of chunks(rows.map((r) => r.id))) {
-      await this.db.deleteFrom('job_stream').where('job_id', 'in', ids).execute()
-    }
-    for (const row of rows) this.changed(endpointId, row.id)
-    return rows.length
+    const ids = await purgeQueuedJobs(this.db, this.capabilities, endpointId)
+    for (const id of ids) this.changed(endpointId, id)
+    return ids.length
   }
 
   async deleteEndpointJobs(endpointId: string): Promise<number> {
-    const ids = await this.transaction(async (tx) => {
-      const rows = await tx
-        .deleteFrom('jobs')
-        .where(lockedRows(this.capabilities, sql`endpoint_id = ${endpointId}`))
-        .returning('id')
-        .execute()
-      const gone = rows.map((r) => r.id)
-      for (const batch of chunks(gone)) {
-        await tx.deleteFrom('job_stream').where('job_id', 'in', batch).execute()
-      }
-      await tx.deleteFrom('job_stops').where('endpoint_id', '=', endpointId).execute()
-      return gone
-    })
+    const ids = await this.transaction((tx) =>
+      deleteEndpointJobsIn(tx, this.capabilities, endpointId),
+    )
     // /runsync, /status-sync and /stream waiters re-read and find nothing: 404 at once.
     for (const id of ids) this.changed(endpointId, id)
     return ids.length
