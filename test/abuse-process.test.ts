@@ -9,6 +9,7 @@ import { DiskBounds } from '../src/runtime/process/disk-bounds.js'
 import { probePodNetwork } from '../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { abuseSuite } from './support/abuse-suite.js'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * The abuse suite on the process driver with bubblewrap (PODYARD_TEST_ABUSE=1): every
@@ -45,20 +46,15 @@ const lacks = enabled ? await whatThisHostLacks() : []
 if (!enabled) console.log('abuse suite (process driver) skipped: set PODYARD_TEST_ABUSE=1')
 else if (lacks.length > 0) console.log(`abuse suite (process driver) left out: ${lacks.join('; ')}`)
 
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: abuse-process-${process.pid}
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 2
-    driver: process
-localHost: false
-`
+const FLEET = fleetYaml({
+  hosts: [
+    gpuHost(`abuse-process-${process.pid}`, 'NVIDIA L4', 2, {
+      vcpus: 2,
+      memoryGb: 2,
+      driver: 'process',
+    }),
+  ],
+})
 
 describe.runIf(enabled && lacks.length === 0)('abuse suite: process driver', () => {
   abuseSuite({

@@ -5,6 +5,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { EU_SE_1, fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * GraphQL createCluster's `deployCost` is a price cap for the whole cluster, in whole cents:
@@ -12,21 +13,10 @@ import {
  * four-decimal comparison could refuse by a fraction of a cent.
  */
 const GPU = 'NVIDIA RTX A6000'
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-    globalNetwork: true
-hosts:
-  - id: deploy-cost-secure
-    dataCenterId: EU-SE-1
-    cloud: SECURE
-    gpu: { typeId: ${GPU}, count: 4 }
-    vcpus: 16
-    memoryGb: 64
-localHost: false
-`
+const FLEET = fleetYaml({
+  dataCenters: [{ ...EU_SE_1, globalNetwork: true }],
+  hosts: [gpuHost('deploy-cost-secure', GPU, 4, { cloud: 'SECURE', vcpus: 16, memoryGb: 64 })],
+})
 
 describe('createCluster deployCost', () => {
   let platform: TestPlatform

@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { pino } from 'pino'
+import { rmSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { startPlatform, type Platform } from '../src/platform.js'
 import { fakeNvidiaSmi, type FakeNvidiaSmi } from './support/fake-nvidia-smi.js'
+import { EU_SE_1, fleetYaml } from './support/fleet-yaml.js'
 import { json } from './support/http.js'
-import { callPlatform, otherAccountKey, stopPlatform, testConfig } from './support/platform.js'
-import { removeDataDir } from './support/processes.js'
+import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
 /**
@@ -22,26 +18,19 @@ function line(index: number, ecc: number): string {
   return `${index}, GPU-${index}, ${bus}, 10, 20, 100, 81559, 50, 300.5, 0x0000000000000001, ${ecc}, No`
 }
 
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-    globalNetwork: true
-localHost:
-  dataCenterId: EU-SE-1
-`
+const FLEET = fleetYaml({
+  dataCenters: [{ ...EU_SE_1, globalNetwork: true }],
+  localHost: { dataCenterId: EU_SE_1.id },
+})
 
 describe('an instant cluster and a withdrawn GPU', () => {
   let smi: FakeNvidiaSmi | undefined
-  let platform: Platform | undefined
-  let dataDir: string | undefined
+  let platform: TestPlatform | undefined
   const savedPath = process.env.PATH
 
   afterEach(async () => {
     process.env.PATH = savedPath
-    if (platform) await stopPlatform(platform)
-    if (dataDir) removeDataDir(dataDir)
+    await platform?.close()
     if (smi) rmSync(smi.dir, { recursive: true, force: true })
   })
 
@@ -49,15 +38,9 @@ describe('an instant cluster and a withdrawn GPU', () => {
     smi = fakeNvidiaSmi([H100, H100])
     smi.setQuery(`${line(0, 2)}\n${line(1, 0)}\n`)
     process.env.PATH = smi.path
-    dataDir = mkdtempSync(path.join(tmpdir(), 'podyard-cluster-withdrawn-'))
-    writeFileSync(path.join(dataDir, 'fleet.yaml'), FLEET)
-    platform = await startPlatform(
-      testConfig(dataDir, { fleet: path.join(dataDir, 'fleet.yaml'), sandbox: 'none' }),
-      { logger: pino({ level: 'silent' }) },
-    )
+    platform = await startTestPlatform({ sandbox: 'none' }, { fleetYaml: FLEET })
     const member = await otherAccountKey(platform, 'cluster-withdrawn@example.com')
-    const call = (p: string, init: Parameters<typeof callPlatform>[2] = {}) =>
-      callPlatform(platform!.url, p, init)
+    const call = platform.call
     await until(
       'GPU 0 withdrawn',
       async () => json<{ state: string }>(await call('/v2/admin/hosts/local')),

@@ -1,17 +1,7 @@
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPlatform } from '../src/platform.js'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
 import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
@@ -19,12 +9,12 @@ import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.j
 import { PIDS_PER_VCPU } from '../src/runtime/workload-limits.js'
 import { forkBomb, MEMORY_HOG } from './support/hostile-workloads.js'
 import { json, podLog } from './support/http.js'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import {
-  callPlatform,
   otherAccountKey,
-  stopPlatform,
-  testConfig,
+  startTestPlatform,
   type CallInit,
+  type TestPlatform,
 } from './support/platform.js'
 import { untilFound } from './support/until.js'
 
@@ -53,20 +43,9 @@ if (!runnable) {
 
 const HOST = 'sim-process-1'
 /** Two GPUs on 2 vCPUs and 2 GB, run by the process driver: a one-GPU pod rents 1 vCPU and 1 GB. */
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: ${HOST}
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2 }
-    vcpus: 2
-    memoryGb: 2
-    driver: process
-localHost: false
-`
+const FLEET = fleetYaml({
+  hosts: [gpuHost(HOST, 'NVIDIA L4', 2, { vcpus: 2, memoryGb: 2, driver: 'process' })],
+})
 
 const FORK_BOMB = forkBomb({ quiet: true })
 
@@ -102,24 +81,19 @@ function workloadPid(dataDir: string, podId: string): number {
 }
 
 describe.runIf(runnable)('containment on the process driver (bubblewrap, cgroups)', () => {
-  let dir: string
-  let platform: Awaited<ReturnType<typeof startPlatform>>
+  let platform: TestPlatform
   let member: (p: string, init?: CallInit) => Promise<Response>
   let dataDir: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-containment-process-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
-    const config = testConfig(dir, { fleet: path.join(dir, 'fleet.yaml'), sandbox: 'bubblewrap' })
-    dataDir = config.dataDir
-    platform = await startPlatform(config, { logger: pino({ level: 'silent' }) })
+    platform = await startTestPlatform({ sandbox: 'bubblewrap' }, { fleetYaml: FLEET })
+    dataDir = platform.config.dataDir
     const key = await otherAccountKey(platform, 'member-process@example.com')
-    member = (p, init = {}) => callPlatform(platform.url, p, { ...init, key })
+    member = (p, init = {}) => platform.call(p, { ...init, key })
   }, 120_000)
 
   afterAll(async () => {
-    if (platform) await stopPlatform(platform)
-    if (dir) rmSync(dir, { recursive: true, force: true })
+    await platform?.close()
   }, 60_000)
 
   it("holds a member's fork bomb at its processes bound while the platform answers; its CPU quota is its vCPU; its cgroup goes with it", async () => {

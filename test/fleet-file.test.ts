@@ -2,30 +2,20 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadFleet } from '../src/wiring/fleet-wiring.js'
+import { EU_SE_1, fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 
-const fleetYaml = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-    globalNetwork: true
-    networkVolumeTypes: [STANDARD]
-hosts:
-  - id: se-l4-1
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 2, cudaVersion: 12.4 }
-    vcpus: 16
-    memoryGb: 64
-localHost: false
-`
+const FLEET = fleetYaml({
+  dataCenters: [{ ...EU_SE_1, globalNetwork: true, networkVolumeTypes: ['STANDARD'] }],
+  hosts: [gpuHost('se-l4-1', 'NVIDIA L4', 2, { cudaVersion: 12.4, vcpus: 16, memoryGb: 64 })],
+})
 
 describe('a fleet file', () => {
   let platform: TestPlatform
 
   beforeAll(async () => {
-    platform = await startTestPlatform({}, { fleetYaml })
-    const bad = fleetYaml.replace('NVIDIA L4', 'RTX 9999')
+    platform = await startTestPlatform({}, { fleetYaml: FLEET })
+    const bad = FLEET.replace('NVIDIA L4', 'RTX 9999')
     writeFileSync(path.join(platform.dataDir, 'bad.yaml'), bad)
   })
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
 /**
@@ -8,19 +9,9 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
  * placement gave it, CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES alike, no two pods share
  * one, and a pod asking for more than is free is refused.
  */
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: sim-a6000-4
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA RTX A6000, count: 4 }
-    vcpus: 8
-    memoryGb: 8
-localHost: false
-`
+const FLEET = fleetYaml({
+  hosts: [gpuHost('sim-a6000-4', 'NVIDIA RTX A6000', 4, { vcpus: 8, memoryGb: 8 })],
+})
 
 interface PodJson {
   id: string

@@ -1,18 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Docker from 'dockerode'
-import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPlatform, type Platform } from '../src/platform.js'
 import { runCli } from './support/cli.js'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import {
-  callPlatform,
   otherAccountKey,
-  stopPlatform,
+  startTestPlatform,
   TEST_ADMIN_KEY,
-  testConfig,
   type CallInit,
+  type TestPlatform,
 } from './support/platform.js'
 import { untilFound } from './support/until.js'
 
@@ -46,27 +42,17 @@ async function engineFacts(): Promise<EngineFacts> {
  * simulated host declaring one A40 and four times the engine's CPUs.
  */
 function fleetFile(declaredVcpus: number): string {
-  return `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: real-l4
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: 1 }
-    vcpus: 1
-    memoryGb: 1
-    simulated: false
-    docker: { url: "${SOCKET}" }
-  - id: sim-a40
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA A40, count: 1 }
-    vcpus: ${declaredVcpus}
-    memoryGb: 1
-    driver: docker
-localHost: false
-`
+  return fleetYaml({
+    hosts: [
+      gpuHost('real-l4', 'NVIDIA L4', 1, {
+        vcpus: 1,
+        memoryGb: 1,
+        simulated: false,
+        docker: { url: SOCKET },
+      }),
+      gpuHost('sim-a40', 'NVIDIA A40', 1, { vcpus: declaredVcpus, memoryGb: 1, driver: 'docker' }),
+    ],
+  })
 }
 
 interface HostJson {
@@ -85,13 +71,11 @@ interface PodJson {
 }
 
 describe.runIf(enabled)('hardware as reported on a Docker host', () => {
-  let platform: Platform
-  let dir: string
+  let platform: TestPlatform
   let engine: EngineFacts
   let memberKey: string
-  const admin = (p: string, init: CallInit = {}) => callPlatform(platform.url, p, init)
-  const member = (p: string, init: CallInit = {}) =>
-    callPlatform(platform.url, p, { ...init, key: memberKey })
+  const admin = (p: string, init: CallInit = {}) => platform.call(p, init)
+  const member = (p: string, init: CallInit = {}) => platform.call(p, { ...init, key: memberKey })
 
   /** The host once its engine has been probed. */
   const probed = (hostId: string) =>
@@ -102,23 +86,22 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
 
   beforeAll(async () => {
     engine = await engineFacts()
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-reported-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), fleetFile(engine.cpus * 4))
-    platform = await startPlatform(
-      testConfig(dir, {
-        fleet: path.join(dir, 'fleet.yaml'),
+    platform = await startTestPlatform(
+      {
         hosts: { probeIntervalMs: 500, probeTimeoutMs: 5_000, failuresBeforeDown: 3 },
         // This engine cannot size a container disk: let the member's pods run anyway.
         containment: { acceptUnenforced: ['disk'] },
-      }),
-      { logger: pino({ level: 'silent' }) },
+      },
+      { fleetYaml: fleetFile(engine.cpus * 4) },
     )
-    memberKey = await otherAccountKey(platform, `member-${path.basename(dir)}@example.com`)
+    memberKey = await otherAccountKey(
+      platform,
+      `member-${path.basename(platform.dataDir)}@example.com`,
+    )
   }, 60_000)
 
   afterAll(async () => {
-    if (platform) await stopPlatform(platform)
-    if (dir) rmSync(dir, { recursive: true, force: true })
+    await platform?.close()
   })
 
   it('does not sell an NVIDIA L4 whose engine has no nvidia runtime, and says why', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from './support/cli.js'
+import { EU_RO_1, EU_SE_1, fleetYaml } from './support/fleet-yaml.js'
 import { json } from './support/http.js'
 import { otherAccountKey, TEST_ADMIN_KEY, type TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
@@ -10,25 +11,20 @@ import { platformStores } from './support/platform-stores.js'
  * uncordon and drain change where pods go and what the catalog offers. Remote engines: the
  * multi-host rig suite (test/multi-host-fleet.test.ts).
  */
-const FLEET = `
-dataCenters:
-  - id: EU-RO-1
-    name: EU Romania 1
-    region: EUROPE
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: real-cpu-1
-    dataCenterId: EU-SE-1
-    cpuFlavors: [cpu3c]
-    vcpus: 8
-    memoryGb: 32
-    simulated: false
-localHost:
-  dataCenterId: EU-RO-1
-  cpuFlavors: [cpu3c]
-`
+const FLEET = fleetYaml({
+  dataCenters: [EU_RO_1, EU_SE_1],
+  hosts: [
+    {
+      id: 'real-cpu-1',
+      dataCenterId: EU_SE_1.id,
+      cpuFlavors: ['cpu3c'],
+      vcpus: 8,
+      memoryGb: 32,
+      simulated: false,
+    },
+  ],
+  localHost: { dataCenterId: EU_RO_1.id, cpuFlavors: ['cpu3c'] },
+})
 
 interface HostJson {
   id: string

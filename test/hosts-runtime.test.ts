@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from './support/cli.js'
+import { CPU_FLEET_WITH_LOCAL_HOST } from './support/fleet-yaml.js'
 import { json } from './support/http.js'
 import {
   callPlatform,
@@ -24,24 +24,7 @@ import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
  * restart. The hosts are simulated (the process driver on this machine); remote engines are
  * reached the same way as the fleet file's (test/multi-host-fleet.test.ts).
  */
-const FLEET = `
-dataCenters:
-  - id: EU-RO-1
-    name: EU Romania 1
-    region: EUROPE
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: file-cpu-1
-    dataCenterId: EU-RO-1
-    cpuFlavors: [cpu3c]
-    vcpus: 4
-    memoryGb: 16
-localHost:
-  dataCenterId: EU-RO-1
-  cpuFlavors: [cpu3c]
-`
+const FLEET = CPU_FLEET_WITH_LOCAL_HOST
 
 const RUNTIME_HOST = {
   id: 'runtime-cpu-1',
@@ -374,7 +357,6 @@ const postgresUrl = process.env[POSTGRES_URL_ENV]
 
 describe.skipIf(!postgresUrl)('hosts added at runtime on two replicas (PostgreSQL)', () => {
   let database: { url: string; drop: () => Promise<void> }
-  let dir: string
   let a: TestPlatform
   let b: TestPlatform
   let member: string
@@ -385,17 +367,14 @@ describe.skipIf(!postgresUrl)('hosts added at runtime on two replicas (PostgreSQ
 
   beforeAll(async () => {
     database = await freshPostgresDatabase(postgresUrl!)
-    dir = mkdtempSync(path.join(tmpdir(), 'podyard-hosts-replicas-'))
-    writeFileSync(path.join(dir, 'fleet.yaml'), FLEET)
     const config = {
-      fleet: path.join(dir, 'fleet.yaml'),
       storeUrl: database.url,
       cluster: { leaseTtlMs: 1_500, syncIntervalMs: 200 },
       // One key for both, as replicas share it.
       encryptionKey: randomBytes(32).toString('base64'),
     }
-    a = await startTestPlatform(config)
-    b = await startTestPlatform(config)
+    a = await startTestPlatform(config, { fleetYaml: FLEET })
+    b = await startTestPlatform(config, { fleetYaml: FLEET })
     member = await otherAccountKey(a, 'hosts-replicas@example.com')
   })
 
@@ -403,7 +382,6 @@ describe.skipIf(!postgresUrl)('hosts added at runtime on two replicas (PostgreSQ
     await b?.close()
     await a?.close()
     await database?.drop()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it("changes the other replica's fleet without a restart", async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fleetYaml } from './support/fleet-yaml.js'
 import { json } from './support/http.js'
 import { TEST_ADMIN_KEY } from './support/platform.js'
 import { leads, startReplica, stopReplicas, type Replica } from './support/replica-process.js'
@@ -86,19 +87,17 @@ describe.runIf(postgresUrl && docker)('a worker lost with its host, on two repli
     engine = await engineForwarder(socket)
     writeFileSync(
       path.join(dir, 'fleet.yaml'),
-      `dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: engine-1
-    dataCenterId: EU-SE-1
-    cpuFlavors: [cpu3c]
-    vcpus: 4
-    memoryGb: 8
-    docker: { url: "unix://${socket}" }
-localHost: false
-`,
+      fleetYaml({
+        hosts: [
+          {
+            id: 'engine-1',
+            cpuFlavors: ['cpu3c'],
+            vcpus: 4,
+            memoryGb: 8,
+            docker: { url: `unix://${socket}` },
+          },
+        ],
+      }),
     )
     const env = {
       PODYARD_STORE_URL: database.url,

@@ -5,26 +5,14 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * podBidResume under an enforced spend limit, over HTTP as a member account: the limit is
  * checked at the bid the pod resumes at, not the one it was stopped with, in both directions.
  */
 const GPU = 'NVIDIA RTX A6000'
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: bid-resume-a6000
-    dataCenterId: EU-SE-1
-    cloud: COMMUNITY
-    gpu: { typeId: ${GPU}, count: 2 }
-    vcpus: 8
-    memoryGb: 16
-localHost: false
-`
+const FLEET = fleetYaml({ hosts: [gpuHost('bid-resume-a6000', GPU, 2, { cloud: 'COMMUNITY' })] })
 
 describe('podBidResume and the spend limit', () => {
   let platform: TestPlatform

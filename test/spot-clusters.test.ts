@@ -5,6 +5,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { EU_SE_1, fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * Instant clusters and spot pods, over HTTP as two member accounts. A cluster's pods are
@@ -13,27 +14,13 @@ import {
  * SECURE room it is NO_CAPACITY and the spot pods keep running.
  */
 const GPU = 'NVIDIA RTX A6000'
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-    globalNetwork: true
-hosts:
-  - id: spot-cluster-community
-    dataCenterId: EU-SE-1
-    cloud: COMMUNITY
-    gpu: { typeId: ${GPU}, count: 2 }
-    vcpus: 8
-    memoryGb: 16
-  - id: spot-cluster-secure
-    dataCenterId: EU-SE-1
-    cloud: SECURE
-    gpu: { typeId: ${GPU}, count: 2 }
-    vcpus: 8
-    memoryGb: 16
-localHost: false
-`
+const FLEET = fleetYaml({
+  dataCenters: [{ ...EU_SE_1, globalNetwork: true }],
+  hosts: [
+    gpuHost('spot-cluster-community', GPU, 2, { cloud: 'COMMUNITY' }),
+    gpuHost('spot-cluster-secure', GPU, 2, { cloud: 'SECURE' }),
+  ],
+})
 
 describe('instant clusters beside spot pods', () => {
   let platform: TestPlatform

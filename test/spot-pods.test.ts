@@ -6,6 +6,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { until } from './support/until.js'
 
@@ -17,20 +18,7 @@ import { until } from './support/until.js'
  * goes first.
  */
 const GPU = 'NVIDIA RTX A6000'
-const FLEET = `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: spot-a6000-2
-    dataCenterId: EU-SE-1
-    cloud: COMMUNITY
-    gpu: { typeId: ${GPU}, count: 2 }
-    vcpus: 8
-    memoryGb: 16
-localHost: false
-`
+const FLEET = fleetYaml({ hosts: [gpuHost('spot-a6000-2', GPU, 2, { cloud: 'COMMUNITY' })] })
 const HOUR = 3_600_000
 
 // The store decides who wins the last GPU (one transaction on SQLite, an advisory lock on

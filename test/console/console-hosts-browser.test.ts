@@ -6,6 +6,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { axeViolations, CHROMIUM, launchChromium, screenshot } from '../support/browser.js'
 import { repoRoot } from '../support/cli.js'
+import { CPU_FLEET_WITH_LOCAL_HOST } from '../support/fleet-yaml.js'
 import { json } from '../support/http.js'
 import {
   otherAccountKey,
@@ -25,24 +26,7 @@ import { makeCertificates } from '../support/test-certificates.js'
 const BROWSER = process.env.PODYARD_TEST_BROWSER === '1'
 if (!BROWSER) console.log('console hosts suite: skipped: set PODYARD_TEST_BROWSER=1')
 
-const FLEET = `
-dataCenters:
-  - id: EU-RO-1
-    name: EU Romania 1
-    region: EUROPE
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE
-hosts:
-  - id: file-cpu-1
-    dataCenterId: EU-RO-1
-    cpuFlavors: [cpu3c]
-    vcpus: 4
-    memoryGb: 16
-localHost:
-  dataCenterId: EU-RO-1
-  cpuFlavors: [cpu3c]
-`
+const FLEET = CPU_FLEET_WITH_LOCAL_HOST
 
 interface HostJson {
   id: string

@@ -1,3 +1,5 @@
+import { EU_SE_1, fleetYaml, gpuHost } from './fleet-yaml.js'
+
 /**
  * A fleet file's text with one simulated GPU host (NVIDIA L4s) run by this machine's Docker
  * engine, in data center EU-SE-1: the machine has no GPU, but GPU pods and workers (the kinds
@@ -21,20 +23,10 @@ export function simulatedDockerFleet(
   } = {},
 ): string {
   const { hostId = 'sim-l4-1', gpus = 2, vcpus = 2, memoryGb = 4, hosts = 1 } = options
-  const host = (id: string) => `  - id: ${id}
-    dataCenterId: EU-SE-1
-    gpu: { typeId: NVIDIA L4, count: ${gpus} }
-    vcpus: ${vcpus}
-    memoryGb: ${memoryGb}
-    driver: docker`
   const ids = Array.from({ length: hosts }, (_, i) => (i === 0 ? hostId : `${hostId}-${i + 1}`))
-  return `
-dataCenters:
-  - id: EU-SE-1
-    name: EU Sweden 1
-    region: EUROPE${options.globalNetwork ? '\n    globalNetwork: true' : ''}
-hosts:
-${ids.map(host).join('\n')}
-localHost:${options.localHost ? '\n  dataCenterId: EU-SE-1' : ' false'}
-`
+  return fleetYaml({
+    dataCenters: [{ ...EU_SE_1, ...(options.globalNetwork ? { globalNetwork: true } : {}) }],
+    hosts: ids.map((id) => gpuHost(id, 'NVIDIA L4', gpus, { vcpus, memoryGb, driver: 'docker' })),
+    localHost: options.localHost ? { dataCenterId: EU_SE_1.id } : false,
+  })
 }

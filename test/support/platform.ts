@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino, type Logger } from 'pino'
@@ -8,6 +8,7 @@ import { startPlatform, type Platform } from '../../src/platform.js'
 import { AccountService } from '../../src/domain/accounts/account-service.js'
 import { systemClock, type Clock } from '../../src/shared/clock.js'
 import type { HostResolver } from '../../src/domain/egress/egress-guard.js'
+import { removeDataDir } from './processes.js'
 import { TestResolver } from './test-resolver.js'
 import { KyselyAccountRepo } from '../../src/store/account-repo.js'
 import { KyselyApiKeyRepo } from '../../src/store/api-key-repo.js'
@@ -15,7 +16,10 @@ import { KyselyApiKeyRepo } from '../../src/store/api-key-repo.js'
 export const TEST_ADMIN_KEY = 'pyd_test-admin-key-0123456789'
 
 export interface TestPlatform extends Platform {
+  /** The test's temporary directory: the config's cwd, removed by `close`. */
   dataDir: string
+  /** The configuration it runs with (its `dataDir` is `<dataDir>/.podyard`). */
+  config: Config
   /** fetch against the platform with `Authorization: Bearer <key>` when a key is given. */
   call(pathAndQuery: string, init?: CallInit): Promise<Response>
 }
@@ -67,9 +71,11 @@ export async function startTestPlatform(
   return {
     ...platform,
     dataDir,
+    config,
     close: async () => {
       await stopPlatform(platform)
-      rmSync(dataDir, { recursive: true, force: true })
+      // What a workload may leave behind (a disk image mounted below it) goes too.
+      removeDataDir(dataDir)
     },
     call: (pathAndQuery, init = {}) => callPlatform(platform.url, pathAndQuery, init),
   }
