@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import path from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   axeViolations,
-  CHROMIUM,
+  buildConsole,
   clearScreenshots,
   CONSOLE_HOST,
   launchChromium,
@@ -52,17 +49,7 @@ describe.runIf(BROWSER)('the web console in Chromium', { timeout: 240_000 }, () 
   const pageErrors: string[] = []
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`)
-    // The console under test is the one of these sources, not whatever dist/console holds.
-    execFileSync(
-      process.execPath,
-      [
-        path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-        'console/scripts/build-console.ts',
-      ],
-      { cwd: repoRoot, stdio: 'inherit' },
-    )
+    buildConsole()
     clearScreenshots()
     // `sandbox: none`: the TypeScript worker runs from this checkout, outside any sandbox.
     platform = await startTestPlatform({ sandbox: 'none' })

@@ -1,11 +1,9 @@
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { axeViolations, CHROMIUM, launchChromium, screenshot } from '../support/browser.js'
-import { repoRoot } from '../support/cli.js'
+import { buildConsole, screenshot, seriousViolations, signedInConsole } from '../support/browser.js'
 import { CPU_FLEET_WITH_LOCAL_HOST } from '../support/fleet-yaml.js'
 import { json } from '../support/http.js'
 import {
@@ -40,34 +38,22 @@ describe.runIf(BROWSER)('the console’s Hosts page', { timeout: 180_000 }, () =
   let member: string
   let dir: string
   let certs: ReturnType<typeof makeCertificates>
-  const pageErrors: string[] = []
+  let pageErrors: string[] = []
   const hostIds = async () =>
     (await json<{ hosts: HostJson[] }>(await platform.call('/v2/admin/hosts'))).hosts.map(
       (h) => h.id,
     )
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`)
-    execFileSync(
-      process.execPath,
-      [
-        path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-        'console/scripts/build-console.ts',
-      ],
-      { cwd: repoRoot, stdio: 'inherit' },
-    )
+    buildConsole()
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-console-hosts-'))
     certs = makeCertificates(dir)
     platform = await startTestPlatform({}, { fleetYaml: FLEET })
     member = await otherAccountKey(platform, 'console-hosts@example.com')
-    browser = await launchChromium()
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage()
-    page.on('pageerror', (error) => pageErrors.push(error.message))
-    await page.goto(`${platform.url}/`)
-    await page.getByLabel('API key').fill(TEST_ADMIN_KEY)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor()
+    ;({ browser, page, pageErrors } = await signedInConsole(platform.url, TEST_ADMIN_KEY, {
+      width: 1280,
+      height: 900,
+    }))
   }, 150_000)
 
   afterAll(async () => {
@@ -76,10 +62,7 @@ describe.runIf(BROWSER)('the console’s Hosts page', { timeout: 180_000 }, () =
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  const axe = async (where: string) =>
-    (await axeViolations(page))
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${where}: ${v.id} (${v.impact}) ${v.help}`)
+  const axe = (where: string) => seriousViolations(page, where)
   const form = () => page.getByRole('form', { name: 'Add a host' })
   const rowOf = (hostId: string) => page.getByRole('row').filter({ hasText: hostId })
 

@@ -1,10 +1,6 @@
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { axeViolations, CHROMIUM, launchChromium, screenshot } from '../support/browser.js'
-import { repoRoot } from '../support/cli.js'
+import { buildConsole, screenshot, seriousViolations, signedInConsole } from '../support/browser.js'
 import { json } from '../support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from '../support/platform.js'
 
@@ -28,28 +24,16 @@ describe.runIf(BROWSER)('the console’s Secrets page', { timeout: 180_000 }, ()
   let browser: Browser
   let page: Page
   let member: string
-  const pageErrors: string[] = []
+  let pageErrors: string[] = []
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`)
-    execFileSync(
-      process.execPath,
-      [
-        path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-        'console/scripts/build-console.ts',
-      ],
-      { cwd: repoRoot, stdio: 'inherit' },
-    )
+    buildConsole()
     platform = await startTestPlatform()
     member = await otherAccountKey(platform, 'console-secrets@example.com')
-    browser = await launchChromium()
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage()
-    page.on('pageerror', (error) => pageErrors.push(error.message))
-    await page.goto(`${platform.url}/`)
-    await page.getByLabel('API key').fill(member)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor()
+    ;({ browser, page, pageErrors } = await signedInConsole(platform.url, member, {
+      width: 1280,
+      height: 860,
+    }))
   }, 150_000)
 
   afterAll(async () => {
@@ -57,10 +41,7 @@ describe.runIf(BROWSER)('the console’s Secrets page', { timeout: 180_000 }, ()
     await platform?.close()
   })
 
-  const axe = async (where: string) =>
-    (await axeViolations(page))
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${where}: ${v.id} (${v.impact}) ${v.help}`)
+  const axe = (where: string) => seriousViolations(page, where)
 
   it('adds a secret, lists it by name and reference, and never shows its value again', async () => {
     await page

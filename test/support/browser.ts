@@ -1,7 +1,9 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import { repoRoot } from './cli.js'
 
 /** Debian's Chromium; `.ci/run` installs it. PODYARD_TEST_CHROMIUM names another binary. */
 export const CHROMIUM = process.env.PODYARD_TEST_CHROMIUM ?? '/usr/bin/chromium'
@@ -92,4 +94,51 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
         .map((n) => ({ target: n.target, failureSummary: n.failureSummary })),
     }))
   })
+}
+
+/**
+ * Builds the console from this checkout's sources, so that the console under test is theirs and
+ * not whatever dist/console holds; fails at once without Chromium.
+ */
+export function buildConsole(): void {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`)
+  execFileSync(
+    process.execPath,
+    [
+      path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      'console/scripts/build-console.ts',
+    ],
+    { cwd: repoRoot, stdio: 'inherit' },
+  )
+}
+
+/** A console page in Chromium, signed in; the page's uncaught errors are collected. */
+export interface ConsoleSession {
+  browser: Browser
+  page: Page
+  pageErrors: string[]
+}
+
+/** Chromium on the console at `url`, signed in with `key`, on its dashboard. */
+export async function signedInConsole(
+  url: string,
+  key: string,
+  viewport: { width: number; height: number },
+): Promise<ConsoleSession> {
+  const browser = await launchChromium()
+  const page = await (await browser.newContext({ viewport })).newPage()
+  const pageErrors: string[] = []
+  page.on('pageerror', (error) => pageErrors.push(error.message))
+  await page.goto(`${url}/`)
+  await page.getByLabel('API key').fill(key)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor()
+  return { browser, page, pageErrors }
+}
+
+/** axe-core's serious and critical violations on the page, one line each, prefixed by `where`. */
+export async function seriousViolations(page: Page, where: string): Promise<string[]> {
+  return (await axeViolations(page))
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${where}: ${v.id} (${v.impact}) ${v.help}`)
 }
