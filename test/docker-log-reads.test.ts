@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { logEvents } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
@@ -22,25 +23,6 @@ const READERS = 4
 /** What the reads may add to the server's Buffer memory: a few chunks each, not the log. */
 const MAX_BUFFER_GROWTH = 16 * MIB
 
-interface LogEvent {
-  id: string
-  line: string
-}
-
-function eventsOf(text: string): LogEvent[] {
-  return text
-    .trim()
-    .split('\n\n')
-    .filter((block) => block.startsWith('id: '))
-    .map((block) => {
-      const [idLine, dataLine] = block.split('\n')
-      return {
-        id: idLine!.slice('id: '.length),
-        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
-      }
-    })
-}
-
 describe.runIf(enabled)('a big container log on the docker driver', () => {
   let platform: TestPlatform
   let tenant: string
@@ -52,7 +34,7 @@ describe.runIf(enabled)('a big container log on the docker driver', () => {
       { key: tenant },
     )
     expect(response.status).toBe(200)
-    return eventsOf(await response.text())
+    return logEvents(await response.text())
   }
 
   beforeAll(async () => {

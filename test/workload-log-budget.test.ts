@@ -1,6 +1,7 @@
 import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { logEvents } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
@@ -23,25 +24,6 @@ const LINES = 3_000_000
  */
 const SLACK_BYTES = 6 * 64 * 1024 + 1024
 
-interface LogEvent {
-  id: string
-  line: string
-}
-
-function eventsOf(text: string): LogEvent[] {
-  return text
-    .trim()
-    .split('\n\n')
-    .filter((block) => block.startsWith('id: '))
-    .map((block) => {
-      const [idLine, dataLine] = block.split('\n')
-      return {
-        id: idLine!.slice('id: '.length),
-        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
-      }
-    })
-}
-
 describe('a workload that floods its log (logs with a budget)', () => {
   let platform: TestPlatform
   let tenant: string
@@ -53,7 +35,7 @@ describe('a workload that floods its log (logs with a budget)', () => {
       headers,
     })
     const text = await response.text()
-    return { status: response.status, text, events: response.status === 200 ? eventsOf(text) : [] }
+    return { status: response.status, text, events: response.status === 200 ? logEvents(text) : [] }
   }
 
   /** Bytes of the workload's log files on disk (output.log, logs.jsonl, ...). */
@@ -147,7 +129,7 @@ describe('a workload that floods its log (logs with a budget)', () => {
     const reader = streaming.body!.pipeThrough(new TextDecoderStream()).getReader()
     let text = ''
     try {
-      while (eventsOf(text).length < 2) {
+      while (logEvents(text).length < 2) {
         const { done, value } = await reader.read()
         if (done) break
         text += value
@@ -155,6 +137,6 @@ describe('a workload that floods its log (logs with a budget)', () => {
     } finally {
       follow.abort()
     }
-    expect(eventsOf(text).map((e) => e.line)).toEqual([String(LINES - 1), String(LINES)])
+    expect(logEvents(text).map((e) => e.line)).toEqual([String(LINES - 1), String(LINES)])
   })
 })

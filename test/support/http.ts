@@ -45,3 +45,24 @@ export async function podLog(
     .filter((line) => line.startsWith('data: '))
     .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
 }
+
+/** One event of a log's SSE history: its id (`<time>/<seq>`) and its line. */
+export interface LogEvent {
+  id: string
+  line: string
+}
+
+/** The events of a log answer read whole (`follow=false`). */
+export function logEvents(text: string): LogEvent[] {
+  return text
+    .trim()
+    .split('\n\n')
+    .filter((block) => block.startsWith('id: '))
+    .map((block) => {
+      const [idLine, dataLine] = block.split('\n')
+      return {
+        id: idLine!.slice('id: '.length),
+        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
+      }
+    })
+}
