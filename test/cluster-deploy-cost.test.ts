@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EU_SE_1, fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import {
   callJson,
   otherAccountKey,
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
-import { EU_SE_1, fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * GraphQL createCluster's `deployCost` is a price cap for the whole cluster, in whole cents:

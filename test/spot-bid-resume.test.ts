@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 import {
   callJson,
   otherAccountKey,
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
-import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
 
 /**
  * podBidResume under an enforced spend limit, over HTTP as a member account: the limit is
