@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
-import { json } from './support/http.js'
+import { json, logEvents } from './support/http.js'
 
 type Json = Record<string, unknown>
 
@@ -388,17 +388,7 @@ describe('REST v2 contract points', () => {
   })
 
   describe('logs: source is container, system or both, and both is the default', () => {
-    const events = (text: string) =>
-      text
-        .split('\n\n')
-        .filter((block) => block.startsWith('id: '))
-        .map((block) => {
-          const [idLine, dataLine] = block.split('\n')
-          return {
-            id: idLine!.slice('id: '.length),
-            data: JSON.parse(dataLine!.slice('data: '.length)) as { source: string; line: string },
-          }
-        })
+    const events = logEvents
 
     it('pod logs', async () => {
       const pod = await json(
@@ -416,13 +406,13 @@ describe('REST v2 contract points', () => {
         .poll(
           async () => {
             both = events(await (await platform.call(path)).text())
-            return both.some((e) => e.data.line === 'hello-logs')
+            return both.some((e) => e.line === 'hello-logs')
           },
           { timeout: 20_000, interval: 200 },
         )
         .toBe(true)
-      expect(new Set(both.map((e) => e.data.source))).toEqual(new Set(['container', 'system']))
-      expect(both.find((e) => e.data.source === 'system')!.data.line).toMatch(/^created; placed/)
+      expect(new Set(both.map((e) => e.source))).toEqual(new Set(['container', 'system']))
+      expect(both.find((e) => e.source === 'system')!.line).toMatch(/^created; placed/)
       // Each id says where the stream is in both sources.
       for (const e of both) expect(e.id).toMatch(/^[^/]+\/\d+\.\d+$/)
       // Resuming after the last event sends nothing already sent.
@@ -431,10 +421,10 @@ describe('REST v2 contract points', () => {
       })
       expect(events(await resumed.text())).toEqual([])
       const container = events(await (await platform.call(`${path}&source=container`)).text())
-      expect(container.map((e) => e.data.source)).toEqual(['container'])
+      expect(container.map((e) => e.source)).toEqual(['container'])
       expect(container[0]!.id).toMatch(/^[^/]+\/\d+$/)
       const system = events(await (await platform.call(`${path}&source=system`)).text())
-      expect(new Set(system.map((e) => e.data.source))).toEqual(new Set(['system']))
+      expect(new Set(system.map((e) => e.source))).toEqual(new Set(['system']))
       await call('DELETE', `/v2/pods/${String(pod.id)}`)
     }, 30_000)
 
@@ -469,16 +459,16 @@ describe('REST v2 contract points', () => {
         .poll(
           async () => {
             both = events(await (await platform.call(path)).text())
-            return both.some((e) => e.data.line === 'worker-output')
+            return both.some((e) => e.line === 'worker-output')
           },
           { timeout: 20_000, interval: 200 },
         )
         .toBe(true)
-      const system = both.filter((e) => e.data.source === 'system').map((e) => e.data.line)
+      const system = both.filter((e) => e.source === 'system').map((e) => e.line)
       expect(system[0]).toBe('wanted for endpoint version 1')
       expect(system[1]).toMatch(/^placed on host \S+ in \S+; starting version 1$/)
       const onlySystem = events(await (await platform.call(`${path}&source=system`)).text())
-      expect(onlySystem.map((e) => e.data.line)).toEqual(system)
+      expect(onlySystem.map((e) => e.line)).toEqual(system)
       await call('DELETE', `/v2/serverless/${id}`)
     }, 50_000)
   })

@@ -46,9 +46,10 @@ export async function podLog(
     .map((line) => (JSON.parse(line.slice('data: '.length)) as { line: string }).line)
 }
 
-/** One event of a log's SSE history: its id (`<time>/<seq>`) and its line. */
+/** One event of a log's SSE history: its id (`<time>/<seq>`), its source and its line. */
 export interface LogEvent {
   id: string
+  source: string
   line: string
 }
 
@@ -60,9 +61,7 @@ export function logEvents(text: string): LogEvent[] {
     .filter((block) => block.startsWith('id: '))
     .map((block) => {
       const [idLine, dataLine] = block.split('\n')
-      return {
-        id: idLine!.slice('id: '.length),
-        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
-      }
+      const data = JSON.parse(dataLine!.slice('data: '.length)) as { source: string; line: string }
+      return { id: idLine!.slice('id: '.length), source: data.source, line: data.line }
     })
 }
