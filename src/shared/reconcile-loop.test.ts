@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { ManualClock } from './clock.js'
 import { ReconcileLoop } from './reconcile-loop.js'
 
 describe('ReconcileLoop', () => {
@@ -139,5 +140,79 @@ describe('ReconcileLoop', () => {
     const stopping = loop.stop()
     await vi.advanceTimersByTimeAsync(100)
     await stopping
+  })
+})
+
+describe('ReconcileLoop on a ManualClock', () => {
+  const START = Date.parse('2026-01-01T00:00:00.000Z')
+
+  /**
+   * A loop whose timers wait on `clock`, and whose passes take `passMs` of that clock each
+   * (a timer of its own); `starts` are the clock's times when passes began, from START.
+   */
+  function loopOn(clock: ManualClock, options: { intervalMs: number; passMs?: number }) {
+    const starts: number[] = []
+    let running = 0
+    let overlapped = false
+    const loop = new ReconcileLoop({
+      clock,
+      intervalMs: options.intervalMs,
+      onError: (error) => {
+        throw error
+      },
+      pass: async () => {
+        starts.push(clock.now().getTime() - START)
+        if (++running > 1) overlapped = true
+        if (options.passMs)
+          await new Promise<void>((resolve) => clock.setTimer(options.passMs!, resolve))
+        running--
+      },
+    })
+    return { loop, starts, overlapped: () => overlapped }
+  }
+
+  it('runs its passes as the clock is moved, at the clock’s times, and none in between', async () => {
+    const clock = new ManualClock(START)
+    const { loop, starts } = loopOn(clock, { intervalMs: 60_000 })
+    loop.start()
+    await clock.advanceAsync(59_999)
+    expect(starts).toEqual([])
+    await clock.advanceAsync(1)
+    expect(starts).toEqual([60_000])
+    // Ten minutes of the clock in one step: each pass at its time, one interval after the last.
+    await clock.advanceAsync(600_000)
+    expect(starts).toEqual(Array.from({ length: 11 }, (_, i) => 60_000 * (i + 1)))
+    await loop.stop()
+    expect(clock.pendingTimers).toBe(0)
+    await clock.advanceAsync(600_000)
+    expect(starts).toHaveLength(11)
+  })
+
+  it('counts the interval from the end of a pass that takes the clock’s time, never two at once', async () => {
+    const clock = new ManualClock(START)
+    const { loop, starts, overlapped } = loopOn(clock, { intervalMs: 1000, passMs: 250 })
+    loop.start({ immediate: true })
+    loop.nudge()
+    await clock.advanceAsync(100)
+    loop.nudge()
+    await clock.advanceAsync(2400)
+    // The nudges during the first pass make one pass right after it; then the interval.
+    expect(starts).toEqual([0, 250, 1500])
+    expect(overlapped()).toBe(false)
+    const stopping = loop.stop()
+    await clock.advanceAsync(250)
+    await stopping
+  })
+
+  it('wakes when asked on the clock, sooner than the interval', async () => {
+    const clock = new ManualClock(START)
+    const { loop, starts } = loopOn(clock, { intervalMs: 3_600_000 })
+    loop.start()
+    loop.wakeIn(30_000)
+    await clock.advanceAsync(29_999)
+    expect(starts).toEqual([])
+    await clock.advanceAsync(1)
+    expect(starts).toEqual([30_000])
+    await loop.stop()
   })
 })

@@ -1,3 +1,5 @@
+import { systemClock, type ClockTimer, type TimerClock } from './clock.js'
+
 /**
  * The one loop the platform's control loops run on (job sweeper, webhook dispatcher, billing
  * meter, ...): a pass at least every `intervalMs`, sooner when nudged or when a pass asks for
@@ -19,10 +21,16 @@ export interface ReconcileLoopOptions {
   /** Nudged passes start at least this long after the previous pass started (default 0). */
   minGapMs?: number
   onError: (error: unknown) => void
+  /**
+   * The clock the loop's timers wait on (default: the system clock): a ManualClock drives the
+   * loop in a test without waiting.
+   */
+  clock?: TimerClock
 }
 
 export class ReconcileLoop {
-  private timer: NodeJS.Timeout | undefined
+  private readonly clock: TimerClock
+  private timer: ClockTimer | undefined
   /** When the armed timer fires (ms since epoch); Infinity when none is armed. */
   private dueAt = Infinity
   private current: Promise<void> | undefined
@@ -31,7 +39,9 @@ export class ReconcileLoop {
   private lastStartedAt = -Infinity
   private started = false
 
-  constructor(private readonly options: ReconcileLoopOptions) {}
+  constructor(private readonly options: ReconcileLoopOptions) {
+    this.clock = options.clock ?? systemClock
+  }
 
   /** Starts the loop: the first pass at once with `immediate`, else after `intervalMs`. */
   start({ immediate = false }: { immediate?: boolean } = {}): void {
@@ -54,13 +64,13 @@ export class ReconcileLoop {
 
   /** Something changed: a pass as soon as `minGapMs` allows (after the current one, if any). */
   nudge(): void {
-    this.wakeIn(Math.max(0, this.lastStartedAt + (this.options.minGapMs ?? 0) - Date.now()))
+    this.wakeIn(Math.max(0, this.lastStartedAt + (this.options.minGapMs ?? 0) - this.nowMs()))
   }
 
   /** A pass no later than `delayMs` from now (sooner ones stay). */
   wakeIn(delayMs: number): void {
     if (!this.started) return
-    const at = Date.now() + Math.max(0, delayMs)
+    const at = this.nowMs() + Math.max(0, delayMs)
     if (this.current) {
       this.wantedAt = Math.min(this.wantedAt, at)
       return
@@ -79,12 +89,11 @@ export class ReconcileLoop {
   private arm(at: number): void {
     this.disarm()
     this.dueAt = at
-    this.timer = setTimeout(() => void this.runPass(), Math.max(0, at - Date.now()))
-    this.timer.unref()
+    this.timer = this.clock.setTimer(at - this.nowMs(), () => void this.runPass())
   }
 
   private disarm(): void {
-    clearTimeout(this.timer)
+    this.timer?.cancel()
     this.timer = undefined
     this.dueAt = Infinity
   }
@@ -92,7 +101,7 @@ export class ReconcileLoop {
   private runPass(): Promise<void> {
     this.timer = undefined
     this.dueAt = Infinity
-    this.lastStartedAt = Date.now()
+    this.lastStartedAt = this.nowMs()
     this.current = (async () => {
       let asked: PassOutcome = undefined
       try {
@@ -102,13 +111,18 @@ export class ReconcileLoop {
       }
       this.current = undefined
       if (!this.started) return
-      const byInterval = Date.now() + this.options.intervalMs
-      const byPass = asked ? Date.now() + Math.max(0, asked.wakeInMs) : Infinity
+      const now = this.nowMs()
+      const byInterval = now + this.options.intervalMs
+      const byPass = asked ? now + Math.max(0, asked.wakeInMs) : Infinity
       const byNudge = Math.max(this.wantedAt, this.lastStartedAt + (this.options.minGapMs ?? 0))
       const nudged = this.wantedAt !== Infinity
       this.wantedAt = Infinity
       this.arm(Math.min(byInterval, byPass, nudged ? byNudge : Infinity))
     })()
     return this.current
+  }
+
+  private nowMs(): number {
+    return this.clock.now().getTime()
   }
 }
