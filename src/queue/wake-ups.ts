@@ -1,3 +1,5 @@
+import { systemClock, type ClockTimer, type TimerClock } from '../shared/clock.js'
+
 /**
  * In-process wake-ups for long polls. A write in this process notifies its key at once; a write
  * by another replica is seen by the waiter's own poll of the store every `pollIntervalMs`, or at
@@ -5,6 +7,9 @@
  */
 export class WakeUps {
   private readonly waiters = new Map<string, Set<() => void>>()
+
+  /** `clock`: what the waits' deadlines and polls are timed by (a test may move a ManualClock). */
+  constructor(private readonly clock: TimerClock = systemClock) {}
 
   notify(key: string): void {
     this.notifyHere(key)
@@ -30,7 +35,7 @@ export class WakeUps {
     pollIntervalMs: number,
     signal?: AbortSignal,
   ): Promise<boolean> {
-    const deadline = Date.now() + Math.max(0, timeoutMs)
+    const deadline = this.clock.now().getTime() + Math.max(0, timeoutMs)
     const keys = typeof key === 'string' ? [key] : key
     for (;;) {
       if (signal?.aborted) return false
@@ -43,16 +48,16 @@ export class WakeUps {
       signal?.addEventListener('abort', wake, { once: true })
       try {
         if (await check()) return true
-        const remaining = deadline - Date.now()
+        const remaining = deadline - this.clock.now().getTime()
         if (remaining <= 0) return false
-        let timer: NodeJS.Timeout | undefined
+        let timer: ClockTimer | undefined
         await Promise.race([
           woken,
           new Promise<void>((resolve) => {
-            timer = setTimeout(resolve, Math.min(remaining, pollIntervalMs))
+            timer = this.clock.setTimer(Math.min(remaining, pollIntervalMs), resolve)
           }),
         ])
-        clearTimeout(timer)
+        timer?.cancel()
       } finally {
         for (const k of keys) this.remove(k, wake)
         signal?.removeEventListener('abort', wake)

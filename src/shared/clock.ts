@@ -14,17 +14,17 @@ export interface Clock {
  */
 export interface TimerClock extends Clock {
   /**
-   * Calls `fire` once `delayMs` has passed on this clock. The system clock's timers do not keep
-   * the process alive.
+   * Calls `fire` once `delayMs` has passed on this clock. `background`: the timer does not keep
+   * the process alive (a loop's next pass); without it, it does, as a long poll's deadline.
    */
-  setTimer(delayMs: number, fire: () => void): ClockTimer
+  setTimer(delayMs: number, fire: () => void, options?: { background?: boolean }): ClockTimer
 }
 
 export const systemClock: TimerClock = {
   now: () => new Date(),
-  setTimer: (delayMs, fire) => {
+  setTimer: (delayMs, fire, options) => {
     const timer = setTimeout(fire, Math.max(0, delayMs))
-    timer.unref()
+    if (options?.background) timer.unref()
     return { cancel: () => clearTimeout(timer) }
   },
 }

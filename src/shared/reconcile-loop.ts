@@ -89,7 +89,9 @@ export class ReconcileLoop {
   private arm(at: number): void {
     this.disarm()
     this.dueAt = at
-    this.timer = this.clock.setTimer(at - this.nowMs(), () => void this.runPass())
+    this.timer = this.clock.setTimer(at - this.nowMs(), () => void this.runPass(), {
+      background: true,
+    })
   }
 
   private disarm(): void {

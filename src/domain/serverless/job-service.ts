@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/app-error.js'
 import type { EgressGuard } from '../egress/egress-guard.js'
-import type { Clock } from '../../shared/clock.js'
+import { systemClock, type Clock, type TimerClock } from '../../shared/clock.js'
 import { timeOrderedUuid } from '../../shared/ids.js'
 import type { TraceOrigin, Tracing } from '../../shared/tracing.js'
 import { decideAccess, type Principal } from '../accounts/access.js'
@@ -57,6 +57,11 @@ export interface JobServiceDeps {
   /** The managed workers; without it every worker takes jobs and counts by presence. */
   roster?: WorkerRoster
   clock: Clock
+  /**
+   * What the long polls' deadlines are timed by (default: the system clock); the queue's
+   * wake-ups must wait on the same. A test gives both a ManualClock instead of waiting.
+   */
+  pollClock?: TimerClock
   leaseMs?: number
   /**
    * Told of every job a worker completes (COMPLETED or FAILED), after the queue recorded it:
@@ -84,9 +89,16 @@ export interface JobServiceDeps {
  */
 export class JobService {
   readonly leaseMs: number
+  private readonly pollClock: TimerClock
 
   constructor(private readonly deps: JobServiceDeps) {
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS
+    this.pollClock = deps.pollClock ?? systemClock
+  }
+
+  /** Now on the long polls' clock (ms since the epoch). */
+  private pollNow(): number {
+    return this.pollClock.now().getTime()
   }
   /** The worker long polls in flight, ended early when the worker stops or the server closes. */
   private readonly polls = new WorkerLongPolls()
@@ -173,12 +185,12 @@ export class JobService {
     waitMs: number,
     known?: JobView,
   ): Promise<JobView> {
-    const deadline = Date.now() + waitMs
+    const deadline = this.pollNow() + waitMs
     let next = known
     for (;;) {
       const job = next ?? (await this.get(endpointId, jobId))
       next = undefined
-      const remaining = deadline - Date.now()
+      const remaining = deadline - this.pollNow()
       if (isTerminal(job.status) || remaining <= 0 || this.polls.closing.aborted) return job
       const ended = await this.deps.queue.waitForEnd(
         endpointId,
@@ -334,12 +346,12 @@ export class JobService {
       record.leasesRenewedAt = now
       await this.deps.queue.heartbeat(endpointId, workerId, [...record.jobIds], this.leaseMs)
     }
-    const deadline = Date.now() + options.waitMs
+    const deadline = this.pollNow() + options.waitMs
     return this.polls.run(endpointId, workerId, options.signal, async (signal) => {
       if (this.deps.roster && !this.deps.roster.takesJobs(endpointId, workerId)) {
         // A draining worker (stale version, recycling) gets nothing; it waits as on an empty
         // queue so that it does not spin.
-        await sleep(options.waitMs, signal)
+        await sleep(this.pollClock, options.waitMs, signal)
         return []
       }
       return this.takeUntil(
@@ -386,7 +398,7 @@ export class JobService {
     for (;;) {
       const work =
         !signal.aborted &&
-        (await this.deps.queue.waitToTake(endpointId, taker, deadline - Date.now(), signal))
+        (await this.deps.queue.waitToTake(endpointId, taker, deadline - this.pollNow(), signal))
       const jobs =
         typeof work === 'object'
           ? [work]
@@ -397,7 +409,7 @@ export class JobService {
                 maxPayloadSize: TAKE_PAYLOAD_BUDGET,
               })
             : []
-      if (jobs.length > 0 || !work || signal.aborted || deadline - Date.now() <= 0) {
+      if (jobs.length > 0 || !work || signal.aborted || deadline - this.pollNow() <= 0) {
         this.deps.presence.seen(endpointId, workerId, { taken: jobs.map((j) => j.id) })
         const events = this.deps.events
         if (events) {
@@ -479,17 +491,17 @@ export class JobService {
     signal?: AbortSignal,
   ): Promise<string[]> {
     this.deps.presence.seen(endpointId, workerId)
-    const deadline = Date.now() + waitMs
+    const deadline = this.pollNow() + waitMs
     // The poll is registered before the first read, so that `endPolls` meanwhile ends it too.
     const notices = await this.polls.run(endpointId, workerId, signal, async (ended) => {
       for (;;) {
         const found = await this.deps.queue.takeStops(endpointId, workerId)
         // Nothing, or only notices of attempts that are over (retired by takeStops): wait on.
-        if (found.length > 0 || ended.aborted || deadline - Date.now() <= 0) return found
+        if (found.length > 0 || ended.aborted || deadline - this.pollNow() <= 0) return found
         const more = await this.deps.queue.waitForStops(
           endpointId,
           workerId,
-          deadline - Date.now(),
+          deadline - this.pollNow(),
           ended,
         )
         if (!more || signal?.aborted) return []
@@ -528,13 +540,13 @@ function jobNotFound(jobId: string): AppError {
   return new AppError('NOT_FOUND', `job ${jobId} not found (unknown, expired or deleted)`)
 }
 
-/** Resolves after `ms`, or at once when the signal aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms` on `clock`, or at once when the signal aborts. */
+function sleep(clock: TimerClock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted || ms <= 0) return resolve()
-    const timer = setTimeout(done, ms)
+    const timer = clock.setTimer(ms, done)
     function done() {
-      clearTimeout(timer)
+      timer.cancel()
       signal?.removeEventListener('abort', done)
       resolve()
     }
