@@ -3,7 +3,7 @@ import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 /**
  * Which of a workload's limits a Docker engine enforces (docs/runtime.md, "Limits"), from what
  * it says of itself (GET /info) and from one trial of a container disk size. Pure; the driver
- * (docker-driver.ts) does the calls.
+ * (engine-limits.ts) does the calls.
  */
 
 /** The parts of GET /info that podyard reads. */

@@ -1,0 +1,106 @@
+import type Docker from 'dockerode'
+import type { LogLine, WorkloadSpec } from '../driver.js'
+import {
+  pullFailureMessage,
+  pullProgressLine,
+  registryAuthHeader,
+  withDefaultTag,
+  type PullProgressEvent,
+} from './container-spec.js'
+import { ignoring } from './engine-calls.js'
+
+/**
+ * The log of an image pull, numbered on from the workload's log; kept here while the pull runs
+ * (and after it failed), then on the container it was for (PULL_LOG_LABEL).
+ */
+export interface PullLog {
+  lines: LogLine[]
+  done: boolean
+  /** Wakes followers when a line arrives or the pull ends. */
+  changed: Set<() => void>
+}
+
+/** Image pulls of workloads and their logs, by workload id. */
+export class ImagePulls {
+  private readonly pulls = new Map<string, PullLog>()
+
+  constructor(private readonly docker: Docker) {}
+
+  get(id: string): PullLog | undefined {
+    return this.pulls.get(id)
+  }
+
+  delete(id: string): void {
+    this.pulls.delete(id)
+  }
+
+  /**
+   * The image's inspection; an absent image is pulled first (with the spec's credentials), its
+   * progress numbered after `logEnd` and kept as the end of the workload's log until the
+   * container exists, which then carries the lines returned. A failed pull throws an Error
+   * whose message says why (it becomes the pod's ERROR reason) and never holds secrets.
+   */
+  async ensureImage(
+    spec: WorkloadSpec,
+    logEnd: number,
+  ): Promise<{ image: Docker.ImageInspectInfo; pullLines: LogLine[] }> {
+    const present = await ignoring([404], () => this.docker.getImage(spec.image).inspect())
+    if (present) return { image: present, pullLines: [] }
+    const pull: PullLog = { lines: [], done: false, changed: new Set() }
+    this.pulls.set(spec.id, pull)
+    const log = (line: string): void => {
+      pull.lines.push({ seq: logEnd + pull.lines.length + 1, ts: new Date().toISOString(), line })
+      for (const wake of pull.changed) wake()
+    }
+    const reference = withDefaultTag(spec.image)
+    log(`pulling image ${reference}${spec.registryAuth ? ' with the registry credentials' : ''}`)
+    const options = spec.registryAuth
+      ? { authconfig: { key: registryAuthHeader(spec.image, spec.registryAuth) } }
+      : {}
+    try {
+      const progress = await this.docker.pull(reference, options)
+      await new Promise<void>((resolve, reject) => {
+        this.docker.modem.followProgress(
+          progress,
+          (error: Error | null) => (error ? reject(error) : resolve()),
+          (event: PullProgressEvent) => {
+            const line = pullProgressLine(event)
+            if (line !== undefined) log(line)
+          },
+        )
+      })
+      log(`pulled image ${reference}`)
+      return { image: await this.docker.getImage(spec.image).inspect(), pullLines: pull.lines }
+    } catch (error) {
+      const message = pullFailureMessage(spec.image, error, spec.registryAuth)
+      log(message)
+      throw new Error(message)
+    } finally {
+      pull.done = true
+      for (const wake of pull.changed) wake()
+    }
+  }
+}
+
+/** A pull's lines after `afterSeq`, as they come, until it ends or the signal aborts. */
+export async function* followPull(
+  pull: PullLog,
+  afterSeq: number,
+  signal: AbortSignal,
+): AsyncIterable<LogLine> {
+  let next = afterSeq
+  for (;;) {
+    for (const line of pull.lines) if (line.seq > next) yield line
+    next = Math.max(next, pull.lines.at(-1)?.seq ?? 0)
+    if (pull.done || signal.aborted) return
+    await new Promise<void>((resolve) => {
+      const wake = (): void => {
+        pull.changed.delete(wake)
+        signal.removeEventListener('abort', wake)
+        resolve()
+      }
+      pull.changed.add(wake)
+      signal.addEventListener('abort', wake, { once: true })
+    })
+  }
+}

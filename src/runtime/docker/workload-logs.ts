@@ -1,0 +1,97 @@
+import type { LogLine, LogQuery } from '../driver.js'
+import { logPositionOf } from './container-spec.js'
+import { containerLogLines, selectStreamedLines } from './container-log-reader.js'
+import { ignoring } from './engine-calls.js'
+import { followPull, type ImagePulls } from './image-pulls.js'
+import { LogFrameDecoder, selectLines } from './log-frames.js'
+import type { FoundContainer } from './own-containers.js'
+
+/**
+ * A workload's log under the docker driver: its container's pull lines and own output, then a
+ * pull under way (or failed) for its next start, numbered on across its containers.
+ */
+export class WorkloadLogs {
+  private readonly follows = new Set<NodeJS.ReadableStream>()
+
+  constructor(private readonly pulls: ImagePulls) {}
+
+  /**
+   * The container's pull lines and its own log, then a pull under way (or failed) for its next
+   * start: the workload's log, numbered on across its containers.
+   */
+  async read(id: string, found: FoundContainer | undefined, query?: LogQuery): Promise<LogLine[]> {
+    const pending = this.pulls.get(id)?.lines ?? []
+    if (!found) return selectLines(pending, query)
+    // Streamed: only the lines returned are kept, never the whole retained log.
+    const own = await selectStreamedLines(this.containerLines(found), query)
+    return selectLines([...own, ...pending], query)
+  }
+
+  async *follow(
+    id: string,
+    found: FoundContainer | undefined,
+    afterSeq: number,
+    signal: AbortSignal,
+  ): AsyncIterable<LogLine> {
+    const pull = this.pulls.get(id)
+    if (pull) {
+      // The container (if any) has exited; a pull for its next start is the log's end.
+      let last = afterSeq
+      for await (const line of found ? this.containerLines(found) : []) {
+        if (line.seq > last) yield line
+        last = Math.max(last, line.seq)
+      }
+      yield* followPull(pull, last, signal)
+      return
+    }
+    if (!found) return
+    const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
+    for (const line of pullLines) if (line.seq > afterSeq && !signal.aborted) yield line
+    const stream = await ignoring([404], () =>
+      found.container.logs({ stdout: true, stderr: true, timestamps: true, follow: true }),
+    )
+    if (!stream) return
+    this.follows.add(stream)
+    const destroy = (): void => void (stream as unknown as { destroy(): void }).destroy()
+    signal.addEventListener('abort', destroy, { once: true })
+    const decoder = new LogFrameDecoder(base)
+    try {
+      try {
+        for await (const chunk of stream) {
+          for (const line of decoder.push(chunk as Buffer)) if (line.seq > afterSeq) yield line
+        }
+      } catch (error) {
+        // Destroying the response on abort or close ends the iteration with an error.
+        if (signal.aborted || !this.follows.has(stream)) return
+        throw error
+      }
+      if (signal.aborted) return
+      for (const line of decoder.end()) if (line.seq > afterSeq) yield line
+    } finally {
+      signal.removeEventListener('abort', destroy)
+      this.follows.delete(stream)
+      destroy()
+    }
+  }
+
+  /** The seq of the last line of an exited container's log (its base when it wrote nothing). */
+  async logEndOf(found: FoundContainer): Promise<number> {
+    let end = logPositionOf(found.inspection.Config.Labels).base
+    for await (const line of this.containerLines(found)) end = Math.max(end, line.seq)
+    return end
+  }
+
+  /** Ends the open follows. */
+  close(): void {
+    const open = [...this.follows]
+    this.follows.clear()
+    for (const stream of open) (stream as unknown as { destroy(): void }).destroy()
+  }
+
+  /** A container's part of the workload's log: its pull lines, then its own output. */
+  private async *containerLines(found: FoundContainer): AsyncGenerator<LogLine> {
+    const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
+    yield* pullLines
+    yield* containerLogLines(found.container, base)
+  }
+}
