@@ -80,6 +80,23 @@ function engineLogBytes(podId: string): number {
     .reduce((sum, name) => sum + statSync(path.join(dir, name)).size, 0)
 }
 
+/** Removes the container and its tenant network (the platform's own remove would, too). */
+function removeWithNetwork(container: string): void {
+  const network = execFileSync(
+    'docker',
+    ['inspect', '-f', '{{.HostConfig.NetworkMode}}', container],
+    { encoding: 'utf8' },
+  ).trim()
+  execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
+  if (network.startsWith('podyard-')) {
+    try {
+      execFileSync('docker', ['network', 'rm', network], { stdio: 'ignore' })
+    } catch {
+      // Another container of the account still uses it.
+    }
+  }
+}
+
 describe.runIf(enabled)('a log flood on the docker driver', () => {
   let platform: TestPlatform
   let tenant: string
@@ -102,7 +119,7 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
   afterAll(async () => {
     if (podId) {
       const container = containerOf(podId)
-      if (container !== '') execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
+      if (container !== '') removeWithNetwork(container)
     }
     await platform?.close()
   }, 60_000)

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode'
 import type { LogLine, LogQuery } from '../driver.js'
 import { LogFrameDecoder } from './log-frames.js'
+import { LogNumbering, lostLinesNote, type ContainerLogNumbers } from './log-numbering.js'
 
 /**
  * Reading a container's retained log without holding it: dockerode answers a log request that
@@ -8,9 +9,10 @@ import { LogFrameDecoder } from './log-frames.js'
  * then decoded into as many line objects). Here the body is a stream, decoded a chunk at a
  * time, and a read keeps only the lines it returns.
  *
- * The lines are numbered from the start of the container's log (LogFrameDecoder), so a read
- * still goes through the whole retained log; what it costs in memory is one chunk and the
- * lines asked for, whatever the log's size.
+ * The lines are numbered from the start of the retained log (LogFrameDecoder, then
+ * LogNumbering), so a read still goes through the whole retained log; what it costs in memory
+ * is one chunk, the lines asked for and the few held back to find their numbers, whatever the
+ * log's size.
  */
 
 interface LogStream extends AsyncIterable<Buffer> {
@@ -40,17 +42,33 @@ function openLogStream(container: Docker.Container): Promise<LogStream | undefin
   })
 }
 
-/** The container's own lines, numbered after `base`, decoded as they arrive. */
+/**
+ * The container's own lines, numbered after `base` where `numbers` says they fall
+ * (log-numbering.ts), decoded as they arrive; where lines after `afterSeq` were deleted before
+ * the oldest one kept, a note says so in their place.
+ */
 export async function* containerLogLines(
   container: Docker.Container,
   base: number,
+  numbers: ContainerLogNumbers,
+  afterSeq = base,
 ): AsyncGenerator<LogLine> {
   const stream = await openLogStream(container)
   if (!stream) return
-  const decoder = new LogFrameDecoder(base)
+  const decoder = new LogFrameDecoder()
+  const numbering = new LogNumbering(numbers, base)
+  let noted = false
+  function* withNote(lines: LogLine[]): Generator<LogLine> {
+    if (!noted && numbering.start) {
+      noted = true
+      const note = lostLinesNote(numbering.start, base, afterSeq)
+      if (note) yield note
+    }
+    yield* lines
+  }
   try {
-    for await (const chunk of stream) yield* decoder.push(chunk)
-    yield* decoder.end()
+    for await (const chunk of stream) yield* withNote(numbering.push(decoder.push(chunk)))
+    yield* withNote([...numbering.push(decoder.end()), ...numbering.end()])
   } finally {
     stream.destroy()
   }

@@ -206,6 +206,7 @@ export class DockerDriver implements RuntimeDriver {
         : undefined
     for (const summary of await this.own.containersOf([`${WORKLOAD_LABEL}=${spec.id}`])) {
       await ignoring([404, 409], () => this.docker.getContainer(summary.Id).remove({ force: true }))
+      this.logs.forget(summary.Id)
     }
     const body = toContainerCreateBody(spec, {
       serverId: this.options.serverId,
@@ -320,6 +321,7 @@ export class DockerDriver implements RuntimeDriver {
     for (const summary of await this.own.containersOf([`${WORKLOAD_LABEL}=${id}`], ids)) {
       const container = this.docker.getContainer(summary.Id)
       await ignoring([404, 409], () => container.remove({ force: true, v: true }))
+      this.logs.forget(summary.Id)
       const network = summary.HostConfig?.NetworkMode
       if (network) await this.networks.removeNetworkIfUnused(network, ids)
     }

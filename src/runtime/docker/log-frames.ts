@@ -16,6 +16,17 @@ import type { LogLine, LogQuery } from '../driver.js'
 
 const HEADER_BYTES = 8
 
+/**
+ * A decoded line with what identifies it in the container's log whatever its number: its
+ * stream, Docker's exact time and its text (log-numbering.ts anchors numbers on it).
+ */
+export interface DecodedLine extends LogLine {
+  /** Undefined for a line without Docker's time (none is sent with timestamps=1). */
+  key?: string
+  /** Docker's time to the nanosecond: [ms since the epoch, ns past it]. */
+  time?: [number, number]
+}
+
 interface StreamBuffer {
   pending: Buffer
   /** The time of the stream's last line, to the nanosecond: [ms since the epoch, ns past it]. */
@@ -29,7 +40,7 @@ function preciseTime(stamp: string, ms: number): [number, number] {
   return [ms, Number(fraction.padEnd(9, '0').slice(3, 9))]
 }
 
-function isBefore(a: [number, number], b: [number, number]): boolean {
+export function isBefore(a: [number, number], b: [number, number]): boolean {
   return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])
 }
 
@@ -44,10 +55,10 @@ export class LogFrameDecoder {
   }
 
   /** Feeds raw bytes; returns the lines completed by them. */
-  push(chunk: Uint8Array): LogLine[] {
+  push(chunk: Uint8Array): DecodedLine[] {
     this.buffer =
       this.buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buffer, chunk])
-    const lines: LogLine[] = []
+    const lines: DecodedLine[] = []
     while (this.buffer.length >= HEADER_BYTES) {
       const size = this.buffer.readUInt32BE(4)
       if (this.buffer.length < HEADER_BYTES + size) break
@@ -58,7 +69,7 @@ export class LogFrameDecoder {
       this.streams.set(type, stream)
       let data = stream.pending.length > 0 ? Buffer.concat([stream.pending, payload]) : payload
       for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a)) {
-        const line = this.line(data.subarray(0, newline), stream)
+        const line = this.line(data.subarray(0, newline), stream, type)
         if (line) lines.push(line)
         data = data.subarray(newline + 1)
       }
@@ -68,10 +79,10 @@ export class LogFrameDecoder {
   }
 
   /** The stream has ended: unterminated last lines are lines too. */
-  end(): LogLine[] {
-    const lines: LogLine[] = []
-    for (const stream of this.streams.values()) {
-      const line = stream.pending.length > 0 ? this.line(stream.pending, stream) : undefined
+  end(): DecodedLine[] {
+    const lines: DecodedLine[] = []
+    for (const [type, stream] of this.streams) {
+      const line = stream.pending.length > 0 ? this.line(stream.pending, stream, type) : undefined
       if (line) lines.push(line)
       stream.pending = Buffer.alloc(0)
     }
@@ -79,25 +90,30 @@ export class LogFrameDecoder {
   }
 
   /** The line, numbered; undefined for a repeat of a line already sent (above). */
-  private line(raw: Buffer, stream: StreamBuffer): LogLine | undefined {
+  private line(raw: Buffer, stream: StreamBuffer, type: number): DecodedLine | undefined {
     let text = raw.toString('utf8')
     if (text.endsWith('\r')) text = text.slice(0, -1)
     const space = text.indexOf(' ')
     const stamp = space > 0 ? Date.parse(text.slice(0, space)) : Number.NaN
-    if (!Number.isNaN(stamp)) {
-      const time = preciseTime(text.slice(0, space), stamp)
-      if (stream.last && isBefore(time, stream.last)) return undefined
-      if (stream.last && !isBefore(stream.last, time) && text === stream.lastText) return undefined
-      stream.last = time
-      stream.lastText = text
+    if (Number.isNaN(stamp)) return { seq: ++this.seq, ts: new Date().toISOString(), line: text }
+    const time = preciseTime(text.slice(0, space), stamp)
+    if (stream.last && isBefore(time, stream.last)) return undefined
+    if (stream.last && !isBefore(stream.last, time) && text === stream.lastText) return undefined
+    stream.last = time
+    stream.lastText = text
+    const line = text.slice(space + 1)
+    return {
+      seq: ++this.seq,
+      ts: new Date(stamp).toISOString(),
+      line,
+      key: `${type}|${time[0]}.${time[1]}|${line.length}|${line.slice(0, 64)}`,
+      time,
     }
-    const ts = Number.isNaN(stamp) ? new Date().toISOString() : new Date(stamp).toISOString()
-    return { seq: ++this.seq, ts, line: Number.isNaN(stamp) ? text : text.slice(space + 1) }
   }
 }
 
 /** Decodes a whole (not followed) log response, numbering its lines after `base`. */
-export function decodeLogFrames(raw: Uint8Array, base = 0): LogLine[] {
+export function decodeLogFrames(raw: Uint8Array, base = 0): DecodedLine[] {
   const decoder = new LogFrameDecoder(base)
   return [...decoder.push(raw), ...decoder.end()]
 }

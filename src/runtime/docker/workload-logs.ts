@@ -4,6 +4,7 @@ import { containerLogLines, selectStreamedLines } from './container-log-reader.j
 import { ignoring } from './engine-calls.js'
 import { followPull, type ImagePulls } from './image-pulls.js'
 import { LogFrameDecoder, selectLines } from './log-frames.js'
+import { ContainerLogNumbers, LogNumbering, lostLinesNote } from './log-numbering.js'
 import type { FoundContainer } from './own-containers.js'
 
 /**
@@ -12,6 +13,8 @@ import type { FoundContainer } from './own-containers.js'
  */
 export class WorkloadLogs {
   private readonly follows = new Set<NodeJS.ReadableStream>()
+  /** Where each container's numbers fall across rotations (log-numbering.ts), by container id. */
+  private readonly numbers = new Map<string, ContainerLogNumbers>()
 
   constructor(private readonly pulls: ImagePulls) {}
 
@@ -23,7 +26,7 @@ export class WorkloadLogs {
     const pending = this.pulls.get(id)?.lines ?? []
     if (!found) return selectLines(pending, query)
     // Streamed: only the lines returned are kept, never the whole retained log.
-    const own = await selectStreamedLines(this.containerLines(found), query)
+    const own = await selectStreamedLines(this.containerLines(found, query?.afterSeq), query)
     return selectLines([...own, ...pending], query)
   }
 
@@ -37,7 +40,7 @@ export class WorkloadLogs {
     if (pull) {
       // The container (if any) has exited; a pull for its next start is the log's end.
       let last = afterSeq
-      for await (const line of found ? this.containerLines(found) : []) {
+      for await (const line of found ? this.containerLines(found, afterSeq) : []) {
         if (line.seq > last) yield line
         last = Math.max(last, line.seq)
       }
@@ -54,11 +57,19 @@ export class WorkloadLogs {
     this.follows.add(stream)
     const destroy = (): void => void (stream as unknown as { destroy(): void }).destroy()
     signal.addEventListener('abort', destroy, { once: true })
-    const decoder = new LogFrameDecoder(base)
+    const decoder = new LogFrameDecoder()
+    const numbering = new LogNumbering(this.numbersOf(found), base)
+    let noted = false
+    const after = (lines: LogLine[]): LogLine[] => {
+      const note =
+        !noted && numbering.start ? lostLinesNote(numbering.start, base, afterSeq) : undefined
+      if (numbering.start) noted = true
+      return [...(note ? [note] : []), ...lines].filter((line) => line.seq > afterSeq)
+    }
     try {
       try {
         for await (const chunk of stream) {
-          for (const line of decoder.push(chunk as Buffer)) if (line.seq > afterSeq) yield line
+          yield* after(numbering.push(decoder.push(chunk as Buffer)))
         }
       } catch (error) {
         // Destroying the response on abort or close ends the iteration with an error.
@@ -66,7 +77,7 @@ export class WorkloadLogs {
         throw error
       }
       if (signal.aborted) return
-      for (const line of decoder.end()) if (line.seq > afterSeq) yield line
+      yield* after([...numbering.push(decoder.end()), ...numbering.end()])
     } finally {
       signal.removeEventListener('abort', destroy)
       this.follows.delete(stream)
@@ -81,6 +92,11 @@ export class WorkloadLogs {
     return end
   }
 
+  /** A removed container's numbers go with it. */
+  forget(containerId: string): void {
+    this.numbers.delete(containerId)
+  }
+
   /** Ends the open follows. */
   close(): void {
     const open = [...this.follows]
@@ -89,9 +105,15 @@ export class WorkloadLogs {
   }
 
   /** A container's part of the workload's log: its pull lines, then its own output. */
-  private async *containerLines(found: FoundContainer): AsyncGenerator<LogLine> {
+  private async *containerLines(found: FoundContainer, afterSeq?: number): AsyncGenerator<LogLine> {
     const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
     yield* pullLines
-    yield* containerLogLines(found.container, base)
+    yield* containerLogLines(found.container, base, this.numbersOf(found), afterSeq)
+  }
+
+  private numbersOf(found: FoundContainer): ContainerLogNumbers {
+    let numbers = this.numbers.get(found.container.id)
+    if (!numbers) this.numbers.set(found.container.id, (numbers = new ContainerLogNumbers()))
+    return numbers
   }
 }
