@@ -6,7 +6,7 @@ import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform, type Platform } from '../src/platform.js'
 import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
-import { DiskBounds } from '../src/runtime/process/disk-bounds.js'
+import { DiskBounds } from '../src/runtime/disk-bounds/disk-bounds.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import {
   callPlatform,

@@ -1,7 +1,7 @@
 /**
  * What bounding a workload's disk costs on this machine, per mechanism the process driver could
  * use (docs/runtime.md, "Disk bounds"): an ext4 image on a loop device (what it uses, through
- * its own code, src/runtime/process/disk-bounds.ts), a tmpfs with size=, and a plain directory
+ * its own code, src/runtime/disk-bounds/disk-bounds.ts), a tmpfs with size=, and a plain directory
  * (no bound, the reference). Project quotas are reported as available or not (they need the
  * data directory's file system mounted with prjquota). Needs root.
  *
@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { DiskBounds } from '../../src/runtime/process/disk-bounds.js'
+import { DiskBounds } from '../../src/runtime/disk-bounds/disk-bounds.js'
 
 function option(name: string, fallback: number): number {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`))

@@ -7,7 +7,7 @@ const run = promisify(execFile)
 
 /**
  * Where the process driver keeps the ext4 image that bounds a volume on this machine's own
- * storage: beside its directory (process/disk-bound-plan.ts, DISK_IMAGE_SUFFIX).
+ * storage: beside its directory (disk-bounds/disk-bound-plan.ts, DISK_IMAGE_SUFFIX).
  */
 const BOUND_IMAGE_SUFFIX = '.ext4'
 
@@ -55,7 +55,7 @@ export interface DirectoryVolumeStorageOptions {
  * Here a volume is a directory; `create` makes only that. A volume on this machine's own storage
  * (not a data center's shared one: `isLocal`) is given its size by the process driver when it
  * bounds disks: an ext4 image beside the directory (`<id>.ext4`), mounted there while
- * workloads use it (process/disk-bounds.ts); `remove` unmounts and deletes it too, and while it
+ * workloads use it (disk-bounds/disk-bounds.ts); `remove` unmounts and deletes it too, and while it
  * is not mounted `usedBytes` is what the image takes on disk. Elsewhere the size is accounted,
  * not enforced: the size a volume is rented at is what podyard bills, and `usedBytes` reports
  * what is really stored, so a user (and an operator) can see a volume that holds more than

@@ -1,7 +1,7 @@
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { WorkloadSpec } from '../driver.js'
-import type { DiskBounds } from './disk-bounds.js'
+import type { DiskBounds } from '../disk-bounds/disk-bounds.js'
 import { isValidWorkloadId } from './workload-record.js'
 
 function isInside(child: string, parent: string): boolean {
