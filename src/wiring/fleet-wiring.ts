@@ -18,6 +18,7 @@ import { modelImageCommands } from '../domain/models/model-registry.js'
 import { builtinImageCommands } from '../domain/templates/builtin-templates.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
 import { discoverLocalHost, type LocalHostFacts } from '../runtime/host-discovery.js'
+import { DiskBounds } from '../runtime/disk-bounds/disk-bounds.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
 import { GpuBoard } from '../domain/hosts/gpu-board.js'
 import { ManagedHostService } from '../domain/hosts/managed-hosts.js'
@@ -67,6 +68,12 @@ export async function wireFleet(
   // A copy: its hosts change as hosts are added at runtime (the built-in fleets are shared).
   const fleet = { ...(await loadFleet(config.fleet, { localDriver: config.driver, discovered })) }
   const configuredHosts = fleet.hosts
+  // One for every driver on this machine: a network volume is mounted once, whoever mounts it.
+  const diskBounds = new DiskBounds({
+    mode: config.containment.processDisk ?? 'auto',
+    root: config.dataDir,
+    probeDir: path.join(config.dataDir, 'runtime'),
+  })
   const processDriver = new ProcessDriver({
     stateDir: path.join(config.dataDir, 'runtime', 'process'),
     images: {
@@ -81,8 +88,7 @@ export async function wireFleet(
     ...(config.containment.egress ? { egress: config.containment.egress } : {}),
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     logMaxBytes: workloadLogMaxBytes(config),
-    diskBound: config.containment.processDisk ?? 'auto',
-    diskImagesUnder: config.dataDir,
+    disks: diskBounds,
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)
@@ -92,6 +98,7 @@ export async function wireFleet(
     workloadLogMaxBytes(config),
     options.localDriver ?? processDriver,
     discovered.gpus,
+    diskBounds,
   )
   await hosts.set(fleet.hosts, true)
   const isolation = await processDriver.isolation()

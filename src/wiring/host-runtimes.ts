@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
+import type { DiskBounds } from '../runtime/disk-bounds/disk-bounds.js'
 import { DockerDriver } from '../runtime/docker/docker-driver.js'
 import {
   dockerConnectionOf,
@@ -46,6 +47,8 @@ export class HostRuntimes {
     private readonly logMaxBytes: number,
     private readonly localDriver: RuntimeDriver,
     private readonly localGpus: LocalGpus | null = null,
+    /** This machine's disk bounds: its engine's containers get bounded network volumes. */
+    private readonly diskBounds?: DiskBounds,
   ) {
     this.drivers = [localDriver]
   }
@@ -100,6 +103,8 @@ export class HostRuntimes {
         ...(localGpus?.details && !simulatedGpus
           ? { knownGpus: { gpus: localGpus.details, cudaVersion: localGpus.cudaVersion } }
           : {}),
+        // This machine's engine: its network volumes are on this machine's storage.
+        ...(this.diskBounds ? { volumeBounds: this.diskBounds } : {}),
         // This machine's engine: its containers may call the API (workers do), nothing else here.
         hostFirewall: {
           allowedPorts: this.config.port ? [this.config.port] : [],

@@ -66,7 +66,8 @@ function messageOf(error: unknown): string {
 }
 
 /**
- * Bounds the disks of the process driver's workloads (disk-bound-plan.ts): each bounded
+ * Bounds the disks of the process driver's workloads, and the network volumes of this machine's
+ * docker driver's (docker/volume-bounds.ts), (disk-bound-plan.ts): each bounded
  * directory is a mount point of its own ext4 image. The mounts live in the host's mount
  * namespace, so they outlive the server like the workloads do: a new server finds them mounted
  * and uses them (adoption), and `sweep` removes those no workload claims any more (a crash).
@@ -82,11 +83,34 @@ export class DiskBounds {
   private readonly sharing = new Map<string, Promise<unknown>>()
   /** The workloads this server started on each network volume (by mount point). */
   private readonly sharedUsers = new Map<string, Set<string>>()
+  /** Other drivers' mount points on this machine (claimAlso). */
+  private readonly otherClaims: Array<() => Promise<Iterable<string>>> = []
 
   constructor(options: { mode: DiskBoundMode; root: string; probeDir: string }) {
     this.mode = options.mode
     this.root = path.resolve(options.root)
     this.probeDir = options.probeDir
+  }
+
+  /**
+   * Another driver's workloads on this machine (the docker driver's containers and the
+   * directories they bind): what `claims` names is never unmounted by a sweep or a release.
+   */
+  claimAlso(claims: () => Promise<Iterable<string>>): void {
+    this.otherClaims.push(claims)
+  }
+
+  /** What the other drivers claim; undefined when one of them cannot say (nothing is swept). */
+  private async claimedElsewhere(): Promise<Set<string> | undefined> {
+    const claimed = new Set<string>()
+    try {
+      for (const claims of this.otherClaims) {
+        for (const mountPoint of await claims()) claimed.add(path.resolve(mountPoint))
+      }
+    } catch {
+      return undefined
+    }
+    return claimed
   }
 
   /** The limits left unenforced: `disk`, with why, when disks are not bounded here. */
@@ -153,7 +177,9 @@ export class DiskBounds {
    * was rented larger). Returns whether the container disk was bounded (and so is empty);
    * false: the caller empties the directory itself.
    */
-  async prepare(spec: WorkloadSpec): Promise<boolean> {
+  async prepare(
+    spec: Pick<WorkloadSpec, 'id' | 'containerDiskPath' | 'diskGb' | 'mounts'>,
+  ): Promise<boolean> {
     const probe = await this.probe()
     if ('reason' in probe) return false
     let containerDisk = false
@@ -191,6 +217,8 @@ export class DiskBounds {
       if (spec.id !== undefined) users?.delete(spec.id)
       if ((users && users.size > 0) || claimedByOthers.has(plan.mountPoint)) continue
       if (!('tools' in probe)) continue
+      const elsewhere = await this.claimedElsewhere()
+      if (!elsewhere || elsewhere.has(path.resolve(plan.mountPoint))) continue
       const tools = probe.tools
       await this.onVolume(plan.mountPoint, async () => {
         if ((this.sharedUsers.get(plan.mountPoint)?.size ?? 0) > 0) return
@@ -238,12 +266,14 @@ export class DiskBounds {
   async sweep(claimed: ReadonlySet<string>): Promise<string[]> {
     const probe = await this.probe()
     if ('reason' in probe) return []
+    const elsewhere = await this.claimedElsewhere()
+    if (!elsewhere) return []
     const { stdout } = await run(probe.tools.losetup, ['-J', '-l'])
     const leftovers = leftoversUnder(
       this.root,
       parseLoopDevices(stdout),
       parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')),
-      claimed,
+      new Set([...claimed, ...elsewhere]),
     )
     for (const mountPoint of leftovers.unmount) await this.unmount(probe.tools, mountPoint)
     for (const device of leftovers.detach) {

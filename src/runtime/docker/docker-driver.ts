@@ -13,6 +13,7 @@ import type {
   WorkloadStats,
 } from '../driver.js'
 import { hasLabels, PublishedPortTakenError } from '../driver.js'
+import type { DiskBounds } from '../disk-bounds/disk-bounds.js'
 import type { SmiGpuDetail } from '../host-discovery.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
@@ -34,6 +35,7 @@ import { ImagePulls } from './image-pulls.js'
 import { OwnContainers } from './own-containers.js'
 import { TenantNetworks } from './tenant-networks.js'
 import { tenantNetworkOf } from './tenant-network.js'
+import { bindSources, VolumeBounds } from './volume-bounds.js'
 import { WorkloadLogs } from './workload-logs.js'
 import { StartupRefusal } from '../../shared/startup-refusal.js'
 
@@ -72,6 +74,12 @@ export interface DockerDriverOptions {
    * keeps containers from the engine host's own services, and isolation() says so.
    */
   hostFirewall?: HostFirewallRules
+  /**
+   * The engine runs on this machine and its network volumes are on this machine's storage:
+   * those with a size are bounded at it with these disk bounds (volume-bounds.ts). Absent (a
+   * remote engine): a network volume is a plain bind.
+   */
+  volumeBounds?: DiskBounds
   /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
   gpuProbeImage?: string
   /**
@@ -113,6 +121,8 @@ export class DockerDriver implements RuntimeDriver {
   private readonly logs: WorkloadLogs
   private readonly own: OwnContainers
   private readonly networks: TenantNetworks
+  /** Bounded network volumes, on this machine's engine. */
+  private readonly volumes: VolumeBounds | undefined
   /** What the engine enforces (engine-containment.ts). */
   private readonly limits: EngineLimits
   /**
@@ -133,6 +143,11 @@ export class DockerDriver implements RuntimeDriver {
     this.own = new OwnContainers(this.docker, options.serverId, options.formerServerIds)
     this.networks = new TenantNetworks(this.docker, options.serverId, options.hostFirewall)
     this.limits = new EngineLimits(this.docker)
+    this.volumes = options.volumeBounds
+      ? new VolumeBounds(options.volumeBounds, async () =>
+          (await this.own.containersOf([])).flatMap(bindSources),
+        )
+      : undefined
     this.gpus = new EngineGpuProbe(
       this.docker,
       options.serverId,
@@ -218,6 +233,8 @@ export class DockerDriver implements RuntimeDriver {
       gpuUuids: this.gpus.uuids(),
       log: { base, pullLines },
     })
+    // Bounded network volumes are mounted first (their directory is then the mount point).
+    const unprepare = (await this.volumes?.prepare(spec)) ?? (async () => {})
     // A bind's source must exist; create it as the server (Docker would refuse or make it root's).
     for (const mount of spec.mounts) {
       if (mount.kind !== 'persistent') await mkdir(mount.hostPath, { recursive: true })
@@ -241,9 +258,12 @@ export class DockerDriver implements RuntimeDriver {
       return container
     }
     if (network) this.networks.ensureFirewall()
-    const container = network
-      ? await this.networks.whileStarting(network.docker, launch)
-      : await launch()
+    const container = await (
+      network ? this.networks.whileStarting(network.docker, launch) : launch()
+    ).catch(async (error: unknown) => {
+      await unprepare()
+      throw error
+    })
     // The container holds the position now.
     this.logEnds.delete(spec.id)
     return workloadStateOf((await container.inspect()) as ContainerInspection)
@@ -318,12 +338,16 @@ export class DockerDriver implements RuntimeDriver {
     this.pulls.delete(id)
     this.logEnds.delete(id)
     const ids = await this.own.serverIds()
-    for (const summary of await this.own.containersOf([`${WORKLOAD_LABEL}=${id}`], ids)) {
+    const removed = await this.own.containersOf([`${WORKLOAD_LABEL}=${id}`], ids)
+    for (const summary of removed) {
       const container = this.docker.getContainer(summary.Id)
       await ignoring([404, 409], () => container.remove({ force: true, v: true }))
       this.logs.forget(summary.Id)
       const network = summary.HostConfig?.NetworkMode
       if (network) await this.networks.removeNetworkIfUnused(network, ids)
+    }
+    if (this.volumes && removed.length > 0) {
+      await this.volumes.release(id, removed, await this.own.containersOf([], ids))
     }
     const { Volumes: volumes } = await this.docker.listVolumes({
       filters: { label: [this.own.serverFilter(ids), `${WORKLOAD_LABEL}=${id}`] },

@@ -91,6 +91,12 @@ export interface ProcessDriverOptions {
   diskBound?: DiskBoundMode
   /** Only disk images under this directory are swept after a crash; default: stateDir's parent. */
   diskImagesUnder?: string
+  /**
+   * The disk bounds to use instead of making its own from diskBound and diskImagesUnder: the
+   * same instance as this machine's docker driver, so that the two never mount one network
+   * volume twice.
+   */
+  disks?: DiskBounds
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -154,11 +160,13 @@ export class ProcessDriver implements RuntimeDriver {
       processes: this.processes,
       closing: this.closing.signal,
     })
-    this.disks = new DiskBounds({
-      mode: options.diskBound ?? 'none',
-      root: options.diskImagesUnder ?? path.dirname(this.stateDir),
-      probeDir: path.dirname(this.stateDir),
-    })
+    this.disks =
+      options.disks ??
+      new DiskBounds({
+        mode: options.diskBound ?? 'none',
+        root: options.diskImagesUnder ?? path.dirname(this.stateDir),
+        probeDir: path.dirname(this.stateDir),
+      })
   }
 
   /**
