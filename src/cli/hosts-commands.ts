@@ -29,6 +29,7 @@ interface HostJson {
   unenforcedLimits?: { limit: string; reason: string; accepted: boolean }[]
   warnings: string[]
   podCount: number
+  globalNetworking?: { offered: boolean; subnet: string | null; members: number; accounts: number }
   gpus?: GpuJson[]
 }
 
@@ -113,6 +114,14 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     const o = host.offered
     lines.push(
       `offered     ${o.gpu ? `${o.gpu.count} × ${o.gpu.typeId}` : 'no GPUs'}, ${o.vcpus} vCPUs, ${o.memoryGb} GB`,
+    )
+  }
+  const global = host.globalNetworking
+  if (global && (global.offered || global.members > 0)) {
+    const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+    lines.push(
+      `global net  ${global.offered ? `${global.subnet} per account` : 'not offered here'}: ` +
+        `${plural(global.members, 'pod')} of ${plural(global.accounts, 'account')}`,
     )
   }
   for (const u of host.unenforcedLimits ?? []) {

@@ -43,6 +43,8 @@ export function wireHosts(context: PlatformContext): HostParts {
     addedAtRuntime: (hostId) => parts.fleet.managed.isManaged(hostId),
     drainHooks,
     movePods: (hostId, pods) => migration.moveOff(hostId, pods),
+    globalNetworkOffered: (dataCenterId) =>
+      fleet.dataCenters.find((dc) => dc.id === dataCenterId)?.globalNetwork ?? false,
     acceptUnenforced: config.containment.acceptUnenforced,
     driverUnenforced: (hostId) =>
       runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,

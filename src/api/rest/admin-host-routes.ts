@@ -127,6 +127,22 @@ export const HostSchema = Type.Object({
   ),
   warnings: Type.Array(Type.String()),
   podCount: Type.Integer(),
+  globalNetworking: Type.Object(
+    {
+      offered: Type.Boolean({ description: "its data center's fleet entry has globalNetwork" }),
+      subnet: Nullable(
+        Type.String({
+          description:
+            "the range of the pods' addresses (10.0.0.0/8); each account's network has it to itself",
+        }),
+      ),
+      members: Type.Integer({
+        description: 'pods here (not terminated) with globalNetworking',
+      }),
+      accounts: Type.Integer({ description: "how many accounts' networks those pods are on" }),
+    },
+    { description: 'global networking on this host (docs/fleet.md, "Host state")' },
+  ),
   gpus: Type.Array(GpuSchema, {
     description:
       "the host's GPUs as its sampler last read them (nvidia-smi); empty for simulated GPUs and before the first reading",

@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/app-error.js'
 import type { ContainedLimit, UnenforcedLimit } from '../../shared/contained-limits.js'
 import { hostPublicIp, type Host } from '../catalog/fleet.js'
-import type { Pod } from '../pods/pod.js'
+import { GLOBAL_NETWORK_CIDR, type Pod } from '../pods/pod.js'
 import type { GpuBoard, GpuStatus } from './gpu-board.js'
 import { memoryUsePercent } from './gpu-health.js'
 import type { HostBoard } from './host-board.js'
@@ -53,6 +53,12 @@ export interface HostView {
   warnings: string[]
   /** Pods (not terminated) that hold a place on it. */
   podCount: number
+  /**
+   * Global networking here: whether its data center offers it, the range of the pods'
+   * addresses (each account's network has it to itself), and the pods on it (not terminated)
+   * with global networking, and how many accounts' networks they make.
+   */
+  globalNetworking: { offered: boolean; subnet: string | null; members: number; accounts: number }
   /** Its GPUs as the host's sampler read them (none for simulated GPUs: docs/gpus.md). */
   gpus: GpuView[]
 }
@@ -127,6 +133,8 @@ export interface HostServiceDeps {
   drainHooks: DrainHook[]
   /** Moves a draining host's pods to other hosts (`drain --migrate`); absent, none move. */
   movePods?: (hostId: string, pods: Pod[]) => Promise<PodMoveOutcome[]>
+  /** Whether a data center offers global networking (its fleet entry's `globalNetwork`). */
+  globalNetworkOffered?: (dataCenterId: string) => boolean
   /** `containment.acceptUnenforced`: the limits the operator lets hosts leave unenforced. */
   acceptUnenforced?: readonly ContainedLimit[]
   /**
@@ -304,7 +312,19 @@ export class HostService {
       unenforcedLimits: unenforced.map((u) => ({ ...u, accepted: accepted.includes(u.limit) })),
       warnings: [...record.warnings, ...(gpuSource ? [gpuSource] : [])],
       podCount: pods.filter((p) => p.hostId === host.id).length,
+      globalNetworking: this.globalNetworking(host, pods),
       gpus: (this.deps.gpus?.statuses(host.id) ?? []).map(gpuView),
+    }
+  }
+
+  private globalNetworking(host: Host, pods: Pod[]): HostView['globalNetworking'] {
+    const offered = this.deps.globalNetworkOffered?.(host.dataCenterId) ?? false
+    const members = pods.filter((p) => p.hostId === host.id && p.globalNetworking)
+    return {
+      offered,
+      subnet: offered || members.length > 0 ? GLOBAL_NETWORK_CIDR : null,
+      members: members.length,
+      accounts: new Set(members.map((p) => p.accountId)).size,
     }
   }
 }

@@ -214,7 +214,8 @@ export class PodCapacity {
         .filter((p) => p.id !== excludePodId && p.status !== 'TERMINATED' && p.globalIp)
         .map((p) => p.globalIp),
     )
-    // Each account has its own private network, so ranges may repeat across accounts.
+    // Each account has its own private network (GLOBAL_NETWORK_CIDR), so ranges may repeat
+    // across accounts.
     for (let n = 2; n < 1 << 24; n++) {
       const ip = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`
       if (!used.has(ip)) return ip

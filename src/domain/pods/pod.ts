@@ -107,7 +107,7 @@ export interface Pod {
   templateId: string | null
   locked: boolean
   globalNetworking: boolean
-  /** The pod's address on its account's private network, when globalNetworking. */
+  /** The pod's address on its account's private network (GLOBAL_NETWORK_CIDR), when globalNetworking. */
   globalIp: string | null
   status: PodStatus
   /** Why the pod is in ERROR (or what stopped it), for people. */
@@ -141,3 +141,6 @@ export interface PodRuntime {
   memory?: { util: number }
   ports: Array<{ private: number; public: number | null; type: string; ip: string | null }>
 }
+
+/** Where the pods' `globalIp` are: each account has this range to itself on its own network. */
+export const GLOBAL_NETWORK_CIDR = '10.0.0.0/8'
