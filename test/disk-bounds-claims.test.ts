@@ -6,9 +6,10 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { DiskBounds } from '../src/runtime/disk-bounds/disk-bounds.js'
 
 /**
- * A network volume mounted for this machine's docker driver is claimed by its containers: a
- * new server's sweep and another driver's release leave it mounted while the docker driver
- * says a container binds it (or cannot say), and unmount it once nothing claims it.
+ * A network volume mounted for this machine's docker driver is claimed by its containers (and
+ * one of the process driver by its workloads): a new server's sweep and another driver's
+ * release leave it mounted while a driver says a workload uses it (or cannot say), and
+ * unmount it once nothing claims it.
  */
 const probeDir = mkdtempSync(path.join(tmpdir(), 'podyard-claims-probe-'))
 const probe = await new DiskBounds({ mode: 'auto', root: probeDir, probeDir }).unenforced()
@@ -61,6 +62,16 @@ describe.runIf(probe.length === 0)('disk bounds claimed by another driver', () =
     const unclaimed = bounds()
     unclaimed.claimAlso(async () => [])
     expect(await unclaimed.sweep(new Set())).toEqual([volumeDir])
+    expect(mounted(volumeDir)).toBe(false)
+
+    // Claims name every workload but the one released: the release of another workload
+    // leaves the volume of pod-a; that of pod-a itself unmounts it.
+    await bounds().prepare(spec)
+    const perWorkload = bounds()
+    perWorkload.claimAlso(async (except) => (except === 'pod-a' ? [] : [volumeDir]))
+    await perWorkload.release({ ...spec, id: 'pod-b' }, new Set())
+    expect(mounted(volumeDir)).toBe(true)
+    await perWorkload.release(spec, new Set())
     expect(mounted(volumeDir)).toBe(false)
   })
 })

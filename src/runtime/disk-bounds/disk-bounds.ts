@@ -84,7 +84,7 @@ export class DiskBounds {
   /** The workloads this server started on each network volume (by mount point). */
   private readonly sharedUsers = new Map<string, Set<string>>()
   /** Other drivers' mount points on this machine (claimAlso). */
-  private readonly otherClaims: Array<() => Promise<Iterable<string>>> = []
+  private readonly otherClaims: Array<(except?: string) => Promise<Iterable<string>>> = []
 
   constructor(options: { mode: DiskBoundMode; root: string; probeDir: string }) {
     this.mode = options.mode
@@ -93,19 +93,21 @@ export class DiskBounds {
   }
 
   /**
-   * Another driver's workloads on this machine (the docker driver's containers and the
-   * directories they bind): what `claims` names is never unmounted by a sweep or a release.
+   * The workloads of a driver sharing these bounds (the docker driver's containers and the
+   * directories they bind; the process driver's workloads): what `claims` names, for every
+   * workload but `except`, is never unmounted by a sweep or a release. It also holds across a
+   * server restart, when no workload is known as a user of its volume yet.
    */
-  claimAlso(claims: () => Promise<Iterable<string>>): void {
+  claimAlso(claims: (except?: string) => Promise<Iterable<string>>): void {
     this.otherClaims.push(claims)
   }
 
   /** What the other drivers claim; undefined when one of them cannot say (nothing is swept). */
-  private async claimedElsewhere(): Promise<Set<string> | undefined> {
+  private async claimedElsewhere(except?: string): Promise<Set<string> | undefined> {
     const claimed = new Set<string>()
     try {
       for (const claims of this.otherClaims) {
-        for (const mountPoint of await claims()) claimed.add(path.resolve(mountPoint))
+        for (const mountPoint of await claims(except)) claimed.add(path.resolve(mountPoint))
       }
     } catch {
       return undefined
@@ -217,7 +219,7 @@ export class DiskBounds {
       if (spec.id !== undefined) users?.delete(spec.id)
       if ((users && users.size > 0) || claimedByOthers.has(plan.mountPoint)) continue
       if (!('tools' in probe)) continue
-      const elsewhere = await this.claimedElsewhere()
+      const elsewhere = await this.claimedElsewhere(spec.id)
       if (!elsewhere || elsewhere.has(path.resolve(plan.mountPoint))) continue
       const tools = probe.tools
       await this.onVolume(plan.mountPoint, async () => {

@@ -167,6 +167,8 @@ export class ProcessDriver implements RuntimeDriver {
         root: options.diskImagesUnder ?? path.dirname(this.stateDir),
         probeDir: path.dirname(this.stateDir),
       })
+    // Shared with this machine's docker driver: its releases leave this driver's volumes.
+    if (options.disks) this.disks.claimAlso((except) => this.diskClaimsOfOthers(except))
   }
 
   /**
