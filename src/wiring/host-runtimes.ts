@@ -1,3 +1,4 @@
+import path from 'node:path'
 import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
@@ -96,6 +97,7 @@ export class HostRuntimes {
       docker = new DockerDriver({
         ...this.serverIds,
         logMaxBytes: this.logMaxBytes,
+        logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
         gpuProbeImage: this.config.gpus.probeImage,
         ...(this.config.docker.socketPath ? { socketPath: this.config.docker.socketPath } : {}),
         simulatedGpus,
@@ -156,6 +158,7 @@ export class HostRuntimes {
       const docker = new DockerDriver({
         ...this.serverIds,
         logMaxBytes: this.logMaxBytes,
+        logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
         gpuProbeImage: this.config.gpus.probeImage,
         connection,
         simulatedGpus: host.simulated,

@@ -1,4 +1,7 @@
 import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -87,6 +90,59 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     const began = Date.now()
     expect((await follow.next()).done).toBe(true)
     expect(Date.now() - began).toBeLessThan(2000)
+  })
+
+  it('keeps its log numbers for a new driver after Docker deleted the oldest lines', async () => {
+    const numbersDir = mkdtempSync(path.join(tmpdir(), 'podyard-log-numbers-'))
+    const open1MiB = () => {
+      const driver = new DockerDriver({
+        serverId,
+        logMaxBytes: 1024 * 1024,
+        logNumbersDir: numbersDir,
+      })
+      drivers.push(driver)
+      return driver
+    }
+    // Numbered lines of about 500 bytes: 1500 of them, and 1000 more once /tmp/go exists.
+    const spec = makeSpec(
+      [
+        "pad=$(printf '%460s' | tr ' ' x); i=0",
+        'while [ $i -lt 1500 ]; do i=$((i+1)); echo "$i $pad"; done',
+        'while [ ! -e /tmp/go ]; do sleep 0.1; done',
+        'while [ $i -lt 2500 ]; do i=$((i+1)); echo "$i $pad"; done',
+        'exec sleep 300',
+      ].join('\n'),
+    )
+    const lastNumberIs = (driver: DockerDriver, n: number) =>
+      waitFor(async () => {
+        const lines = await driver.readLogs(spec.id)
+        return lines.at(-1)?.line.startsWith(`${n} `) ? lines : undefined
+      })
+    const first = open1MiB()
+    await first.start(spec)
+    const seen = await lastNumberIs(first, 1500)
+    expect(seen.every((l) => l.seq === Number(l.line.split(' ')[0]))).toBe(true)
+    await first.close()
+
+    // Docker deletes its older file (the first ~970 lines) while no driver reads.
+    const container = containerName(serverId, spec.id)
+    execFileSync('docker', ['exec', container, 'touch', '/tmp/go'])
+    // The new driver's first read comes after the rotation.
+    await waitFor(async () => {
+      const tail = execFileSync('docker', ['logs', '--tail', '1', container], { encoding: 'utf8' })
+      return tail.startsWith('2500 ') ? true : undefined
+    })
+    const [note, ...kept] = await lastNumberIs(open1MiB(), 2500)
+    const oldest = Number(kept[0]!.line.split(' ')[0])
+    expect(oldest).toBeGreaterThan(1)
+    expect(note).toMatchObject({
+      seq: oldest - 1,
+      line: expect.stringMatching(
+        new RegExp(`^\\[podyard\\] ${oldest - 1} log lines were lost here`),
+      ),
+    })
+    expect(kept.every((l) => l.seq === Number(l.line.split(' ')[0]))).toBe(true)
+    rmSync(numbersDir, { recursive: true, force: true })
   })
 
   it('lets a new driver adopt a workload: same state, same log numbers, exit code', async () => {

@@ -61,6 +61,11 @@ export interface DockerDriverOptions {
    * messages; socketPath is then ignored.
    */
   connection?: { options: EngineConnectionOptions; where: string }
+  /**
+   * Where the log numbers of its containers are kept across server restarts
+   * (log-numbers-store.ts); absent: in memory only.
+   */
+  logNumbersDir?: string
   /** What a container's log may take (HostConfig.LogConfig); DEFAULT_WORKLOAD_LOG_MAX_BYTES. */
   logMaxBytes?: number
   /**
@@ -139,7 +144,7 @@ export class DockerDriver implements RuntimeDriver {
         (options.socketPath ? { socketPath: options.socketPath } : undefined),
     )
     this.pulls = new ImagePulls(this.docker)
-    this.logs = new WorkloadLogs(this.pulls)
+    this.logs = new WorkloadLogs(this.pulls, options.logNumbersDir)
     this.own = new OwnContainers(this.docker, options.serverId, options.formerServerIds)
     this.networks = new TenantNetworks(this.docker, options.serverId, options.hostFirewall)
     this.limits = new EngineLimits(this.docker)
@@ -221,7 +226,7 @@ export class DockerDriver implements RuntimeDriver {
         : undefined
     for (const summary of await this.own.containersOf([`${WORKLOAD_LABEL}=${spec.id}`])) {
       await ignoring([404, 409], () => this.docker.getContainer(summary.Id).remove({ force: true }))
-      this.logs.forget(summary.Id)
+      await this.logs.forget(summary.Id)
     }
     const body = toContainerCreateBody(spec, {
       serverId: this.options.serverId,
@@ -342,7 +347,7 @@ export class DockerDriver implements RuntimeDriver {
     for (const summary of removed) {
       const container = this.docker.getContainer(summary.Id)
       await ignoring([404, 409], () => container.remove({ force: true, v: true }))
-      this.logs.forget(summary.Id)
+      await this.logs.forget(summary.Id)
       const network = summary.HostConfig?.NetworkMode
       if (network) await this.networks.removeNetworkIfUnused(network, ids)
     }
@@ -380,7 +385,7 @@ export class DockerDriver implements RuntimeDriver {
 
   /** Ends its log follows and, for a remote engine, every connection to it (TLS sockets, SSH). */
   async close(): Promise<void> {
-    this.logs.close()
+    await this.logs.close()
     this.options.connection?.options.agent?.destroy()
   }
 }

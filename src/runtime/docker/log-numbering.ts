@@ -12,8 +12,8 @@ import { isBefore, type DecodedLine } from './log-frames.js'
  * holds its lines back (at most MAX_PENDING) until one of them is such an anchor, and numbers
  * the pass from it. When the oldest line kept is newer than every line the driver numbered,
  * all it knew was deleted: the lines are numbered on after the newest one it numbered, one
- * number left for the note that says lines were lost. What the driver remembers is in its
- * memory: a server that starts afresh numbers from the oldest line kept, as before.
+ * number left for the note that says lines were lost. What the driver remembers is kept in the
+ * server's data directory (log-numbers-store.ts), so that a restarted server numbers as before.
  */
 
 export const ANCHOR_EVERY = 1024
@@ -29,15 +29,37 @@ export interface LogStart {
   counted: boolean
 }
 
-/** What the driver remembers of one container's numbering (in memory, per server). */
+/** ContainerLogNumbers as it is kept in a file (log-numbers-store.ts). */
+export interface LogNumbersJson {
+  anchors: Array<[string, number]>
+  last?: { seq: number; key: string; time: [number, number] }
+}
+
+/** What the driver remembers of one container's numbering (per server). */
 export class ContainerLogNumbers {
   readonly anchors = new Map<string, number>()
   /** The newest line numbered. */
   last: { seq: number; key: string; time: [number, number] } | undefined
+  /** Called when an anchor is added (the store keeps it). */
+  onAnchor: (() => void) | undefined
+
+  static fromJson(json: LogNumbersJson): ContainerLogNumbers {
+    const numbers = new ContainerLogNumbers()
+    for (const [key, seq] of json.anchors) numbers.anchors.set(key, seq)
+    numbers.last = json.last
+    return numbers
+  }
+
+  toJson(): LogNumbersJson {
+    return { anchors: [...this.anchors], ...(this.last ? { last: this.last } : {}) }
+  }
 
   record(line: DecodedLine): void {
     if (!line.key || !line.time) return
-    if (line.seq % ANCHOR_EVERY === 0) this.anchors.set(line.key, line.seq)
+    if (line.seq % ANCHOR_EVERY === 0) {
+      this.anchors.set(line.key, line.seq)
+      this.onAnchor?.()
+    }
     if (!this.last || line.seq > this.last.seq) {
       this.last = { seq: line.seq, key: line.key, time: line.time }
     }

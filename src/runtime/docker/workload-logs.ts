@@ -4,7 +4,8 @@ import { containerLogLines, selectStreamedLines } from './container-log-reader.j
 import { ignoring } from './engine-calls.js'
 import { followPull, type ImagePulls } from './image-pulls.js'
 import { LogFrameDecoder, selectLines } from './log-frames.js'
-import { ContainerLogNumbers, LogNumbering, lostLinesNote } from './log-numbering.js'
+import { LogNumbersStore } from './log-numbers-store.js'
+import { LogNumbering, lostLinesNote } from './log-numbering.js'
 import type { FoundContainer } from './own-containers.js'
 
 /**
@@ -14,9 +15,15 @@ import type { FoundContainer } from './own-containers.js'
 export class WorkloadLogs {
   private readonly follows = new Set<NodeJS.ReadableStream>()
   /** Where each container's numbers fall across rotations (log-numbering.ts), by container id. */
-  private readonly numbers = new Map<string, ContainerLogNumbers>()
+  private readonly numbers: LogNumbersStore
 
-  constructor(private readonly pulls: ImagePulls) {}
+  /** @param numbersDir where the numbers are kept across server restarts (none: memory only) */
+  constructor(
+    private readonly pulls: ImagePulls,
+    numbersDir?: string,
+  ) {
+    this.numbers = new LogNumbersStore(numbersDir)
+  }
 
   /**
    * The container's pull lines and its own log, then a pull under way (or failed) for its next
@@ -58,7 +65,7 @@ export class WorkloadLogs {
     const destroy = (): void => void (stream as unknown as { destroy(): void }).destroy()
     signal.addEventListener('abort', destroy, { once: true })
     const decoder = new LogFrameDecoder()
-    const numbering = new LogNumbering(this.numbersOf(found), base)
+    const numbering = new LogNumbering(await this.numbers.numbersOf(found.container.id), base)
     let noted = false
     const after = (lines: LogLine[]): LogLine[] => {
       const note =
@@ -82,6 +89,7 @@ export class WorkloadLogs {
       signal.removeEventListener('abort', destroy)
       this.follows.delete(stream)
       destroy()
+      this.numbers.save(found.container.id)
     }
   }
 
@@ -93,27 +101,24 @@ export class WorkloadLogs {
   }
 
   /** A removed container's numbers go with it. */
-  forget(containerId: string): void {
-    this.numbers.delete(containerId)
+  forget(containerId: string): Promise<void> {
+    return this.numbers.forget(containerId)
   }
 
-  /** Ends the open follows. */
-  close(): void {
+  /** Ends the open follows; the numbers they found are kept. */
+  async close(): Promise<void> {
     const open = [...this.follows]
     this.follows.clear()
     for (const stream of open) (stream as unknown as { destroy(): void }).destroy()
+    await this.numbers.flush()
   }
 
   /** A container's part of the workload's log: its pull lines, then its own output. */
   private async *containerLines(found: FoundContainer, afterSeq?: number): AsyncGenerator<LogLine> {
     const { base, pullLines } = logPositionOf(found.inspection.Config.Labels)
     yield* pullLines
-    yield* containerLogLines(found.container, base, this.numbersOf(found), afterSeq)
-  }
-
-  private numbersOf(found: FoundContainer): ContainerLogNumbers {
-    let numbers = this.numbers.get(found.container.id)
-    if (!numbers) this.numbers.set(found.container.id, (numbers = new ContainerLogNumbers()))
-    return numbers
+    const numbers = await this.numbers.numbersOf(found.container.id)
+    yield* containerLogLines(found.container, base, numbers, afterSeq)
+    this.numbers.save(found.container.id)
   }
 }
