@@ -9,11 +9,11 @@ import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
 import {
   LOCAL_HOST_ID,
-  parseFleet,
   withLocalHost,
   type Fleet,
   type HostDriver,
 } from '../domain/catalog/fleet.js'
+import { parseFleet } from '../domain/catalog/fleet-parse.js'
 import { modelImageCommands } from '../domain/models/model-registry.js'
 import { builtinImageCommands } from '../domain/templates/builtin-templates.js'
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { HostDeclarationSchema } from '../../domain/catalog/fleet.js'
+import { HostDeclarationSchema } from '../../domain/catalog/fleet-schema.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
 import type { ManagedHostService } from '../../domain/hosts/managed-hosts.js'
 import { HostSchema, PodOnHostSchema, requireAdmin } from './admin-host-routes.js'

@@ -1,4 +1,6 @@
-import { parseFleet, type Cloud, type Fleet, type FleetFile } from './fleet.js'
+import type { Cloud, Fleet } from './fleet.js'
+import { parseFleet } from './fleet-parse.js'
+import type { FleetFile } from './fleet-schema.js'
 import type { CudaVersion } from './gpu-types.js'
 
 type HostEntry = NonNullable<FleetFile['hosts']>[number]

@@ -3,14 +3,13 @@ import {
   countryCodeOf,
   DEFAULT_CUDA_VERSION,
   DEFAULT_HOST_DISK_GB,
-  FleetError,
   hostPublicIp,
   hostRuntimeKind,
   LOCAL_HOST_ID,
-  parseFleet,
   withLocalHost,
   type DiscoveredHost,
 } from './fleet.js'
+import { FleetError, parseFleet } from './fleet-parse.js'
 import { DEFAULT_GPU_PRICES } from './price-table.js'
 
 const dc = (id: string, extra: Record<string, unknown> = {}) => ({

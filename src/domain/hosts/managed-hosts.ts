@@ -1,11 +1,6 @@
 import { AppError } from '../../shared/app-error.js'
-import {
-  FleetError,
-  LOCAL_HOST_ID,
-  parseHostDeclarations,
-  type DataCenter,
-  type Host,
-} from '../catalog/fleet.js'
+import { LOCAL_HOST_ID, type DataCenter, type Host } from '../catalog/fleet.js'
+import { FleetError, parseHostDeclarations } from '../catalog/fleet-parse.js'
 import {
   openCredentials,
   sealCredentials,
