@@ -51,6 +51,7 @@ import { opsRoutes } from './ops-routes.js'
 import type { BillingReportService } from '../domain/billing/billing-reports.js'
 import { restRoutes } from './rest/rest-routes.js'
 import type { QuotaService } from '../domain/quotas/quota-service.js'
+import type { AccountPoolService } from '../domain/accounts/account-pools.js'
 import { workerRoutes } from './worker/worker-routes.js'
 
 export interface AppDeps {
@@ -102,6 +103,8 @@ export interface AppDeps {
   hostCertificates?: HostCertificateService
   /** Quotas per account (docs/billing.md, "Quotas"). */
   quotas?: QuotaService
+  /** The pools each account is bound to (docs/fleet.md, "Pools"). */
+  pools?: AccountPoolService
   /**
    * Config `telemetry` (docs/production.md, "Request ids and tracing"): W3C traceparent in and
    * out.
@@ -249,6 +252,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.managedHosts ? { managedHosts: deps.managedHosts } : {}),
     ...(deps.hostCertificates ? { hostCertificates: deps.hostCertificates } : {}),
     ...(deps.quotas ? { quotas: deps.quotas } : {}),
+    ...(deps.pools ? { pools: deps.pools } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
   if (deps.models) {

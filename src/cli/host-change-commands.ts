@@ -29,6 +29,8 @@ interface HostFlags extends ClientFlags {
   tls?: string
   tlsOut?: string
   tlsNames?: string
+  label?: string[]
+  unlabel?: string[]
 }
 
 interface FleetChange {
@@ -101,6 +103,15 @@ function declarationOf(flags: HostFlags): Record<string, unknown> {
           }
   }
   if (flags.publicIp !== undefined) out.publicIp = flags.publicIp === 'none' ? null : flags.publicIp
+  const labels: Record<string, string | null> = {}
+  for (const pair of flags.label ?? []) {
+    const at = pair.indexOf('=')
+    if (at <= 0) throw new Error(`--label must be key=value (e.g. pool=team-a), got "${pair}"`)
+    labels[pair.slice(0, at)] = pair.slice(at + 1)
+  }
+  // On update, labels merge: --unlabel removes one, the others stay.
+  for (const key of flags.unlabel ?? []) labels[key] = null
+  if (Object.keys(labels).length > 0) out.labels = labels
   return out
 }
 
@@ -122,6 +133,7 @@ async function issuedTls(id: string, flags: HostFlags) {
     ...(flags.tlsNames === undefined ? {} : { names: flags.tlsNames }),
   })
 }
+const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 function withHostFlags(command: Command): Command {
   return withClientOptions(
@@ -163,7 +175,13 @@ function withHostFlags(command: Command): Command {
         '--tls-names <names>',
         '--tls: more DNS names or addresses of the host, comma-separated',
       )
-      .option('--public-ip <address>', "where its pods' ports are reached; none: unset"),
+
+      .option('--public-ip <address>', "where its pods' ports are reached; none: unset")
+      .option(
+        '--label <key=value>',
+        'a label (pool=team-a, ib=true, driver=550); repeat for more; update: the others stay',
+        collect,
+      ),
   )
 }
 
@@ -241,7 +259,8 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
     hosts
       .command('update')
       .description('change a host added at runtime: the fields whose flags are given')
-      .argument('<host-id>'),
+      .argument('<host-id>')
+      .option('--unlabel <key>', 'remove a label (repeat for more)', collect),
   ).action(async (id: string, flags: HostFlags) => {
     const patch = declarationOf(flags)
     const setup: string[] = []

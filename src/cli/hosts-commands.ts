@@ -11,6 +11,7 @@ interface HostJson {
   memoryGb: number
   runtime: string
   publicIp: string
+  labels?: Record<string, string>
   state: string
   stateReason: string | null
   stateSince: string
@@ -70,9 +71,15 @@ export interface HostsCommandDeps {
   print(text: string): void
 }
 
+/** `pool=team-a,ib=true`; empty when there are none. */
+const labelsText = (labels: Record<string, string> | undefined) =>
+  Object.entries(labels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')
+
 const hostTable = (list: HostJson[]) =>
   formatTable(
-    ['ID', 'DATA CENTER', 'STATE', 'SCHEDULE', 'GPUS', 'PODS', 'RUNTIME'],
+    ['ID', 'DATA CENTER', 'STATE', 'SCHEDULE', 'GPUS', 'PODS', 'LABELS', 'RUNTIME'],
     list.map((h) => [
       h.id,
       h.dataCenterId,
@@ -80,6 +87,7 @@ const hostTable = (list: HostJson[]) =>
       h.schedule,
       h.gpu ? `${h.gpu.count} × ${h.gpu.typeId}` : '-',
       String(h.podCount),
+      labelsText(h.labels) || '-',
       h.runtime,
     ]),
   )
@@ -98,6 +106,7 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     `schedule    ${host.schedule}`,
     `runtime     ${host.runtime}`,
     `public ip   ${host.publicIp}`,
+    ...(labelsText(host.labels) ? [`labels      ${labelsText(host.labels)}`] : []),
     `declared    ${host.gpu ? `${host.gpu.count} × ${host.gpu.typeId}, ` : ''}${host.vcpus} vCPUs, ${host.memoryGb} GB`,
   ]
   if (host.reported) {

@@ -24,6 +24,7 @@ export interface WorkerLaunchDeps {
     work: (
       allocations: AllocationRepo,
       quotaUse: (accountId: string) => Promise<QuotaUse>,
+      accountPools: (accountId: string) => Promise<string[]>,
     ) => Promise<T>,
   ): Promise<T>
   /**
@@ -139,7 +140,9 @@ export async function launchWorker(
   const unavailable = (await deps.unavailableHosts?.(endpoint)) ?? {}
   const limits = await deps.quotas?.limits(endpoint.accountId)
   const now = deps.clock.now().toISOString()
-  const placed = await deps.exclusiveCapacity(async (allocations, quotaUse) => {
+  const placed = await deps.exclusiveCapacity(async (allocations, quotaUse, poolsOf) => {
+    // A host in a pool takes the worker only when the endpoint's account is bound to it.
+    const accountPools = await poolsOf(endpoint.accountId)
     const use =
       deps.quotas && limits && hasQuota(limits) ? await quotaUse(endpoint.accountId) : null
     const snapshot = {
@@ -165,7 +168,7 @@ export async function launchWorker(
           continue
         }
       }
-      const result = deps.place(snapshot, candidate.request)
+      const result = deps.place(snapshot, { ...candidate.request, accountPools })
       if (!result.ok) {
         refusals.push(result.detail)
         continue

@@ -415,6 +415,13 @@ export interface AccountQuotasTable {
   updated_at: string
 }
 
+/** Migration 0028: the pools an account is bound to, one row each. */
+export interface AccountPoolsTable {
+  account_id: string
+  pool: string
+  created_at: string
+}
+
 /** Migration 0026: hosts added at runtime; `declaration` is the JSON of a fleet Host. */
 export interface HostsTable {
   id: string
@@ -443,6 +450,7 @@ export interface Database {
   registries: RegistriesTable
   account_secrets: AccountSecretsTable
   account_quotas: AccountQuotasTable
+  account_pools: AccountPoolsTable
   templates: TemplatesTable
   settings: SettingsTable
   jobs: JobsTable

@@ -12,6 +12,7 @@ import type { Host } from '../domain/catalog/fleet.js'
 import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
 import { podStatements } from './pod-statements.js'
+import { readAccountPools } from './account-pool-repo.js'
 import { readQuotaUse } from './quota-repo.js'
 import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
@@ -136,6 +137,7 @@ function unitOf(db: Kysely<Database>): CapacityUnit {
     allocations,
     holdings: () => allocations.list(),
     quotaUse: (accountId) => readQuotaUse(db, accountId),
+    accountPools: (accountId) => readAccountPools(db, accountId),
   }
 }
 
@@ -178,6 +180,7 @@ export function podStoreOf(
     allocations: ledger.repo(),
     holdings: () => new KyselyAllocationRepo(store.db).list(),
     quotaUse: (accountId) => readQuotaUse(store.db, accountId),
+    accountPools: (accountId) => readAccountPools(store.db, accountId),
     events,
     exclusive: (work) =>
       ledger.exclusive(
@@ -188,6 +191,7 @@ export function podStoreOf(
             allocations,
             holdings: async () => allocations.index,
             quotaUse: (accountId) => readQuotaUse(tx, accountId),
+            accountPools: (accountId) => readAccountPools(tx, accountId),
           }),
       ),
   }

@@ -70,6 +70,7 @@ export async function wireApi(
       now: () => clock.now(),
     }),
     quotas: accounts.quotas,
+    pools: accounts.pools,
     models: { service: models.service, signer: models.signer },
     consoleDir,
     // What /readyz says to anyone: never the driver's error, which can name the database's

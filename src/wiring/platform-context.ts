@@ -8,6 +8,7 @@ import type { WorkerAutoscaler } from '../control/worker-autoscaler.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import type { AccountService } from '../domain/accounts/account-service.js'
 import type { QuotaService } from '../domain/quotas/quota-service.js'
+import type { AccountPoolService } from '../domain/accounts/account-pools.js'
 import type { Account } from '../domain/accounts/account.js'
 import type { BillingGuard } from '../domain/billing/billing-guard.js'
 import type { BillingReportService } from '../domain/billing/billing-reports.js'
@@ -116,6 +117,8 @@ export interface AccountParts {
   accounts: AccountService
   /** The admin's quotas per account (docs/billing.md, "Quotas"). */
   quotas: QuotaService
+  /** The pools each account is bound to (docs/fleet.md, "Pools"). */
+  pools: AccountPoolService
   /** The admin's key when it was generated on this start (shown once, in the banner). */
   generatedAdminKey: string | undefined
   /** The platform's own account, owner of the public models' endpoints. */

@@ -186,7 +186,13 @@ function workerAutoscalerOf(
     endpoints: serverless.endpointRepo,
     workers: serverless.workerRepo,
     exclusiveCapacity: (work) =>
-      podStore.exclusive((unit) => work(unit.allocations, (accountId) => unit.quotaUse(accountId))),
+      podStore.exclusive((unit) =>
+        work(
+          unit.allocations,
+          (accountId) => unit.quotaUse(accountId),
+          (accountId) => unit.accountPools(accountId),
+        ),
+      ),
     allocations: podStore.allocations,
     quotas: parts.accounts.quotas,
     fleet,

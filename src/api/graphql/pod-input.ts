@@ -41,6 +41,8 @@ export type CommonPodInput = Nullable<{
   startJupyter: boolean
   /** The most USD per hour the pod may cost (RunPod's price cap at deploy). */
   deployCost: number
+  /** podyard's extension: labels the host must have (`ib=true`, `driver>=550`). */
+  hostLabels: Array<string | null>
 }>
 
 export type GpuPodInput = CommonPodInput &
@@ -163,6 +165,9 @@ function commonFields(input: CommonPodInput, problems: Problems): Omit<CreatePod
     startSsh: input.startSsh ?? true,
     ...(present(input.startJupyter) ? { startJupyter: input.startJupyter } : {}),
     ...(present(input.deployCost) ? { maxHourlyCost: input.deployCost } : {}),
+    ...(input.hostLabels?.some((l) => !!l)
+      ? { hostLabels: input.hostLabels.filter((l): l is string => !!l) }
+      : {}),
   }
 }
 

@@ -159,6 +159,8 @@ export const podTypeDefs = /* GraphQL */ `
     terminateAfter: String
     compliance: [String]
     globalNetwork: Boolean
+    "podyard extension (RunPod's clients never send it): labels the host must have, such as ib=true or driver>=550"
+    hostLabels: [String]
   }
 
   input PodRentInterruptableInput {
@@ -190,6 +192,8 @@ export const podTypeDefs = /* GraphQL */ `
     minCudaVersion: String
     "The most USD per hour the pod may cost; a dearer pod is refused."
     deployCost: Float
+    "podyard extension (RunPod's clients never send it): labels the host must have, such as ib=true or driver>=550"
+    hostLabels: [String]
   }
 
   input DeployCpuPodInput {
@@ -215,6 +219,8 @@ export const podTypeDefs = /* GraphQL */ `
     minUpload: Int
     "The most USD per hour the pod may cost; a dearer pod is refused."
     deployCost: Float
+    "podyard extension (RunPod's clients never send it): labels the host must have, such as ib=true or driver>=550"
+    hostLabels: [String]
   }
 
   input PodResumeInput {

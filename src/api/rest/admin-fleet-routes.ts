@@ -9,14 +9,23 @@ import { ProblemSchema } from './problem-schema.js'
 const HostParams = Type.Object({ hostId: Type.String({ minLength: 1, maxLength: 200 }) })
 type HostParams = Static<typeof HostParams>
 
-const { docker, publicIp, ...fixed } = HostDeclarationSchema.properties
-/** Every field optional; null removes docker or publicIp (gpu: null, a CPU host). */
+const { docker, publicIp, labels: _labels, ...fixed } = HostDeclarationSchema.properties
+/**
+ * Every field optional; null removes docker or publicIp (gpu: null, a CPU host); labels merge,
+ * a label given null is removed (labels: null removes them all).
+ */
 const HostPatchSchema = Type.Partial(
   Type.Object(
     {
       ...fixed,
       docker: Type.Union([Type.Unsafe(docker), Type.Null()]),
       publicIp: Type.Union([Type.Unsafe(publicIp), Type.Null()]),
+      labels: Type.Union([
+        Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), {
+          description: 'labels to set; a label given null is removed, the others are kept',
+        }),
+        Type.Null(),
+      ]),
     },
     { additionalProperties: false },
   ),

@@ -58,6 +58,10 @@ export const HostSchema = Type.Object({
   }),
   runtime: Type.String({ description: 'where its workloads run: this machine, or its engine URL' }),
   publicIp: Type.String({ description: "where its pods' published ports are reached" }),
+  labels: Type.Record(Type.String(), Type.String(), {
+    description:
+      "the admin's labels (pool=team-a reserves the host to the accounts bound to pool team-a)",
+  }),
   state: Type.Union(
     [Type.Literal('UP'), Type.Literal('DEGRADED'), Type.Literal('DOWN'), Type.Literal('UNKNOWN')],
     { description: 'DEGRADED: up, with a GPU withdrawn for its health (stateReason names it)' },

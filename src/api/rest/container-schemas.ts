@@ -7,6 +7,13 @@ import { AppError } from '../../shared/app-error.js'
 
 export const strict = { additionalProperties: false } as const
 
+/** podyard's placement constraints on labels: an extension RunPod's clients never send. */
+export const HostLabels = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+  maxItems: 32,
+  description:
+    'podyard extension: labels the host must have, key=value, key!=value or key>=number (also >, <=, <), e.g. ["ib=true", "driver>=550"]; a pool is asked as pool=<name>',
+})
+
 export const MountPath = Type.String({
   minLength: 1,
   pattern: '^/',

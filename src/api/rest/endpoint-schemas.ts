@@ -16,7 +16,7 @@ import {
   SCALING_TYPES,
   type EndpointView,
 } from '../../domain/serverless/endpoint.js'
-import { containerFields, strict } from './container-schemas.js'
+import { containerFields, HostLabels, strict } from './container-schemas.js'
 
 const literals = <T extends string>(values: readonly T[]) =>
   Type.Union(values.map((v) => Type.Literal(v)))
@@ -93,6 +93,7 @@ const endpointFields = {
   workers: Type.Optional(WorkersBody),
   scaling: Type.Optional(ScalingBody),
   dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  hostLabels: Type.Optional(HostLabels),
   networkVolumes: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   timeout: Type.Optional(
     Type.Integer({
@@ -164,6 +165,11 @@ export const EndpointSchema = Type.Object({
     Type.Object({ type: Type.Literal('REQUEST_COUNT'), requestCount: Type.Integer() }),
   ]),
   dataCenterIds: Type.Array(Type.String(), { description: 'empty: any data center' }),
+  hostLabels: Type.Optional(
+    Type.Array(Type.String(), {
+      description: "podyard extension: labels its workers' hosts must have",
+    }),
+  ),
   networkVolumes: Type.Array(Type.String()),
   timeout: Type.Integer({ description: 'ms' }),
   flashboot: Flashboot,

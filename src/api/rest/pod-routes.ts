@@ -89,6 +89,7 @@ export function podView(
     ssh: sshOf(pod, runtime),
     cost: costOf(pod),
     locked: pod.locked,
+    ...(pod.requirements?.hostLabels?.length ? { hostLabels: pod.requirements.hostLabels } : {}),
     globalNetworking: pod.globalIp
       ? { enabled: true, ip: pod.globalIp, internalDns: `${pod.id}.${INTERNAL_DOMAIN}` }
       : { enabled: false },

@@ -1,6 +1,12 @@
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { Type, type Static } from '@sinclair/typebox'
-import { containerFields, MountPath, PersistentMount, strict } from './container-schemas.js'
+import {
+  containerFields,
+  HostLabels,
+  MountPath,
+  PersistentMount,
+  strict,
+} from './container-schemas.js'
 import { QueryList, QueryWithLists } from './query-lists.js'
 
 /** RunPod's v2 pod create takes CUDA versions as major.minor (`12.8`). */
@@ -79,6 +85,7 @@ export const CreatePodBody = Type.Object(
     cloud: Type.Optional(Cloud),
     dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     globalNetworking: Type.Optional(Type.Boolean()),
+    hostLabels: Type.Optional(HostLabels),
     templateId: Type.Optional(Type.String({ minLength: 1 })),
     startSsh: Type.Optional(
       Type.Boolean({
@@ -172,6 +179,11 @@ export const PodSchema = Type.Object({
   }),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
   locked: Type.Boolean(),
+  hostLabels: Type.Optional(
+    Type.Array(Type.String(), {
+      description: 'podyard extension: the labels its host must have, when it asked for any',
+    }),
+  ),
   globalNetworking: Type.Object({
     enabled: Type.Boolean(),
     ip: Type.Optional(Type.String()),

@@ -19,6 +19,8 @@ import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
 import { adminAccountRoutes } from './admin-account-routes.js'
 import { quotaRoutes } from './quota-routes.js'
+import { poolRoutes } from './pool-routes.js'
+import type { AccountPoolService } from '../../domain/accounts/account-pools.js'
 import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import { adminRoutes } from './admin-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
@@ -77,6 +79,8 @@ export interface RestDeps {
   hostCertificates?: HostCertificateService
   /** Quotas per account (docs/billing.md, "Quotas"); absent, neither served nor shown. */
   quotas?: QuotaService
+  /** The pools each account is bound to (admin routes). */
+  pools?: AccountPoolService
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -115,4 +119,5 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   if (deps.hosts && deps.hostCertificates)
     await app.register(adminHostCertificateRoutes, { certificates: deps.hostCertificates })
   if (deps.quotas) await app.register(quotaRoutes, { accounts: deps.accounts, quotas: deps.quotas })
+  if (deps.pools) await app.register(poolRoutes, { accounts: deps.accounts, pools: deps.pools })
 }

@@ -7,6 +7,8 @@ import {
   DEFAULT_HOST_DISK_GB,
   DEFAULT_LOCAL_CPU_FLAVORS,
   DOCKER_URL_SCHEMES,
+  LABEL_KEY_PATTERN,
+  LABEL_VALUE_PATTERN,
   LOCAL_HOST_ID,
   type DataCenter,
   type Fleet,
@@ -205,6 +207,16 @@ function checkReferences(file: FleetFile, problems: Problems): void {
       }
     }
     checkCpuFlavors(host.cpuFlavors ?? [], `${path}.cpuFlavors`, problems)
+    for (const [key, value] of Object.entries(host.labels ?? {})) {
+      const at = `${path}.labels[${JSON.stringify(key)}]`
+      if (!LABEL_KEY_PATTERN.test(key))
+        problems.add(at, 'is not a label key (a-z, 0-9 and ._/-, at most 63, e.g. ib or pool)')
+      else if (!LABEL_VALUE_PATTERN.test(value))
+        problems.add(
+          at,
+          `value ${JSON.stringify(value)} is not a label value (A-Z, a-z, 0-9 and ._-, at most 63)`,
+        )
+    }
     if (host.docker) {
       if (host.driver === 'process')
         problems.add(`${path}.driver`, 'must be docker (or omitted) for a host with docker.url')
@@ -332,7 +344,15 @@ function toHost(host: NonNullable<FleetFile['hosts']>[number]): Host {
         }
       : {}),
     ...(host.publicIp ? { publicIp: host.publicIp } : {}),
+    ...(host.labels && Object.keys(host.labels).length > 0
+      ? { labels: sortedLabels(host.labels) }
+      : {}),
   }
+}
+
+/** Keys in order, so that equal labels compare equal as JSON (fleet apply's diff). */
+function sortedLabels(labels: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 }
 
 /**

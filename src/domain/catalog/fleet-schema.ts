@@ -111,6 +111,12 @@ export const HostDeclarationSchema = Type.Object(
       ),
     ),
     publicIp: Type.Optional(Type.String({ minLength: 1 })),
+    labels: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description:
+          'the admin\'s labels, e.g. {"pool": "team-a", "ib": "true", "driver": "550"}; pool reserves the host to the accounts bound to it',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

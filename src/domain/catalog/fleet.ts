@@ -106,6 +106,11 @@ export interface Host {
    * offered: of which type, and why, so that a refused placement can say it.
    */
   withheldGpu?: { typeId: string; reason: string }
+  /**
+   * The admin's labels (`pool=team-a`, `ib=true`, `driver=550`), keys sorted; absent: none.
+   * `pool` reserves the host to the accounts bound to that pool (placement-constraints.ts).
+   */
+  labels?: Record<string, string>
 }
 
 export interface FleetPrices {
@@ -141,6 +146,13 @@ export function countryCodeOf(dataCenterId: string): string | undefined {
     .split('-')
     .find((part) => /^[A-Z]{2}$/.test(part) && !REGION_PREFIXES.has(part))
 }
+
+/** A label's key: lower case, digits and `._/-`, starting and ending with a letter or digit. */
+export const LABEL_KEY_PATTERN = /^[a-z0-9](?:[a-z0-9._/-]{0,61}[a-z0-9])?$/
+/** A label's value: letters, digits and `._-`, starting with a letter or digit. */
+export const LABEL_VALUE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/
+/** The label whose value names the pool a host is reserved to. */
+export const POOL_LABEL = 'pool'
 
 /** Reserved so a declared host can never be mistaken for the machine podyard runs on. */
 export const LOCAL_HOST_ID = 'local'

@@ -1,6 +1,7 @@
 import type { Allocation } from './capacity.js'
 import type { CapacityIndex } from './capacity-index.js'
 import type { Cloud, DataCenter, Host } from './fleet.js'
+import type { LabelConstraint } from './placement-constraints.js'
 
 export interface GpuCompute {
   kind: 'gpu'
@@ -39,6 +40,13 @@ export interface PlacementRequest {
   pinnedHostId?: string
   /** Try this host first (a restarting pod prefers its previous host). */
   preferredHostId?: string
+  /**
+   * The pools the placing account is bound to: a host labelled `pool=X` takes the workload only
+   * when X is among them; a host in no pool takes every account's. Absent: bound to none.
+   */
+  accountPools?: readonly string[]
+  /** Labels the host must have (a pod's or endpoint's hostLabels, a podyard extension). */
+  labels?: readonly LabelConstraint[]
 }
 
 export interface Placement {

@@ -23,6 +23,8 @@ export interface HostView {
   /** Where its workloads run: `this machine`, or its engine's URL. */
   runtime: string
   publicIp: string
+  /** The admin's labels (`pool=team-a`, `ib=true`); {} when none. */
+  labels: Record<string, string>
   /** DEGRADED: UP, with a GPU withdrawn for its health (stateReason names it). */
   state: HostStateRecord['state'] | 'DEGRADED'
   stateReason: string | null
@@ -300,6 +302,7 @@ export class HostService {
       addedAtRuntime: this.deps.addedAtRuntime?.(host.id) ?? false,
       runtime: this.deps.runtimeOf(host.id),
       publicIp: hostPublicIp(host, this.deps.localPublicIp),
+      labels: { ...host.labels },
       state: degraded ? 'DEGRADED' : record.state,
       stateReason: degraded ?? record.reason,
       stateSince: record.since,

@@ -50,6 +50,7 @@ const DECLARED_FIELDS = [
   'simulated',
   'docker',
   'publicIp',
+  'labels',
 ] as const
 
 const show = (value: unknown) => (value === undefined ? '(none)' : JSON.stringify(value))
@@ -108,7 +109,10 @@ export class ManagedHostService {
     return host
   }
 
-  /** Changes the fields given; `null` removes an optional one (docker, publicIp; gpu: none). */
+  /**
+   * Changes the fields given; `null` removes an optional one (docker, publicIp, labels; gpu:
+   * none). `labels` merges: each key given is set, a key given null is removed.
+   */
   async update(hostId: string, patch: Record<string, unknown>): Promise<Host> {
     this.refuseConfigured(hostId, 'changed')
     const stored = (await this.list()).find((h) => h.id === hostId)
@@ -316,7 +320,19 @@ function mergeDeclaration(stored: Host, patch: Record<string, unknown>): Record<
   }
   for (const [field, value] of Object.entries(patch)) {
     if (value === null && field !== 'gpu') delete merged[field]
+    else if (field === 'labels') merged.labels = mergeLabels(stored.labels, value)
     else merged[field] = value
+  }
+  return merged
+}
+
+/** Labels changed as a merge patch: each key given is set, one given null removed. */
+function mergeLabels(stored: Host['labels'], patch: unknown): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch
+  const merged: Record<string, unknown> = { ...stored }
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key]
+    else merged[key] = value
   }
   return merged
 }

@@ -2,6 +2,7 @@ import { AppError } from '../../shared/app-error.js'
 import { newId } from '../../shared/ids.js'
 import type { Allocation } from '../catalog/capacity.js'
 import type { Placement, PlacementRequest, PlacementSnapshot } from '../catalog/placement.js'
+import { labelConstraintsOf } from '../catalog/placement-constraints.js'
 import { hasQuota, type AccountQuotas, type QuotaUse } from '../quotas/quota.js'
 import type { Pod, PodStatus } from './pod.js'
 import { holdsResources } from './pod-rules.js'
@@ -87,6 +88,9 @@ export class PodCapacity {
       ...(pod.requirements?.compliance?.length ? { compliance: pod.requirements.compliance } : {}),
       ...(hosts.pinned ? { pinnedHostId: hosts.pinned } : {}),
       ...(hosts.preferred ? { preferredHostId: hosts.preferred } : {}),
+      ...(pod.requirements?.hostLabels?.length
+        ? { labels: labelConstraintsOf(pod.requirements.hostLabels) }
+        : {}),
     }
   }
 
@@ -124,6 +128,8 @@ export class PodCapacity {
       unavailable: this.deps.catalog.unavailable(),
       withdrawnGpus: this.deps.catalog.withdrawnGpus(),
     }
+    // The account's pools, read in the unit: a binding changed meanwhile is seen at once.
+    request = { ...request, accountPools: await unit.accountPools(pod.accountId) }
     const result = this.deps.place(snapshot, request)
     let placement: Placement
     if (result.ok) {
@@ -237,6 +243,7 @@ export class PodCapacity {
   ): Promise<Pod[]> {
     const fleet = this.deps.catalog.fleet
     const taken = await unit.allocations.list()
+    const accountPools = await unit.accountPools(accountId)
     const shortfalls: string[] = []
     for (const dataCenterId of candidates) {
       const tentative: Allocation[] = []
@@ -251,7 +258,7 @@ export class PodCapacity {
             // As for one pod: a GPU withdrawn for its health takes no cluster pod either.
             withdrawnGpus: this.deps.catalog.withdrawnGpus(),
           },
-          { ...this.placementRequest(draft), dataCenterIds: [dataCenterId] },
+          { ...this.placementRequest(draft), dataCenterIds: [dataCenterId], accountPools },
         )
         if (!result.ok) {
           shortfall = result.detail

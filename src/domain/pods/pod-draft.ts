@@ -1,3 +1,4 @@
+import { checkedHostLabels } from '../catalog/placement-constraints.js'
 import { AppError } from '../../shared/app-error.js'
 import { newId } from '../../shared/ids.js'
 import type { Cloud } from '../catalog/fleet.js'
@@ -148,6 +149,7 @@ export class PodDrafts {
   private requirementsOf(input: CreatePodInput): PodRequirements | undefined {
     const gpu = input.gpu
     const given: PodRequirements = { ...input.requirements }
+    if (input.hostLabels?.length) given.hostLabels = checkedHostLabels(input.hostLabels)
     if (gpu) {
       if (gpu.allowedCudaVersions?.length && gpu.minCudaVersion !== undefined) {
         throw new AppError(

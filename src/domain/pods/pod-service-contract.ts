@@ -35,6 +35,8 @@ export interface CreatePodInput {
   bidPerGpu?: number
   /** The most USD per hour the pod may cost (GraphQL's deployCost); a dearer pod is refused. */
   maxHourlyCost?: number
+  /** Labels its host must have (`ib=true`, `driver>=550`): a podyard extension. */
+  hostLabels?: string[]
 }
 
 /** The GPU part of a create (RunPod v2 CreateGpuConfig): the type, and what its host must offer. */

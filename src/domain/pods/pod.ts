@@ -58,6 +58,8 @@ export interface PodRequirements {
   minVcpus?: number
   minMemoryGb?: number
   compliance?: string[]
+  /** Labels its host must have (`ib=true`, `driver>=550`): podyard's hostLabels extension. */
+  hostLabels?: string[]
 }
 
 /** A cluster member's role (RunPod v2 PodClusterRole): only SLURM and RAY clusters have them. */

@@ -44,6 +44,8 @@ export interface CapacityUnit {
   holdings(): Promise<PlacementSnapshot['allocations']>
   /** What the account holds, as counted inside this unit (quotas are checked against it). */
   quotaUse(accountId: string): Promise<QuotaUse>
+  /** The pools the account is bound to, as read inside this unit. */
+  accountPools(accountId: string): Promise<string[]>
 }
 
 /** The store as pods need it: plain repos, and an exclusive unit for anything that takes capacity. */

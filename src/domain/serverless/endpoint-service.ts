@@ -1,3 +1,4 @@
+import { checkedHostLabels } from '../catalog/placement-constraints.js'
 import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
@@ -60,6 +61,8 @@ export interface CreateEndpointInput {
   workers?: Partial<EndpointWorkers>
   scaling?: ScalingInput
   dataCenterIds?: string[]
+  /** Labels its workers' hosts must have (a podyard extension); [] removes them. */
+  hostLabels?: string[]
   networkVolumes?: string[]
   timeout?: number
   flashboot?: FlashbootMode
@@ -192,6 +195,7 @@ export class EndpointService {
       workers: this.workersOf(input.workers, undefined),
       scaling: this.scalingOf(input.scaling),
       dataCenterIds: input.dataCenterIds ?? [],
+      hostLabels: checkedHostLabels(input.hostLabels ?? []),
       networkVolumes: input.networkVolumes ?? [],
       timeout: input.timeout ?? DEFAULT_ENDPOINT_TIMEOUT_MS,
       flashboot: input.flashboot ?? 'OFF',
@@ -270,6 +274,10 @@ export class EndpointService {
       workers: this.workersOf(patch.workers, current.workers),
       scaling: patch.scaling ? this.scalingOf(patch.scaling) : current.scaling,
       dataCenterIds: patch.dataCenterIds ?? current.dataCenterIds,
+      hostLabels:
+        patch.hostLabels !== undefined
+          ? checkedHostLabels(patch.hostLabels)
+          : (current.hostLabels ?? []),
       networkVolumes: patch.networkVolumes ?? current.networkVolumes,
       timeout: patch.timeout ?? current.timeout,
       flashboot: patch.flashboot ?? current.flashboot,

@@ -59,6 +59,11 @@ export interface Endpoint {
   workers: EndpointWorkers
   scaling: EndpointScaling
   dataCenterIds: string[]
+  /**
+   * Labels the hosts of its workers must have (`ib=true`, `driver>=550`): podyard's hostLabels
+   * extension; absent or empty: any host.
+   */
+  hostLabels?: string[]
   networkVolumes: string[]
   /** Execution timeout of the endpoint's jobs, ms. */
   timeout: number

@@ -1,5 +1,6 @@
 import type { PlacementRequest } from '../catalog/placement.js'
 import { GPU_TYPES } from '../catalog/gpu-types.js'
+import { labelConstraintsOf } from '../catalog/placement-constraints.js'
 import type { Endpoint } from './endpoint.js'
 
 export interface WorkerCandidate {
@@ -26,7 +27,12 @@ export function workerCandidates(
         : dataCenterIds.filter((id) => volumeDataCenters.includes(id))
     if (dataCenterIds.length === 0) return []
   }
-  const common = { dataCenterIds, globalNetworking: false, diskGb: endpoint.disk }
+  const common = {
+    dataCenterIds,
+    globalNetworking: false,
+    diskGb: endpoint.disk,
+    ...(endpoint.hostLabels?.length ? { labels: labelConstraintsOf(endpoint.hostLabels) } : {}),
+  }
   if (endpoint.gpu) {
     const gpu = endpoint.gpu
     return gpu.pools.flatMap((pool) =>

@@ -14,6 +14,12 @@ import { CapacityIndex } from '../../domain/catalog/capacity-index.js'
 import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
 import type { DataCenter, Host } from '../../domain/catalog/fleet.js'
 import { findGpuType } from '../../domain/catalog/gpu-types.js'
+import {
+  constraintText,
+  hostMeets,
+  hostOpenTo,
+  poolOf,
+} from '../../domain/catalog/placement-constraints.js'
 import type {
   CpuCompute,
   GpuCompute,
@@ -46,13 +52,17 @@ const Stage = {
   Withheld: 2,
   Cloud: 3,
   Cuda: 4,
+  /** It is in a pool the account is not bound to. */
+  Pool: 5,
+  /** It lacks a label the request asks for. */
+  Label: 6,
   /** The vCPUs and memory that come with the GPUs are below the request's minimums. */
-  Size: 5,
-  Units: 6,
-  Share: 7,
-  Disk: 8,
+  Size: 7,
+  Units: 8,
+  Share: 9,
+  Disk: 10,
   /** Everything fits, but the host takes no new placements (DOWN, cordoned, draining). */
-  Unavailable: 9,
+  Unavailable: 11,
 } as const
 type Stage = (typeof Stage)[keyof typeof Stage]
 
@@ -123,6 +133,26 @@ function malformed(request: PlacementRequest): string | undefined {
   return undefined
 }
 
+/** A pool the account is not bound to, or an asked label the host lacks; undefined: neither. */
+function constraintRejection(
+  host: Host,
+  request: PlacementRequest,
+): { stage: Stage; reason: string } | undefined {
+  if (!hostOpenTo(host, request.accountPools)) {
+    return {
+      stage: Stage.Pool,
+      reason: `is in pool ${poolOf(host)}, which this account is not bound to`,
+    }
+  }
+  const unmet = (request.labels ?? []).filter((c) => !hostMeets(host, c))
+  if (unmet.length === 0) return undefined
+  const has = Object.entries(host.labels ?? {}).map(([k, v]) => `${k}=${v}`)
+  return {
+    stage: Stage.Label,
+    reason: `does not have ${unmet.map(constraintText).join(' and ')} (${has.length > 0 ? `its labels: ${has.join(', ')}` : 'it has no labels'})`,
+  }
+}
+
 function diskReason(free: FreeCapacity, diskGb: number): string | undefined {
   if (free.diskGb >= diskGb) return undefined
   return `has only ${free.diskGb} GB of free disk, needs ${diskGb} GB`
@@ -172,6 +202,8 @@ function evaluateGpu(
         : `below the minimum ${compute.minCudaVersion}`
     return reject(Stage.Cuda, `${has}, ${wanted}`)
   }
+  const constrained = constraintRejection(host, ctx.request)
+  if (constrained) return reject(constrained.stage, constrained.reason)
   const count = compute.gpuCount
   const size = gpuShare(host, count)
   const { minVcpus = 0, minMemoryGb = 0 } = ctx.request
@@ -230,6 +262,8 @@ function evaluateCpu(
   if (ctx.request.cloud && host.cloud !== ctx.request.cloud) {
     return reject(Stage.Cloud, `is in the ${host.cloud} cloud, not ${ctx.request.cloud}`)
   }
+  const constrained = constraintRejection(host, ctx.request)
+  if (constrained) return reject(constrained.stage, constrained.reason)
   const n = compute.vcpuCount
   if (!canPlaceCpu(free, flavor, n)) {
     const memoryGb = cpuSlotMemoryGb(flavor, n)
@@ -325,11 +359,54 @@ function shortage(ctx: Context, furthest: Stage): string {
   const disk = furthest === Stage.Disk ? ` and ${ctx.request.diskGb} GB of free disk` : ''
   if (c.kind === 'gpu') {
     const share = furthest === Stage.Share ? ' and their share of vCPUs and memory' : ''
-    return `no host has ${c.gpuCount} free ${c.gpuTypeId}${describeCuda(c)}${describeSize(ctx)}${share}${disk}${describeWhere(ctx)}`
+    return `no host${describeLabels(ctx)} has ${c.gpuCount} free ${c.gpuTypeId}${describeCuda(c)}${describeSize(ctx)}${share}${disk}${describeWhere(ctx)}`
   }
   const memoryGb = cpuSlotMemoryGb(c.flavorId, c.vcpuCount)
   const vcpus = `${c.vcpuCount} free ${plural(c.vcpuCount, 'vCPU', 'vCPUs')}`
-  return `no host has ${vcpus} of ${c.flavorId} (${memoryGb} GB memory)${disk}${describeWhere(ctx)}`
+  return `no host${describeLabels(ctx)} has ${vcpus} of ${c.flavorId} (${memoryGb} GB memory)${disk}${describeWhere(ctx)}`
+}
+
+/** ` with ib=true and driver>=550` for a request that asks labels. */
+function describeLabels(ctx: Context): string {
+  const labels = ctx.request.labels ?? []
+  return labels.length > 0 ? ` with ${labels.map(constraintText).join(' and ')}` : ''
+}
+
+/** What the request needs of a host's kind, for the pool and label sentences. */
+function describeOffer(ctx: Context): string {
+  const c = ctx.request.compute
+  const kind = c.kind === 'gpu' ? `${c.gpuTypeId}${describeCuda(c)}` : `CPU flavor ${c.flavorId}`
+  return `${kind}${describeWhere(ctx)}`
+}
+
+/**
+ * The sentence when a pool or an asked label is what no host could meet: the pools closed to
+ * the account, or the labels no host offering the compute has.
+ */
+function constraintShortage(
+  ctx: Context,
+  furthest: Stage,
+  evaluations: readonly Evaluation[],
+): string | undefined {
+  const at = (stage: Stage) =>
+    evaluations.flatMap((e) => (!e.fits && e.stage === stage ? [e.host] : []))
+  const closedPools = [...new Set(at(Stage.Pool).map((h) => poolOf(h)!))].sort()
+  const bound = ctx.request.accountPools ?? []
+  const boundText =
+    bound.length > 0 ? `it is bound to ${list([...bound])}` : 'it is bound to no pool'
+  if (furthest === Stage.Pool) {
+    return `no host in pool ${closedPools.join(' or ')} is open to this account (${boundText}), and no other host offers ${describeOffer(ctx)}`
+  }
+  if (furthest === Stage.Label) {
+    const unmet = new Set<string>()
+    for (const host of at(Stage.Label))
+      for (const c of ctx.request.labels ?? [])
+        if (!hostMeets(host, c)) unmet.add(constraintText(c))
+    return `no host has ${[...unmet].join(' and ')} among the hosts offering ${describeOffer(ctx)}`
+  }
+  if (closedPools.length > 0)
+    return `${shortage(ctx, furthest)} (the hosts in pool ${closedPools.join(', ')} are not open to this account: ${boundText})`
+  return undefined
 }
 
 /**
@@ -475,6 +552,8 @@ function failureDetail(
       .join('; ')
     return `${shortage(ctx, Stage.Units)}: the hosts that would take it take no new pods now (${why})`
   }
+  const constrained = constraintShortage(ctx, furthest, evaluations)
+  if (constrained !== undefined) return constrained
   // Declared GPUs that are not offered are named: the operator's fleet file says they exist.
   const withheld = evaluations.flatMap((e) =>
     !e.fits && e.stage === Stage.Withheld ? [`${e.host.id} ${e.reason}`] : [],

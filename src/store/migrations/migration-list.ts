@@ -52,6 +52,8 @@ import * as postgres0026 from './postgres/0026-hosts.js'
 import * as sqlite0026 from './sqlite/0026-hosts.js'
 import * as postgres0027 from './postgres/0027-gpu-withdrawals.js'
 import * as sqlite0027 from './sqlite/0027-gpu-withdrawals.js'
+import * as postgres0028 from './postgres/0028-account-pools.js'
+import * as sqlite0028 from './sqlite/0028-account-pools.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -162,6 +164,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0027-gpu-withdrawals',
       sqlite: sqlite0027.statements,
       postgres: postgres0027.statements,
+    },
+    {
+      name: '0028-account-pools',
+      sqlite: sqlite0028.statements,
+      postgres: postgres0028.statements,
     },
   ]
 

@@ -1,0 +1,34 @@
+import type { Kysely } from 'kysely'
+import type { AccountPoolRepo } from '../domain/accounts/account-pools.js'
+import type { Database } from './database-schema.js'
+
+/** The pools an account is bound to, sorted; [] when none. */
+export async function readAccountPools(db: Kysely<Database>, accountId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('account_pools')
+    .select('pool')
+    .where('account_id', '=', accountId)
+    .orderBy('pool')
+    .execute()
+  return rows.map((r) => r.pool)
+}
+
+/** The admin's bindings of accounts to pools (migration 0028), on SQLite and PostgreSQL alike. */
+export class KyselyAccountPoolRepo implements AccountPoolRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  poolsOf(accountId: string): Promise<string[]> {
+    return readAccountPools(this.db, accountId)
+  }
+
+  async set(accountId: string, pools: readonly string[], at: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('account_pools').where('account_id', '=', accountId).execute()
+      if (pools.length > 0)
+        await tx
+          .insertInto('account_pools')
+          .values(pools.map((pool) => ({ account_id: accountId, pool, created_at: at })))
+          .execute()
+    })
+  }
+}
