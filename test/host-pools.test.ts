@@ -1,10 +1,11 @@
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { repoRoot } from './support/cli.js'
+import { repoRoot, runCli } from './support/cli.js'
 import {
   callJson,
   otherAccountKey,
   startTestPlatform,
+  TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
 
@@ -284,5 +285,67 @@ describe('pools and placement constraints', () => {
       method: 'DELETE',
       key: otherKey,
     })
+  }, 60_000)
+
+  it('labels hosts and binds accounts to pools from the CLI', async () => {
+    const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
+    const add = await runCli([
+      'hosts',
+      'add',
+      'cli-labelled',
+      '--data-center',
+      'EU-RO-1',
+      '--vcpus',
+      '4',
+      '--memory-gb',
+      '8',
+      '--cpu-flavors',
+      'cpu3c',
+      '--label',
+      'pool=team-c',
+      '--label',
+      'ib=true',
+      ...flags,
+    ])
+    expect(add.stderr).toBe('')
+    const update = await runCli([
+      'hosts',
+      'update',
+      'cli-labelled',
+      '--label',
+      'driver=550',
+      '--unlabel',
+      'ib',
+      ...flags,
+    ])
+    expect(update.stderr).toBe('')
+    const get = await runCli(['hosts', 'get', 'cli-labelled', ...flags])
+    expect(get.stdout).toContain('labels      driver=550,pool=team-c')
+    const list = await runCli(['hosts', 'list', ...flags])
+    expect(list.stdout).toMatch(/cli-labelled .*driver=550,pool=team-c/)
+
+    const bound = await runCli(['pools', 'bind', 'other@example.com', 'team-c', 'team-d', ...flags])
+    expect(bound.stderr).toBe('')
+    expect(bound.stdout.trim()).toBe(`account ${otherId}: pools team-a, team-c, team-d`)
+    const unbound = await runCli(['pools', 'unbind', otherId, 'team-d', 'team-a', ...flags])
+    expect(unbound.stdout.trim()).toBe(`account ${otherId}: pools team-c`)
+    const shown = await runCli(['pools', 'show', otherId, ...flags])
+    expect(shown.stdout.trim()).toBe(`account ${otherId}: pools team-c`)
+
+    const member = await otherAccountKey(platform, 'cli-member@example.com')
+    const refused = await runCli([
+      'pools',
+      'show',
+      otherId,
+      '--url',
+      platform.url,
+      '--api-key',
+      member,
+    ])
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain('only the admin account may read or bind pools')
+    expect(
+      (await callJson(platform, '/v2/admin/hosts/cli-labelled', { method: 'DELETE' })).status,
+    ).toBe(204)
   }, 60_000)
 })

@@ -10,6 +10,7 @@ import { addDevCommand, type DevDeps } from './dev-command.js'
 import { addEndpointsCommands } from './endpoints-commands.js'
 import { addHostsCommands } from './hosts-commands.js'
 import { addHostChangeCommands } from './host-change-commands.js'
+import { addPoolCommands } from './pool-commands.js'
 import { addJobsCommands } from './jobs-commands.js'
 import { addModelsCommands } from './models-commands.js'
 import { addOutputOptions, jsonToYaml, resolveOutput } from './output-format.js'
@@ -81,6 +82,7 @@ export function buildProgram(given: CliDeps): Command {
   addModelsCommands(program, deps)
   addHostsCommands(program, deps)
   addHostChangeCommands(program, deps)
+  addPoolCommands(program, deps)
 
   program
     .command('version')
