@@ -19,7 +19,8 @@ import { makeCertificates } from '../support/test-certificates.js'
  * problems; a simulated host and a TLS host (its CA, certificate and key chosen as files) are
  * added through the form, listed with their state, the TLS files sealed in the database; the
  * removal of a host with a member's pod on it shows the 409 and is done once the pod is
- * terminated. Opt-in: PODYARD_TEST_BROWSER=1, as console-browser.test.ts.
+ * terminated; a runtime host's labels are set from its row and an account's pools from the
+ * Accounts page. Opt-in: PODYARD_TEST_BROWSER=1, as console-browser.test.ts.
  */
 const BROWSER = process.env.PODYARD_TEST_BROWSER === '1'
 if (!BROWSER) console.log('console hosts suite: skipped: set PODYARD_TEST_BROWSER=1')
@@ -142,6 +143,49 @@ describe.runIf(BROWSER)('the console’s Hosts page', { timeout: 180_000 }, () =
     expect(await page.content()).not.toContain('-----BEGIN')
     await screenshot(page, 'hosts-added')
     expect(await axe('/admin/hosts (added)')).toEqual([])
+  })
+
+  it("sets a runtime host's labels, and an account's pools on the Accounts page", async () => {
+    const simRow = rowOf('sim-node-1')
+    const labels = simRow.getByRole('form', { name: 'Labels of sim-node-1' })
+    await labels.getByLabel('Labels').fill('pool=team-x, ib=true')
+    await labels.getByRole('button', { name: 'Save labels sim-node-1' }).click()
+    const labelsOf = async () =>
+      (
+        await json<{ labels: Record<string, string> }>(
+          await platform.call('/v2/admin/hosts/sim-node-1'),
+        )
+      ).labels
+    await expect.poll(labelsOf).toEqual({ ib: 'true', pool: 'team-x' })
+    // Left out of the line: removed.
+    await labels.getByLabel('Labels').fill('pool=team-x')
+    await labels.getByRole('button', { name: 'Save labels sim-node-1' }).click()
+    await expect.poll(labelsOf).toEqual({ pool: 'team-x' })
+    expect(await axe('/admin/hosts (labels)')).toEqual([])
+
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Accounts', exact: true })
+      .click()
+    await page.getByRole('button', { name: 'Credits of console-hosts@example.com' }).click()
+    const pools = page.getByRole('form', { name: 'Set pools' })
+    await pools.getByLabel('Pools').fill('team-x, team-y')
+    await pools.getByRole('button', { name: 'Set pools' }).click()
+    await page.getByText('Bound to team-x, team-y').waitFor()
+    const memberId = (
+      await json<{ id: string }>(await platform.call('/v2/account', { key: member }))
+    ).id
+    const bound = await json<{ pools: string[] }>(
+      await platform.call(`/v2/admin/accounts/${memberId}/pools`),
+    )
+    expect(bound.pools).toEqual(['team-x', 'team-y'])
+    await screenshot(page, 'account-pools')
+    expect(await axe('/admin/accounts (pools)')).toEqual([])
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Hosts', exact: true })
+      .click()
+    await rowOf('sim-node-1').waitFor()
   })
 
   it('shows the 409 of a removal while a pod is on the host, and removes it once it is gone', async () => {

@@ -5,6 +5,7 @@ import { ActionForm } from '../../components/action-form'
 import { ErrorMessage } from '../../components/error-message'
 import { Field } from '../../components/field'
 import { SelectField, TextField } from '../../components/form-fields'
+import { labelsOfText } from './host-labels'
 import { useAction } from '../../hooks/use-action'
 import { useSession } from '../../session/session'
 
@@ -57,6 +58,7 @@ export function AddHostForm({ onAdded }: { onAdded: () => void }) {
   const [gpuType, setGpuType] = useState('')
   const [gpuCount, setGpuCount] = useState('1')
   const [publicIp, setPublicIp] = useState('')
+  const [labels, setLabels] = useState('')
   const [access, setAccess] = useState<Access>('ssh')
   const [url, setUrl] = useState('')
   const [sshKey, setSshKey] = useState('')
@@ -87,10 +89,12 @@ export function AddHostForm({ onAdded }: { onAdded: () => void }) {
         ? {}
         : { gpu: { typeId: gpuType.trim(), count: whole(gpuCount) ?? 1 } }),
       ...(publicIp.trim() === '' ? {} : { publicIp: publicIp.trim() }),
+      ...(labels.trim() === '' ? {} : { labels: labelsOfText(labels) }),
       ...(access === 'simulated' ? { simulated: true } : { docker: engine }),
     } as AddHostInput
     await ok(api.POST('/v2/admin/hosts', { body }))
     for (const clear of [setId, setVcpus, setMemoryGb, setGpuType, setPublicIp, setUrl]) clear('')
+    setLabels('')
     for (const clear of [setSshKey, setTlsCa, setTlsCert, setTlsKey]) clear('')
     // The file inputs are cleared by making them anew.
     setFormKey((k) => k + 1)
@@ -139,6 +143,14 @@ export function AddHostForm({ onAdded }: { onAdded: () => void }) {
           mono
           value={publicIp}
           onChange={setPublicIp}
+        />
+        <TextField
+          label="Labels"
+          hint="key=value, comma-separated; pool=<name> reserves it to that pool's accounts."
+          mono
+          value={labels}
+          onChange={setLabels}
+          placeholder="pool=team-a, ib=true"
         />
       </div>
       <SelectField label="Engine" value={access} onChange={(v) => setAccess(v as Access)}>

@@ -15,6 +15,7 @@ import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 import { balanceNotEnforced } from '../../components/spend-stats'
 import { AccountBilling } from './account-billing'
+import { AccountPools } from './account-pools'
 import { AccountQuotas } from './account-quotas'
 
 type Created = Answer<'/v2/admin/accounts', 'post', 201>
@@ -79,6 +80,7 @@ export function AdminAccountsPage() {
         </ListView>
         {open ? <AccountBilling accountId={open} onChange={accounts.reload} /> : null}
         {open ? <AccountQuotas accountId={open} /> : null}
+        {open ? <AccountPools accountId={open} /> : null}
       </Section>
       <Section title="New account">
         <CreateAccountForm

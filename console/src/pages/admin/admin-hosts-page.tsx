@@ -13,6 +13,7 @@ import { useAction } from '../../hooks/use-action'
 import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 import { AddHostForm } from './add-host-form'
+import { HostLabelsForm, labelsText } from './host-labels'
 
 type Change = 'cordon' | 'uncordon' | 'drain' | 'remove' | { gpuReset: number }
 
@@ -59,6 +60,7 @@ export function AdminHostsPage() {
                 host={host}
                 busy={change.busy}
                 onChange={(action) => void change.run(host.id, action)}
+                onLabelled={() => hosts.reload()}
               />
             ))}
           </DataTable>
@@ -79,10 +81,12 @@ function HostRow({
   host,
   busy,
   onChange,
+  onLabelled,
 }: {
   host: Host
   busy: boolean
   onChange: (action: Change) => void
+  onLabelled: () => void
 }) {
   const cordoned = host.schedule !== 'ACTIVE'
   return (
@@ -93,6 +97,11 @@ function HostRow({
           {host.dataCenterId} · {host.cloud}
           {host.simulated ? ' · simulated' : ''}
         </div>
+        {host.addedAtRuntime ? (
+          <HostLabelsForm host={host} onSaved={onLabelled} />
+        ) : Object.keys(host.labels).length > 0 ? (
+          <div className="mono">{labelsText(host.labels)}</div>
+        ) : null}
       </td>
       <td>
         <StatusBadge status={host.state} />
