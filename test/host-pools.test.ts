@@ -287,6 +287,73 @@ describe('pools and placement constraints', () => {
     })
   }, 60_000)
 
+  it("launches an endpoint's workers only on hosts with the labels it asks for", async () => {
+    const created = await callJson(platform, '/v2/serverless', {
+      method: 'POST',
+      key: otherKey,
+      json: {
+        name: 'labelled-workers',
+        image: 'podyard/test-worker',
+        args: `${process.execPath} ${FIXTURE}`,
+        disk: 5,
+        env: { TEST_DIR: platform.dataDir },
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        workers: { min: 1, max: 1, idleTimeout: 5 },
+        hostLabels: ['ib=true'],
+      },
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    expect(created.body.hostLabels).toEqual(['ib=true'])
+    const workersOf = async () =>
+      (await callJson(platform, `/v2/serverless/${created.body.id}/workers`, { key: otherKey }))
+        .body.workers as Json[]
+    const until = async (done: (workers: Json[]) => boolean) => {
+      const deadline = Date.now() + 20_000
+      let workers = await workersOf()
+      while (!done(workers) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        workers = await workersOf()
+      }
+      return workers
+    }
+    const throttled = await until((ws) => ws.some((w) => w.status === 'THROTTLED' && w.reason))
+    expect(throttled.map((w) => w.reason).join(' ')).toContain(
+      'no host has ib=true among the hosts offering CPU flavor cpu3c',
+    )
+    const patched = await callJson(platform, `/v2/serverless/${created.body.id}`, {
+      method: 'PATCH',
+      key: otherKey,
+      json: { hostLabels: ['pool=team-a'] },
+    })
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+    expect(patched.body.hostLabels).toEqual(['pool=team-a'])
+    const launched = await until((ws) =>
+      ws.some((w) => w.status === 'IDLE' || w.status === 'RUNNING'),
+    )
+    expect(
+      launched.some((w) => w.status === 'IDLE' || w.status === 'RUNNING'),
+      JSON.stringify(launched),
+    ).toBe(true)
+    await callJson(platform, `/v2/serverless/${created.body.id}`, {
+      method: 'DELETE',
+      key: otherKey,
+    })
+
+    // GraphQL's saveEndpoint takes the extension too.
+    const saved = await callJson(platform, '/graphql', {
+      method: 'POST',
+      key: otherKey,
+      json: {
+        query: `mutation { saveEndpoint(input: { name: "gql-labelled", template: { imageName: "podyard/test-worker" }, instanceIds: ["cpu3c-2-4"], workersMin: 0, workersMax: 0, hostLabels: ["driver>=550"] }) { id } }`,
+      },
+    })
+    const id = saved.body.data?.saveEndpoint?.id
+    expect(id, JSON.stringify(saved.body)).toBeTruthy()
+    const rest = await callJson(platform, `/v2/serverless/${id}`, { key: otherKey })
+    expect(rest.body.hostLabels).toEqual(['driver>=550'])
+    await callJson(platform, `/v2/serverless/${id}`, { method: 'DELETE', key: otherKey })
+  }, 60_000)
+
   it('labels hosts and binds accounts to pools from the CLI', async () => {
     const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
     const add = await runCli([

@@ -36,6 +36,8 @@ export type EndpointInput = Nullable<{
   flashBootType: FlashbootMode
   modelReferences: Array<string | null>
   type: 'QB' | 'LB'
+  /** podyard's extension: labels the hosts of its workers must have; absent keeps them. */
+  hostLabels: Array<string | null>
 }>
 
 /** `"a, b,,c"` -> `["a", "b", "c"]`; runpod-python sends `""` for "none". */
@@ -203,6 +205,7 @@ export function endpointDefinition(
         ? { type: 'QUEUE_DELAY', ...(scalerValue ? { queueDelay: scalerValue } : {}) }
         : { type: 'REQUEST_COUNT', ...(scalerValue ? { requestCount: scalerValue } : {}) },
     dataCenterIds,
+    ...(input.hostLabels ? { hostLabels: input.hostLabels.filter((l): l is string => !!l) } : {}),
     networkVolumes: [...new Set(volumes)],
     ...(input.executionTimeoutMs ? { timeout: input.executionTimeoutMs } : {}),
     ...(input.flashBootType ? { flashboot: input.flashBootType } : {}),

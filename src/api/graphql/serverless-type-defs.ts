@@ -121,6 +121,8 @@ export const serverlessTypeDefs = /* GraphQL */ `
     modelReferences: [String]
     "QB only."
     type: EndpointKind
+    "podyard extension (RunPod's clients never send it): labels its workers' hosts must have, such as ib=true or driver>=550; absent keeps them, [] removes them"
+    hostLabels: [String]
   }
 
   input UpdateEndpointTemplateInput {
