@@ -391,6 +391,7 @@ describe('pools and placement constraints', () => {
     const list = await runCli(['hosts', 'list', ...flags])
     expect(list.stdout).toMatch(/cli-labelled .*driver=550,pool=team-c/)
 
+    await bind(otherId, ['team-a'])
     const bound = await runCli(['pools', 'bind', 'other@example.com', 'team-c', 'team-d', ...flags])
     expect(bound.stderr).toBe('')
     expect(bound.stdout.trim()).toBe(`account ${otherId}: pools team-a, team-c, team-d`)
@@ -398,6 +399,23 @@ describe('pools and placement constraints', () => {
     expect(unbound.stdout.trim()).toBe(`account ${otherId}: pools team-c`)
     const shown = await runCli(['pools', 'show', otherId, ...flags])
     expect(shown.stdout.trim()).toBe(`account ${otherId}: pools team-c`)
+
+    const asOther = ['--url', platform.url, '--api-key', otherKey]
+    const unmet = await runCli([
+      'pods',
+      'create',
+      '--name',
+      'cli-labels',
+      '--image',
+      'busybox',
+      '--gpu',
+      A40,
+      '--host-label',
+      'nvlink=true',
+      ...asOther,
+    ])
+    expect(unmet.code).not.toBe(0)
+    expect(unmet.stderr).toContain(`no host has nvlink=true among the hosts offering ${A40}`)
 
     const member = await otherAccountKey(platform, 'cli-member@example.com')
     const refused = await runCli([

@@ -107,6 +107,7 @@ interface CreateFlags extends ClientFlags {
   timeout?: number
   flashboot?: string
   dataCenter: string[]
+  hostLabel: string[]
   networkVolume: string[]
   quiet?: boolean
 }
@@ -154,6 +155,7 @@ function definitionBody(flags: CreateFlags): Record<string, unknown> {
     ...(flags.flashboot ? { flashboot: flags.flashboot } : {}),
     ...(flags.dataCenter.length > 0 ? { dataCenterIds: flags.dataCenter } : {}),
     ...(flags.networkVolume.length > 0 ? { networkVolumes: flags.networkVolume } : {}),
+    ...(flags.hostLabel.length > 0 ? { hostLabels: flags.hostLabel } : {}),
   }
 }
 
@@ -184,6 +186,12 @@ function withDefinitionOptions(command: Command): Command {
     .option('--flashboot <mode>', 'OFF, FLASHBOOT or PRIORITY_FLASHBOOT')
     .option('--data-center <id>', 'allowed data center (repeatable)', collect, [] as string[])
     .option('--network-volume <id>', 'network volume (repeatable)', collect, [] as string[])
+    .option(
+      '--host-label <constraint>',
+      "a label its workers' hosts must have: ib=true, driver>=550 (repeatable; a podyard extension)",
+      collect,
+      [] as string[],
+    )
 }
 
 interface WorkerListJson {

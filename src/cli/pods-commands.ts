@@ -159,6 +159,12 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
       [] as string[],
     )
     .option('--global-networking', 'give the pod an address on your private network')
+    .option(
+      '--host-label <constraint>',
+      'a label its host must have: ib=true, driver>=550 (repeatable; a podyard extension)',
+      collect,
+      [] as string[],
+    )
     .option('--wait', 'wait until the pod is RUNNING, showing its progress')
     .option('--timeout <seconds>', 'how long --wait waits', (v) => Number(v), 300)
     .action(
@@ -182,6 +188,7 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
           volumePath: string
           cloud?: string
           dataCenter: string[]
+          hostLabel: string[]
           globalNetworking?: boolean
           wait?: boolean
           timeout: number
@@ -224,6 +231,7 @@ export function addPodsCommands(program: Command, deps: PodsCommandDeps): void {
           ...(flags.cloud ? { cloud: flags.cloud } : {}),
           ...(flags.dataCenter.length > 0 ? { dataCenterIds: flags.dataCenter } : {}),
           ...(flags.globalNetworking ? { globalNetworking: true } : {}),
+          ...(flags.hostLabel.length > 0 ? { hostLabels: flags.hostLabel } : {}),
         }
         let pod = await client
           .request<PodJson>('POST', '/v2/pods', body)
