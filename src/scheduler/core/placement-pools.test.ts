@@ -54,6 +54,21 @@ describe('place: pools and labels', () => {
     )
   })
 
+  it('tells an account asking for a closed pool that the pool is closed to it', () => {
+    const asked = failed(run([pooled, open], gpu(H100, 1, { labels: labels('pool=team-a') })))
+    expect(asked.detail).toBe(
+      `no host in pool team-a is open to this account (it is bound to no pool), and no other host with pool=team-a offers ${H100}`,
+    )
+    expect(
+      placed(
+        run(
+          [pooled, open],
+          gpu(H100, 1, { labels: labels('pool=team-a'), accountPools: ['team-a'] }),
+        ),
+      ).hostId,
+    ).toBe('pooled')
+  })
+
   it('names closed pools beside a shortage of the open hosts', () => {
     const full = [alloc(open, [0, 1])]
     const result = failed(run([pooled, open], gpu(H100, 1), full))

@@ -52,10 +52,13 @@ const Stage = {
   Withheld: 2,
   Cloud: 3,
   Cuda: 4,
-  /** It is in a pool the account is not bound to. */
-  Pool: 5,
   /** It lacks a label the request asks for. */
-  Label: 6,
+  Label: 5,
+  /**
+   * It is in a pool the account is not bound to. After the labels, so that a request asking
+   * for `pool=X` is told that pool X is closed to it, not that other hosts lack the label.
+   */
+  Pool: 6,
   /** The vCPUs and memory that come with the GPUs are below the request's minimums. */
   Size: 7,
   Units: 8,
@@ -138,19 +141,21 @@ function constraintRejection(
   host: Host,
   request: PlacementRequest,
 ): { stage: Stage; reason: string } | undefined {
+  const unmet = (request.labels ?? []).filter((c) => !hostMeets(host, c))
+  if (unmet.length > 0) {
+    const has = Object.entries(host.labels ?? {}).map(([k, v]) => `${k}=${v}`)
+    return {
+      stage: Stage.Label,
+      reason: `does not have ${unmet.map(constraintText).join(' and ')} (${has.length > 0 ? `its labels: ${has.join(', ')}` : 'it has no labels'})`,
+    }
+  }
   if (!hostOpenTo(host, request.accountPools)) {
     return {
       stage: Stage.Pool,
       reason: `is in pool ${poolOf(host)}, which this account is not bound to`,
     }
   }
-  const unmet = (request.labels ?? []).filter((c) => !hostMeets(host, c))
-  if (unmet.length === 0) return undefined
-  const has = Object.entries(host.labels ?? {}).map(([k, v]) => `${k}=${v}`)
-  return {
-    stage: Stage.Label,
-    reason: `does not have ${unmet.map(constraintText).join(' and ')} (${has.length > 0 ? `its labels: ${has.join(', ')}` : 'it has no labels'})`,
-  }
+  return undefined
 }
 
 function diskReason(free: FreeCapacity, diskGb: number): string | undefined {
@@ -395,7 +400,7 @@ function constraintShortage(
   const boundText =
     bound.length > 0 ? `it is bound to ${list([...bound])}` : 'it is bound to no pool'
   if (furthest === Stage.Pool) {
-    return `no host in pool ${closedPools.join(' or ')} is open to this account (${boundText}), and no other host offers ${describeOffer(ctx)}`
+    return `no host in pool ${closedPools.join(' or ')} is open to this account (${boundText}), and no other host${describeLabels(ctx)} offers ${describeOffer(ctx)}`
   }
   if (furthest === Stage.Label) {
     const unmet = new Set<string>()
