@@ -195,7 +195,7 @@ export class EndpointService {
       workers: this.workersOf(input.workers, undefined),
       scaling: this.scalingOf(input.scaling),
       dataCenterIds: input.dataCenterIds ?? [],
-      hostLabels: checkedHostLabels(input.hostLabels ?? []),
+      ...withHostLabels(checkedHostLabels(input.hostLabels ?? [])),
       networkVolumes: input.networkVolumes ?? [],
       timeout: input.timeout ?? DEFAULT_ENDPOINT_TIMEOUT_MS,
       flashboot: input.flashboot ?? 'OFF',
@@ -274,10 +274,12 @@ export class EndpointService {
       workers: this.workersOf(patch.workers, current.workers),
       scaling: patch.scaling ? this.scalingOf(patch.scaling) : current.scaling,
       dataCenterIds: patch.dataCenterIds ?? current.dataCenterIds,
-      hostLabels:
+      hostLabels: undefined,
+      ...withHostLabels(
         patch.hostLabels !== undefined
           ? checkedHostLabels(patch.hostLabels)
           : (current.hostLabels ?? []),
+      ),
       networkVolumes: patch.networkVolumes ?? current.networkVolumes,
       timeout: patch.timeout ?? current.timeout,
       flashboot: patch.flashboot ?? current.flashboot,
@@ -592,3 +594,6 @@ export class EndpointService {
     }
   }
 }
+
+/** Kept only when there are some: an endpoint that asks none reads as it did before. */
+const withHostLabels = (labels: string[]) => (labels.length > 0 ? { hostLabels: labels } : {})
