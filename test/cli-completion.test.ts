@@ -46,7 +46,7 @@ describe('podyard completion', () => {
 
   it('prints a bash script that bash accepts and that completes commands', () => {
     expect(spawnSync('bash', ['-n', scripts.bash!]).status).toBe(0)
-    expect(bashComplete('po')).toEqual(['pods', 'pod'])
+    expect(bashComplete('po')).toEqual(['pods', 'pod', 'pools'])
     expect(bashComplete('pods', '')).toEqual(
       expect.arrayContaining(['list', 'get', 'create', 'terminate', 'delete', '--help']),
     )
@@ -119,7 +119,7 @@ describe('podyard completion', () => {
         .split('\n')
         .filter(Boolean)
     expect(complete('podyard sls l')).toEqual(['list'])
-    expect(complete('podyard po')).toEqual(['pod', 'pods'])
+    expect(complete('podyard po')).toEqual(['pod', 'pods', 'pools'])
     expect(complete('podyard pods list --output ')).toEqual(['json', 'table', 'yaml'])
   })
 
