@@ -175,7 +175,6 @@ function withHostFlags(command: Command): Command {
         '--tls-names <names>',
         '--tls: more DNS names or addresses of the host, comma-separated',
       )
-
       .option('--public-ip <address>', "where its pods' ports are reached; none: unset")
       .option(
         '--label <key=value>',
