@@ -236,9 +236,19 @@ describe('host engine certificates issued by podyard', () => {
     asClient.destroy()
     expect(outcome).not.toBe('answered')
 
+    // A --tls that is no address, or beside --docker-url, is a usage error; nothing is sent.
+    for (const wrong of [
+      ['--tls', 'not a host!'],
+      ['--tls', '127.0.0.1', '--docker-url', 'tcp://127.0.0.1:2376'],
+    ]) {
+      const refused = await runCli(['hosts', 'add', 'gpu-node-8', ...wrong, ...flags])
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain('--tls')
+    }
+
     // Files already there are never overwritten; nothing is added.
     const again = await add()
-    expect(again.code).not.toBe(0)
+    expect(again.code).toBe(2)
     expect(again.stderr).toContain('already exist')
 
     // update --tls rotates both: the engine takes the new files, podyard presents its new certificate.

@@ -187,7 +187,8 @@ describe('credentials of a host added at runtime', () => {
     const notPem = path.join(dir, 'not-a-key.txt')
     writeFileSync(notPem, 'hello\n')
     const refused = await add('sealed-tls-cli', notPem)
-    expect(refused.code).not.toBe(0)
+    // A bad option value is a usage error (docs/cli.md, "Exit codes").
+    expect(refused.code).toBe(2)
     expect(refused.stderr).toContain(`--tls-key: ${notPem} is not a PEM file`)
 
     const added = await add('sealed-tls-cli', certs.files.key)

@@ -5,6 +5,7 @@ import { clientFrom, withClientOptions, type ClientFlags } from './client-option
 import type { HostsCommandDeps } from './hosts-commands.js'
 import { checkSshAccess } from './ssh-access.js'
 import { issueHostTls } from './tls-issue.js'
+import { UsageError } from './usage-error.js'
 
 interface HostFlags extends ClientFlags {
   ssh?: string
@@ -40,7 +41,7 @@ interface FleetChange {
 }
 
 function whole(value: string, flag: string): number {
-  if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a whole number, got "${value}"`)
+  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} must be a whole number, got "${value}"`)
   return Number(value)
 }
 
@@ -53,10 +54,10 @@ function credentialText(file: string, flag: string): string {
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    throw new Error(`${flag}: cannot read ${file}: ${(error as Error).message}`)
+    throw new UsageError(`${flag}: cannot read ${file}: ${(error as Error).message}`)
   }
   if (!text.trimStart().startsWith('-----BEGIN '))
-    throw new Error(`${flag}: ${file} is not a PEM file (it does not start with -----BEGIN)`)
+    throw new UsageError(`${flag}: ${file} is not a PEM file (it does not start with -----BEGIN)`)
   return text
 }
 
@@ -106,7 +107,7 @@ function declarationOf(flags: HostFlags): Record<string, unknown> {
   const labels: Record<string, string | null> = {}
   for (const pair of flags.label ?? []) {
     const at = pair.indexOf('=')
-    if (at <= 0) throw new Error(`--label must be key=value (e.g. pool=team-a), got "${pair}"`)
+    if (at <= 0) throw new UsageError(`--label must be key=value (e.g. pool=team-a), got "${pair}"`)
     labels[pair.slice(0, at)] = pair.slice(at + 1)
   }
   // On update, labels merge: --unlabel removes one, the others stay.
@@ -125,7 +126,7 @@ async function issuedTls(id: string, flags: HostFlags) {
     ['--tls-key', flags.tlsKey],
   ].find(([, value]) => value !== undefined)
   if (other)
-    throw new Error(
+    throw new UsageError(
       `give --tls or ${other[0]}, not both: --tls sets the engine's URL and TLS files`,
     )
   return issueHostTls(clientFrom(flags), id, flags.tls ?? '', {
@@ -196,9 +197,10 @@ function changeLines(changes: FleetChange[]): string[] {
 function hostsOfFile(file: string): { hosts: unknown[]; ignored: string[] } {
   const doc: unknown = parseYaml(readFileSync(file, 'utf8'))
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
-    throw new Error(`${file}: not a fleet file (a YAML or JSON object with hosts:)`)
+    throw new UsageError(`${file}: not a fleet file (a YAML or JSON object with hosts:)`)
   const { hosts, ...rest } = doc as Record<string, unknown>
-  if (hosts !== undefined && !Array.isArray(hosts)) throw new Error(`${file}: hosts must be a list`)
+  if (hosts !== undefined && !Array.isArray(hosts))
+    throw new UsageError(`${file}: hosts must be a list`)
   return { hosts: (hosts as unknown[] | undefined) ?? [], ignored: Object.keys(rest) }
 }
 
@@ -218,9 +220,10 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
   ).action(async (id: string, flags: HostFlags) => {
     const setup: string[] = []
     if (flags.ssh !== undefined) {
-      if (flags.dockerUrl !== undefined) throw new Error('give --ssh or --docker-url, not both')
+      if (flags.dockerUrl !== undefined)
+        throw new UsageError('give --ssh or --docker-url, not both')
       if (!flags.sshKey || !flags.knownHosts)
-        throw new Error(
+        throw new UsageError(
           '--ssh needs --ssh-key (the private key podyard logs in with: sent, sealed in the ' +
             "database) and --known-hosts (a known_hosts file with the host's key, at the same " +
             'path on every replica)',
@@ -268,7 +271,8 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
       patch.docker = { url: issued.dockerUrl, tls: issued.tls }
       setup.push(...issued.setup)
     }
-    if (Object.keys(patch).length === 0) throw new Error('nothing to change: give a flag to set')
+    if (Object.keys(patch).length === 0)
+      throw new UsageError('nothing to change: give a flag to set')
     const host = await clientFrom(flags).request<{ id: string }>('PATCH', path(id), patch)
     if (flags.json) return deps.print(JSON.stringify(host, null, 2))
     deps.print([...setup, `host ${host.id} updated`].join('\n'))

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { ApiClient } from '../client/api-client.js'
+import { UsageError } from './usage-error.js'
 
 /** Where the host's engine listens when `--tls` names no port: Docker's TLS port. */
 const DOCKER_TLS_PORT = 2376
@@ -29,7 +30,7 @@ function targetOf(target: string): { address: string; port: number } {
   const match = /^(\[[0-9a-f:.]+\]|[^:[\]\s]+)(?::(\d{1,5}))?$/i.exec(target.trim())
   const port = Number(match?.[2] ?? DOCKER_TLS_PORT)
   if (!match?.[1] || port < 1 || port > 65_535)
-    throw new Error(
+    throw new UsageError(
       `--tls: "${target}" is not host, host:port or [ipv6]:port (e.g. --tls 10.0.0.14:2376)`,
     )
   return { address: match[1].replace(/^\[|\]$/g, ''), port }
@@ -57,7 +58,7 @@ export async function issueHostTls(
   }
   const taken = Object.values(files).filter((file) => existsSync(file))
   if (taken.length > 0)
-    throw new Error(
+    throw new UsageError(
       `--tls: ${taken.join(', ')} already exist${taken.length === 1 ? 's' : ''}: move them away or give --tls-out <dir>`,
     )
   const names = (options.names ?? '')
