@@ -192,6 +192,46 @@ describe('pools and placement constraints', () => {
     await terminate(teamKey, member.body.id)
   }, 30_000)
 
+  it("counts a pool host's GPUs in the catalog's stock only for the accounts bound to it", async () => {
+    // The team's account is bound to team-a by now; the other account to no pool.
+    const restStock = async (key: string) =>
+      (await callJson(platform, `/v2/catalog/gpus/${encodeURIComponent(L4)}`, { key })).body
+        .availability
+    expect(await restStock(teamKey)).toBe('HIGH')
+    expect(await restStock(otherKey)).toBe('NONE')
+    const listed = await callJson(platform, '/v2/catalog/gpus', { key: otherKey })
+    expect(listed.body.gpus.find((g: Json) => g.id === L4)?.availability).toBe('NONE')
+    expect(listed.body.gpus.find((g: Json) => g.id === A40)?.availability).toBe('HIGH')
+
+    const query = `{ gpuTypes(input: { id: "${L4}" }) { id lowestPrice(input: { gpuCount: 1 }) { stockStatus availableGpuCounts } } }`
+    const graphqlStock = async (key: string | null) =>
+      (
+        await callJson(platform, '/graphql', {
+          method: 'POST',
+          key,
+          json: { query },
+        })
+      ).body.data.gpuTypes[0].lowestPrice
+    expect(await graphqlStock(teamKey)).toEqual({ stockStatus: 'High', availableGpuCounts: [1, 2] })
+    // Offered (not null), with no stock for an account the pool is closed to, or for no key.
+    expect(await graphqlStock(otherKey)).toEqual({ stockStatus: 'None', availableGpuCounts: [] })
+    expect(await graphqlStock(null)).toEqual({ stockStatus: 'None', availableGpuCounts: [] })
+  })
+
+  it("counts no stock in GraphQL's lowestPrice on a cordoned host", async () => {
+    const query = `{ gpuTypes(input: { id: "${A40}" }) { lowestPrice(input: { gpuCount: 1 }) { stockStatus availableGpuCounts } } }`
+    const lowest = async () =>
+      (await callJson(platform, '/graphql', { method: 'POST', key: otherKey, json: { query } }))
+        .body.data.gpuTypes[0].lowestPrice
+    expect(await lowest()).toEqual({ stockStatus: 'High', availableGpuCounts: [1, 2] })
+    await callJson(platform, '/v2/admin/hosts/open-1/cordon', { method: 'POST' })
+    try {
+      expect(await lowest()).toEqual({ stockStatus: 'None', availableGpuCounts: [] })
+    } finally {
+      await callJson(platform, '/v2/admin/hosts/open-1/uncordon', { method: 'POST' })
+    }
+  })
+
   it('places a pod only on a host with the labels it asks for', async () => {
     const unmet = await createPod(otherKey, 'newer-driver', A40, {
       hostLabels: ['ib=true', 'driver>=550'],

@@ -26,6 +26,7 @@ import { KyselyManagedHostRepo } from '../store/managed-host-repo.js'
 import { HostRuntimes, noRuntime } from './host-runtimes.js'
 import { KyselyGpuWithdrawalRepo } from '../store/gpu-withdrawal-repo.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
+import { KyselyAccountPoolRepo } from '../store/account-pool-repo.js'
 import { KyselyAllocationRepo } from '../store/allocation-repo.js'
 import { KyselyHostStateRepo } from '../store/host-state-repo.js'
 import type { FleetParts, PlatformContext } from './platform-context.js'
@@ -140,6 +141,7 @@ export async function wireFleet(
   await gpus.refresh()
   const fleetChanged: Array<() => void> = []
   const allocations = new KyselyAllocationRepo(store.db)
+  const accountPools = new KyselyAccountPoolRepo(store.db)
   const managed = new ManagedHostService({
     repo: new KyselyManagedHostRepo(store.db),
     box: parts.accounts.box,
@@ -179,10 +181,11 @@ export async function wireFleet(
     gpus,
     catalog: new CatalogService(
       fleet,
-      new KyselyAllocationRepo(store.db),
+      allocations,
       () => board.unplaceable(),
       () => board.offeredHosts(),
       () => gpus.withdrawn(),
+      (accountId) => accountPools.poolsOf(accountId),
     ),
     processDriver,
     runtimeOf: (hostId) => hosts.runtimes.get(hostId) ?? noRuntime(hostId, `no host ${hostId}`),

@@ -8,6 +8,7 @@ import {
 } from '../../domain/catalog/capacity.js'
 import type {
   CatalogService,
+  StockViewer,
   CpuTypeView,
   DataCenterView,
   GpuTypeView,
@@ -60,14 +61,23 @@ function cloudsOf(secureCloud: boolean | null | undefined): Cloud[] {
  * for, counting only hosts whose share of vCPUs and memory for that many GPUs meets the
  * minimums (the same share placement reserves).
  */
-async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: LowestPriceInput) {
+async function lowestPrice(
+  catalog: CatalogService,
+  type: GpuTypeView,
+  input: LowestPriceInput,
+  viewer: StockViewer,
+) {
   const count = Math.max(1, input.gpuCount ?? 1)
   const minVcpu = input.minVcpuCount ?? 0
   const minMemory = input.minMemoryInGb ?? 0
   const cudaVersions = (input.allowedCudaVersions ?? []).filter((v): v is string => !!v)
   const minCudaVersion = input.minCudaVersion || undefined
   const snapshot = await catalog.snapshot()
-  const { allocations, unavailable } = snapshot
+  const { allocations } = snapshot
+  // Stock: the hosts that take new pods now (not DOWN, cordoned or draining) and are open to
+  // the caller's account (its pools); the others are offered, with no stock.
+  const stock = new Set((await catalog.stockHosts(viewer)).map((h) => h.id))
+  const inStockHost = (h: Host) => stock.has(h.id)
   // countryCode: only the hosts of data centers in that country (community offers by country).
   const countryDataCenters = input.countryCode
     ? new Set(
@@ -93,12 +103,11 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
       dataCenterId: input.dataCenterId ?? undefined,
     })
     const eligible = candidates.filter((h) => meetsShare(h, count))
-    // Hosts that take no new pods (DOWN, cordoned, draining) offer no stock.
-    const open = eligible.filter((h) => unavailable[h.id] === undefined)
+    const open = eligible.filter(inStockHost)
     const availability = gpuAvailability(open, allocations, { typeId: type.id, count })
     const offered = cloud === 'SECURE' ? type.secure : type.community
     const price = offered ? (cloud === 'SECURE' ? type.price.secure : type.price.community) : null
-    return { cloud, candidates, eligible, availability, price }
+    return { cloud, candidates, eligible, open, availability, price }
   })
   const offered = perCloud.filter((c) => c.eligible.length > 0 && c.price !== null)
   const inStock = offered.filter((c) => c.availability !== 'NONE')
@@ -108,7 +117,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
   const eligible = perCloud.flatMap((c) => c.eligible)
 
   const counts = new Set<number>()
-  for (const host of perCloud.flatMap((c) => c.candidates)) {
+  for (const host of perCloud.flatMap((c) => c.candidates).filter(inStockHost)) {
     const free = freeCapacity(host, allocations)
     for (let n = 1; n <= free.gpus; n++) {
       if (canPlaceGpus(host, free, n) && meetsShare(host, n)) counts.add(n)
@@ -133,7 +142,7 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     cudaVersion,
     availability:
       gpuAvailability(
-        versionHosts.filter((h) => h.gpu?.cudaVersion === cudaVersion),
+        versionHosts.filter((h) => h.gpu?.cudaVersion === cudaVersion && inStockHost(h)),
         allocations,
         { typeId: type.id, count },
       ) === 'NONE'
@@ -153,7 +162,13 @@ async function lowestPrice(catalog: CatalogService, type: GpuTypeView, input: Lo
     // null: no host of the type where and as asked (RunPod's answer, which gpuhunt reads as "not
     // offered there"); None: there are such hosts, and none can place the pod now.
     stockStatus: perCloud.some((c) => c.candidates.some((h) => (h.gpu?.count ?? 0) >= count))
-      ? stockStatusOf(gpuAvailability(eligible, allocations, { typeId: type.id, count }))
+      ? stockStatusOf(
+          gpuAvailability(
+            perCloud.flatMap((c) => c.open),
+            allocations,
+            { typeId: type.id, count },
+          ),
+        )
       : null,
     availableGpuCounts: [...counts].sort((a, b) => a - b),
     minMemory: shares.length > 0 ? Math.min(...shares.map((s) => s.memoryGb)) : null,
@@ -191,7 +206,7 @@ function nodeGroupDataCenters(catalog: CatalogService, type: GpuTypeView) {
     .map((dc) => dataCenterView(dc))
 }
 
-export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
+export function gpuTypeView(catalog: CatalogService, type: GpuTypeView, viewer: StockViewer) {
   return {
     id: type.id,
     displayName: type.name,
@@ -215,7 +230,7 @@ export function gpuTypeView(catalog: CatalogService, type: GpuTypeView) {
     maxGpuCountSecureCloud: type.maxCount.secure,
     maxGpuCountCommunityCloud: type.maxCount.community,
     lowestPrice: ({ input }: { input?: LowestPriceInput | null }) =>
-      lowestPrice(catalog, type, input ?? {}),
+      lowestPrice(catalog, type, input ?? {}, viewer),
   }
 }
 

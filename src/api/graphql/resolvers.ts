@@ -4,7 +4,7 @@ import type { IResolvers, MercuriusContext } from 'mercurius'
 import { decideAccess } from '../../domain/accounts/access.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
-import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import type { CatalogService, StockViewer } from '../../domain/catalog/catalog-service.js'
 import { findCpuFlavor, MIN_VCPU_COUNT } from '../../domain/catalog/cpu-flavors.js'
 import type { ModelService } from '../../domain/models/model-service.js'
 import type { Pod } from '../../domain/pods/pod.js'
@@ -118,6 +118,16 @@ function signedIn(resolve: Resolver): Resolver {
     }
     return resolve(root, args, context)
   }
+}
+
+/**
+ * Whose stock a catalog field counts: the caller's account (its pools), or, on the public
+ * fields asked without a key, an account bound to no pool.
+ */
+function stockViewerOf(context: MercuriusContext): StockViewer {
+  // The public fields run without a principal, whatever its declared type says.
+  const principal = context.principal as MercuriusContext['principal'] | undefined
+  return { accountId: principal?.accountId ?? null }
 }
 
 /**
@@ -494,17 +504,21 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
     gpuTypes: async (
       _root,
       { input }: { input?: { id?: string | null; cluster?: boolean | null } | null },
+      context,
     ) => {
+      const viewer = stockViewerOf(context)
       const types = input?.id
-        ? [await catalog.getGpuType(input.id)].filter((t) => t !== undefined)
-        : await catalog.listGpuTypes()
+        ? [await catalog.getGpuType(input.id, {}, viewer)].filter((t) => t !== undefined)
+        : await catalog.listGpuTypes({}, viewer)
       return types
         .filter((type) => input?.cluster !== true || isClusterType(type))
-        .map((type) => gpuTypeView(catalog, type))
+        .map((type) => gpuTypeView(catalog, type, viewer))
     },
 
-    dataCenters: async () =>
-      (await catalog.listDataCenters({ gpuDetail: true })).map(dataCenterView),
+    dataCenters: async (_root, _args, context) =>
+      (await catalog.listDataCenters({ gpuDetail: true }, stockViewerOf(context))).map(
+        dataCenterView,
+      ),
 
     countryCodes: () => [
       ...new Set(
@@ -512,14 +526,16 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
       ),
     ],
 
-    cpuFlavors: async () =>
-      (await catalog.listCpuTypes({ detail: true })).map((flavor) =>
+    cpuFlavors: async (_root, _args, context) =>
+      (await catalog.listCpuTypes({ detail: true }, stockViewerOf(context))).map((flavor) =>
         cpuFlavorView(catalog, flavor),
       ),
 
-    cpuTypes: async () => (await catalog.listCpuTypes()).map(cpuTypeView),
+    cpuTypes: async (_root, _args, context) =>
+      (await catalog.listCpuTypes({}, stockViewerOf(context))).map(cpuTypeView),
 
-    serverlessGpuPools: async () => serverlessGpuPoolsView(await catalog.listGpuTypes()),
+    serverlessGpuPools: async (_root, _args, context) =>
+      serverlessGpuPoolsView(await catalog.listGpuTypes({}, stockViewerOf(context))),
 
     allAiApiPublicConfigs: async () =>
       services.models ? (await services.models.publicConfigs()).map(publicConfigView) : [],

@@ -1,8 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
-import type { CatalogService } from '../../domain/catalog/catalog-service.js'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { CatalogService, StockViewer } from '../../domain/catalog/catalog-service.js'
 import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
 import { AppError } from '../../shared/app-error.js'
+import { principalOf } from '../http/authentication.js'
 import { ProblemSchema } from './problem-schema.js'
 import {
   CpuQuery,
@@ -86,6 +87,11 @@ function dataCenterQuery(query: Static<typeof DataCenterQuery>) {
   }
 }
 
+/** Stock is what the caller's account can take: hosts of pools it is not bound to count none. */
+function viewerOf(request: FastifyRequest): StockViewer {
+  return { accountId: principalOf(request).accountId }
+}
+
 function found<T>(value: T | undefined, what: string, id: string): T {
   if (value === undefined) throw new AppError('NOT_FOUND', `${what} ${id} not found`)
   return value
@@ -107,7 +113,9 @@ export async function catalogRoutes(
         response: { 200: Type.Object({ gpus: Type.Array(GpuType) }), ...errorResponses },
       },
     },
-    async (request) => ({ gpus: await catalog.listGpuTypes(gpuQuery(request.query)) }),
+    async (request) => ({
+      gpus: await catalog.listGpuTypes(gpuQuery(request.query), viewerOf(request)),
+    }),
   )
 
   app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof GpuQuery> }>(
@@ -124,7 +132,7 @@ export async function catalogRoutes(
     },
     async (request) =>
       found(
-        await catalog.getGpuType(request.params.id, gpuQuery(request.query)),
+        await catalog.getGpuType(request.params.id, gpuQuery(request.query), viewerOf(request)),
         'GPU type',
         request.params.id,
       ),
@@ -141,7 +149,9 @@ export async function catalogRoutes(
         response: { 200: Type.Object({ cpus: Type.Array(CpuType) }), ...errorResponses },
       },
     },
-    async (request) => ({ cpus: await catalog.listCpuTypes(cpuQuery(request.query)) }),
+    async (request) => ({
+      cpus: await catalog.listCpuTypes(cpuQuery(request.query), viewerOf(request)),
+    }),
   )
 
   app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof CpuQuery> }>(
@@ -158,7 +168,7 @@ export async function catalogRoutes(
     },
     async (request) =>
       found(
-        await catalog.getCpuType(request.params.id, cpuQuery(request.query)),
+        await catalog.getCpuType(request.params.id, cpuQuery(request.query), viewerOf(request)),
         'CPU flavor',
         request.params.id,
       ),
@@ -176,7 +186,7 @@ export async function catalogRoutes(
       },
     },
     async (request) => ({
-      dataCenters: await catalog.listDataCenters(dataCenterQuery(request.query)),
+      dataCenters: await catalog.listDataCenters(dataCenterQuery(request.query), viewerOf(request)),
     }),
   )
 
@@ -194,7 +204,11 @@ export async function catalogRoutes(
     },
     async (request) =>
       found(
-        await catalog.getDataCenter(request.params.id, dataCenterQuery(request.query)),
+        await catalog.getDataCenter(
+          request.params.id,
+          dataCenterQuery(request.query),
+          viewerOf(request),
+        ),
         'data center',
         request.params.id,
       ),

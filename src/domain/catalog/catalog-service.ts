@@ -17,6 +17,7 @@ import {
 } from './cpu-flavors.js'
 import type { Cloud, DataCenter, Fleet, Host } from './fleet.js'
 import { compareCudaVersions, GPU_TYPES, type GpuManufacturer, type GpuType } from './gpu-types.js'
+import { hostOpenTo } from './placement-constraints.js'
 import type { AllocationRepo } from './ports.js'
 
 export interface NamedAvailability {
@@ -120,6 +121,16 @@ export interface FleetSnapshot {
 const DEFAULT_GPU_COUNT = 1
 
 /**
+ * Whose stock a catalog read counts: an account sees the free capacity of the hosts open to it
+ * (hosts in no pool, and those of the pools it is bound to), as placement would give it;
+ * `accountId: null` is a caller without a key, an account bound to no pool. A read without a
+ * viewer counts every host: the platform's own view.
+ */
+export interface StockViewer {
+  accountId: string | null
+}
+
+/**
  * Read side of the fleet: GPU types, CPU flavors and data centers with prices and live stock.
  *
  * Only GPU types some host of the fleet has are listed, not the whole RunPod table: a type no
@@ -140,6 +151,8 @@ export class CatalogService {
     readonly unavailable: () => Record<string, string> = () => ({}),
     private readonly offeredHosts: () => readonly Host[] = () => fleetDefinition.hosts,
     readonly withdrawnGpus: () => Readonly<Record<string, readonly number[]>> = () => ({}),
+    private readonly accountPools: (accountId: string) => Promise<readonly string[]> = () =>
+      Promise.resolve([]),
   ) {}
 
   /** The allocations, and the GPUs withdrawn for their health as allocations of their own. */
@@ -199,55 +212,77 @@ export class CatalogService {
     }
   }
 
-  /** The hosts whose free capacity is stock: those that take new pods now. */
-  private stockHosts(): Host[] {
+  /**
+   * The hosts whose free capacity is stock: those that take new pods now and, for a viewer,
+   * are open to its account.
+   */
+  async stockHosts(viewer?: StockViewer): Promise<Host[]> {
     const unavailable = this.unavailable()
-    return this.offeredHosts().filter((h) => unavailable[h.id] === undefined)
+    const open = this.offeredHosts().filter((h) => unavailable[h.id] === undefined)
+    if (viewer === undefined) return open
+    const pools = viewer.accountId === null ? [] : await this.accountPools(viewer.accountId)
+    return open.filter((h) => hostOpenTo(h, pools))
   }
 
-  async listGpuTypes(q: GpuQuery = {}): Promise<GpuTypeView[]> {
-    const allocations = await this.holdings()
+  /** Stock hosts (for the viewer) and what is held on them now. */
+  private async stock(viewer: StockViewer | undefined): Promise<Stock> {
+    return { hosts: await this.stockHosts(viewer), allocations: await this.holdings() }
+  }
+
+  async listGpuTypes(q: GpuQuery = {}, viewer?: StockViewer): Promise<GpuTypeView[]> {
+    const stock = await this.stock(viewer)
     return this.fleetGpuTypes()
       .filter((type) => this.gpuHosts(type.id, undefined, q.countryCodes).length > 0)
-      .map((type) => this.gpuTypeView(type, q, allocations))
+      .map((type) => this.gpuTypeView(type, q, stock))
   }
 
-  async getGpuType(id: string, q: GpuQuery = {}): Promise<GpuTypeView | undefined> {
+  async getGpuType(
+    id: string,
+    q: GpuQuery = {},
+    viewer?: StockViewer,
+  ): Promise<GpuTypeView | undefined> {
     const type = this.fleetGpuTypes().find((t) => t.id === id)
     if (!type) return undefined
-    return this.gpuTypeView(type, q, await this.holdings())
+    return this.gpuTypeView(type, q, await this.stock(viewer))
   }
 
   /** GPU counts a pod of the type can get placed with now (see capacity.availableGpuCounts). */
-  async availableGpuCounts(typeId: string, cloud?: Cloud): Promise<number[]> {
-    return availableGpuCounts(this.stockHosts(), await this.holdings(), typeId, cloud)
+  async availableGpuCounts(typeId: string, cloud?: Cloud, viewer?: StockViewer): Promise<number[]> {
+    const { hosts, allocations } = await this.stock(viewer)
+    return availableGpuCounts(hosts, allocations, typeId, cloud)
   }
 
-  async listCpuTypes(q: CpuQuery = {}): Promise<CpuTypeView[]> {
-    const allocations = await this.holdings()
-    return this.fleetCpuFlavors().map(({ flavor, max }) =>
-      this.cpuTypeView(flavor, max, q, allocations),
-    )
+  async listCpuTypes(q: CpuQuery = {}, viewer?: StockViewer): Promise<CpuTypeView[]> {
+    const stock = await this.stock(viewer)
+    return this.fleetCpuFlavors().map(({ flavor, max }) => this.cpuTypeView(flavor, max, q, stock))
   }
 
-  async getCpuType(id: string, q: CpuQuery = {}): Promise<CpuTypeView | undefined> {
+  async getCpuType(
+    id: string,
+    q: CpuQuery = {},
+    viewer?: StockViewer,
+  ): Promise<CpuTypeView | undefined> {
     const found = this.fleetCpuFlavors().find(({ flavor }) => flavor.id === id)
     if (!found) return undefined
-    return this.cpuTypeView(found.flavor, found.max, q, await this.holdings())
+    return this.cpuTypeView(found.flavor, found.max, q, await this.stock(viewer))
   }
 
-  async listDataCenters(q: DataCenterQuery = {}): Promise<DataCenterView[]> {
+  async listDataCenters(q: DataCenterQuery = {}, viewer?: StockViewer): Promise<DataCenterView[]> {
     const matching = this.fleetDefinition.dataCenters.filter((dc) => matchesDataCenterQuery(dc, q))
-    const allocations = q.gpuDetail || q.cpuDetail ? await this.holdings() : []
-    return matching.map((dc) => this.dataCenterView(dc, q, allocations))
+    const stock = q.gpuDetail || q.cpuDetail ? await this.stock(viewer) : NO_STOCK
+    return matching.map((dc) => this.dataCenterView(dc, q, stock))
   }
 
   /** The filters of the query do not apply here: an id names one data center. */
-  async getDataCenter(id: string, q: DataCenterQuery = {}): Promise<DataCenterView | undefined> {
+  async getDataCenter(
+    id: string,
+    q: DataCenterQuery = {},
+    viewer?: StockViewer,
+  ): Promise<DataCenterView | undefined> {
     const dc = this.fleetDefinition.dataCenters.find((d) => d.id === id)
     if (!dc) return undefined
-    const allocations = q.gpuDetail || q.cpuDetail ? await this.holdings() : []
-    return this.dataCenterView(dc, q, allocations)
+    const stock = q.gpuDetail || q.cpuDetail ? await this.stock(viewer) : NO_STOCK
+    return this.dataCenterView(dc, q, stock)
   }
 
   private gpuHosts(typeId: string, cloud?: Cloud, countryCodes?: string[]): Host[] {
@@ -273,11 +308,12 @@ export class CatalogService {
     return GPU_TYPES.filter((t) => this.offered.gpu.has(t.id))
   }
 
-  private gpuTypeView(type: GpuType, q: GpuQuery, allocations: Allocation[]): GpuTypeView {
+  private gpuTypeView(type: GpuType, q: GpuQuery, stock: Stock): GpuTypeView {
     // Stock counts only the hosts in the countries asked for (all of them when none are), of
     // those that take new pods now.
     const inCountries = new Set(this.hostsIn(q.countryCodes).map((h) => h.id))
-    const hosts = this.stockHosts().filter((h) => inCountries.has(h.id))
+    const hosts = stock.hosts.filter((h) => inCountries.has(h.id))
+    const { allocations } = stock
     const query: GpuStockQuery = {
       typeId: type.id,
       count: q.count ?? DEFAULT_GPU_COUNT,
@@ -367,9 +403,8 @@ export class CatalogService {
     flavor: CpuFlavor,
     max: number,
     q: CpuQuery,
-    allocations: Allocation[],
+    { hosts, allocations }: Stock,
   ): CpuTypeView {
-    const hosts = this.stockHosts()
     const vcpuCount = q.vcpuCount ?? MIN_VCPU_COUNT
     const price = this.fleetDefinition.prices.cpus[flavor.id]
     const view: CpuTypeView = {
@@ -404,9 +439,8 @@ export class CatalogService {
   private dataCenterView(
     dc: DataCenter,
     q: DataCenterQuery,
-    allocations: Allocation[],
+    { hosts, allocations }: Stock,
   ): DataCenterView {
-    const hosts = this.stockHosts()
     const view: DataCenterView = {
       id: dc.id,
       name: dc.name,
@@ -445,6 +479,13 @@ export class CatalogService {
     return view
   }
 }
+
+interface Stock {
+  hosts: Host[]
+  allocations: Allocation[]
+}
+
+const NO_STOCK: Stock = { hosts: [], allocations: [] }
 
 function matchesDataCenterQuery(dc: DataCenter, q: DataCenterQuery): boolean {
   if (q.globalNetwork !== undefined && dc.globalNetwork !== q.globalNetwork) return false
