@@ -374,6 +374,26 @@ describe('pools and placement constraints', () => {
       launched.some((w) => w.status === 'IDLE' || w.status === 'RUNNING'),
       JSON.stringify(launched),
     ).toBe(true)
+
+    // New labels its host does not have: the worker there is stale and stopped, and its
+    // replacement waits for a host that has them, saying why.
+    const moved = await callJson(platform, `/v2/serverless/${created.body.id}`, {
+      method: 'PATCH',
+      key: otherKey,
+      json: { hostLabels: ['pool=team-a', 'driver>=999'] },
+    })
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200)
+    expect(moved.body.version).toBe(patched.body.version + 1)
+    const replaced = await until(
+      (ws) =>
+        !ws.some((w) => w.status === 'IDLE' || w.status === 'RUNNING') &&
+        ws.some((w) => w.status === 'THROTTLED' && /driver>=999/.test(w.reason ?? '')),
+    )
+    expect(
+      replaced.filter((w) => w.status === 'IDLE' || w.status === 'RUNNING'),
+      JSON.stringify(replaced),
+    ).toEqual([])
+    expect(replaced.map((w) => w.reason).join(' ')).toContain('no host has driver>=999')
     await callJson(platform, `/v2/serverless/${created.body.id}`, {
       method: 'DELETE',
       key: otherKey,

@@ -46,6 +46,8 @@ export const ENDPOINT_CPU_FLAVORS = ['cpu3c', 'cpu3g', 'cpu5c', 'cpu5g'] as cons
  * The fields a worker is started with: a change to any of them makes running workers stale, so
  * it bumps the endpoint's `version` (wire-compat §2.4 "version bumps on template/env change").
  * Name, workers, scaling, timeout, flashboot and data centers change nothing inside a worker.
+ * hostLabels (podyard's extension, which RunPod's clients never send) choose the worker's host:
+ * a worker on a host without the new labels is in the wrong place, so they roll the workers.
  */
 export const WORKER_FIELDS = [
   'templateId',
@@ -58,6 +60,7 @@ export const WORKER_FIELDS = [
   'gpu',
   'cpu',
   'networkVolumes',
+  'hostLabels',
 ] as const satisfies ReadonlyArray<keyof Endpoint>
 
 /** The next version of an endpoint updated from `before` to `after`. */
