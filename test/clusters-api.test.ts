@@ -201,6 +201,68 @@ describe('instant clusters', () => {
     )
   })
 
+  it('places a cluster only on hosts with the labels it asks for (hostLabels)', async () => {
+    const asked = {
+      name: 'ib',
+      type: 'TRAINING',
+      image: 'busybox',
+      args: 'sleep 300',
+      compute: { gpuTypeId: H100, gpuCountPerPod: 4, podCount: 2 },
+      hostLabels: ['ib=true'],
+    }
+    const refused = await problem(await call('POST', '/v2/clusters', asked, otherKey), 409)
+    expect(refused.detail).toContain('no host has ib=true')
+    const bad = await problem(
+      await call('POST', '/v2/clusters', { ...asked, hostLabels: ['not a label'] }, otherKey),
+      422,
+    )
+    expect(bad.detail).toMatch(/^hostLabels: /)
+
+    await json(
+      await call('POST', '/v2/admin/hosts', {
+        id: 'ib-h100-1',
+        dataCenterId: 'EU-RO-1',
+        gpu: { typeId: H100, count: 8 },
+        vcpus: 64,
+        memoryGb: 512,
+        labels: { ib: 'true' },
+      }),
+      201,
+    )
+    const cluster = await json<Json>(await call('POST', '/v2/clusters', asked, otherKey), 201)
+    expect(cluster.dataCenterId).toBe('EU-RO-1')
+    const { pods } = await json<{ pods: Json[] }>(
+      await call('GET', `/v2/clusters/${cluster.id}/pods`, undefined, otherKey),
+    )
+    expect(pods.map((p) => p.hostLabels)).toEqual([['ib=true'], ['ib=true']])
+    const onHost = await json<Json>(await call('GET', '/v2/admin/hosts/ib-h100-1'))
+    expect(onHost.pods.map((p: Json) => p.id).sort()).toEqual(pods.map((p) => p.id).sort())
+
+    // GraphQL's createCluster takes the extension too.
+    const gql = await json<Json>(
+      await call(
+        'POST',
+        '/graphql',
+        {
+          query: `mutation { createCluster(input: { clusterName: "gql-ib", gpuTypeId: "${H100}", podCount: 2, gpuCountPerPod: 4, imageName: "busybox", hostLabels: ["ib=false"] }) { id } }`,
+        },
+        otherKey,
+      ),
+    )
+    expect(gql.errors?.[0]?.message, JSON.stringify(gql)).toContain('no host has ib=false')
+
+    expect((await call('DELETE', `/v2/clusters/${cluster.id}`, undefined, otherKey)).status).toBe(
+      204,
+    )
+    const deadline = Date.now() + 20_000
+    let removed = await call('DELETE', '/v2/admin/hosts/ib-h100-1')
+    while (removed.status !== 204 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      removed = await call('DELETE', '/v2/admin/hosts/ib-h100-1')
+    }
+    expect(removed.status).toBe(204)
+  })
+
   it('has CLI commands: podyard clusters', async () => {
     const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
     const cli = (...args: string[]) => runCli(['clusters', ...args, ...flags])

@@ -56,6 +56,7 @@ export type CreateClusterGraphqlInput = Nullable<{
   env: Array<{ key: string; value?: string | null } | null>
   volumeMountPath: string
   ports: string
+  hostLabels: Array<string | null>
 }>
 
 interface Deps {
@@ -135,6 +136,7 @@ function clusterRequest(input: CreateClusterGraphqlInput) {
     ...(input.startJupyter !== null && input.startJupyter !== undefined
       ? { startJupyter: input.startJupyter }
       : {}),
+    ...(input.hostLabels ? { hostLabels: input.hostLabels.filter((l): l is string => !!l) } : {}),
   }
 }
 

@@ -191,6 +191,8 @@ export const serverlessTypeDefs = /* GraphQL */ `
     env: [EnvironmentVariableInput]
     volumeMountPath: String
     ports: String
+    "podyard extension (RunPod's clients never send it): labels the hosts of its pods must have, such as ib=true or driver>=550."
+    hostLabels: [String]
   }
 
   input DeleteClusterInput {

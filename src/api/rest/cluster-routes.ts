@@ -7,7 +7,7 @@ import type { PodService } from '../../domain/pods/pod-service.js'
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { principalOf } from '../http/authentication.js'
 import { traced } from '../http/trace-context.js'
-import { checkContainerFields, containerFields, strict } from './container-schemas.js'
+import { checkContainerFields, containerFields, HostLabels, strict } from './container-schemas.js'
 import { podAnswer } from './pod-routes.js'
 import { Mounts, PodSchema } from './pod-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
@@ -41,6 +41,7 @@ export const CreateClusterBody = Type.Object(
     startSsh: Type.Optional(Type.Boolean()),
     startJupyter: Type.Optional(Type.Boolean()),
     templateId: Type.Optional(Type.String({ minLength: 1 })),
+    hostLabels: Type.Optional(HostLabels),
   },
   strict,
 )

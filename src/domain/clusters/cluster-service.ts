@@ -30,6 +30,8 @@ export interface CreateClusterInput {
   startSsh?: boolean
   startJupyter?: boolean
   templateId?: string
+  /** Labels the hosts of its pods must have (podyard's hostLabels extension). */
+  hostLabels?: string[]
   /**
    * The most USD per hour the whole cluster may cost (GraphQL's deployCost), compared in whole
    * cents: dstack sends the cluster's price with two decimals, which may round the catalog's
@@ -104,6 +106,7 @@ export class ClusterService {
       ...(input.templateId !== undefined ? { templateId: input.templateId } : {}),
       ...(input.startSsh !== undefined ? { startSsh: input.startSsh } : {}),
       ...(input.startJupyter !== undefined ? { startJupyter: input.startJupyter } : {}),
+      ...(input.hostLabels !== undefined ? { hostLabels: input.hostLabels } : {}),
       gpu: { id: input.compute.gpuTypeId, count: input.compute.gpuCountPerPod },
       globalNetworking: true,
     })
