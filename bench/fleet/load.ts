@@ -1,12 +1,12 @@
 /**
  * The fleet benchmark's measuring tools (bench/README.md): closed-loop HTTP load over the jobs
- * bench's raw client, a bare node:http anchor on a worker thread of this process, percentiles,
+ * bench's raw client, a bare node:http anchor in a process of its own, percentiles,
  * and what /proc says of the server process.
  */
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
-import { Worker } from 'node:worker_threads'
 import { RawHttpConnection } from '../jobs/raw-http.js'
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -126,15 +126,52 @@ export async function sequential(
   return latencies
 }
 
+export interface Anchor {
+  url: string
+  /** Its process, whose CPU /proc tells (`cpuSeconds`). */
+  pid: number
+  stop(): Promise<void>
+}
+
 /**
- * The anchor: a bare node:http server on a worker thread of this process (its own event loop,
- * as the server under test has its own process), answering every request with `body`.
+ * Runs `source` (CommonJS, given `data` as the global `anchorData`) as a child process of its
+ * own, as the server under test is, so that its CPU per request can be read from /proc beside
+ * the server's; it prints the port it listens on as its first line.
  */
-export async function startBareHttp(body: string): Promise<{ url: string; stop(): Promise<void> }> {
+async function startAnchorProcess(source: string, data: unknown): Promise<Anchor> {
+  const child = spawn(
+    process.execPath,
+    ['-e', `const anchorData = ${JSON.stringify(data)};\n${source}`],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  const port = await new Promise<number>((resolve, reject) => {
+    let text = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+      const line = text.split('\n')[0]
+      if (text.includes('\n') && line) resolve(Number(line))
+    })
+    child.once('error', reject)
+    child.once('exit', (code) => reject(new Error(`anchor exited with ${code}`)))
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    stop: async () => {
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+/** The anchor: a bare node:http server in a process of its own answering every request with `body`. */
+export async function startBareHttp(body: string): Promise<Anchor> {
   const source = `
     const http = require('node:http')
-    const { parentPort, workerData } = require('node:worker_threads')
-    const body = Buffer.from(workerData.body)
+    const body = Buffer.from(anchorData.body)
     const server = http.createServer((request, response) => {
       request.resume()
       request.on('end', () => {
@@ -143,34 +180,25 @@ export async function startBareHttp(body: string): Promise<{ url: string; stop()
       })
     })
     server.keepAliveTimeout = 60_000
-    server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port))
   `
-  const worker = new Worker(source, { eval: true, workerData: { body } })
-  const port = await new Promise<number>((resolve, reject) => {
-    worker.once('message', resolve)
-    worker.once('error', reject)
-  })
-  return { url: `http://127.0.0.1:${port}`, stop: async () => void (await worker.terminate()) }
+  return startAnchorProcess(source, { body })
 }
 
 /**
  * The second anchor: Fastify reading the pod's document by primary key from SQLite (in memory)
- * on a worker thread of this process: the framework and the store the server is built on,
- * without anything of the platform (authentication, quotas, metrics, the pod's view).
+ * in a process of its own: the framework and the store the server is built on, without
+ * anything of the platform (authentication, quotas, metrics, the pod's view).
  */
-export async function startFastifySqlite(
-  ids: readonly string[],
-  body: string,
-): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startFastifySqlite(ids: readonly string[], body: string): Promise<Anchor> {
   const require = createRequire(import.meta.url)
   const source = `
-    const { parentPort, workerData } = require('node:worker_threads')
-    const Fastify = require(workerData.fastify)
-    const Database = require(workerData.sqlite)
+    const Fastify = require(anchorData.fastify)
+    const Database = require(anchorData.sqlite)
     const db = new Database(':memory:')
     db.exec('create table pods (id text primary key, doc text not null)')
     const insert = db.prepare('insert into pods (id, doc) values (?, ?)')
-    for (const id of workerData.ids) insert.run(id, workerData.body)
+    for (const id of anchorData.ids) insert.run(id, anchorData.body)
     const byId = db.prepare('select doc from pods where id = ?')
     const app = Fastify({ logger: false })
     app.get('/v2/pods/:id', (request, reply) => {
@@ -178,20 +206,12 @@ export async function startFastifySqlite(
       if (!row) return reply.code(404).send({ status: 404 })
       reply.type('application/json').send(row.doc)
     })
-    app.listen({ port: 0, host: '127.0.0.1' }).then(() => parentPort.postMessage(app.server.address().port))
+    app.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log(app.server.address().port))
   `
-  const worker = new Worker(source, {
-    eval: true,
-    workerData: {
-      ids,
-      body,
-      fastify: require.resolve('fastify'),
-      sqlite: require.resolve('better-sqlite3'),
-    },
+  return startAnchorProcess(source, {
+    ids,
+    body,
+    fastify: require.resolve('fastify'),
+    sqlite: require.resolve('better-sqlite3'),
   })
-  const port = await new Promise<number>((resolve, reject) => {
-    worker.once('message', resolve)
-    worker.once('error', reject)
-  })
-  return { url: `http://127.0.0.1:${port}`, stop: async () => void (await worker.terminate()) }
 }

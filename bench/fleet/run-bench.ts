@@ -46,6 +46,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const ADMIN_KEY = BENCH_ADMIN_KEY
 const AUTH = { authorization: `Bearer ${ADMIN_KEY}` }
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
+/** The headers of a member's requests (role user, as most clients are), given its key. */
+const memberAuth = (key: string) => ({
+  authorization: `Bearer ${key}`,
+  'content-type': 'application/json',
+})
 
 function option(name: string, fallback: string): string {
   const prefix = `--${name}=`
@@ -134,26 +139,50 @@ async function call(
   method: string,
   pathAndQuery: string,
   body?: unknown,
+  headers?: Record<string, string>,
 ): Promise<{ status: number; json: unknown }> {
   const response = await fetch(`${server.url}${pathAndQuery}`, {
     method,
-    headers: body === undefined ? AUTH : JSON_AUTH,
+    headers: headers ?? (body === undefined ? AUTH : JSON_AUTH),
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   })
   const text = await response.text()
   return { status: response.status, json: text ? JSON.parse(text) : null }
 }
 
+/** A second account, role user, made by the admin; its key. */
+async function memberKey(server: Server): Promise<string> {
+  const created = await call(server, 'POST', '/v2/admin/accounts', {
+    email: 'bench-member@example.com',
+  })
+  if (created.status !== 201) throw new Error(`account: ${created.status}`)
+  return (created.json as { apiKey: { key: string } }).apiKey.key
+}
+
 /** Pods of the given statuses (none of them RUNNING: those lists carry no runtime block). */
-async function countPods(server: Server, statuses: string): Promise<number> {
-  const { json } = await call(server, 'GET', `/v2/pods?status=${statuses}&includeClusterPods=true`)
+async function countPods(
+  server: Server,
+  statuses: string,
+  headers?: Record<string, string>,
+): Promise<number> {
+  const { json } = await call(
+    server,
+    'GET',
+    `/v2/pods?status=${statuses}&includeClusterPods=true`,
+    undefined,
+    headers,
+  )
   return (json as { pods: unknown[] }).pods.length
 }
 
-async function waitSettled(server: Server, timeoutMs: number): Promise<number> {
+async function waitSettled(
+  server: Server,
+  timeoutMs: number,
+  headers?: Record<string, string>,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs
   for (;;) {
-    const pending = await countPods(server, 'PROVISIONING,STARTING')
+    const pending = await countPods(server, 'PROVISIONING,STARTING', headers)
     if (pending === 0 || performance.now() > deadline) return pending
     await sleep(500)
   }
@@ -164,6 +193,7 @@ async function createPods(
   server: Server,
   count: number,
   bodyOf: (i: number) => unknown,
+  headers: Record<string, string> = JSON_AUTH,
 ): Promise<{ ids: string[]; perSecond: number; windows: number[]; cpuMsPerCreate: number }> {
   const connections = Array.from(
     { length: settings.creators },
@@ -184,7 +214,7 @@ async function createPods(
             'POST',
             '/v2/pods',
             JSON.stringify(bodyOf(i)),
-            JSON_AUTH,
+            headers,
           )
           if (response.status !== 201) {
             throw new Error(`create ${i} answered ${response.status}: ${response.body}`)
@@ -230,44 +260,60 @@ async function idleCpu(server: Server): Promise<{ percent: number; rssMb: number
   }
 }
 
-/** GET /v2/pods/{id} against the bare node:http anchor, round by round; medians. */
-async function podReads(server: Server, ids: string[], label: string): Promise<void> {
+/**
+ * GET /v2/pods/{id} as the member that owns the pods against the bare node:http anchor, round
+ * by round; medians, and each process's CPU per request over all rounds.
+ */
+async function podReads(
+  server: Server,
+  ids: string[],
+  label: string,
+  headers: Record<string, string>,
+): Promise<void> {
   const pick = () => ({
     method: 'GET',
     path: `/v2/pods/${ids[Math.floor(Math.random() * ids.length)]}`,
   })
-  const sample = await call(server, 'GET', `/v2/pods/${ids[0]}`)
+  const sample = await call(server, 'GET', `/v2/pods/${ids[0]}`, undefined, headers)
   const body = JSON.stringify(sample.json)
   const anchor = await startBareHttp(body)
   const framework = await startFastifySqlite(ids, body)
   try {
     // Warm-up of all three (JIT), not counted.
-    await closedLoop(server.url, settings.clients, 1, pick, AUTH)
-    await closedLoop(anchor.url, settings.clients, 1, pick, AUTH)
-    await closedLoop(framework.url, settings.clients, 1, pick, AUTH)
-    const latency = await sequential(server.url, settings.latencyRequests, pick, AUTH)
-    const anchorLatency = await sequential(anchor.url, settings.latencyRequests, pick, AUTH)
+    await closedLoop(server.url, settings.clients, 1, pick, headers)
+    await closedLoop(anchor.url, settings.clients, 1, pick, headers)
+    await closedLoop(framework.url, settings.clients, 1, pick, headers)
+    const latency = await sequential(server.url, settings.latencyRequests, pick, headers)
+    const anchorLatency = await sequential(anchor.url, settings.latencyRequests, pick, headers)
     const ours: number[] = []
     const theirs: number[] = []
     const frameworks: number[] = []
     const cpuBefore = cpuSeconds(server.pid)
+    const anchorCpuBefore = cpuSeconds(anchor.pid)
+    const frameworkCpuBefore = cpuSeconds(framework.pid)
     let served = 0
+    let anchorServed = 0
+    let frameworkServed = 0
     let failures = 0
     const failed: string[] = []
     for (let round = 0; round < settings.rounds; round++) {
-      const a = await closedLoop(anchor.url, settings.clients, settings.seconds, pick, AUTH)
-      const b = await closedLoop(server.url, settings.clients, settings.seconds, pick, AUTH)
-      const c = await closedLoop(framework.url, settings.clients, settings.seconds, pick, AUTH)
+      const a = await closedLoop(anchor.url, settings.clients, settings.seconds, pick, headers)
+      const b = await closedLoop(server.url, settings.clients, settings.seconds, pick, headers)
+      const c = await closedLoop(framework.url, settings.clients, settings.seconds, pick, headers)
       theirs.push(a.perSecond)
       ours.push(b.perSecond)
       frameworks.push(c.perSecond)
       served += b.requests
+      anchorServed += a.requests
+      frameworkServed += c.requests
       failures += b.failures
       failed.push(...b.firstFailures)
     }
     if (failures > 0)
       console.log(`  ${failures} reads failed, e.g. ${failed.slice(0, 2).join('; ')}`)
     const cpuPerRead = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / served
+    const anchorCpu = ((cpuSeconds(anchor.pid) - anchorCpuBefore) * 1e6) / anchorServed
+    const frameworkCpu = ((cpuSeconds(framework.pid) - frameworkCpuBefore) * 1e6) / frameworkServed
     const p50 = percentile(latency, 50)
     const runtime = (sample.json as { runtime: unknown }).runtime
     console.log(
@@ -280,6 +326,9 @@ async function podReads(server: Server, ids: string[], label: string): Promise<v
     const anchorRps = median(theirs)
     console.log(
       `  ${settings.clients} clients: ${fmt(rps, 0)} req/s (rounds ${ours.map((r) => fmt(r, 0)).join(', ')}), bare node:http ${fmt(anchorRps, 0)} req/s (rounds ${theirs.map((r) => fmt(r, 0)).join(', ')}): ${ratio(rps, anchorRps)} of the anchor; target >= ${TARGETS.getRatio}x: ${met(rps / anchorRps >= TARGETS.getRatio)}; server CPU ${fmt(cpuPerRead, 0)} µs per read`,
+    )
+    console.log(
+      `  CPU per request (each process, all rounds): podyard ${fmt(cpuPerRead, 1)} µs, bare node:http ${fmt(anchorCpu, 1)} µs (${ratio(cpuPerRead, anchorCpu)}), Fastify + SQLite ${fmt(frameworkCpu, 1)} µs; load average ${loadAverage()}`,
     )
     const frameworkRps = median(frameworks)
     console.log(
@@ -309,19 +358,26 @@ async function partRecord(): Promise<void> {
         cpu: { id: 'cpu3g', vcpuCount: 2 },
       }))
     }
-    const created = await createPods(server, settings.pods, (i) => ({
-      name: `bench-${i}`,
-      image: 'runpod/base:0.6.2',
-      disk: 10,
-      ...(i % 4 === 3
-        ? { gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }
-        : { cpu: { id: 'cpu3c', vcpuCount: 2 } }),
-    }))
+    const member = memberAuth(await memberKey(server))
+    const created = await createPods(
+      server,
+      settings.pods,
+      (i) => ({
+        name: `bench-${i}`,
+        image: 'runpod/base:0.6.2',
+        disk: 10,
+        ...(i % 4 === 3
+          ? { gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }
+          : { cpu: { id: 'cpu3c', vcpuCount: 2 } }),
+      }),
+      member,
+    )
     console.log(
       `  creates: ${fmt(created.perSecond, 0)}/s over ${created.ids.length} pods from ${settings.creators} clients, after ${settings.warmup} not counted (${fmt(created.cpuMsPerCreate)} ms of server CPU each, with the lifecycle starting them meanwhile); target >= ${TARGETS.createsPerSecond}/s: ${met(created.perSecond >= TARGETS.createsPerSecond)}`,
     )
     console.log(`  per 500 pods: ${created.windows.map((w) => `${fmt(w, 0)}/s`).join(', ')}`)
-    const pending = await waitSettled(server, 120_000)
+    const pending =
+      (await waitSettled(server, 120_000)) + (await waitSettled(server, 120_000, member))
     if (pending > 0) console.log(`  (${pending} pods still not RUNNING after 120 s)`)
     const idle = await idleCpu(server)
     console.log(
@@ -329,7 +385,7 @@ async function partRecord(): Promise<void> {
     )
     // With --cpu-prof, a profile of the idle server alone.
     if (settings.idleOnly) return
-    await podReads(server, created.ids, 'Part 1')
+    await podReads(server, created.ids, 'Part 1 (as a member)', member)
     const more = await createPods(server, Math.min(500, settings.pods), (i) => ({
       name: `bench-more-${i}`,
       image: 'runpod/base:0.6.2',
@@ -456,7 +512,7 @@ async function partProcess(): Promise<void> {
       await terminate(server, created.ids)
       return
     }
-    await podReads(server, created.ids, 'Part 2')
+    await podReads(server, created.ids, 'Part 2 (as the admin)', AUTH)
     const doomed = created.ids.slice(0, Math.min(settings.terminate, created.ids.length))
     await terminate(server, doomed)
 
