@@ -49,7 +49,8 @@ export async function startBenchServer(options: BenchServerOptions): Promise<Ben
       // The server runs in the data dir, where `tsx` alone would not resolve.
       '--import',
       import.meta.resolve('tsx'),
-      path.join(root, 'bench', 'fleet', 'fleet-server.ts'),
+      // PODYARD_BENCH_SERVER_ROOT: another checkout's server (an A/B against older code).
+      path.join(process.env.PODYARD_BENCH_SERVER_ROOT ?? root, 'bench', 'fleet', 'fleet-server.ts'),
       ...(options.args ?? []),
     ],
     {
