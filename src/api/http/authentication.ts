@@ -3,7 +3,7 @@ import { authFailureDetail, decideAccess, type Principal } from '../../domain/ac
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import { isWorkerKey, WORKER_KEY_ELSEWHERE_DETAIL } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
-import { rateLimitHeader, rateLimitPolicyHeader, type RateLimiter } from './rate-limiter.js'
+import { rateLimitHeader, type RateLimiter } from './rate-limiter.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -86,7 +86,7 @@ export interface GuardOptions {
 export function countRequest(rateLimiter: RateLimiter, accountId: string, reply: FastifyReply) {
   const decision = rateLimiter.consume(accountId)
   reply.header('ratelimit', rateLimitHeader(decision.windows))
-  reply.header('ratelimit-policy', rateLimitPolicyHeader(decision.windows))
+  reply.header('ratelimit-policy', rateLimiter.policyHeader)
   if (!decision.allowed && decision.exhausted) {
     const w = decision.exhausted
     throw new AppError(

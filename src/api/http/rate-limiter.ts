@@ -44,19 +44,38 @@ export class RateLimiter {
   private readonly counters = new Map<string, Counter[]>()
   private lastSweep = 0
 
+  /** RateLimit-Policy, the same on every answer: built once (the quotas do not change). */
+  readonly policyHeader: string
+
   constructor(
     private readonly quotas: RateLimitQuotas,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.policyHeader = rateLimitPolicyHeader(
+      rateLimitWindows.map((window) => ({
+        name: window.name,
+        quota: quotas[window.name],
+        windowSeconds: window.seconds,
+        remaining: 0,
+        resetSeconds: 0,
+      })),
+    )
+  }
 
+  // Plain loops: this runs on every authenticated request (bench/README.md, "Profile notes").
   consume(accountId: string): RateLimitDecision {
     const nowMs = this.clock.now().getTime()
     this.sweep(nowMs)
-    const counters =
-      this.counters.get(accountId) ?? rateLimitWindows.map(() => ({ windowStart: 0, count: 0 }))
-    this.counters.set(accountId, counters)
+    let counters = this.counters.get(accountId)
+    if (counters === undefined) {
+      counters = rateLimitWindows.map(() => ({ windowStart: 0, count: 0 }))
+      this.counters.set(accountId, counters)
+    }
 
-    const states = rateLimitWindows.map((window, i) => {
+    const windows: WindowState[] = []
+    let exhausted: WindowState | undefined
+    for (let i = 0; i < rateLimitWindows.length; i++) {
+      const window = rateLimitWindows[i]!
       const lengthMs = window.seconds * 1000
       const windowStart = Math.floor(nowMs / lengthMs) * lengthMs
       const counter = counters[i]!
@@ -64,30 +83,25 @@ export class RateLimiter {
         counter.windowStart = windowStart
         counter.count = 0
       }
-      return {
-        counter,
-        state: {
-          name: window.name,
-          quota: this.quotas[window.name],
-          windowSeconds: window.seconds,
-          remaining: Math.max(0, this.quotas[window.name] - counter.count),
-          resetSeconds: Math.max(1, Math.ceil((windowStart + lengthMs - nowMs) / 1000)),
-        } satisfies WindowState,
+      const quota = this.quotas[window.name]
+      const state: WindowState = {
+        name: window.name,
+        quota,
+        windowSeconds: window.seconds,
+        remaining: Math.max(0, quota - counter.count),
+        resetSeconds: Math.max(1, Math.ceil((windowStart + lengthMs - nowMs) / 1000)),
       }
-    })
-
-    const exhausted = states
-      .filter(({ state }) => state.remaining === 0)
-      .map(({ state }) => state)
-      .sort((a, b) => b.resetSeconds - a.resetSeconds)[0]
-    if (exhausted) {
-      return { allowed: false, windows: states.map(({ state }) => state), exhausted }
+      // The exhausted window that resets last; the first of equals, as a stable sort gives.
+      if (state.remaining === 0 && (!exhausted || state.resetSeconds > exhausted.resetSeconds))
+        exhausted = state
+      windows.push(state)
     }
-    for (const { counter, state } of states) {
-      counter.count += 1
-      state.remaining -= 1
+    if (exhausted) return { allowed: false, windows, exhausted }
+    for (let i = 0; i < windows.length; i++) {
+      counters[i]!.count += 1
+      windows[i]!.remaining -= 1
     }
-    return { allowed: true, windows: states.map(({ state }) => state) }
+    return { allowed: true, windows }
   }
 
   /** Drops accounts whose day window has passed so the map does not grow without bound. */
@@ -103,7 +117,11 @@ export class RateLimiter {
 
 /** `"minute";r=0;t=12, "hour";r=2800;t=1812, "day";r=49500;t=45012` (wire-compat §3.1). */
 export function rateLimitHeader(windows: WindowState[]): string {
-  return windows.map((w) => `"${w.name}";r=${w.remaining};t=${w.resetSeconds}`).join(', ')
+  let header = ''
+  for (const w of windows) {
+    header += `${header === '' ? '' : ', '}"${w.name}";r=${w.remaining};t=${w.resetSeconds}`
+  }
+  return header
 }
 
 /** `"minute";q=60;w=60, "hour";q=3000;w=3600, "day";q=50000;w=86400` (wire-compat §3.1). */
