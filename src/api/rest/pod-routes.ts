@@ -14,6 +14,7 @@ import { checkContainerFields } from './container-schemas.js'
 import { logSourcesOf, sendLogStream } from './log-stream.js'
 import { LogEvents } from '../openapi/documented-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
+import { PodAnswerText } from './pod-answer-text.js'
 import {
   CreatePodBody,
   PodActionBody,
@@ -101,16 +102,28 @@ export function podView(
 }
 
 /**
- * Pod views go out through JSON.stringify instead of the schema's serializer: `podView` builds
- * every field of PodSchema itself (its type is the schema's), and fast-json-stringify checks each
- * value of the schema's unions (nullable strings, the date-times, the runtime block) against
- * each branch with Ajv on every reply, which cost more than reading the pod (bench/README.md,
- * "GET /v2/pods/{id}"). The schema still documents the answer and validates it in the tests.
- * With a serializer of its own, Fastify sets no Content-Type: it is set here, as the schema's
- * serializer would have (clients generated from the document choose their parser by it).
+ * Pod answers go out as JSON text made by `PodAnswerText` (JSON.stringify of `podView`, kept per
+ * pod), not through the schema's serializer: `podView` builds every field of PodSchema itself
+ * (its type is the schema's), and fast-json-stringify checked each value of the schema's unions
+ * against each branch with Ajv on every reply, which cost more than reading the pod
+ * (bench/README.md). The schema still documents the answer and validates it in the tests. A
+ * string is sent as it is, with the Content-Type set here as the schema's serializer would have
+ * (clients generated from the document choose their parser by it).
  */
-function sendPlainJson(reply: FastifyReply, body: unknown): FastifyReply {
-  return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
+function sendJsonText(reply: FastifyReply, text: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(text)
+}
+
+/** The text of pod answers, kept per pod between reads (pod-answer-text.ts). */
+export function podAnswerText(): PodAnswerText {
+  return new PodAnswerText(
+    ({ pod, runtime, cudaVersion }, live) => ({
+      ...podView(pod, runtime, cudaVersion),
+      ssh: live.ssh,
+      runtime: live.runtime,
+    }),
+    sshOf,
+  )
 }
 
 /** A pod as REST answers it, with its live runtime and its host's CUDA version. */
@@ -122,7 +135,13 @@ export async function podRoutes(
   app: FastifyInstance,
   { pods }: { pods: PodService },
 ): Promise<void> {
-  const view = (pod: Pod) => podAnswer(pods, pod)
+  const answers = podAnswerText()
+  const view = async (pod: Pod) =>
+    answers.text({
+      pod,
+      runtime: await pods.runtimeOf(pod),
+      cudaVersion: pods.hostCudaVersionOf(pod),
+    })
 
   app.post<{ Body: CreatePodBody }>(
     '/pods',
@@ -143,7 +162,7 @@ export async function podRoutes(
         request.body,
         trace ? { trace } : {},
       )
-      return sendPlainJson(reply.code(201), await view(pod))
+      return sendJsonText(reply.code(201), await view(pod))
     },
   )
 
@@ -165,7 +184,7 @@ export async function podRoutes(
         ...(request.query.name !== undefined ? { name: request.query.name } : {}),
         includeClusterPods: request.query.includeClusterPods ?? false,
       })
-      return sendPlainJson(reply, { pods: await Promise.all(list.map(view)) })
+      return sendJsonText(reply, `{"pods":[${(await Promise.all(list.map(view))).join(',')}]}`)
     },
   )
 
@@ -181,7 +200,7 @@ export async function podRoutes(
       },
     },
     async (request, reply) =>
-      sendPlainJson(
+      sendJsonText(
         reply,
         await view(await pods.get(principalOf(request).accountId, request.params.id)),
       ),
@@ -209,7 +228,7 @@ export async function podRoutes(
         )
       }
       const pod = await pods.update(principalOf(request).accountId, request.params.id, patch)
-      return sendPlainJson(reply, await view(pod))
+      return sendJsonText(reply, await view(pod))
     },
   )
 
@@ -232,7 +251,7 @@ export async function podRoutes(
         request.body.action as PodActionRequest,
       )
       if (request.body.action === 'terminate') return reply.code(204).send()
-      return sendPlainJson(reply, await view(pod))
+      return sendJsonText(reply, await view(pod))
     },
   )
 
