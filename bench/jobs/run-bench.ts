@@ -47,6 +47,7 @@ import {
   type BenchServer,
 } from './bench-server.js'
 import { openThroughputAnchor, type AnchorResult, type ThroughputAnchor } from './anchors.js'
+import { closedLoop, cpuSeconds, startBareHttp } from '../fleet/load.js'
 import { Figures } from './figures.js'
 import { devRunsync } from './dev-runsync.js'
 import { coldStarts, warmManagedRunsync, type WorkerCommand } from './managed-runsync.js'
@@ -212,6 +213,14 @@ async function throughputWithAnchor(store: string): Promise<void> {
           (measured ? ` (rounds ${jobsPerSecond(theirs.map((r) => r.jobsPerSecond))})` : '') +
           `: ratio ${(rate / anchorRate).toFixed(2)}x`,
       )
+      const bare = await bareHttpCpuPerRequest(settings.submitters)
+      const serverUsPerJob = 1000 * median(ours.map((r) => r.serverCpuMsPerJob))
+      const perRequest = serverUsPerJob / median(ours.map((r) => r.requestsPerJob))
+      console.log(
+        `server CPU on ${store}: ${serverUsPerJob.toFixed(1)} µs per job, ${perRequest.toFixed(1)} µs per ` +
+          `request (medians); bare node:http ${bare.toFixed(1)} µs per request with the same client ` +
+          `and ${settings.submitters} connections (${(perRequest / bare).toFixed(2)}x); load average ${loadAverage()}`,
+      )
       figures.rate(
         `/run -> TS worker -> done, ${store} (jobs/s)`,
         rate,
@@ -227,6 +236,26 @@ async function throughputWithAnchor(store: string): Promise<void> {
     })
   } finally {
     await anchor.close()
+  }
+}
+
+/**
+ * The CPU per request of a bare node:http server (a process of its own) answering a small JSON
+ * body to POSTs like /run's from the bench's raw client: the floor of one HTTP exchange here.
+ */
+async function bareHttpCpuPerRequest(connections: number): Promise<number> {
+  const anchor = await startBareHttp(
+    '{"id":"00000000-0000-7000-8000-000000000000","status":"IN_QUEUE"}',
+  )
+  try {
+    const post = () => ({ method: 'POST', path: '/v2/e/run', body: '{"input":{}}' })
+    const headers = { 'content-type': 'application/json' }
+    await closedLoop(anchor.url, connections, 1, post, headers) // warm-up
+    const before = cpuSeconds(anchor.pid)
+    const result = await closedLoop(anchor.url, connections, 3, post, headers)
+    return ((cpuSeconds(anchor.pid) - before) * 1e6) / result.requests
+  } finally {
+    await anchor.stop()
   }
 }
 

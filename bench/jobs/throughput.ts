@@ -42,6 +42,8 @@ export interface ThroughputResult {
   deadlocks: number
   jobsPerSecond: number
   serverCpuMsPerJob: number
+  /** HTTP requests the server answered per job (every route but /health). */
+  requestsPerJob: number
   latencyP50: number
 }
 
@@ -290,13 +292,17 @@ export async function throughput(
     `  server CPU per job: ${((1000 * serverCpu) / settings.jobs).toFixed(3)} ms ` +
       `(${(settings.jobs / serverCpu).toFixed(0)} jobs per server CPU-second)`,
   )
-  const perJob = [...requests]
+  const routesPerJob = [...requests]
     .map(
       ([route, count]) => [route, (count - (requests0.get(route) ?? 0)) / settings.jobs] as const,
     )
     .filter(([route, n]) => n > 0.001 && !route.endsWith('/health'))
-    .map(([route, n]) => `${route} ${n.toFixed(3)}`)
-  console.log(`  requests per job: ${perJob.join(', ')}`)
+  const requestsPerJob = routesPerJob.reduce((sum, [, n]) => sum + n, 0)
+  const perJob = routesPerJob.map(([route, n]) => `${route} ${n.toFixed(3)}`)
+  console.log(
+    `  requests per job: ${perJob.join(', ')}; server CPU per request ` +
+      `${((1e6 * serverCpu) / settings.jobs / requestsPerJob).toFixed(1)} µs`,
+  )
   const pct = (seconds: number) => `${((100 * seconds) / wall).toFixed(0)}%`
   console.log(
     `  CPU (of one core, over ${wall.toFixed(2)} s): server ${pct(serverCpu)}, ` +
@@ -311,6 +317,7 @@ export async function throughput(
     ...errors,
     jobsPerSecond: settings.jobs / elapsed,
     serverCpuMsPerJob: (1000 * serverCpu) / settings.jobs,
+    requestsPerJob,
     latencyP50: percentile(latencies, 50),
   }
 }
