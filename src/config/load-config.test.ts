@@ -166,8 +166,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ cwd: dirWith(), env: {} }).containment).toEqual({
       acceptUnenforced: [],
       egress: { allow: [], deny: [] },
+      diskWrite: { mibPerSecondPerVcpu: 64, iopsPerVcpu: 500 },
       processDisk: 'auto',
     })
+    expect(
+      loadConfig({
+        cwd: dirWith('containment:\n  diskWrite: { mibPerSecondPerVcpu: 32 }\n'),
+        env: { PODYARD_CONTAINMENT_DISK_WRITE_IOPS_PER_VCPU: '0' },
+      }).containment.diskWrite,
+    ).toEqual({ mibPerSecondPerVcpu: 32, iopsPerVcpu: 0 })
     expect(
       loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_PROCESS_DISK: 'none' } }).containment
         .processDisk,
@@ -181,7 +188,7 @@ describe('loadConfig', () => {
     expect(() =>
       loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_ACCEPT_UNENFORCED: 'disks' } }),
     ).toThrow(
-      'invalid configuration: containment.acceptUnenforced.0: must be one of "memory", "cpu", "pids", "disk", got "disks" (from environment variable PODYARD_CONTAINMENT_ACCEPT_UNENFORCED)',
+      'invalid configuration: containment.acceptUnenforced.0: must be one of "memory", "cpu", "pids", "disk", "diskWrite", got "disks" (from environment variable PODYARD_CONTAINMENT_ACCEPT_UNENFORCED)',
     )
     expect(() =>
       loadConfig({ cwd: dirWith('containment:\n  acceptUnenforced: disk\n'), env: {} }),

@@ -301,7 +301,7 @@ export const ConfigSchema = Type.Object(
             default: [],
             uniqueItems: true,
             description:
-              'limits (memory, cpu, pids, disk) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
+              'limits (memory, cpu, pids, disk, diskWrite) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
           },
         ),
         egress: Type.Optional(
@@ -316,6 +316,27 @@ export const ConfigSchema = Type.Object(
                 default: [],
                 description:
                   "CIDRs (or addresses) no workload reaches, on top of the metadata range (169.254.0.0/16) and the platform's own addresses, which are always denied",
+              }),
+            },
+            { additionalProperties: false, default: {} },
+          ),
+        ),
+        diskWrite: Type.Optional(
+          Type.Object(
+            {
+              mibPerSecondPerVcpu: Type.Integer({
+                minimum: 0,
+                maximum: 1024 * 1024,
+                default: 64,
+                description:
+                  'MiB per second each pod and worker may write to the disk of its container disk, per vCPU it rented (docker driver: BlkioDeviceWriteBps on the disk of the engine\'s data root; process driver: its cgroup\'s io.max or blkio throttle on the disk of the data directory). 0: no bandwidth limit (docs/security.md, "Disk writes")',
+              }),
+              iopsPerVcpu: Type.Integer({
+                minimum: 0,
+                maximum: 10_000_000,
+                default: 500,
+                description:
+                  'write operations per second each pod and worker may make on that disk, per vCPU it rented. 0: no operations limit; both 0: diskWrite is reported unenforced',
               }),
             },
             { additionalProperties: false, default: {} },
@@ -470,6 +491,16 @@ export const configKeys: ReadonlyArray<{ path: string; env: string; flag?: strin
     type: 'list',
   },
   { path: 'containment.processDisk', env: 'PODYARD_CONTAINMENT_PROCESS_DISK', type: 'string' },
+  {
+    path: 'containment.diskWrite.mibPerSecondPerVcpu',
+    env: 'PODYARD_CONTAINMENT_DISK_WRITE_MIB_PER_VCPU',
+    type: 'integer',
+  },
+  {
+    path: 'containment.diskWrite.iopsPerVcpu',
+    env: 'PODYARD_CONTAINMENT_DISK_WRITE_IOPS_PER_VCPU',
+    type: 'integer',
+  },
   { path: 'containment.egress.allow', env: 'PODYARD_CONTAINMENT_EGRESS_ALLOW', type: 'list' },
   { path: 'containment.egress.deny', env: 'PODYARD_CONTAINMENT_EGRESS_DENY', type: 'list' },
   { path: 'hosts.probeIntervalMs', env: 'PODYARD_HOSTS_PROBE_INTERVAL_MS', type: 'integer' },

@@ -1,10 +1,10 @@
 /**
  * The limits of what a workload rented that a driver enforces on its host (docs/security.md,
  * "Containment"): its memory, its vCPUs as a CPU quota, its number of processes, its container
- * disk. Named here because the drivers report them, the control loops refuse by them, the host
+ * disk, and its disk write bandwidth and write operations (`diskWrite`). Named here because the drivers report them, the control loops refuse by them, the host
  * view shows them and the configuration accepts them (`containment.acceptUnenforced`).
  */
-export const CONTAINED_LIMITS = ['memory', 'cpu', 'pids', 'disk'] as const
+export const CONTAINED_LIMITS = ['memory', 'cpu', 'pids', 'disk', 'diskWrite'] as const
 
 export type ContainedLimit = (typeof CONTAINED_LIMITS)[number]
 

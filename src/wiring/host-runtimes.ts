@@ -12,6 +12,7 @@ import type { RuntimeDriver } from '../runtime/driver.js'
 import type { LocalGpus } from '../runtime/host-discovery.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
+import { DEFAULT_DISK_WRITE_RULE, type DiskWriteRule } from '../runtime/workload-limits.js'
 import type { PlatformServerIds } from './server-id-wiring.js'
 
 /** How a host is reached: a change of any of these gives it a new runtime. */
@@ -85,6 +86,11 @@ export class HostRuntimes {
     }
   }
 
+  /** containment.diskWrite, its defaults filled in. */
+  private get diskWriteRule(): DiskWriteRule {
+    return { ...DEFAULT_DISK_WRITE_RULE, ...this.config.containment.diskWrite }
+  }
+
   private addDriver(driver: RuntimeDriver): void {
     this.drivers.push(driver)
     this.onDriverAdded?.(driver)
@@ -99,6 +105,7 @@ export class HostRuntimes {
         logMaxBytes: this.logMaxBytes,
         logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
         gpuProbeImage: this.config.gpus.probeImage,
+        diskWriteRule: this.diskWriteRule,
         ...(this.config.docker.socketPath ? { socketPath: this.config.docker.socketPath } : {}),
         simulatedGpus,
         // nvidia-smi here listed this machine's GPUs at start: no probe container needed.
@@ -160,6 +167,7 @@ export class HostRuntimes {
         logMaxBytes: this.logMaxBytes,
         logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
         gpuProbeImage: this.config.gpus.probeImage,
+        diskWriteRule: this.diskWriteRule,
         connection,
         simulatedGpus: host.simulated,
       })

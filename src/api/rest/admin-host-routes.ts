@@ -126,7 +126,7 @@ export const HostSchema = Type.Object({
     }),
     {
       description:
-        'limits of a workload (memory, cpu, pids, disk) this host does not enforce, as its engine reported them',
+        'limits of a workload (memory, cpu, pids, disk, diskWrite) this host does not enforce, as its engine reported them',
     },
   ),
   warnings: Type.Array(Type.String()),

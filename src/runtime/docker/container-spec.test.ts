@@ -381,6 +381,25 @@ describe('containerLimits', () => {
     expect(containerLimits(spec({ diskGb: 1 }), false)).not.toHaveProperty('StorageOpt')
   })
 
+  it('limits writes to the disk per vCPU begun where the engine throttles them, leaving out a rate of 0', () => {
+    const rule = { mibPerSecondPerVcpu: 64, iopsPerVcpu: 500 }
+    expect(
+      containerLimits(spec({ vcpus: 1.5 }), false, { device: '/dev/vda', rule }),
+    ).toMatchObject({
+      BlkioDeviceWriteBps: [{ Path: '/dev/vda', Rate: 2 * 64 * 1024 * 1024 }],
+      BlkioDeviceWriteIOps: [{ Path: '/dev/vda', Rate: 1000 }],
+    })
+    const bandwidthOnly = containerLimits(spec({ vcpus: 1 }), false, {
+      device: '/dev/nvme0n1',
+      rule: { mibPerSecondPerVcpu: 10, iopsPerVcpu: 0 },
+    })
+    expect(bandwidthOnly.BlkioDeviceWriteBps).toEqual([
+      { Path: '/dev/nvme0n1', Rate: 10 * 1024 * 1024 },
+    ])
+    expect(bandwidthOnly).not.toHaveProperty('BlkioDeviceWriteIOps')
+    expect(containerLimits(spec({}), false)).not.toHaveProperty('BlkioDeviceWriteBps')
+  })
+
   it('never puts registry credentials in the body', () => {
     const body = toContainerCreateBody(
       spec({ registryAuth: { username: 'u', password: 'secret-pw' } }),

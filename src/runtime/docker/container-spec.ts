@@ -1,4 +1,4 @@
-import { pidsLimitOf } from '../workload-limits.js'
+import { diskWriteLimitsOf, pidsLimitOf, type DiskWriteRule } from '../workload-limits.js'
 import {
   DEFAULT_WORKLOAD_LOG_MAX_BYTES,
   type LogLine,
@@ -63,6 +63,11 @@ export interface ContainerSpecOptions {
    */
   diskLimit: boolean
   /**
+   * The disk of the engine's data root and the rule of its write limits, where the engine
+   * enforces them (engine-limits.ts finds out); absent: writes are not limited.
+   */
+  diskWrite?: ContainerDiskWrite
+  /**
    * The GPU indices are virtual (a simulated host): the workload is told them in
    * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES, as under the process driver, and no device
    * is requested (there is none; the engine would refuse the request without the NVIDIA runtime).
@@ -84,6 +89,12 @@ export interface ContainerSpecOptions {
   volumeNames?: Readonly<Record<string, string>>
   /** What the container's log may take on disk (containerLogConfig); the default's otherwise. */
   logMaxBytes?: number
+}
+
+/** Where and by what rule a container's disk writes are limited. */
+export interface ContainerDiskWrite {
+  device: string
+  rule: DiskWriteRule
 }
 
 /** The labels of the driver's own on a container, never a spec label. */
@@ -152,6 +163,8 @@ export interface ContainerCreateBody {
     Init: boolean
     DeviceRequests?: DeviceRequest[]
     StorageOpt?: Record<string, string>
+    BlkioDeviceWriteBps?: BlkioThrottle[]
+    BlkioDeviceWriteIOps?: BlkioThrottle[]
     /** The tenant's network (tenant-network.ts), or `host`. */
     NetworkMode?: string
     LogConfig: ContainerLogConfig
@@ -266,6 +279,12 @@ export function dockerPortKey(port: WorkloadPort): string {
 
 export { PIDS_PER_VCPU, pidsLimitOf } from '../workload-limits.js'
 
+/** A rate on one disk, as HostConfig's BlkioDevice* lists take it. */
+export interface BlkioThrottle {
+  Path: string
+  Rate: number
+}
+
 /** The limits of HostConfig that hold a workload to what it rented (docs/runtime.md). */
 export interface ContainerLimits {
   NanoCpus: number
@@ -273,15 +292,38 @@ export interface ContainerLimits {
   MemorySwap: number
   PidsLimit: number
   StorageOpt?: Record<string, string>
+  BlkioDeviceWriteBps?: BlkioThrottle[]
+  BlkioDeviceWriteIOps?: BlkioThrottle[]
+}
+
+/**
+ * The write bandwidth and write operations of `diskWrite`'s rule for `vcpus`, on its disk;
+ * a rate of 0 (the operator turned that one off) is left out, as Docker reads 0 as no limit.
+ */
+function diskWriteLimits(vcpus: number, diskWrite: ContainerDiskWrite | undefined) {
+  if (!diskWrite) return {}
+  const { bytesPerSecond, iops } = diskWriteLimitsOf(vcpus, diskWrite.rule)
+  return {
+    ...(bytesPerSecond > 0
+      ? { BlkioDeviceWriteBps: [{ Path: diskWrite.device, Rate: bytesPerSecond }] }
+      : {}),
+    ...(iops > 0 ? { BlkioDeviceWriteIOps: [{ Path: diskWrite.device, Rate: iops }] } : {}),
+  }
 }
 
 /**
  * What the workload rented as the engine's limits: its vCPUs as a CPU quota, its memory with
  * no swap beyond it, PIDS_PER_VCPU processes per vCPU, and (where the storage driver enforces
- * it: `diskLimit`) its container disk as the writable layer's size. Docker reads 0 as no
- * limit at all, so a spec that rented no vCPU or no memory is refused rather than unlimited.
+ * it: `diskLimit`) its container disk as the writable layer's size, and (where the engine
+ * throttles block I/O: `diskWrite`) its writes to the disk of the engine's data root. Docker
+ * reads 0 as no limit at all, so a spec that rented no vCPU or no memory is refused rather
+ * than unlimited.
  */
-export function containerLimits(spec: WorkloadSpec, diskLimit: boolean): ContainerLimits {
+export function containerLimits(
+  spec: WorkloadSpec,
+  diskLimit: boolean,
+  diskWrite?: ContainerDiskWrite,
+): ContainerLimits {
   if (!(spec.vcpus > 0) || !(spec.memoryGb > 0)) {
     throw new Error(
       `workload ${spec.id} has ${spec.vcpus} vCPUs and ${spec.memoryGb} GB of memory: ` +
@@ -295,6 +337,7 @@ export function containerLimits(spec: WorkloadSpec, diskLimit: boolean): Contain
     MemorySwap: memory,
     PidsLimit: pidsLimitOf(spec.vcpus),
     ...(diskLimit ? { StorageOpt: { size: `${spec.diskGb}G` } } : {}),
+    ...diskWriteLimits(spec.vcpus, diskWrite),
   }
 }
 
@@ -343,7 +386,7 @@ export function toContainerCreateBody(
     HostConfig: {
       Mounts: containerMounts(spec, options.serverId, options.volumeNames),
       PortBindings: portBindings,
-      ...containerLimits(spec, options.diskLimit),
+      ...containerLimits(spec, options.diskLimit, options.diskWrite),
       Init: true,
       LogConfig: containerLogConfig(options.logMaxBytes),
     },

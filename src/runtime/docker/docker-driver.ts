@@ -16,6 +16,7 @@ import { hasLabels, PublishedPortTakenError } from '../driver.js'
 import type { DiskBounds } from '../disk-bounds/disk-bounds.js'
 import type { SmiGpuDetail } from '../host-discovery.js'
 import type { RuntimeFacts } from '../host-runtime.js'
+import { DEFAULT_DISK_WRITE_RULE, type DiskWriteRule } from '../workload-limits.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
 import { EngineGpuProbe } from './gpu-probe.js'
 import {
@@ -26,6 +27,7 @@ import {
   WORKLOAD_LABEL,
   workloadStateOf,
   type ContainerInspection,
+  type ContainerDiskWrite,
 } from './container-spec.js'
 import type { EngineInfo } from './engine-containment.js'
 import { ignoring, publishedPortTaken, waitExited } from './engine-calls.js'
@@ -85,6 +87,12 @@ export interface DockerDriverOptions {
    * remote engine): a network volume is a plain bind.
    */
   volumeBounds?: DiskBounds
+  /**
+   * Each container's disk write limits per vCPU (containment.diskWrite);
+   * DEFAULT_DISK_WRITE_RULE by default. Set on the disk of the engine's data root where the
+   * engine runs on this machine and throttles block I/O; reported unenforced elsewhere.
+   */
+  diskWriteRule?: DiskWriteRule
   /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
   gpuProbeImage?: string
   /**
@@ -147,7 +155,14 @@ export class DockerDriver implements RuntimeDriver {
     this.logs = new WorkloadLogs(this.pulls, options.logNumbersDir)
     this.own = new OwnContainers(this.docker, options.serverId, options.formerServerIds)
     this.networks = new TenantNetworks(this.docker, options.serverId, options.hostFirewall)
-    this.limits = new EngineLimits(this.docker)
+    const dockerHost = process.env.DOCKER_HOST ?? ''
+    this.limits = new EngineLimits(this.docker, {
+      rule: options.diskWriteRule ?? DEFAULT_DISK_WRITE_RULE,
+      onThisMachine:
+        !options.connection &&
+        (options.socketPath !== undefined || dockerHost === '' || dockerHost.startsWith('unix:')),
+      where: this.where,
+    })
     this.volumes = options.volumeBounds
       ? new VolumeBounds(options.volumeBounds, async () =>
           (await this.own.containersOf([])).flatMap(bindSources),
@@ -233,6 +248,7 @@ export class DockerDriver implements RuntimeDriver {
       ...(volumeNames ? { volumeNames } : {}),
       imageHasCommand: Boolean(image.Config?.Cmd?.length || image.Config?.Entrypoint?.length),
       diskLimit: await this.limits.diskEnforced(),
+      ...(await this.diskWriteOf()),
       ...(this.options.logMaxBytes ? { logMaxBytes: this.options.logMaxBytes } : {}),
       simulatedGpus: this.options.simulatedGpus ?? false,
       gpuUuids: this.gpus.uuids(),
@@ -272,6 +288,13 @@ export class DockerDriver implements RuntimeDriver {
     // The container holds the position now.
     this.logEnds.delete(spec.id)
     return workloadStateOf((await container.inspect()) as ContainerInspection)
+  }
+
+  /** Where the engine enforces disk write limits: the disk and rule containers get. */
+  private async diskWriteOf(): Promise<{ diskWrite?: ContainerDiskWrite }> {
+    const device = await this.limits.diskWriteDevice()
+    if (!device) return {}
+    return { diskWrite: { device, rule: this.options.diskWriteRule ?? DEFAULT_DISK_WRITE_RULE } }
   }
 
   async stop(id: string, options: { graceMs?: number } = {}): Promise<void> {

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest'
 import {
   containmentKey,
   diskQuotaTrialOf,
+  diskWriteTrialOf,
+  diskWriteUnenforced,
   isSettled,
   storageDriverOf,
   unenforcedLimitsOf,
@@ -109,5 +111,42 @@ describe('storageDriverOf and containmentKey', () => {
     expect(containmentKey({ ...info, DriverStatus: [['Backing Filesystem', 'xfs']] })).not.toBe(key)
     expect(containmentKey({ ...info, ServerVersion: '27.0.1' })).not.toBe(key)
     expect(containmentKey({ ...info, PidsLimit: false })).not.toBe(key)
+  })
+})
+
+describe('diskWriteTrialOf', () => {
+  it('is enforced only where the created container kept both limits on the disk', () => {
+    const kept = {
+      BlkioDeviceWriteBps: [{ Path: '/dev/vda', Rate: 1048576 }],
+      BlkioDeviceWriteIOps: [{ Path: '/dev/vda', Rate: 100 }],
+    }
+    expect(diskWriteTrialOf('/dev/vda', kept)).toEqual({ outcome: 'enforced', device: '/dev/vda' })
+    expect(diskWriteUnenforced(diskWriteTrialOf('/dev/vda', kept))).toEqual([])
+    // An engine without the kernel's throttling creates the container with the lists emptied.
+    const dropped = diskWriteTrialOf('/dev/vda', {
+      BlkioDeviceWriteBps: [],
+      BlkioDeviceWriteIOps: null,
+    })
+    expect(diskWriteUnenforced(dropped)).toEqual([
+      {
+        limit: 'diskWrite',
+        reason: expect.stringMatching(
+          /^the engine drops block I\/O write limits .*\/dev\/vda is the disk of its data root$/,
+        ),
+      },
+    ])
+    expect(diskWriteTrialOf('/dev/vda', { ...kept, BlkioDeviceWriteIOps: [] }).outcome).toBe(
+      'unenforced',
+    )
+  })
+
+  it('says a trial that told nothing is tried again', () => {
+    expect(diskWriteUnenforced({ outcome: 'unknown', message: 'engine busy' })).toEqual([
+      {
+        limit: 'diskWrite',
+        reason:
+          'could not find out whether the engine limits disk writes (engine busy); tried again within a minute',
+      },
+    ])
   })
 })

@@ -22,6 +22,8 @@ export interface EngineInfo {
   CpuCfsQuota?: boolean
   PidsLimit?: boolean
   CgroupVersion?: string
+  /** Where the engine stores images and containers (its data root). */
+  DockerRootDir?: string
 }
 
 /**
@@ -118,5 +120,52 @@ export function containmentKey(info: EngineInfo): string {
     info.MemoryLimit === true,
     info.CpuCfsQuota === true,
     info.PidsLimit === true,
+    info.DockerRootDir ?? '',
   ])
+}
+
+/**
+ * What a container's disk write limits (BlkioDeviceWriteBps and BlkioDeviceWriteIOps on the
+ * disk of the engine's data root) come to on an engine: the disk they are set on, or why none
+ * is (the rule is off, the disk is not known, or the engine drops the limits).
+ */
+export type DiskWriteTrial =
+  | { outcome: 'enforced'; device: string }
+  | { outcome: 'unenforced'; reason: string }
+  | { outcome: 'unknown'; message: string }
+
+/** The parts of a created container's HostConfig that say whether the engine kept the limits. */
+export interface BlkioHostConfig {
+  BlkioDeviceWriteBps?: Array<{ Path: string; Rate: number }> | null
+  BlkioDeviceWriteIOps?: Array<{ Path: string; Rate: number }> | null
+}
+
+/**
+ * The trial's outcome from the HostConfig of a container created with both limits on `device`:
+ * an engine whose kernel cannot throttle block I/O (no blkio or io controller) creates the
+ * container all the same, with a warning, and the limits dropped from it.
+ */
+export function diskWriteTrialOf(device: string, created: BlkioHostConfig): DiskWriteTrial {
+  const kept = (list: BlkioHostConfig['BlkioDeviceWriteBps']) =>
+    (list ?? []).some((entry) => entry.Path === device && entry.Rate > 0)
+  if (kept(created.BlkioDeviceWriteBps) && kept(created.BlkioDeviceWriteIOps))
+    return { outcome: 'enforced', device }
+  return {
+    outcome: 'unenforced',
+    reason: `the engine drops block I/O write limits (its kernel has no blkio or io cgroup controller for containers, as docker info's warnings say); ${device} is the disk of its data root`,
+  }
+}
+
+/** The limit the trial leaves unenforced, with why; empty where the engine enforces it. */
+export function diskWriteUnenforced(trial: DiskWriteTrial): UnenforcedLimit[] {
+  if (trial.outcome === 'enforced') return []
+  return [
+    {
+      limit: 'diskWrite',
+      reason:
+        trial.outcome === 'unenforced'
+          ? trial.reason
+          : `could not find out whether the engine limits disk writes (${trial.message}); tried again within a minute`,
+    },
+  ]
 }

@@ -2,13 +2,19 @@ import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type Docker from 'dockerode'
 import type { UnenforcedLimit } from '../../shared/contained-limits.js'
+import { blockDeviceOf } from '../block-device.js'
+import { diskWriteRuleLimits, type DiskWriteRule } from '../workload-limits.js'
 import {
   containmentKey,
   DISK_TRIAL_SIZE,
   diskQuotaTrialOf,
+  diskWriteTrialOf,
+  diskWriteUnenforced,
   isSettled,
   unenforcedLimitsOf,
+  type BlkioHostConfig,
   type DiskQuotaTrial,
+  type DiskWriteTrial,
   type EngineInfo,
 } from './engine-containment.js'
 
@@ -21,17 +27,36 @@ export const DISK_TRIAL_IMAGE = 'podyard-disk-trial'
 const DISK_TRIAL_RETRY_MS = 60_000
 /** An empty tar archive (two zero blocks): the trial image has no files at all. */
 const EMPTY_TAR = Buffer.alloc(1024)
+/** The data root Docker uses when /info does not say. */
+const DEFAULT_DATA_ROOT = '/var/lib/docker'
+
+/** How an engine's containers are held to a disk write rate (workload-limits.ts). */
+export interface EngineDiskWrite {
+  rule: DiskWriteRule
+  /**
+   * The engine runs on this machine: the disk of its data root is found here (block-device.ts).
+   * Another machine's disk is not known to podyard: its containers' writes are not limited.
+   */
+  onThisMachine: boolean
+  /** Where the engine is, for reasons. */
+  where: string
+}
 
 /**
  * What an engine enforces (engine-containment.ts), found out by asking it and kept while its
  * containmentKey holds, or until `retryAt` when the disk trial told nothing.
  */
 export class EngineLimits {
-  private containment: { key: string; unenforced: UnenforcedLimit[]; retryAt?: number } | undefined
+  private containment:
+    | { key: string; unenforced: UnenforcedLimit[]; retryAt?: number; writeDevice?: string }
+    | undefined
   /** The finding-out under way: one disk trial at a time. */
   private finding: Promise<UnenforcedLimit[]> | undefined
 
-  constructor(private readonly docker: Docker) {}
+  constructor(
+    private readonly docker: Docker,
+    private readonly diskWrite: EngineDiskWrite,
+  ) {}
 
   /** The limits as last found out, without asking the engine. */
   get known(): UnenforcedLimit[] | undefined {
@@ -50,16 +75,51 @@ export class EngineLimits {
     if (kept?.key === key && (kept.retryAt === undefined || Date.now() < kept.retryAt))
       return kept.unenforced
     this.finding ??= (async () => {
-      const trial = await this.tryDiskSize()
-      const unenforced = unenforcedLimitsOf(info, trial)
+      const writeDisk = await this.writeDiskOf(info)
+      const { disk, diskWrite } = await this.tryLimits(writeDisk)
+      const unenforced = [...unenforcedLimitsOf(info, disk), ...diskWriteUnenforced(diskWrite)]
+      const settled = isSettled(disk) && diskWrite.outcome !== 'unknown'
       this.containment = {
         key,
         unenforced,
-        ...(isSettled(trial) ? {} : { retryAt: Date.now() + DISK_TRIAL_RETRY_MS }),
+        ...(settled ? {} : { retryAt: Date.now() + DISK_TRIAL_RETRY_MS }),
+        ...(diskWrite.outcome === 'enforced' ? { writeDevice: diskWrite.device } : {}),
       }
       return unenforced
     })().finally(() => (this.finding = undefined))
     return this.finding
+  }
+
+  /**
+   * The disk a container's write limits are set on (BlkioDeviceWriteBps): where the engine
+   * enforces them; undefined otherwise (the host reports `diskWrite` unenforced).
+   */
+  async diskWriteDevice(): Promise<string | undefined> {
+    if (!this.containment) await this.unenforcedLimits()
+    return this.containment?.writeDevice
+  }
+
+  /** The disk of the engine's data root, or why no write limit can be set on one. */
+  private async writeDiskOf(info: EngineInfo): Promise<DiskWriteTrial> {
+    const { rule, onThisMachine, where } = this.diskWrite
+    if (!diskWriteRuleLimits(rule))
+      return {
+        outcome: 'unenforced',
+        reason: 'containment.diskWrite is 0 for both bandwidth and operations (docs/security.md)',
+      }
+    if (!onThisMachine)
+      return {
+        outcome: 'unenforced',
+        reason: `the engine (${where}) is on another machine: podyard finds the disk under the data root of this machine's engine only, and sets no write limit on another's`,
+      }
+    const dataRoot = info.DockerRootDir || DEFAULT_DATA_ROOT
+    const disk = await blockDeviceOf(dataRoot)
+    if (!disk.ok)
+      return {
+        outcome: 'unenforced',
+        reason: `the engine's data root is on no disk a write limit can be set on: ${disk.reason}`,
+      }
+    return { outcome: 'enforced', device: disk.device }
   }
 
   /** Whether the engine enforces a container disk size: StorageOpt.size is sent only then. */
@@ -69,11 +129,15 @@ export class EngineLimits {
   }
 
   /**
-   * Creates (never starts) a container with a writable layer of DISK_TRIAL_SIZE from an empty
-   * image of its own, then removes both: whether the storage driver enforces sizes is known
-   * only by asking it (overlay2 does on xfs mounted with pquota, which /info does not say).
+   * Creates (never starts) containers from an empty image of its own, then removes them and
+   * it: one with a writable layer of DISK_TRIAL_SIZE, since whether the storage driver
+   * enforces sizes is known only by asking it (overlay2 does on xfs mounted with pquota, which
+   * /info does not say); one with write limits on `writeDisk`'s disk (where there is one),
+   * which an engine without the kernel's block I/O throttling creates with the limits dropped.
    */
-  private async tryDiskSize(): Promise<DiskQuotaTrial> {
+  private async tryLimits(
+    writeDisk: DiskWriteTrial,
+  ): Promise<{ disk: DiskQuotaTrial; diskWrite: DiskWriteTrial }> {
     const tag = randomBytes(6).toString('hex')
     const image = `${DISK_TRIAL_IMAGE}:${tag}`
     try {
@@ -93,8 +157,25 @@ export class EngineLimits {
         ),
       )
     } catch (error) {
-      return { outcome: 'unknown', message: `no trial image: ${(error as Error).message}` }
+      const message = `no trial image: ${(error as Error).message}`
+      return {
+        disk: { outcome: 'unknown', message },
+        diskWrite: writeDisk.outcome === 'enforced' ? { outcome: 'unknown', message } : writeDisk,
+      }
     }
+    const disk = await this.tryDiskSize(image, tag)
+    const diskWrite =
+      writeDisk.outcome === 'enforced'
+        ? await this.tryDiskWrite(image, tag, writeDisk.device)
+        : writeDisk
+    await this.docker
+      .getImage(image)
+      .remove()
+      .catch(() => undefined)
+    return { disk, diskWrite }
+  }
+
+  private async tryDiskSize(image: string, tag: string): Promise<DiskQuotaTrial> {
     let created: Docker.Container | undefined
     let failure: unknown
     try {
@@ -109,10 +190,27 @@ export class EngineLimits {
     }
     // Clean-up failures change nothing of the answer: the leftovers are a few bytes.
     await created?.remove({ force: true }).catch(() => undefined)
-    await this.docker
-      .getImage(image)
-      .remove()
-      .catch(() => undefined)
     return diskQuotaTrialOf(created ? undefined : failure)
+  }
+
+  private async tryDiskWrite(image: string, tag: string, device: string): Promise<DiskWriteTrial> {
+    let created: Docker.Container | undefined
+    try {
+      created = await this.docker.createContainer({
+        name: `${DISK_TRIAL_IMAGE}-${tag}-write`,
+        Image: image,
+        Cmd: ['/never-run'],
+        HostConfig: {
+          BlkioDeviceWriteBps: [{ Path: device, Rate: 1024 * 1024 }],
+          BlkioDeviceWriteIOps: [{ Path: device, Rate: 100 }],
+        },
+      })
+      const { HostConfig } = await created.inspect()
+      return diskWriteTrialOf(device, HostConfig as BlkioHostConfig)
+    } catch (error) {
+      return { outcome: 'unknown', message: (error as Error).message }
+    } finally {
+      await created?.remove({ force: true }).catch(() => undefined)
+    }
   }
 }
