@@ -4,6 +4,7 @@ import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { Config } from '../config/schema.js'
 import type { ContainedLimit } from '../shared/contained-limits.js'
+import { DEFAULT_DISK_WRITE_RULE } from '../runtime/workload-limits.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
 import { demoFleet, noneFleet } from '../domain/catalog/demo-fleet.js'
@@ -89,6 +90,7 @@ export async function wireFleet(
     ...(config.containment.egress ? { egress: config.containment.egress } : {}),
     ...(config.bwrapPath ? { bwrapPath: config.bwrapPath } : {}),
     logMaxBytes: workloadLogMaxBytes(config),
+    diskWriteRule: { ...DEFAULT_DISK_WRITE_RULE, ...config.containment.diskWrite },
     disks: diskBounds,
     clock,
   })

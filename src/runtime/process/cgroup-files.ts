@@ -2,15 +2,23 @@ import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { UnenforcedLimit } from '../../shared/contained-limits.js'
+import { blockDeviceOf } from '../block-device.js'
 import type { WorkloadSpec } from '../driver.js'
+import {
+  DEFAULT_DISK_WRITE_RULE,
+  diskWriteRuleLimits,
+  type DiskWriteRule,
+} from '../workload-limits.js'
 import {
   CGROUP_CONTROLLERS,
   chooseCgroupLayout,
   cgroupLimitsOf,
   groupDirs,
+  limitsDiskWrites,
   oomKillsIn,
   V2_SERVER_LEAF,
   workloadCgroupPlan,
+  type CgroupDiskWrite,
   type CgroupLayout,
   type WorkloadCgroupPlan,
 } from './cgroup-plan.js'
@@ -20,7 +28,14 @@ import {
  * process starts, read for OOM kills when it ends, removed with it.
  */
 export type CgroupSetup =
-  { ok: true; layout: CgroupLayout; stateDir: string } | { ok: false; reason: string }
+  | {
+      ok: true
+      layout: CgroupLayout
+      stateDir: string
+      /** The disk workloads' writes are limited on, or why they are not. */
+      diskWrite: { ok: true; disk: CgroupDiskWrite } | { ok: false; reason: string }
+    }
+  | { ok: false; reason: string }
 
 /** How long the processes left in an ended workload's cgroup may take to die. */
 const EMPTY_WAIT_MS = 2000
@@ -31,22 +46,31 @@ async function readOr(file: string, fallback: string): Promise<string> {
 
 /** The limits a host without a usable cgroup leaves unenforced, with why. */
 export function unenforcedWithout(reason: string): UnenforcedLimit[] {
-  return (['memory', 'cpu', 'pids'] as const).map((limit) => ({
+  return (['memory', 'cpu', 'pids', 'diskWrite'] as const).map((limit) => ({
     limit,
     reason: `no writable cgroup for workloads: ${reason}`,
   }))
 }
 
+/** The limits the setup leaves unenforced: the disk writes where it cannot limit them. */
+export function unenforcedBy(setup: CgroupSetup): UnenforcedLimit[] {
+  if (!setup.ok) return unenforcedWithout(setup.reason)
+  return setup.diskWrite.ok ? [] : [{ limit: 'diskWrite', reason: setup.diskWrite.reason }]
+}
+
 /**
  * v2: the subtree under the server's own cgroup made usable: its processes moved into a leaf
- * and the three controllers enabled for its children and the workloads' group.
+ * and the three controllers (and io, where there is one) enabled for its children and the
+ * workloads' group.
  */
-async function delegateV2(ownDir: string, groupDir: string): Promise<void> {
-  const enable = CGROUP_CONTROLLERS.map((c) => `+${c}`).join(' ')
+async function delegateV2(layout: Extract<CgroupLayout, { version: 2 }>, groupDir: string) {
+  const ownDir = layout.ownDir
+  const controllers = [...CGROUP_CONTROLLERS, ...(layout.io ? ['io'] : [])]
+  const enable = controllers.map((c) => `+${c}`).join(' ')
   const subtree = await readOr(path.join(ownDir, 'cgroup.subtree_control'), '')
   // The root cgroup (no cgroup.type) may hold processes and enable controllers both.
   const isRoot = (await readOr(path.join(ownDir, 'cgroup.type'), '')) === ''
-  if (!isRoot && !CGROUP_CONTROLLERS.every((c) => subtree.split(/\s+/).includes(c))) {
+  if (!isRoot && !controllers.every((c) => subtree.split(/\s+/).includes(c))) {
     const leaf = path.join(ownDir, V2_SERVER_LEAF)
     await mkdir(leaf, { recursive: true })
     for (const pid of (await readOr(path.join(ownDir, 'cgroup.procs'), '')).split('\n')) {
@@ -55,7 +79,7 @@ async function delegateV2(ownDir: string, groupDir: string): Promise<void> {
       await writeFile(path.join(leaf, 'cgroup.procs'), pid).catch(() => undefined)
     }
   }
-  if (!CGROUP_CONTROLLERS.every((c) => subtree.split(/\s+/).includes(c))) {
+  if (!controllers.every((c) => subtree.split(/\s+/).includes(c))) {
     await writeFile(path.join(ownDir, 'cgroup.subtree_control'), enable)
   }
   await mkdir(groupDir, { recursive: true })
@@ -67,7 +91,10 @@ async function delegateV2(ownDir: string, groupDir: string): Promise<void> {
  * made (delegated on v2), and a trial cgroup with limits made and removed. Empty cgroups of
  * workloads an earlier server left (it stopped before they ended) are removed.
  */
-export async function probeCgroups(stateDir: string): Promise<CgroupSetup> {
+export async function probeCgroups(
+  stateDir: string,
+  diskWriteRule: DiskWriteRule = DEFAULT_DISK_WRITE_RULE,
+): Promise<CgroupSetup> {
   if (process.getuid?.() !== 0)
     return { ok: false, reason: 'cgroups need the server to run as root' }
   const procSelf = await readOr('/proc/self/cgroup', '')
@@ -83,26 +110,69 @@ export async function probeCgroups(stateDir: string): Promise<CgroupSetup> {
   }
   const choice = chooseCgroupLayout(mountinfo, procSelf, v2Controllers)
   if (!choice.ok) return choice
-  const setup = { ok: true as const, layout: choice.layout, stateDir }
+  const setup: Extract<CgroupSetup, { ok: true }> = {
+    ok: true,
+    layout: choice.layout,
+    stateDir,
+    diskWrite: await diskWriteSetup(choice.layout, stateDir, diskWriteRule),
+  }
   try {
     if (choice.layout.version === 2) {
-      await delegateV2(choice.layout.ownDir, groupDirs(choice.layout, stateDir)[0]!)
+      await delegateV2(choice.layout, groupDirs(choice.layout, stateDir)[0]!)
     }
     for (const dir of groupDirs(choice.layout, stateDir)) {
       await removeEmptyGroups(path.dirname(dir))
       await mkdir(dir, { recursive: true })
       await removeEmptyChildren(dir)
     }
-    const trial = await openWorkloadCgroup(setup, {
-      id: `probe-${process.pid}`,
-      vcpus: 1,
-      memoryGb: 1,
-    })
+    const probe = { id: `probe-${process.pid}`, vcpus: 1, memoryGb: 1 }
+    const trial = await openWorkloadCgroup(
+      { ...setup, diskWrite: { ok: false, reason: '' } },
+      probe,
+    )
     await removeCgroupDirs(trial)
+    if (setup.diskWrite.ok) {
+      // A kernel may refuse the disk's limit alone: the other limits hold all the same.
+      try {
+        await removeCgroupDirs(await openWorkloadCgroup(setup, probe))
+      } catch (error) {
+        setup.diskWrite = { ok: false, reason: (error as Error).message }
+        await removeCgroupDirs(trial).catch(() => undefined)
+      }
+    }
     return setup
   } catch (error) {
     return { ok: false, reason: (error as Error).message }
   }
+}
+
+/** The disk of the state directory (where workloads' disks are) and the rule, or why none. */
+async function diskWriteSetup(
+  layout: CgroupLayout,
+  stateDir: string,
+  rule: DiskWriteRule,
+): Promise<Extract<CgroupSetup, { ok: true }>['diskWrite']> {
+  if (!diskWriteRuleLimits(rule))
+    return {
+      ok: false,
+      reason: 'containment.diskWrite is 0 for both bandwidth and operations (docs/security.md)',
+    }
+  if (!limitsDiskWrites(layout))
+    return {
+      ok: false,
+      reason:
+        layout.version === 2
+          ? "the server's cgroup v2 has no io controller"
+          : 'no cgroup v1 hierarchy has the blkio controller',
+    }
+  await mkdir(stateDir, { recursive: true })
+  const disk = await blockDeviceOf(stateDir)
+  if (!disk.ok)
+    return {
+      ok: false,
+      reason: `the data directory is on no disk a write limit can be set on: ${disk.reason}`,
+    }
+  return { ok: true, disk: { majorMinor: disk.majorMinor, rule } }
 }
 
 /**
@@ -134,12 +204,13 @@ export async function openWorkloadCgroup(
   setup: Extract<CgroupSetup, { ok: true }>,
   spec: Pick<WorkloadSpec, 'id' | 'vcpus' | 'memoryGb'>,
 ): Promise<WorkloadCgroupPlan> {
-  const plan = workloadCgroupPlan(setup.layout, setup.stateDir, spec.id, cgroupLimitsOf(spec))
+  const limits = cgroupLimitsOf(spec, setup.diskWrite.ok ? setup.diskWrite.disk : undefined)
+  const plan = workloadCgroupPlan(setup.layout, setup.stateDir, spec.id, limits)
   // A cgroup of an earlier run counts that run's OOM kills: removed first.
   await removeCgroupDirs(plan)
   if (setup.layout.version === 2) {
     // Another server may have removed the group while it was empty.
-    await delegateV2(setup.layout.ownDir, groupDirs(setup.layout, setup.stateDir)[0]!)
+    await delegateV2(setup.layout, groupDirs(setup.layout, setup.stateDir)[0]!)
   }
   for (const dir of plan.dirs) await mkdir(dir, { recursive: true })
   for (const write of plan.writes) {

@@ -43,6 +43,11 @@ describe('chooseCgroupLayout', () => {
   it("takes cgroup v2 under the server's own cgroup where it has the three controllers", () => {
     expect(chooseCgroupLayout(V2_MOUNTINFO, V2_PROC, 'cpuset cpu io memory pids')).toEqual({
       ok: true,
+      layout: { version: 2, ownDir: '/sys/fs/cgroup/system.slice/podyard.service', io: true },
+    })
+    // Without io, workloads' disk writes cannot be limited; the rest can.
+    expect(chooseCgroupLayout(V2_MOUNTINFO, V2_PROC, 'cpu memory pids')).toEqual({
+      ok: true,
       layout: { version: 2, ownDir: '/sys/fs/cgroup/system.slice/podyard.service' },
     })
   })
@@ -122,6 +127,56 @@ describe('workloadCgroupPlan', () => {
     ])
     expect(plan.oomFile).toBe(`/cg/memory/a/${group}/w2/memory.oom_control`)
     expect(workloadsGroupName('/d')).not.toBe(workloadsGroupName('/e'))
+  })
+})
+
+describe('disk write limits in the cgroup plan', () => {
+  const rule = { mibPerSecondPerVcpu: 64, iopsPerVcpu: 500 }
+  const limits = cgroupLimitsOf({ vcpus: 2, memoryGb: 1 }, { majorMinor: '254:0', rule })
+
+  it('limits writes per vCPU on the disk', () => {
+    expect(limits.diskWrite).toEqual({
+      majorMinor: '254:0',
+      bytesPerSecond: 128 * 1024 * 1024,
+      iops: 1000,
+    })
+  })
+
+  it('writes io.max on cgroup v2, max for a rate of 0', () => {
+    const dir = `/sys/fs/cgroup/s/${workloadsGroupName('/d')}/w3`
+    const layout = { version: 2 as const, ownDir: '/sys/fs/cgroup/s', io: true as const }
+    expect(workloadCgroupPlan(layout, '/d', 'w3', limits).writes.at(-1)).toEqual({
+      file: `${dir}/io.max`,
+      value: '254:0 wbps=134217728 wiops=1000',
+    })
+    const noIops = cgroupLimitsOf(
+      { vcpus: 1, memoryGb: 1 },
+      { majorMinor: '8:0', rule: { mibPerSecondPerVcpu: 1, iopsPerVcpu: 0 } },
+    )
+    expect(workloadCgroupPlan(layout, '/d', 'w3', noIops).writes.at(-1)?.value).toBe(
+      '8:0 wbps=1048576 wiops=max',
+    )
+  })
+
+  it('joins the blkio hierarchy on cgroup v1 and writes its throttles there', () => {
+    const group = workloadsGroupName('/d')
+    const layout = {
+      version: 1 as const,
+      ownDirs: { memory: '/cg/memory', pids: '/cg/pids', cpu: '/cg/cpu' },
+      blkioDir: '/cg/blkio',
+    }
+    const plan = workloadCgroupPlan(layout, '/d', 'w4', limits)
+    const blkio = `/cg/blkio/${group}/w4`
+    expect(plan.dirs.at(-1)).toBe(blkio)
+    expect(plan.procsFiles.at(-1)).toBe(`${blkio}/cgroup.procs`)
+    expect(plan.writes.slice(-2)).toEqual([
+      { file: `${blkio}/blkio.throttle.write_bps_device`, value: '254:0 134217728' },
+      { file: `${blkio}/blkio.throttle.write_iops_device`, value: '254:0 1000' },
+    ])
+    // Without a rule, it is joined (so that it is found and removed) but nothing is written.
+    const plain = workloadCgroupPlan(layout, '/d', 'w4', cgroupLimitsOf({ vcpus: 1, memoryGb: 1 }))
+    expect(plain.dirs).toContain(blkio)
+    expect(plain.writes.some((w) => w.file.includes('blkio'))).toBe(false)
   })
 })
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import path from 'node:path'
 import type { WorkloadSpec } from '../driver.js'
-import { pidsLimitOf } from '../workload-limits.js'
+import { diskWriteLimitsOf, pidsLimitOf, type DiskWriteRule } from '../workload-limits.js'
 
 /**
  * Where and how a workload of the process driver is held to what it rented (docs/runtime.md,
@@ -36,11 +36,15 @@ export type CgroupLayout =
       version: 2
       /** The server's own cgroup, as a directory. */
       ownDir: string
+      /** It has the io controller too: workloads' disk writes can be limited (io.max). */
+      io?: true
     }
   | {
       version: 1
       /** Per controller, the server's own cgroup in that hierarchy, as a directory. */
       ownDirs: Record<CgroupController, string>
+      /** The server's own cgroup in the blkio hierarchy, where there is one (write limits). */
+      blkioDir?: string
     }
 
 export type CgroupLayoutChoice = { ok: true; layout: CgroupLayout } | { ok: false; reason: string }
@@ -107,7 +111,11 @@ export function chooseCgroupLayout(
   const available = (v2Controllers ?? '').split(/\s+/)
   if (unified && own.v2 !== undefined && CGROUP_CONTROLLERS.every((c) => available.includes(c))) {
     const ownDir = dirUnder(unified, own.v2)
-    if (ownDir) return { ok: true, layout: { version: 2, ownDir } }
+    if (ownDir)
+      return {
+        ok: true,
+        layout: { version: 2, ownDir, ...(available.includes('io') ? { io: true } : {}) },
+      }
   }
   const ownDirs: Partial<Record<CgroupController, string>> = {}
   const missing: string[] = []
@@ -119,9 +127,17 @@ export function chooseCgroupLayout(
     else missing.push(controller)
   }
   if (missing.length === 0) {
+    const blkioMount = mounts.find((m) => m.version === 1 && m.controllers.includes('blkio'))
+    const blkioPath = own.v1.get('blkio')
+    const blkioDir =
+      blkioMount && blkioPath !== undefined ? dirUnder(blkioMount, blkioPath) : undefined
     return {
       ok: true,
-      layout: { version: 1, ownDirs: ownDirs as Record<CgroupController, string> },
+      layout: {
+        version: 1,
+        ownDirs: ownDirs as Record<CgroupController, string>,
+        ...(blkioDir ? { blkioDir } : {}),
+      },
     }
   }
   return {
@@ -144,7 +160,20 @@ export const V2_SERVER_LEAF = 'podyard-server'
 export function groupDirs(layout: CgroupLayout, stateDir: string): string[] {
   const group = workloadsGroupName(stateDir)
   if (layout.version === 2) return [path.posix.join(layout.ownDir, group)]
-  return CGROUP_CONTROLLERS.map((c) => path.posix.join(layout.ownDirs[c], group))
+  return v1OwnDirs(layout).map((dir) => path.posix.join(dir, group))
+}
+
+/** The server's own cgroup in each v1 hierarchy workloads join: blkio's last, where there is one. */
+function v1OwnDirs(layout: Extract<CgroupLayout, { version: 1 }>): string[] {
+  return [
+    ...CGROUP_CONTROLLERS.map((c) => layout.ownDirs[c]),
+    ...(layout.blkioDir ? [layout.blkioDir] : []),
+  ]
+}
+
+/** Whether workloads' disk writes can be limited in this layout (io on v2, blkio on v1). */
+export function limitsDiskWrites(layout: CgroupLayout): boolean {
+  return layout.version === 2 ? layout.io === true : layout.blkioDir !== undefined
 }
 
 /** The limits of a workload, from what it rented. */
@@ -154,14 +183,33 @@ export interface CgroupLimits {
   /** Microseconds of CPU per CPU_PERIOD_US; null: not limited. */
   cpuQuotaUs: number | null
   pids: number
+  /** Writes to one disk (`major:minor`) per second; a rate of 0 is no limit. Absent: none. */
+  diskWrite?: { majorMinor: string; bytesPerSecond: number; iops: number }
 }
 
-export function cgroupLimitsOf(spec: Pick<WorkloadSpec, 'vcpus' | 'memoryGb'>): CgroupLimits {
+/** The disk workloads' writes are limited on, and the rule, where they can be. */
+export interface CgroupDiskWrite {
+  majorMinor: string
+  rule: DiskWriteRule
+}
+
+export function cgroupLimitsOf(
+  spec: Pick<WorkloadSpec, 'vcpus' | 'memoryGb'>,
+  diskWrite?: CgroupDiskWrite,
+): CgroupLimits {
   return {
     memoryBytes: spec.memoryGb > 0 ? Math.round(spec.memoryGb * GIB) : null,
     // The kernel's floor is 1 ms per period.
     cpuQuotaUs: spec.vcpus > 0 ? Math.max(1000, Math.round(spec.vcpus * CPU_PERIOD_US)) : null,
     pids: pidsLimitOf(spec.vcpus),
+    ...(diskWrite
+      ? {
+          diskWrite: {
+            majorMinor: diskWrite.majorMinor,
+            ...diskWriteLimitsOf(spec.vcpus, diskWrite.rule),
+          },
+        }
+      : {}),
   }
 }
 
@@ -212,6 +260,14 @@ export function workloadCgroupPlan(
           file: at('cpu.max'),
           value: `${limits.cpuQuotaUs === null ? 'max' : limits.cpuQuotaUs} ${CPU_PERIOD_US}`,
         },
+        ...(limits.diskWrite
+          ? [
+              {
+                file: at('io.max'),
+                value: `${limits.diskWrite.majorMinor} wbps=${limits.diskWrite.bytesPerSecond || 'max'} wiops=${limits.diskWrite.iops || 'max'}`,
+              },
+            ]
+          : []),
       ],
       procsFiles: [at('cgroup.procs')],
       oomFile: at('memory.events'),
@@ -219,9 +275,23 @@ export function workloadCgroupPlan(
   }
   const dirOf = (c: CgroupController) => path.posix.join(layout.ownDirs[c], group, id)
   const memory = limits.memoryBytes === null ? '-1' : `${limits.memoryBytes}`
+  const blkio = layout.blkioDir ? path.posix.join(layout.blkioDir, group, id) : undefined
+  // v1 takes one rule per write; 0 removes a device's rule, and there is none in a new cgroup.
+  const throttles =
+    blkio && limits.diskWrite
+      ? [
+          ['blkio.throttle.write_bps_device', limits.diskWrite.bytesPerSecond],
+          ['blkio.throttle.write_iops_device', limits.diskWrite.iops],
+        ]
+          .filter(([, rate]) => Number(rate) > 0)
+          .map(([file, rate]) => ({
+            file: path.posix.join(blkio, String(file)),
+            value: `${limits.diskWrite!.majorMinor} ${rate}`,
+          }))
+      : []
   return {
     version: 1,
-    dirs: CGROUP_CONTROLLERS.map(dirOf),
+    dirs: [...CGROUP_CONTROLLERS.map(dirOf), ...(blkio ? [blkio] : [])],
     writes: [
       { file: path.posix.join(dirOf('memory'), 'memory.limit_in_bytes'), value: memory },
       // No swap beyond it (memsw counts memory and swap together; set after the memory limit).
@@ -236,8 +306,12 @@ export function workloadCgroupPlan(
         file: path.posix.join(dirOf('cpu'), 'cpu.cfs_quota_us'),
         value: limits.cpuQuotaUs === null ? '-1' : `${limits.cpuQuotaUs}`,
       },
+      ...throttles,
     ],
-    procsFiles: CGROUP_CONTROLLERS.map((c) => path.posix.join(dirOf(c), 'cgroup.procs')),
+    procsFiles: [
+      ...CGROUP_CONTROLLERS.map((c) => path.posix.join(dirOf(c), 'cgroup.procs')),
+      ...(blkio ? [path.posix.join(blkio, 'cgroup.procs')] : []),
+    ],
     oomFile: path.posix.join(dirOf('memory'), 'memory.oom_control'),
   }
 }

@@ -16,7 +16,7 @@ import type {
 } from '../driver.js'
 import { DEFAULT_WORKLOAD_LOG_MAX_BYTES, hasLabels } from '../driver.js'
 import { joinGlobalNetwork } from './global-network.js'
-import { openWorkloadCgroup, unenforcedWithout } from './cgroup-files.js'
+import { openWorkloadCgroup, unenforcedBy } from './cgroup-files.js'
 import { launchInCgroup } from './cgroup-plan.js'
 import { DiskBounds, type DiskBoundMode } from '../disk-bounds/disk-bounds.js'
 import { logBudgetOf, workloadLogFiles } from './log-files.js'
@@ -51,6 +51,7 @@ import { isValidWorkloadId, persistedSpecOf, type WorkloadRecord } from './workl
 import { WorkloadRegistry } from './workload-registry.js'
 import { spawnDetached } from './workload-spawn.js'
 import { measureWorkload } from './workload-stats.js'
+import { DEFAULT_DISK_WRITE_RULE, type DiskWriteRule } from '../workload-limits.js'
 
 export type { PodNetworkMode, SandboxMode } from './workload-containment.js'
 
@@ -97,6 +98,11 @@ export interface ProcessDriverOptions {
    * volume twice.
    */
   disks?: DiskBounds
+  /**
+   * Each workload's disk write limits per vCPU (containment.diskWrite), on the disk of the
+   * state directory, in its cgroup; DEFAULT_DISK_WRITE_RULE by default.
+   */
+  diskWriteRule?: DiskWriteRule
 }
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -151,6 +157,7 @@ export class ProcessDriver implements RuntimeDriver {
       sandboxUidBase: options.sandboxUidBase ?? DEFAULT_SANDBOX_UID_BASE,
       networkMode: options.network ?? 'isolated',
       egress: options.egress ?? NO_EGRESS_RULES,
+      diskWriteRule: options.diskWriteRule ?? DEFAULT_DISK_WRITE_RULE,
     })
     this.registry = new WorkloadRegistry({
       stateDir: this.stateDir,
@@ -206,10 +213,7 @@ export class ProcessDriver implements RuntimeDriver {
     await this.sweepDisks()
     return {
       ...(await this.containment.sandboxIsolation()),
-      unenforced: [
-        ...(cgroups.ok ? [] : unenforcedWithout(cgroups.reason)),
-        ...(await this.disks.unenforced()),
-      ],
+      unenforced: [...unenforcedBy(cgroups), ...(await this.disks.unenforced())],
     }
   }
 

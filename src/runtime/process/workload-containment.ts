@@ -2,6 +2,7 @@ import { chmod, chown, lchown, readdir, stat, writeFile } from 'node:fs/promises
 import path from 'node:path'
 import type { EgressRules } from '../../shared/egress-cidrs.js'
 import type { WorkloadIsolation, WorkloadSpec } from '../driver.js'
+import type { DiskWriteRule } from '../workload-limits.js'
 import { findExecutable, probeBubblewrap } from './bubblewrap.js'
 import { probeCgroups, releaseWorkloadCgroup, type CgroupSetup } from './cgroup-files.js'
 import { leaveGlobalNetworks } from './global-network.js'
@@ -70,6 +71,7 @@ export class WorkloadContainment {
       sandboxUidBase: number
       networkMode: PodNetworkMode
       egress: EgressRules
+      diskWriteRule: DiskWriteRule
     },
   ) {
     this.sandboxUsers = new SandboxUsers(
@@ -78,9 +80,12 @@ export class WorkloadContainment {
     )
   }
 
-  /** Each workload's memory, CPU and processes limited by a cgroup: decided once (cgroup-files.ts). */
+  /**
+   * Each workload's memory, CPU, processes and disk writes limited by a cgroup: decided once
+   * (cgroup-files.ts).
+   */
   cgroups(): Promise<CgroupSetup> {
-    this.cgroupChoice ??= probeCgroups(this.options.stateDir)
+    this.cgroupChoice ??= probeCgroups(this.options.stateDir, this.options.diskWriteRule)
     return this.cgroupChoice
   }
 
