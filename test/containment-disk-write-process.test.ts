@@ -5,12 +5,7 @@ import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { json, podLog } from './support/http.js'
 import { fleetYaml, gpuHost } from './support/fleet-yaml.js'
-import {
-  otherAccountKey,
-  startTestPlatform,
-  type CallInit,
-  type TestPlatform,
-} from './support/platform.js'
+import { otherAccountKey, startTestPlatform, type CallInit } from './support/platform.js'
 import { untilFound } from './support/until.js'
 
 /**
