@@ -32,8 +32,14 @@ describe('request ids', () => {
     const response = await platform.call('/v2/catalog/gpus', { headers: { 'x-request-id': id } })
     expect(response.status).toBe(200)
     expect(response.headers.get('x-request-id')).toBe(id)
+    // One line per request at info, when it is answered: what was asked and what was answered.
     const logged = lines.filter((l) => l.reqId === id)
-    expect(logged.map((l) => l.msg)).toEqual(['incoming request', 'request completed'])
+    expect(logged.map((l) => l.msg)).toEqual(['request completed'])
+    expect(logged[0]).toMatchObject({
+      req: { method: 'GET', url: '/v2/catalog/gpus' },
+      res: { statusCode: 200 },
+      responseTime: expect.any(Number),
+    })
   })
 
   it('answers a new UUID when the caller sends none, a long one or an unsafe one', async () => {

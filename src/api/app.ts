@@ -27,6 +27,7 @@ import { loadConsoleAssets } from './console/console-assets.js'
 import { consoleRoutes, isConsolePage, sendAsset } from './console/console-routes.js'
 import { graphqlRoutes } from './graphql/graphql-routes.js'
 import { requestLogSerializer } from './http/log-redaction.js'
+import { OneLinePerRequest } from './http/request-log.js'
 import { installRequestIdHeader, requestIdOf } from './http/request-ids.js'
 import { installServerClosing } from './http/server-closing.js'
 import { installTraceContext } from './http/trace-context.js'
@@ -148,6 +149,7 @@ export function jobLimiterOf(deps: Pick<AppDeps, 'clock' | 'jobLimits'>): JobLim
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger.child({}, { serializers: { req: requestLogSerializer } }),
+    logController: new OneLinePerRequest(),
     bodyLimit: 20 * 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
