@@ -21,6 +21,7 @@ import {
 import {
   DOCS_FIXTURE_FILES,
   EXCLUDED,
+  EXIT_CODES,
   LONG_RUNNING,
   OUTPUT_NOT_COMPARED,
   placeholdersOf,
@@ -120,6 +121,7 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
     expect(Object.keys(EXCLUDED).filter((key) => !keys.has(key))).toEqual([])
     expect(Object.keys(LONG_RUNNING).filter((key) => !keys.has(key))).toEqual([])
     expect(Object.keys(OUTPUT_NOT_COMPARED).filter((key) => !keys.has(key))).toEqual([])
+    expect(Object.keys(EXIT_CODES).filter((key) => !keys.has(key))).toEqual([])
   })
 
   for (const block of blocks) {
@@ -170,7 +172,9 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
             until: LONG_RUNNING[commandKey(command)],
           })
           const where = `${command.file}:${command.line} as ${caller}: ${prepared}\n${result.output}`
-          expect(result.ok, where).toBe(true)
+          const expected = EXIT_CODES[commandKey(command)] ?? 0
+          if (LONG_RUNNING[commandKey(command)] !== undefined) expect(result.kept, where).toBe(true)
+          else expect(result.code, where).toBe(expected)
           if (result.assigned) env[result.assigned.name] = result.assigned.value
           if (!(commandKey(command) in OUTPUT_NOT_COMPARED)) {
             for (const word of shownWords(command)) expect(result.output, where).toContain(word)
@@ -210,7 +214,9 @@ function shownWords(command: DocsCommand): string[] {
 }
 
 interface ShellResult {
-  ok: boolean
+  code: number | null
+  /** A long-running command: it showed what it should (or kept running) before it was stopped. */
+  kept: boolean
   output: string
   assigned?: { name: string; value: string }
 }
@@ -266,7 +272,8 @@ function runShell(
       clearTimeout(alive)
       const value = /\n@@value=([\s\S]*)$/.exec(output)
       resolve({
-        ok: options.until ? matched : code === 0,
+        code,
+        kept: matched,
         output: value ? output.slice(0, value.index) : output,
         ...(assignment && value ? { assigned: { name: assignment[1]!, value: value[1]! } } : {}),
       })

@@ -32,6 +32,8 @@ export const EXCLUDED: Record<string, string> = {
     'acts on cpu-node-3, which the SSH add above would have added',
   'docs/cli.md: podyard hosts remove cpu-node-3':
     'acts on cpu-node-3, which the SSH add above would have added',
+  'docs/cli.md: podyard migrate --init --store-url postgres://podyard:...@db/podyard':
+    'the example’s database host; test/cli.test.ts migrates a fresh PostgreSQL database (PODYARD_TEST_POSTGRES_URL)',
   'docs/console.md: npm run build:console':
     'rebuilds dist/console of the checkout under the suites running beside it; `npm ci` in CI runs it',
   'docs/console.md: npm run console:dev':
@@ -136,6 +138,12 @@ export const LONG_RUNNING: Record<string, RegExp | number> = {
   'docs/dev.md: podyard dev handler.py': /runpod-sdk \(JavaScript\)/,
   'docs/dev.md: podyard dev handler.ts': /COMPLETED/,
   'docs/serverless-endpoints.md: podyard endpoints worker-logs 4m7x2k9q0a1b2c <worker-id> --follow': 3_000,
+}
+
+/** Commands the docs show failing on purpose, with the exit code docs/cli.md gives for it. */
+export const EXIT_CODES: Record<string, number> = {
+  'docs/cli.md: podyard pods create --name x --image y --gpu "RTX 4900"': 2,
+  'docs/cli.md: podyard keys list --data-dir ./elsewhere': 2,
 }
 
 /** Commands whose documented output is an example of another run, not what this run prints. */

@@ -21,6 +21,8 @@ export interface DocsBlock {
 }
 
 const SHELL_FENCE = /^\s*```(sh|bash|shell|console)\s*$/
+/** A block without a language: a transcript when it has `$ ` lines (each a command, its output under it). */
+const PLAIN_FENCE = /^\s*```\s*$/
 const ANY_FENCE = /^\s*```/
 
 /** README.md and every docs/*.md, relative to the checkout. */
@@ -36,12 +38,15 @@ export function docsFiles(): string[] {
 export function shellBlocks(file: string, markdown: string): DocsBlock[] {
   const lines = markdown.split('\n')
   const blocks: DocsBlock[] = []
-  let block: { line: number; lines: Array<{ n: number; text: string }> } | undefined
+  let block: { line: number; plain: boolean; lines: Array<{ n: number; text: string }> } | undefined
   let inOtherFence = false
   lines.forEach((text, index) => {
     if (block) {
       if (ANY_FENCE.test(text)) {
-        blocks.push({ file, line: block.line, commands: splitCommands(file, block.lines) })
+        const commands = block.plain
+          ? transcriptCommands(file, block.lines)
+          : splitCommands(file, block.lines)
+        if (commands.length > 0) blocks.push({ file, line: block.line, commands })
         block = undefined
       } else block.lines.push({ n: index + 1, text })
       return
@@ -50,8 +55,9 @@ export function shellBlocks(file: string, markdown: string): DocsBlock[] {
       if (ANY_FENCE.test(text)) inOtherFence = false
       return
     }
-    if (SHELL_FENCE.test(text)) block = { line: index + 1, lines: [] }
-    else if (ANY_FENCE.test(text)) inOtherFence = true
+    if (SHELL_FENCE.test(text) || PLAIN_FENCE.test(text)) {
+      block = { line: index + 1, plain: PLAIN_FENCE.test(text), lines: [] }
+    } else if (ANY_FENCE.test(text)) inOtherFence = true
   })
   return blocks
 }
@@ -100,6 +106,21 @@ function splitCommands(file: string, lines: Array<{ n: number; text: string }>):
     pending = undefined
   }
   if (pending) throw new Error(`${file}:${pending.line}: a command that never ends`)
+  return commands
+}
+
+/** A transcript's `$ ` lines as commands, the lines under each as what it shows. */
+function transcriptCommands(
+  file: string,
+  lines: Array<{ n: number; text: string }>,
+): DocsCommand[] {
+  const commands: DocsCommand[] = []
+  for (const { n, text } of lines) {
+    const prompt = /^\s*\$ (.*)$/.exec(text)
+    if (prompt) {
+      commands.push({ file, line: n, text: cutComment(prompt[1]!).code.trim(), shown: [] })
+    } else commands.at(-1)?.shown.push(text)
+  }
   return commands
 }
 
