@@ -172,6 +172,8 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
             until: LONG_RUNNING[commandKey(command)],
           })
           const where = `${command.file}:${command.line} as ${caller}: ${prepared}\n${result.output}`
+          // curl exits 0 on an error status: each answer's status is checked instead.
+          for (const status of result.httpStatuses) expect(status, where).toBeLessThan(400)
           const expected = EXIT_CODES[commandKey(command)] ?? 0
           if (LONG_RUNNING[commandKey(command)] !== undefined) expect(result.kept, where).toBe(true)
           else expect(result.code, where).toBe(expected)
@@ -217,6 +219,8 @@ interface ShellResult {
   code: number | null
   /** A long-running command: it showed what it should (or kept running) before it was stopped. */
   kept: boolean
+  /** The HTTP status of each answer a curl command printed. */
+  httpStatuses: number[]
   output: string
   assigned?: { name: string; value: string }
 }
@@ -232,7 +236,10 @@ function runShell(
   options: { cwd: string; env: Record<string, string>; until?: RegExp | number },
 ): Promise<ShellResult> {
   const assignment = /^(?:export\s+)?([A-Z_][A-Z0-9_]*)=\S/.exec(command)
-  const script = assignment ? `${command}\nprintf '\\n@@value=%s' "$${assignment[1]}"` : command
+  const withStatus = /^curl /.test(command) ? `${command} -w '\\n@@http=%{http_code}\\n'` : command
+  const script = assignment
+    ? `${withStatus}\nprintf '\\n@@value=%s' "$${assignment[1]}"`
+    : withStatus
   return new Promise((resolve) => {
     const child = spawn('bash', ['-c', script], {
       cwd: options.cwd,
@@ -274,6 +281,7 @@ function runShell(
       resolve({
         code,
         kept: matched,
+        httpStatuses: [...output.matchAll(/@@http=(\d+)/g)].map((match) => Number(match[1])),
         output: value ? output.slice(0, value.index) : output,
         ...(assignment && value ? { assigned: { name: assignment[1]!, value: value[1]! } } : {}),
       })
