@@ -134,6 +134,8 @@ export const EXCLUDED: Record<string, string> = {
  */
 export const LONG_RUNNING: Record<string, RegExp | number> = {
   'README.md: npx podyard pods logs <pod id> --follow': 3_000,
+  // The banner and its snippets only: the worker needs runpod-python, which the tests cannot
+  // install (no network); handler.ts's job runs to COMPLETED below.
   'README.md: npx podyard dev handler.py': /runpod-sdk \(JavaScript\)/,
   'docs/dev.md: podyard dev handler.py': /runpod-sdk \(JavaScript\)/,
   'docs/dev.md: podyard dev handler.ts': /COMPLETED/,
