@@ -81,8 +81,6 @@ export const EXCLUDED: Record<string, string> = {
     'needs an NVIDIA GPU on the host; test/gpu-withdrawals.test.ts resets GPUs through the API',
   'docs/fleet.md: podyard hosts get gpu-node-4':
     'the host the command before it adds over SSH, which cannot run here',
-  'docs/job-api.md: podyard jobs retry <endpoint_id> <job_id>':
-    'needs a FAILED or TIMED_OUT job (the echo worker’s jobs complete); test/jobs-cli.test.ts retries one',
   'docs/job-api.md: python3 handler.py':
     'needs runpod-python (from PyPI: the tests reach no network); the variables before it are set and checked',
   "docs/production.md: PODYARD_STORE_URL='postgres://podyard:secret@db.internal:5432/podyard' podyard serve":
@@ -190,6 +188,7 @@ const EVERYWHERE: Record<string, ResourceKind> = {
   '<endpoint_id>': 'endpoint',
   '<worker-id>': 'worker',
   '<job_id>': 'job',
+  '<failed_job_id>': 'failed-job',
   '41234': 'pod-port',
   'pyd_...': 'admin-key',
   'dev@example.com': 'user-email',

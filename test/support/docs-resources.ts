@@ -16,6 +16,7 @@ export type ResourceKind =
   | 'endpoint'
   | 'worker'
   | 'job'
+  | 'failed-job'
   | 'cluster'
   | 'registry'
   | 'admin-key'
@@ -257,6 +258,18 @@ export class DocsResources {
           ]),
         ) as { id: string; status: string }
         if (done.status !== 'COMPLETED') throw new Error(`job: ${JSON.stringify(done)}`)
+        return done.id
+      }
+      case 'failed-job': {
+        // The echo worker fails a job whose input says so (examples/echo-worker.ts).
+        const endpoint = await this.resolve('endpoint', key)
+        const response = await fetch(`${this.url}/v2/${endpoint}/runsync?wait=60000`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ input: { fail: true } }),
+        })
+        const done = (await response.json()) as { id: string; status: string }
+        if (done.status !== 'FAILED') throw new Error(`failed job: ${JSON.stringify(done)}`)
         return done.id
       }
       case 'worker': {
