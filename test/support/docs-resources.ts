@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { until } from './until.js'
@@ -24,6 +26,7 @@ export type ResourceKind =
   | 'team-email'
   | 'user-account'
   | 'name'
+  | 'cpu-host'
 
 /** The second, non-admin account whose key runs a user's docs commands. */
 export const USER_EMAIL = 'dev@example.com'
@@ -134,6 +137,33 @@ export class DocsResources {
         return (await this.account(USER_EMAIL)).id
       case 'name':
         return 'renamed-by-the-docs'
+      case 'cpu-host': {
+        // A CPU host added at runtime whose engine is never reached (it stays DOWN): enough to
+        // update, drain and remove. Its TLS files go to a folder of their own.
+        const out = mkdtempSync(path.join(tmpdir(), 'podyard-docs-tls-'))
+        try {
+          await this.cli(this.adminKey, [
+            'hosts',
+            'add',
+            'cpu-node-3',
+            '--data-center',
+            'EU-RO-1',
+            '--cpu-flavors',
+            'cpu3c,cpu3g',
+            '--vcpus',
+            '32',
+            '--memory-gb',
+            '128',
+            '--tls',
+            '10.0.0.13',
+            '--tls-out',
+            path.join(out, 'tls'),
+          ])
+        } finally {
+          rmSync(out, { recursive: true, force: true })
+        }
+        return 'cpu-node-3'
+      }
       case 'pod':
         return this.cli(key, [
           'pods',
