@@ -23,12 +23,14 @@ import {
   EXCLUDED,
   EXIT_CODES,
   LONG_RUNNING,
+  NEEDS_POSTGRES,
   OUTPUT_NOT_COMPARED,
   placeholdersOf,
   runsAsAdmin,
 } from './support/docs-commands-plan.js'
 import { DocsResources, type Caller } from './support/docs-resources.js'
 import { removeDataDir } from './support/processes.js'
+import { POSTGRES_URL_ENV } from './support/stores.js'
 
 /**
  * Every shell command of README.md and docs/*.md, run from a fresh folder outside the checkout
@@ -93,7 +95,7 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
   }, 120_000)
 
   afterAll(async () => {
-    resources?.close()
+    await resources?.close()
     if (server?.exitCode === null) {
       const closed = new Promise((done) => server.once('close', done))
       process.kill(-server.pid!, 'SIGTERM')
@@ -122,10 +124,11 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
     expect(Object.keys(LONG_RUNNING).filter((key) => !keys.has(key))).toEqual([])
     expect(Object.keys(OUTPUT_NOT_COMPARED).filter((key) => !keys.has(key))).toEqual([])
     expect(Object.keys(EXIT_CODES).filter((key) => !keys.has(key))).toEqual([])
+    expect(Object.keys(NEEDS_POSTGRES).filter((key) => !keys.has(key))).toEqual([])
   })
 
   for (const block of blocks) {
-    const runnable = block.commands.filter((command) => !(commandKey(command) in EXCLUDED))
+    const runnable = block.commands.filter((command) => !excluded(command))
     if (runnable.length === 0) continue
     it(`${block.file}:${block.line}`, async () => {
       const cwd = mkdtempSync(path.join(dir, 'fresh-'))
@@ -150,13 +153,14 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
         HOME: cwd,
         PODYARD_URL: url,
         PODYARD_API_KEY: userKey,
-        PODYARD_DATA_DIR: dataDir,
+        // `podyard serve` takes a free port, not the docs' 8080.
+        PODYARD_PORT: '0',
         KEY: userKey,
         TOKEN: 'dckr_pat_docs_commands',
         T: 'hf_docs_commands',
       }
       for (const command of block.commands) {
-        if (commandKey(command) in EXCLUDED) continue
+        if (excluded(command)) continue
         const caller: Caller = runsAsAdmin(command) ? 'admin' : 'user'
         const key = caller === 'admin' ? adminKey : (env.PODYARD_API_KEY ?? userKey)
         for (const text of expandSynopsis(command.text)) {
@@ -166,7 +170,13 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
             env: {
               ...env,
               ...(caller === 'admin'
-                ? { PODYARD_API_KEY: adminKey, PODYARD_ADMIN_KEY: adminKey, KEY: adminKey }
+                ? {
+                    PODYARD_API_KEY: adminKey,
+                    PODYARD_ADMIN_KEY: adminKey,
+                    KEY: adminKey,
+                    // The store commands (keys, accounts, credits) open the server's database.
+                    PODYARD_DATA_DIR: dataDir,
+                  }
                 : {}),
             },
             until: LONG_RUNNING[commandKey(command)],
@@ -206,6 +216,12 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
     return prepared
   }
 })
+
+/** Not run here: excluded, or it needs PostgreSQL and PODYARD_TEST_POSTGRES_URL is unset. */
+function excluded(command: DocsCommand): boolean {
+  const key = commandKey(command)
+  return key in EXCLUDED || (key in NEEDS_POSTGRES && !process.env[POSTGRES_URL_ENV])
+}
 
 /**
  * The words of the output the docs show under a command that a run prints whatever its ids,

@@ -77,8 +77,6 @@ export const EXCLUDED: Record<string, string> = {
     'the host the command before it adds over SSH, which cannot run here',
   'docs/job-api.md: python3 handler.py':
     'needs runpod-python (from PyPI: the tests reach no network); the variables before it are set and checked',
-  "docs/production.md: PODYARD_STORE_URL='postgres://podyard:secret@db.internal:5432/podyard' podyard serve":
-    'the example’s database host; test/cli.test.ts serves from PostgreSQL (PODYARD_TEST_POSTGRES_URL)',
   'docs/production.md: install -d /etc/podyard && install -m 0600 deploy/podyard.env /etc/podyard/podyard.env':
     'installs into /etc; test/deploy-systemd.test.ts checks the unit and its environment file',
   'docs/production.md: install -m 0644 deploy/podyard.service /etc/systemd/system/podyard.service':
@@ -131,7 +129,18 @@ export const LONG_RUNNING: Record<string, RegExp | number> = {
   'README.md: npx podyard dev handler.py': /runpod-sdk \(JavaScript\)/,
   'docs/dev.md: podyard dev handler.py': /runpod-sdk \(JavaScript\)/,
   'docs/dev.md: podyard dev handler.ts': /COMPLETED/,
+  "docs/production.md: PODYARD_STORE_URL='postgres://podyard:secret@db.internal:5432/podyard' podyard serve":
+    /store\s+postgres:\/\/[\s\S]*Stop with Ctrl-C/,
   'docs/serverless-endpoints.md: podyard endpoints worker-logs 4m7x2k9q0a1b2c <worker-id> --follow': 3_000,
+}
+
+/**
+ * Commands that need a PostgreSQL server: run on a fresh database of PODYARD_TEST_POSTGRES_URL's
+ * server when it is set (CI sets it), not run otherwise.
+ */
+export const NEEDS_POSTGRES: Record<string, string> = {
+  "docs/production.md: PODYARD_STORE_URL='postgres://podyard:secret@db.internal:5432/podyard' podyard serve":
+    'serves from a fresh database instead of the example’s db.internal',
 }
 
 /** Commands the docs show failing on purpose, with the exit code docs/cli.md gives for it. */
@@ -200,6 +209,7 @@ const PER_FILE: Record<string, Record<string, ResourceKind>> = {
     '30zmvf89kd': 'serverless-template',
   },
   'docs/registries.md': { clq3v0k8m2x7d1s9f4h6j5n0p: 'registry' },
+  'docs/production.md': { 'postgres://podyard:secret@db.internal:5432/podyard': 'postgres-url' },
   // The host the SSH add (excluded) would have added, added over TLS instead.
   'docs/cli.md': { 'cpu-node-3': 'cpu-host' },
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './stores.js'
 import { until } from './until.js'
 
 const run = promisify(execFile)
@@ -27,6 +28,7 @@ export type ResourceKind =
   | 'user-account'
   | 'name'
   | 'cpu-host'
+  | 'postgres-url'
 
 /** The second, non-admin account whose key runs a user's docs commands. */
 export const USER_EMAIL = 'dev@example.com'
@@ -42,6 +44,7 @@ export class DocsResources {
   private block = new Map<string, Promise<string>>()
   /** Names made unique: a block's docs may create the same names. */
   private made = 0
+  private readonly databases: Array<() => Promise<void>> = []
   private accounts = new Map<string, Promise<{ id: string; key: string }>>()
 
   constructor(
@@ -50,8 +53,10 @@ export class DocsResources {
     private readonly repoRoot: string,
   ) {}
 
-  close(): void {
+  /** Drops the PostgreSQL databases it made. */
+  async close(): Promise<void> {
     this.block.clear()
+    await Promise.all(this.databases.map((drop) => drop()))
   }
 
   startBlock(): void {
@@ -137,6 +142,11 @@ export class DocsResources {
         return (await this.account(USER_EMAIL)).id
       case 'name':
         return 'renamed-by-the-docs'
+      case 'postgres-url': {
+        const { url, drop } = await freshPostgresDatabase(process.env[POSTGRES_URL_ENV]!)
+        this.databases.push(drop)
+        return url
+      }
       case 'cpu-host': {
         // A CPU host added at runtime whose engine is never reached (it stays DOWN): enough to
         // update, drain and remove. Its TLS files go to a folder of their own.
