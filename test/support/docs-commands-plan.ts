@@ -15,7 +15,7 @@ export const EXCLUDED: Record<string, string> = {
   'README.md: npm install -g ./podyard-0.1.0.tgz':
     'test/package-install.test.ts packs and installs the tarball (PODYARD_TEST_PACKAGE)',
   'README.md: npx ./podyard-0.1.0.tgz serve':
-    'test/package-install.test.ts runs the tarball with npx (PODYARD_TEST_PACKAGE)',
+    'test/package-install.test.ts runs the tarball with npx in a fresh folder (--version, --help) and serves from the installed tarball (PODYARD_TEST_PACKAGE)',
   'README.md: npm install ./podyard-worker-0.1.0.tgz':
     'test/package-install.test.ts installs the SDK’s tarball beside a handler (PODYARD_TEST_PACKAGE)',
   'docs/api.md: npx openapi-typescript http://localhost:8080/v2/openapi.json -o podyard-api.d.ts':
