@@ -187,6 +187,16 @@ describe.each(platformStores())('hosts managed at runtime on $name', (store) => 
       422,
     )
     expect(unknownDc.detail).toBe('invalid host: dataCenterId: unknown data center "XX-1"')
+    const shortGpu = await json<Problem>(
+      await platform.call('/v2/admin/hosts', {
+        method: 'POST',
+        json: { ...RUNTIME_HOST, id: 'bad-2', gpu: { typeId: 'RTX 4090', count: 1 } },
+      }),
+      422,
+    )
+    expect(shortGpu.detail).toBe(
+      'invalid host: gpu.typeId: unknown GPU type "RTX 4090" (did you mean "NVIDIA GeForce RTX 4090"?)',
+    )
     const fileHost = await json<Problem>(
       await platform.call('/v2/admin/hosts', {
         method: 'POST',

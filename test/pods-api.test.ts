@@ -192,6 +192,11 @@ describe('REST pods', () => {
         'unknown GPU type "RTX 9999": see GET /v2/catalog/gpus',
       ],
       [
+        'a GPU type by its display name',
+        { gpu: { id: 'RTX 4090' } },
+        'unknown GPU type "RTX 4090" (did you mean "NVIDIA GeForce RTX 4090"?): see GET /v2/catalog/gpus',
+      ],
+      [
         'an unknown CPU flavor',
         { cpu: { id: 'cpu9z', vcpuCount: 2 } },
         'unknown CPU flavor "cpu9z": see GET /v2/catalog/cpus',

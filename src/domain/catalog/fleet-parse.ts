@@ -23,6 +23,7 @@ import {
   compareCudaVersions,
   CUDA_VERSIONS,
   findGpuType,
+  gpuTypeSuggestion,
   isCudaVersionSyntax,
   type CudaVersion,
 } from './gpu-types.js'
@@ -191,7 +192,10 @@ function checkReferences(file: FleetFile, problems: Problems): void {
     if (host.gpu) {
       const type = findGpuType(host.gpu.typeId)
       if (!type) {
-        problems.add(`${path}.gpu.typeId`, `unknown GPU type "${host.gpu.typeId}"`)
+        problems.add(
+          `${path}.gpu.typeId`,
+          `unknown GPU type "${host.gpu.typeId}"${gpuTypeSuggestion(host.gpu.typeId)}`,
+        )
       } else if (type.manufacturer !== 'NVIDIA' && host.gpu.cudaVersion != null) {
         problems.add(
           `${path}.gpu.cudaVersion`,

@@ -4,6 +4,7 @@ import {
   CUDA_VERSIONS,
   findGpuType,
   GPU_POOLS,
+  gpuTypeSuggestion,
   GPU_TYPES,
   isCudaVersionSyntax,
   isKnownCudaVersion,
@@ -12,6 +13,16 @@ import { DEFAULT_CPU_PRICES, DEFAULT_GPU_PRICES } from './price-table.js'
 import { CPU_FLAVORS } from './cpu-flavors.js'
 
 describe('GPU types', () => {
+  it('suggests the id a display name or part of a name means, and nothing for a stranger', () => {
+    expect(gpuTypeSuggestion('RTX 4090')).toBe(' (did you mean "NVIDIA GeForce RTX 4090"?)')
+    expect(gpuTypeSuggestion('h100-sxm')).toBe(' (did you mean "NVIDIA H100 80GB HBM3"?)')
+    expect(gpuTypeSuggestion('A100')).toMatch(
+      /^ \(did you mean "NVIDIA A100[^"]*"( or "[^"]+"){0,2}\?\)$/,
+    )
+    expect(gpuTypeSuggestion('RTX 9999')).toBe('')
+    expect(gpuTypeSuggestion('  ')).toBe('')
+  })
+
   it('holds every id of the reference table once, with display name and memory', () => {
     expect(GPU_TYPES).toHaveLength(45)
     expect(new Set(GPU_TYPES.map((t) => t.id)).size).toBe(GPU_TYPES.length)

@@ -106,6 +106,31 @@ export function findGpuType(id: string): GpuType | undefined {
   return byId.get(id)
 }
 
+/** Case, spaces and punctuation aside: `rtx-4090` reads as `RTX 4090`. */
+const normalName = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '')
+
+/**
+ * For a GPU type id that is not one: ` (did you mean "NVIDIA GeForce RTX 4090"?)` when the text
+ * is a type's display name or part of its id or name (`RTX 4090`, `h100 sxm`), else ''. At most
+ * three ids, so a message stays one line.
+ */
+export function gpuTypeSuggestion(given: string, among: readonly GpuType[] = GPU_TYPES): string {
+  const wanted = normalName(given)
+  if (wanted === '') return ''
+  const exact = among.filter((t) => normalName(t.displayName) === wanted)
+  const close =
+    exact.length > 0
+      ? exact
+      : among.filter(
+          (t) => normalName(t.id).includes(wanted) || normalName(t.displayName).includes(wanted),
+        )
+  if (close.length === 0) return ''
+  return ` (did you mean ${close
+    .slice(0, 3)
+    .map((t) => `"${t.id}"`)
+    .join(' or ')}?)`
+}
+
 export function isKnownGpuType(id: string): boolean {
   return byId.has(id)
 }

@@ -2,7 +2,7 @@ import { checkedHostLabels } from '../catalog/placement-constraints.js'
 import { AppError } from '../../shared/app-error.js'
 import { newId } from '../../shared/ids.js'
 import type { Cloud } from '../catalog/fleet.js'
-import { findGpuType } from '../catalog/gpu-types.js'
+import { findGpuType, GPU_TYPES, gpuTypeSuggestion } from '../catalog/gpu-types.js'
 import type { Template } from '../templates/template.js'
 import { checkMountPaths } from './mount-paths.js'
 import type { Pod, PodCompute, PodMounts, PodRequirements } from './pod.js'
@@ -39,9 +39,10 @@ export class PodDrafts {
     if (!input.gpu && !input.cpu) throw new AppError('RULE_CONFLICT', 'give one of gpu or cpu')
     if (input.gpu) {
       if (!this.deps.catalog.offersGpuType(input.gpu.id)) {
+        const offered = GPU_TYPES.filter((t) => this.deps.catalog.offersGpuType(t.id))
         throw new AppError(
           'RULE_CONFLICT',
-          `unknown GPU type "${input.gpu.id}": see GET /v2/catalog/gpus`,
+          `unknown GPU type "${input.gpu.id}"${gpuTypeSuggestion(input.gpu.id, offered)}: see GET /v2/catalog/gpus`,
         )
       }
       // Either CUDA field of the body replaces the template's constraint entirely (v2).
