@@ -4,7 +4,7 @@ import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
 import { MAX_NAME_LENGTH } from '../../domain/resource-names.js'
 import { AccountSchema, apiKeyView, CreatedApiKeySchema } from './account-schemas.js'
-import { requireAdmin } from './admin-routes.js'
+import { adminOnly } from './admin-access.js'
 import { ProblemSchema } from './problem-schema.js'
 
 /** RFC 5321's longest address. */
@@ -47,6 +47,7 @@ export async function adminAccountRoutes(
   app.get(
     '/admin/accounts',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'listAccounts',
@@ -54,8 +55,7 @@ export async function adminAccountRoutes(
         response: { 200: Type.Object({ accounts: Type.Array(AccountSchema) }), ...errors },
       },
     },
-    async (request) => {
-      requireAdmin(request, WHAT)
+    async () => {
       const list = await accounts.listAccounts()
       return {
         accounts: await Promise.all(
@@ -71,6 +71,7 @@ export async function adminAccountRoutes(
   app.post<{ Body: Static<typeof CreateAccountBody> }>(
     '/admin/accounts',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'createAccount',
@@ -85,7 +86,6 @@ export async function adminAccountRoutes(
       },
     },
     async (request, reply) => {
-      requireAdmin(request, WHAT)
       const { email, name, apiKey } = request.body
       const created = await accounts.createAccountWithKey({
         email,

@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { HostDeclarationSchema } from '../../domain/catalog/fleet-schema.js'
 import type { HostService } from '../../domain/hosts/host-service.js'
 import type { ManagedHostService } from '../../domain/hosts/managed-hosts.js'
-import { HostSchema, PodOnHostSchema, requireAdmin } from './admin-host-routes.js'
+import { adminOnly } from './admin-access.js'
+import { HostSchema, MANAGE_HOSTS, PodOnHostSchema } from './admin-host-routes.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const HostParams = Type.Object({ hostId: Type.String({ minLength: 1, maxLength: 200 }) })
@@ -80,6 +81,7 @@ export async function adminFleetRoutes(
   app.post<{ Body: Static<typeof HostDeclarationSchema> }>(
     '/admin/hosts',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'addHost',
@@ -89,7 +91,6 @@ export async function adminFleetRoutes(
       },
     },
     async (request, reply) => {
-      requireAdmin(request)
       const host = await managed.add(request.body)
       return reply.code(201).send(await hosts.get(host.id))
     },
@@ -98,6 +99,7 @@ export async function adminFleetRoutes(
   app.patch<{ Params: HostParams; Body: Static<typeof HostPatchSchema> }>(
     '/admin/hosts/:hostId',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'updateHost',
@@ -109,7 +111,6 @@ export async function adminFleetRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       await managed.update(request.params.hostId, request.body as Record<string, unknown>)
       return hosts.get(request.params.hostId)
     },
@@ -118,6 +119,7 @@ export async function adminFleetRoutes(
   app.delete<{ Params: HostParams }>(
     '/admin/hosts/:hostId',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'removeHost',
@@ -127,7 +129,6 @@ export async function adminFleetRoutes(
       },
     },
     async (request, reply) => {
-      requireAdmin(request)
       await managed.remove(request.params.hostId)
       return reply.code(204).send()
     },
@@ -137,6 +138,7 @@ export async function adminFleetRoutes(
     app.post<{ Body: FleetBody }>(
       `/admin/fleet/${action}`,
       {
+        config: adminOnly(MANAGE_HOSTS),
         schema: {
           tags,
           operationId: action === 'diff' ? 'diffFleet' : 'applyFleet',
@@ -149,7 +151,6 @@ export async function adminFleetRoutes(
         },
       },
       async (request) => {
-        requireAdmin(request)
         if (action === 'diff') return { changes: (await managed.plan(request.body.hosts)).changes }
         return { changes: await managed.apply(request.body.hosts) }
       },

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { MAX_ADDRESSES, type HostCertificateService } from '../../domain/hosts/host-certificates.js'
-import { requireAdmin } from './admin-host-routes.js'
+import { adminOnly } from './admin-access.js'
+import { MANAGE_HOSTS } from './admin-host-routes.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const PublicKeyPem = (description: string) =>
@@ -86,6 +87,7 @@ export async function adminHostCertificateRoutes(
   app.post<{ Body: Static<typeof IssueBody> }>(
     '/admin/host-certificates',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'issueHostCertificates',
@@ -97,7 +99,6 @@ export async function adminHostCertificateRoutes(
       },
     },
     async (request, reply) => {
-      requireAdmin(request)
       return reply.code(201).send(await certificates.issue(request.body))
     },
   )
@@ -105,6 +106,7 @@ export async function adminHostCertificateRoutes(
   app.get(
     '/admin/host-certificates/ca',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'getHostCertificateAuthority',
@@ -112,8 +114,7 @@ export async function adminHostCertificateRoutes(
         response: { 200: Authority, ...errors },
       },
     },
-    async (request) => {
-      requireAdmin(request)
+    async () => {
       return { ca: await certificates.caCertificate() }
     },
   )

@@ -1,9 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { HostService } from '../../domain/hosts/host-service.js'
-import { AppError } from '../../shared/app-error.js'
 import { CONTAINED_LIMITS } from '../../shared/contained-limits.js'
-import { principalOf } from '../http/authentication.js'
+import { adminOnly } from './admin-access.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
@@ -194,10 +193,8 @@ type GpuParams = Static<typeof GpuParams>
 const errors = { 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 429: ProblemSchema }
 const tags = ['Admin']
 
-export function requireAdmin(request: FastifyRequest): void {
-  if (!principalOf(request).isAdmin)
-    throw new AppError('FORBIDDEN', "only the admin account may see and manage the fleet's hosts")
-}
+/** What only the admin may do on the host routes (their refusal's words). */
+export const MANAGE_HOSTS = "see and manage the fleet's hosts"
 
 /**
  * The operator's hosts (docs/fleet.md, "Host state"): their state and schedule, cordon,
@@ -210,6 +207,7 @@ export async function adminHostRoutes(
   app.get(
     '/admin/hosts',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'listHosts',
@@ -217,8 +215,7 @@ export async function adminHostRoutes(
         response: { 200: Type.Object({ hosts: Type.Array(HostSchema) }), ...errors },
       },
     },
-    async (request) => {
-      requireAdmin(request)
+    async () => {
       return { hosts: await hosts.list() }
     },
   )
@@ -226,6 +223,7 @@ export async function adminHostRoutes(
   app.get<{ Params: HostParams }>(
     '/admin/hosts/:hostId',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'getHost',
@@ -238,7 +236,6 @@ export async function adminHostRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       return hosts.get(request.params.hostId)
     },
   )
@@ -247,6 +244,7 @@ export async function adminHostRoutes(
     app.post<{ Params: HostParams }>(
       `/admin/hosts/:hostId/${action}`,
       {
+        config: adminOnly(MANAGE_HOSTS),
         schema: {
           tags,
           operationId: `${action}Host`,
@@ -259,7 +257,6 @@ export async function adminHostRoutes(
         },
       },
       async (request) => {
-        requireAdmin(request)
         return hosts[action](request.params.hostId)
       },
     )
@@ -268,6 +265,7 @@ export async function adminHostRoutes(
   app.post<{ Params: HostParams; Querystring: Static<typeof DrainQuery> }>(
     '/admin/hosts/:hostId/drain',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'drainHost',
@@ -289,7 +287,6 @@ export async function adminHostRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       return hosts.drain(request.params.hostId, { migrate: request.query.migrate ?? false })
     },
   )
@@ -297,6 +294,7 @@ export async function adminHostRoutes(
   app.post<{ Params: GpuParams }>(
     '/admin/hosts/:hostId/gpus/:index/reset',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'resetHostGpu',
@@ -308,7 +306,6 @@ export async function adminHostRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       return hosts.gpuReset(request.params.hostId, request.params.index)
     },
   )

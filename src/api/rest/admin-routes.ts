@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import {
   MAX_CREDIT_NOTE_LENGTH,
   MAX_CREDIT_USD,
@@ -7,8 +7,8 @@ import {
   MIN_CREDIT_USD,
 } from '../../domain/billing/credits.js'
 import type { CreditService } from '../../domain/billing/credit-service.js'
-import { AppError } from '../../shared/app-error.js'
 import { principalOf } from '../http/authentication.js'
+import { adminOnly } from './admin-access.js'
 import { CreditEntrySchema, CreditSchema } from './account-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 
@@ -39,15 +39,7 @@ const errors = {
 }
 const tags = ['Admin']
 
-/** The admin's account id; anyone else is 403 naming what only the admin may do. */
-export function requireAdmin(
-  request: FastifyRequest,
-  what = 'manage credits and spend limits',
-): string {
-  const principal = principalOf(request)
-  if (!principal.isAdmin) throw new AppError('FORBIDDEN', `only the admin account may ${what}`)
-  return principal.accountId
-}
+const WHAT = 'manage credits and spend limits'
 
 /** Admin-only account billing (docs/billing.md): credits and spend limits of any account. */
 export async function adminRoutes(
@@ -57,6 +49,7 @@ export async function adminRoutes(
   app.get<{ Params: Static<typeof AccountParams> }>(
     '/admin/accounts/:accountId/credits',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'getAccountCredits',
@@ -72,7 +65,6 @@ export async function adminRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       const { accountId } = request.params
       return { ...(await credits.credit(accountId)), entries: await credits.entries(accountId) }
     },
@@ -81,6 +73,7 @@ export async function adminRoutes(
   app.post<{ Params: Static<typeof AccountParams>; Body: Static<typeof AddCreditsBody> }>(
     '/admin/accounts/:accountId/credits',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'addAccountCredits',
@@ -94,7 +87,7 @@ export async function adminRoutes(
       },
     },
     async (request) => {
-      const by = requireAdmin(request)
+      const by = principalOf(request).accountId
       const { credit, entry } = await credits.addCredits({
         accountId: request.params.accountId,
         usd: request.body.amount,
@@ -108,6 +101,7 @@ export async function adminRoutes(
   app.patch<{ Params: Static<typeof AccountParams>; Body: Static<typeof UpdateAccountBody> }>(
     '/admin/accounts/:accountId',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'updateAccountBilling',
@@ -118,7 +112,6 @@ export async function adminRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       return credits.setSpendLimit(request.params.accountId, request.body.spendLimit)
     },
   )

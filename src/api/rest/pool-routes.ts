@@ -5,8 +5,7 @@ import {
   type AccountPoolService,
 } from '../../domain/accounts/account-pools.js'
 import type { AccountService } from '../../domain/accounts/account-service.js'
-import { AppError } from '../../shared/app-error.js'
-import { requireAdmin } from './admin-routes.js'
+import { accountIdNamed, adminOnly } from './admin-access.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const AccountParams = Type.Object({
@@ -43,15 +42,10 @@ export async function poolRoutes(
   app: FastifyInstance,
   { accounts, pools }: { accounts: AccountService; pools: AccountPoolService },
 ): Promise<void> {
-  const accountIdOf = async (idOrEmail: string): Promise<string> => {
-    const account = await accounts.findAccount(idOrEmail)
-    if (!account) throw new AppError('NOT_FOUND', `account ${idOrEmail} not found`)
-    return account.id
-  }
-
   app.get<{ Params: Static<typeof AccountParams> }>(
     '/admin/accounts/:accountId/pools',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'getAccountPools',
@@ -61,8 +55,7 @@ export async function poolRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request, WHAT)
-      const accountId = await accountIdOf(request.params.accountId)
+      const accountId = await accountIdNamed(accounts, request.params.accountId)
       return { accountId, pools: await pools.poolsOf(accountId) }
     },
   )
@@ -70,6 +63,7 @@ export async function poolRoutes(
   app.put<{ Params: Static<typeof AccountParams>; Body: Static<typeof PoolsBody> }>(
     '/admin/accounts/:accountId/pools',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'setAccountPools',
@@ -80,8 +74,7 @@ export async function poolRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request, WHAT)
-      const accountId = await accountIdOf(request.params.accountId)
+      const accountId = await accountIdNamed(accounts, request.params.accountId)
       return { accountId, pools: await pools.set(accountId, request.body.pools) }
     },
   )

@@ -3,8 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import { MAX_QUOTA } from '../../domain/quotas/quota.js'
 import type { QuotaService } from '../../domain/quotas/quota-service.js'
-import { AppError } from '../../shared/app-error.js'
-import { requireAdmin } from './admin-routes.js'
+import { accountIdNamed, adminOnly } from './admin-access.js'
 import { ProblemSchema } from './problem-schema.js'
 
 const QuotaLine = (what: string) =>
@@ -50,15 +49,10 @@ export async function quotaRoutes(
   app: FastifyInstance,
   { accounts, quotas }: { accounts: AccountService; quotas: QuotaService },
 ): Promise<void> {
-  const accountIdOf = async (idOrEmail: string): Promise<string> => {
-    const account = await accounts.findAccount(idOrEmail)
-    if (!account) throw new AppError('NOT_FOUND', `account ${idOrEmail} not found`)
-    return account.id
-  }
-
   app.get<{ Params: Static<typeof AccountParams> }>(
     '/admin/accounts/:accountId/quotas',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'getAccountQuotas',
@@ -71,8 +65,7 @@ export async function quotaRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request, WHAT)
-      const accountId = await accountIdOf(request.params.accountId)
+      const accountId = await accountIdNamed(accounts, request.params.accountId)
       return { accountId, quotas: await quotas.report(accountId) }
     },
   )
@@ -80,6 +73,7 @@ export async function quotaRoutes(
   app.patch<{ Params: Static<typeof AccountParams>; Body: Static<typeof SetQuotasBody> }>(
     '/admin/accounts/:accountId/quotas',
     {
+      config: adminOnly(WHAT),
       schema: {
         tags,
         operationId: 'setAccountQuotas',
@@ -96,8 +90,7 @@ export async function quotaRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request, WHAT)
-      const accountId = await accountIdOf(request.params.accountId)
+      const accountId = await accountIdNamed(accounts, request.params.accountId)
       return { accountId, quotas: await quotas.set(accountId, request.body) }
     },
   )

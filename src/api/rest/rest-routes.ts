@@ -17,6 +17,7 @@ import { restGuard } from '../http/authentication.js'
 import { modelCatalogRoutes } from '../models/model-routes.js'
 import type { RateLimiter } from '../http/rate-limiter.js'
 import { accountRoutes } from './account-routes.js'
+import { refuseAdminRouteToMember, requireAdminRoutesMarked } from './admin-access.js'
 import { adminAccountRoutes } from './admin-account-routes.js'
 import { quotaRoutes } from './quota-routes.js'
 import { poolRoutes } from './pool-routes.js'
@@ -86,6 +87,8 @@ export interface RestDeps {
 /** The management API under /v2: every route here is authenticated and rate-limited. */
 export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<void> {
   app.addHook('onRequest', restGuard(deps))
+  app.addHook('onRequest', refuseAdminRouteToMember)
+  app.addHook('onRoute', requireAdminRoutesMarked)
   await app.register(accountRoutes, {
     accounts: deps.accounts,
     credits: deps.credits,
