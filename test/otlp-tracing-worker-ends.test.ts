@@ -1,5 +1,4 @@
 import { mkdtempSync, rmdirSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Docker from 'dockerode'
@@ -12,9 +11,15 @@ import {
 import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
 import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
 import { repoRoot } from './support/cli.js'
+import { ENGINE_SOCKET, engineForwarder, type EngineForwarder } from './support/engine-forwarder.js'
 import { json } from './support/http.js'
 import { attribute, otlpReceiver, type OtlpSpan } from './support/otlp-receiver.js'
-import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  type TestConfig,
+  type TestPlatform,
+} from './support/platform.js'
 import { until } from './support/until.js'
 
 /**
@@ -67,6 +72,33 @@ async function endedCount(platform: TestPlatform, status: string, endpoint: stri
 const spansOf = (spans: OtlpSpan[], jobId: string) =>
   spans.filter((s) => attribute(s, 'podyard.job.id') === jobId)
 
+/**
+ * A platform that sends its spans to `receiver` and runs on `fleetYaml`, a member account and
+ * an endpoint of it: what both suites start from.
+ */
+async function tracedMemberEndpoint(
+  receiver: { url: string },
+  config: TestConfig,
+  fleetYaml: string,
+  email: string,
+  endpoint: Record<string, unknown>,
+): Promise<{ platform: TestPlatform; call: Call; endpointId: string }> {
+  const platform = await startTestPlatform(
+    {
+      ...config,
+      telemetry: { traceContext: false, endpointLabels: 20, otlpEndpoint: receiver.url },
+    },
+    { fleetYaml },
+  )
+  const key = await otherAccountKey(platform, email)
+  const call: Call = (p, init = {}) => platform.call(p, { key, ...init })
+  const created = await json<{ id: string }>(
+    await call('/v2/serverless', { method: 'POST', json: endpoint }),
+    201,
+  )
+  return { platform, call, endpointId: created.id }
+}
+
 describe.runIf(cgroups.ok)('the spans of a job whose worker ran out of memory', () => {
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>
   let platform: TestPlatform | undefined
@@ -78,17 +110,13 @@ describe.runIf(cgroups.ok)('the spans of a job whose worker ran out of memory', 
 
   beforeAll(async () => {
     receiver = await otlpReceiver()
-    platform = await startTestPlatform(
-      {
-        // The fixture lives in the repository, which a bubblewrap sandbox does not show; the
-        // worker's cgroup limits its memory all the same.
-        sandbox: 'none',
-        workers: { intervalMs: 200, pingIntervalMs: 1000 },
-        telemetry: { traceContext: false, endpointLabels: 20, otlpEndpoint: receiver.url },
-      },
-      {
-        // Two GPUs on 2 GB: a one-GPU worker rents 1 GB.
-        fleetYaml: `
+    const started = await tracedMemberEndpoint(
+      receiver,
+      // The fixture lives in the repository, which a bubblewrap sandbox does not show; the
+      // worker's cgroup limits its memory all the same.
+      { sandbox: 'none', workers: { intervalMs: 200, pingIntervalMs: 1000 } },
+      // Two GPUs on 2 GB: a one-GPU worker rents 1 GB.
+      `
 dataCenters:
   - id: EU-SE-1
     name: EU Sweden 1
@@ -102,25 +130,18 @@ hosts:
     driver: process
 localHost: false
 `,
+      'tracing-oom@example.com',
+      {
+        name: 'traced-oom',
+        image: 'podyard/test-worker',
+        args: `${process.execPath} ${path.join(repoRoot, 'test', 'fixtures', 'sdk-worker.mjs')}`,
+        gpu: { pools: ['AMPERE_24'], count: 1 },
+        workers: { min: 0, max: 1 },
       },
     )
-    const key = await otherAccountKey(platform, 'tracing-oom@example.com')
-    const call: Call = (p, init = {}) => platform!.call(p, { key, ...init })
-    endpointId = (
-      await json<{ id: string }>(
-        await call('/v2/serverless', {
-          method: 'POST',
-          json: {
-            name: 'traced-oom',
-            image: 'podyard/test-worker',
-            args: `${process.execPath} ${path.join(repoRoot, 'test', 'fixtures', 'sdk-worker.mjs')}`,
-            gpu: { pools: ['AMPERE_24'], count: 1 },
-            workers: { min: 0, max: 1 },
-          },
-        }),
-        201,
-      )
-    ).id
+    platform = started.platform
+    endpointId = started.endpointId
+    const call = started.call
     failedBefore = await endedCount(platform, 'FAILED', endpointId)
     job = await tracedRun(call, endpointId, 1, { holdMb: 1600 })
     const failed = await until(
@@ -170,50 +191,12 @@ localHost: false
   })
 })
 
-const ENGINE_SOCKET = '/var/run/docker.sock'
-
-/**
- * A unix socket forwarded to this machine's engine: `lose()` closes it (a dead engine),
- * `restore()` opens it again (the engine is back).
- */
-async function engineForwarder(
-  socketPath: string,
-): Promise<{ lose(): Promise<void>; restore(): Promise<void> }> {
-  const open = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    const engine = net.connect(ENGINE_SOCKET)
-    open.add(client).add(engine)
-    const end = () => {
-      client.destroy()
-      engine.destroy()
-      open.delete(client)
-      open.delete(engine)
-    }
-    client.on('error', end).on('close', end)
-    engine.on('error', end).on('close', end)
-    client.pipe(engine).pipe(client)
-  })
-  const listen = () => new Promise<void>((resolve) => server.listen(socketPath, resolve))
-  await listen()
-  return {
-    lose: async () => {
-      if (!server.listening) return
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-      for (const socket of open) socket.destroy()
-      await closed
-    },
-    restore: async () => {
-      if (!server.listening) await listen()
-    },
-  }
-}
-
 describe.runIf(docker)('the spans of the jobs of a worker lost with its host', () => {
   const LEASE_MS = 5_000
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>
   let platform: TestPlatform | undefined
   let dir: string
-  let engine: Awaited<ReturnType<typeof engineForwarder>>
+  let engine: EngineForwarder
   let endpointId: string
   let lostWorker: string
   /** Taken by the lost worker on its first attempt: requeued, then finished by another. */
@@ -228,7 +211,8 @@ describe.runIf(docker)('the spans of the jobs of a worker lost with its host', (
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-lost-host-spans-'))
     const socket = path.join(dir, 'engine.sock')
     engine = await engineForwarder(socket)
-    platform = await startTestPlatform(
+    const started = await tracedMemberEndpoint(
+      receiver,
       {
         workers: {
           intervalMs: 200,
@@ -241,10 +225,8 @@ describe.runIf(docker)('the spans of the jobs of a worker lost with its host', (
         hosts: { probeIntervalMs: 300, probeTimeoutMs: 2_000, failuresBeforeDown: 2 },
         // This engine cannot size a container's disk; the member's worker runs all the same.
         containment: { acceptUnenforced: ['disk'] },
-        telemetry: { traceContext: false, endpointLabels: 20, otlpEndpoint: receiver.url },
       },
-      {
-        fleetYaml: `
+      `
 dataCenters:
   - id: EU-SE-1
     name: EU Sweden 1
@@ -258,25 +240,18 @@ hosts:
     docker: { url: "unix://${socket}" }
 localHost: false
 `,
+      'tracing-lost-host@example.com',
+      {
+        name: 'traced-lost-host',
+        image: 'podyard-conformance/plain:1',
+        args: 'exec sleep 600',
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        workers: { min: 1, max: 1 },
       },
     )
-    const key = await otherAccountKey(platform, 'tracing-lost-host@example.com')
-    const call: Call = (p, init = {}) => platform!.call(p, { key, ...init })
-    endpointId = (
-      await json<{ id: string }>(
-        await call('/v2/serverless', {
-          method: 'POST',
-          json: {
-            name: 'traced-lost-host',
-            image: 'podyard-conformance/plain:1',
-            args: 'exec sleep 600',
-            cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-            workers: { min: 1, max: 1 },
-          },
-        }),
-        201,
-      )
-    ).id
+    platform = started.platform
+    endpointId = started.endpointId
+    const call = started.call
     const workers = async () =>
       (
         await json<{ workers: Array<{ id: string; status: string; reason: string | null }> }>(

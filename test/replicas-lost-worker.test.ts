@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fleetYaml } from './support/fleet-yaml.js'
+import { ENGINE_SOCKET, engineForwarder, type EngineForwarder } from './support/engine-forwarder.js'
 import { json } from './support/http.js'
 import { TEST_ADMIN_KEY } from './support/platform.js'
 import { leads, startReplica, stopReplicas, type Replica } from './support/replica-process.js'
@@ -34,39 +34,11 @@ if (!postgresUrl || !docker) {
 }
 
 const IMAGE = 'podyard-conformance/plain:1'
-const ENGINE_SOCKET = '/var/run/docker.sock'
-
-/** A unix socket forwarded to this machine's engine, until `lose()` (a dead engine). */
-async function engineForwarder(socketPath: string): Promise<{ lose(): Promise<void> }> {
-  const open = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    const engine = net.connect(ENGINE_SOCKET)
-    open.add(client).add(engine)
-    const end = () => {
-      client.destroy()
-      engine.destroy()
-      open.delete(client)
-      open.delete(engine)
-    }
-    client.on('error', end).on('close', end)
-    engine.on('error', end).on('close', end)
-    client.pipe(engine).pipe(client)
-  })
-  await new Promise<void>((resolve) => server.listen(socketPath, resolve))
-  return {
-    lose: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-      for (const socket of open) socket.destroy()
-      await closed
-    },
-  }
-}
-
 describe.runIf(postgresUrl && docker)('a worker lost with its host, on two replicas', () => {
   const children: ChildProcess[] = []
   let database: { url: string; drop: () => Promise<void> }
   let dir: string
-  let engine: { lose(): Promise<void> }
+  let engine: EngineForwarder
   let a: Replica
   let b: Replica
   const workerIds: string[] = []

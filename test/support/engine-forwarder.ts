@@ -1,0 +1,45 @@
+import net from 'node:net'
+
+/** This machine's Docker engine, which the forwarder below passes connections on to. */
+export const ENGINE_SOCKET = '/var/run/docker.sock'
+
+export interface EngineForwarder {
+  /** Closes the socket and every connection through it: the host's engine is lost. */
+  lose(): Promise<void>
+  /** Opens the socket again: the engine is back. */
+  restore(): Promise<void>
+}
+
+/**
+ * A unix socket at `socketPath` forwarded to this machine's engine: a host whose engine a
+ * test can lose and get back without touching the engine the other tests use.
+ */
+export async function engineForwarder(socketPath: string): Promise<EngineForwarder> {
+  const open = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const engine = net.connect(ENGINE_SOCKET)
+    open.add(client).add(engine)
+    const end = () => {
+      client.destroy()
+      engine.destroy()
+      open.delete(client)
+      open.delete(engine)
+    }
+    client.on('error', end).on('close', end)
+    engine.on('error', end).on('close', end)
+    client.pipe(engine).pipe(client)
+  })
+  const listen = () => new Promise<void>((resolve) => server.listen(socketPath, resolve))
+  await listen()
+  return {
+    lose: async () => {
+      if (!server.listening) return
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      for (const socket of open) socket.destroy()
+      await closed
+    },
+    restore: async () => {
+      if (!server.listening) await listen()
+    },
+  }
+}
