@@ -1,12 +1,11 @@
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { repoRoot } from './support/cli.js'
 import {
   callJson,
   otherAccountKey,
   startTestPlatform,
   type TestPlatform,
 } from './support/platform.js'
+import { createSdkWorkerEndpoint, endpointWorkersWhen } from './support/sdk-worker-endpoints.js'
 
 /**
  * Quotas per account over HTTP, as a member account (docs/billing.md, "Quotas"): creates
@@ -19,7 +18,6 @@ import {
 type Json = any
 
 const A100 = 'NVIDIA A100-SXM4-80GB'
-const FIXTURE = path.join(repoRoot, 'test', 'fixtures', 'sdk-worker.mjs')
 
 describe('quotas per account', () => {
   let platform: TestPlatform
@@ -222,32 +220,13 @@ describe('quotas per account', () => {
 
   it('launches no worker beyond the workers quota and says why on the worker', async () => {
     await setQuotas({ workers: 1 })
-    const created = await callJson(platform, '/v2/serverless', {
-      method: 'POST',
-      key,
-      json: {
-        name: 'quota-workers',
-        image: 'podyard/test-worker',
-        args: `${process.execPath} ${FIXTURE}`,
-        disk: 5,
-        env: { TEST_DIR: platform.dataDir },
-        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-        workers: { min: 2, max: 2, idleTimeout: 5 },
-      },
+    const created = await createSdkWorkerEndpoint(platform, key, 'quota-workers', {
+      workers: { min: 2, max: 2, idleTimeout: 5 },
     })
     expect(created.status, JSON.stringify(created.body)).toBe(201)
-    const workersOf = async () =>
-      (await callJson(platform, `/v2/serverless/${created.body.id}/workers`, { key })).body
-        .workers as Json[]
-    const deadline = Date.now() + 20_000
-    let workers = await workersOf()
-    while (
-      !workers.some((w) => w.status === 'THROTTLED' && /^quota /.test(w.reason ?? '')) &&
-      Date.now() < deadline
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      workers = await workersOf()
-    }
+    let workers = await endpointWorkersWhen(platform, key, created.body.id, (ws) =>
+      ws.some((w) => w.status === 'THROTTLED' && /^quota /.test(w.reason ?? '')),
+    )
     const throttled = workers.filter((w) => w.status === 'THROTTLED')
     expect(throttled, JSON.stringify(workers)).toHaveLength(1)
     expect(throttled[0].reason).toMatch(
@@ -256,11 +235,12 @@ describe('quotas per account', () => {
     expect((await ownQuotas()).workers).toEqual({ limit: 1, used: 1 })
 
     await setQuotas({ workers: 2 })
-    const until = Date.now() + 20_000
-    while (workers.some((w) => w.status === 'THROTTLED') && Date.now() < until) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      workers = await workersOf()
-    }
+    workers = await endpointWorkersWhen(
+      platform,
+      key,
+      created.body.id,
+      (ws) => !ws.some((w) => w.status === 'THROTTLED'),
+    )
     expect(
       workers.filter((w) => w.status === 'THROTTLED'),
       JSON.stringify(workers),

@@ -1,6 +1,5 @@
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { repoRoot, runCli } from './support/cli.js'
+import { runCli } from './support/cli.js'
 import {
   callJson,
   otherAccountKey,
@@ -8,6 +7,7 @@ import {
   TEST_ADMIN_KEY,
   type TestPlatform,
 } from './support/platform.js'
+import { createSdkWorkerEndpoint, endpointWorkersWhen } from './support/sdk-worker-endpoints.js'
 
 /**
  * Pools and placement constraints over HTTP, as member accounts on the process driver
@@ -22,7 +22,6 @@ type Json = any
 
 const L4 = 'NVIDIA L4'
 const A40 = 'NVIDIA A40'
-const FIXTURE = path.join(repoRoot, 'test', 'fixtures', 'sdk-worker.mjs')
 
 const FLEET = `
 dataCenters:
@@ -281,32 +280,10 @@ describe('pools and placement constraints', () => {
 
   it("launches an endpoint's workers only on hosts of pools its account is bound to", async () => {
     await bind(otherId, [])
-    const created = await callJson(platform, '/v2/serverless', {
-      method: 'POST',
-      key: otherKey,
-      json: {
-        name: 'pool-workers',
-        image: 'podyard/test-worker',
-        args: `${process.execPath} ${FIXTURE}`,
-        disk: 5,
-        env: { TEST_DIR: platform.dataDir },
-        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-        workers: { min: 1, max: 1, idleTimeout: 5 },
-      },
-    })
+    const created = await createSdkWorkerEndpoint(platform, otherKey, 'pool-workers')
     expect(created.status, JSON.stringify(created.body)).toBe(201)
-    const workersOf = async () =>
-      (await callJson(platform, `/v2/serverless/${created.body.id}/workers`, { key: otherKey }))
-        .body.workers as Json[]
-    const until = async (done: (workers: Json[]) => boolean) => {
-      const deadline = Date.now() + 20_000
-      let workers = await workersOf()
-      while (!done(workers) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        workers = await workersOf()
-      }
-      return workers
-    }
+    const until = (done: (workers: Json[]) => boolean) =>
+      endpointWorkersWhen(platform, otherKey, created.body.id, done)
     // The one cpu3c host is team-a's: the worker waits, saying why.
     const throttled = await until((ws) => ws.some((w) => w.status === 'THROTTLED' && w.reason))
     expect(throttled.map((w) => w.reason).join(' ')).toMatch(
@@ -328,34 +305,13 @@ describe('pools and placement constraints', () => {
   }, 60_000)
 
   it("launches an endpoint's workers only on hosts with the labels it asks for", async () => {
-    const created = await callJson(platform, '/v2/serverless', {
-      method: 'POST',
-      key: otherKey,
-      json: {
-        name: 'labelled-workers',
-        image: 'podyard/test-worker',
-        args: `${process.execPath} ${FIXTURE}`,
-        disk: 5,
-        env: { TEST_DIR: platform.dataDir },
-        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-        workers: { min: 1, max: 1, idleTimeout: 5 },
-        hostLabels: ['ib=true'],
-      },
+    const created = await createSdkWorkerEndpoint(platform, otherKey, 'labelled-workers', {
+      hostLabels: ['ib=true'],
     })
     expect(created.status, JSON.stringify(created.body)).toBe(201)
     expect(created.body.hostLabels).toEqual(['ib=true'])
-    const workersOf = async () =>
-      (await callJson(platform, `/v2/serverless/${created.body.id}/workers`, { key: otherKey }))
-        .body.workers as Json[]
-    const until = async (done: (workers: Json[]) => boolean) => {
-      const deadline = Date.now() + 20_000
-      let workers = await workersOf()
-      while (!done(workers) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        workers = await workersOf()
-      }
-      return workers
-    }
+    const until = (done: (workers: Json[]) => boolean) =>
+      endpointWorkersWhen(platform, otherKey, created.body.id, done)
     const throttled = await until((ws) => ws.some((w) => w.status === 'THROTTLED' && w.reason))
     expect(throttled.map((w) => w.reason).join(' ')).toContain(
       'no host has ib=true among the hosts offering CPU flavor cpu3c',

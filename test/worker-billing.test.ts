@@ -1,11 +1,10 @@
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CreditService } from '../src/domain/billing/credit-service.js'
 import { systemClock } from '../src/shared/clock.js'
 import { KyselyCreditRepo } from '../src/store/credit-repo.js'
-import { repoRoot } from './support/cli.js'
 import { json } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { createSdkWorkerEndpoint } from './support/sdk-worker-endpoints.js'
 
 /**
  * The billing policy reaching the platform's workers (billing.enforce on): a worker that would
@@ -15,8 +14,6 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
-
-const FIXTURE = path.join(repoRoot, 'test', 'fixtures', 'sdk-worker.mjs')
 
 describe('workers under the billing policy', () => {
   let platform: TestPlatform
@@ -61,22 +58,11 @@ describe('workers under the billing policy', () => {
   it('keeps a worker over the spend limit THROTTLED, starts it once the limit allows', async () => {
     // A cpu3c worker with 2 vCPUs costs 2 x $0.03/h at serverless prices.
     await json(await admin('', { spendLimit: 0.05 }, 'PATCH'))
-    const created = await json<Json>(
-      await platform.call('/v2/serverless', {
-        method: 'POST',
-        key,
-        json: {
-          name: 'billed',
-          image: 'podyard/test-worker',
-          args: `${process.execPath} ${FIXTURE}`,
-          disk: 5,
-          env: { TEST_DIR: platform.dataDir },
-          cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
-          workers: { min: 1, max: 1, idleTimeout: 2 },
-        },
-      }),
-      201,
-    )
+    const answer = await createSdkWorkerEndpoint(platform, key, 'billed', {
+      workers: { min: 1, max: 1, idleTimeout: 2 },
+    })
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201)
+    const created = answer.body as Json
     const throttled = await until(
       'a throttled worker',
       () => workersOf(created.id),
