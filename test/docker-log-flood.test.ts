@@ -2,7 +2,14 @@ import { execFileSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import {
+  containerOf,
+  createLogPod,
+  removePodContainer,
+  startDockerLogPlatform,
+} from './support/docker-log-pods.js'
+import { logEvents, type LogEvent } from './support/http.js'
+import type { TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
 /**
@@ -15,7 +22,6 @@ import { until } from './support/until.js'
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('docker log flood tests skipped: set PODYARD_TEST_DOCKER=1')
 
-const IMAGE = 'podyard-conformance/plain:1'
 const MIB = 1024 * 1024
 /** 200 000 lines of about 1 KB: 200 MB. */
 const LINES = 200_000
@@ -39,35 +45,11 @@ const FLOOD_SCRIPT = [
   'setInterval(() => {}, 1 << 30)',
 ].join('\n')
 
-interface LogEvent {
-  seq: number
-  line: string
-}
-
-function eventsOf(text: string): LogEvent[] {
-  return text
-    .trim()
-    .split('\n\n')
-    .filter((block) => block.startsWith('id: '))
-    .map((block) => {
-      const [idLine, dataLine] = block.split('\n')
-      return {
-        seq: Number(idLine!.slice('id: '.length).split('/')[1]),
-        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
-      }
-    })
-}
+/** The seq of an event (its id is `<time>/<seq>`). */
+const seqOf = (event: LogEvent) => Number(event.id.split('/')[1])
 
 /** The number a flood line starts with (NaN for other lines). */
 const numberOf = (line: string) => Number(line.split(' ')[0])
-
-function containerOf(podId: string): string {
-  return execFileSync(
-    'docker',
-    ['ps', '-aq', '--no-trunc', '--filter', `label=podyard.workload=${podId}`],
-    { encoding: 'utf8' },
-  ).trim()
-}
 
 /** Bytes of the container's log files in the engine's data root. */
 function engineLogBytes(podId: string): number {
@@ -80,23 +62,6 @@ function engineLogBytes(podId: string): number {
     .reduce((sum, name) => sum + statSync(path.join(dir, name)).size, 0)
 }
 
-/** Removes the container and its tenant network (the platform's own remove would, too). */
-function removeWithNetwork(container: string): void {
-  const network = execFileSync(
-    'docker',
-    ['inspect', '-f', '{{.HostConfig.NetworkMode}}', container],
-    { encoding: 'utf8' },
-  ).trim()
-  execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
-  if (network.startsWith('podyard-')) {
-    try {
-      execFileSync('docker', ['network', 'rm', network], { stdio: 'ignore' })
-    } catch {
-      // Another container of the account still uses it.
-    }
-  }
-}
-
 describe.runIf(enabled)('a log flood on the docker driver', () => {
   let platform: TestPlatform
   let tenant: string
@@ -106,21 +71,14 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
     platform.call(`/v2/pods/${podId}/logs?source=container&${query}`, { key: tenant })
 
   beforeAll(async () => {
-    platform = await startTestPlatform({
-      fleet: 'none',
-      driver: 'docker',
-      workloadLogs: { maxMb: LOG_CAP_MB },
-      // This engine (overlay2 on ext4) cannot size a container's disk; the log is the point here.
-      containment: { acceptUnenforced: ['disk'] },
-    })
-    tenant = await otherAccountKey(platform, 'docker-log-flood@example.com')
+    ;({ platform, tenant } = await startDockerLogPlatform(
+      LOG_CAP_MB,
+      'docker-log-flood@example.com',
+    ))
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) {
-      const container = containerOf(podId)
-      if (container !== '') removeWithNetwork(container)
-    }
+    if (podId) removePodContainer(podId)
     await platform?.close()
   }, 60_000)
 
@@ -131,24 +89,13 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
       peak = Math.max(peak, process.memoryUsage().arrayBuffers)
     }, 5)
     try {
-      const created = await platform.call('/v2/pods', {
-        method: 'POST',
-        key: tenant,
-        json: {
-          name: 'log-flood',
-          image: IMAGE,
-          cpu: { id: 'cpu3c', vcpuCount: 2 },
-          args: `exec node -e '${FLOOD_SCRIPT}'`,
-        },
-      })
-      expect(created.status, await created.clone().text()).toBe(201)
-      podId = ((await created.json()) as { id: string }).id
+      podId = await createLogPod(platform, tenant, 'log-flood', `exec node -e '${FLOOD_SCRIPT}'`)
 
       // A follower from the flood's first lines on: it takes lines as they come and must see
       // the flood's end (given up a minute after the flood ended, as a failure).
       await until(
         'the flood to begin',
-        async () => eventsOf(await (await read('follow=false&tail=1')).text()),
+        async () => logEvents(await (await read('follow=false&tail=1')).text()),
         (lines) => lines.length > 0,
         120_000,
       )
@@ -173,7 +120,7 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
           pending += decoder.decode(value, { stream: true })
           const blocks = pending.split('\n\n')
           pending = blocks.pop()!
-          for (const event of eventsOf(blocks.join('\n\n') + '\n\n')) {
+          for (const event of logEvents(blocks.join('\n\n') + '\n\n')) {
             if (event.line === 'flood-done') {
               await reader.cancel()
               return { ended: true, last, disordered }
@@ -194,7 +141,7 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
         async () => {
           const response = await read('follow=false&tail=2')
           statuses.push(response.status)
-          return { lines: response.status === 200 ? eventsOf(await response.text()) : [] }
+          return { lines: response.status === 200 ? logEvents(await response.text()) : [] }
         },
         ({ lines }) => lines.at(-1)?.line === 'flood-done',
         240_000,
@@ -206,13 +153,13 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
       const followed = await follower.finally(() => clearTimeout(giveUp))
       expect(followed).toEqual({ ended: true, last: LINES, disordered: 0 })
 
-      const tail = eventsOf(await (await read('follow=false&tail=1000')).text())
+      const tail = logEvents(await (await read('follow=false&tail=1000')).text())
       expect(tail.map((e) => e.line).at(-1)).toBe('flood-done')
       expect(tail.slice(0, -1).map((e) => numberOf(e.line))).toEqual(
         Array.from({ length: 999 }, (_, k) => LINES - 998 + k),
       )
       // Numbered in order, one apart.
-      expect(tail.every((e, k) => k === 0 || e.seq === tail[k - 1]!.seq + 1)).toBe(true)
+      expect(tail.every((e, k) => k === 0 || seqOf(e) === seqOf(tail[k - 1]!) + 1)).toBe(true)
     } finally {
       clearInterval(sampler)
     }

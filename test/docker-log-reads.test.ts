@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { logEvents } from './support/http.js'
-import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import { createLogPod, startDockerLogPlatform } from './support/docker-log-pods.js'
+import type { TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
 /**
@@ -12,7 +13,6 @@ import { until } from './support/until.js'
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('docker log read tests skipped: set PODYARD_TEST_DOCKER=1')
 
-const IMAGE = 'podyard-conformance/plain:1'
 const MIB = 1024 * 1024
 /** 300 000 numbered lines: about 14 MB as Docker sends them back (frame, time, text). */
 const LINES = 300_000
@@ -38,26 +38,8 @@ describe.runIf(enabled)('a big container log on the docker driver', () => {
   }
 
   beforeAll(async () => {
-    platform = await startTestPlatform({
-      fleet: 'none',
-      driver: 'docker',
-      workloadLogs: { maxMb: LOG_CAP_MB },
-      // This engine (overlay2 on ext4) cannot size a container's disk; the log is the point here.
-      containment: { acceptUnenforced: ['disk'] },
-    })
-    tenant = await otherAccountKey(platform, 'docker-big-log@example.com')
-    const created = await platform.call('/v2/pods', {
-      method: 'POST',
-      key: tenant,
-      json: {
-        name: 'big-log',
-        image: IMAGE,
-        cpu: { id: 'cpu3c', vcpuCount: 2 },
-        args: `seq 1 ${LINES}; exec sleep 300`,
-      },
-    })
-    expect(created.status, await created.clone().text()).toBe(201)
-    podId = ((await created.json()) as { id: string }).id
+    ;({ platform, tenant } = await startDockerLogPlatform(LOG_CAP_MB, 'docker-big-log@example.com'))
+    podId = await createLogPod(platform, tenant, 'big-log', `seq 1 ${LINES}; exec sleep 300`)
     await until(
       'the last line in the log',
       async () => (await tail(1)).map((e) => e.line),

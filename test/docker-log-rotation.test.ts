@@ -1,6 +1,13 @@
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
+import {
+  containerOf,
+  createLogPod,
+  removePodContainer,
+  startDockerLogPlatform,
+} from './support/docker-log-pods.js'
+import { logEvents } from './support/http.js'
+import type { TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
 
 /**
@@ -13,7 +20,6 @@ import { until } from './support/until.js'
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('docker log rotation tests skipped: set PODYARD_TEST_DOCKER=1')
 
-const IMAGE = 'podyard-conformance/plain:1'
 /** Lines written by each phase; a phase starts when the test makes /tmp/go-<phase>. */
 const PHASES = [1500, 1000, 700, 700, 700, 3000]
 /** The number of the last line of each phase. */
@@ -41,54 +47,10 @@ const SCRIPT = [
   'tick()',
 ].join('\n')
 
-interface LogEvent {
-  id: string
-  line: string
-}
-
-function eventsOf(text: string): LogEvent[] {
-  return text
-    .trim()
-    .split('\n\n')
-    .filter((block) => block.startsWith('id: '))
-    .map((block) => {
-      const [idLine, dataLine] = block.split('\n')
-      return {
-        id: idLine!.slice('id: '.length),
-        line: (JSON.parse(dataLine!.slice('data: '.length)) as { line: string }).line,
-      }
-    })
-}
-
 /** The number a pod's line starts with (NaN for others: the platform's notes). */
 const numberOf = (line: string) => Number(line.split(' ')[0])
 const range = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, k) => from + k)
-
-function containerOf(podId: string): string {
-  return execFileSync(
-    'docker',
-    ['ps', '-aq', '--no-trunc', '--filter', `label=podyard.workload=${podId}`],
-    { encoding: 'utf8' },
-  ).trim()
-}
-
-/** Removes the container and its tenant network (the platform's own remove would, too). */
-function removeWithNetwork(container: string): void {
-  const network = execFileSync(
-    'docker',
-    ['inspect', '-f', '{{.HostConfig.NetworkMode}}', container],
-    { encoding: 'utf8' },
-  ).trim()
-  execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
-  if (network.startsWith('podyard-')) {
-    try {
-      execFileSync('docker', ['network', 'rm', network], { stdio: 'ignore' })
-    } catch {
-      // Another container of the account still uses it.
-    }
-  }
-}
 
 describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
   let platform: TestPlatform
@@ -101,7 +63,7 @@ describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
       ...(lastEventId ? { headers: { 'last-event-id': lastEventId } } : {}),
     })
     expect(response.status).toBe(200)
-    return eventsOf(await response.text())
+    return logEvents(await response.text())
   }
   /** Starts phase `k` and waits (reading the tail) until its last line is in the log. */
   const runPhase = async (k: number) => {
@@ -115,37 +77,16 @@ describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
   }
 
   beforeAll(async () => {
-    platform = await startTestPlatform({
-      fleet: 'none',
-      driver: 'docker',
-      workloadLogs: { maxMb: 1 },
-      // This engine (overlay2 on ext4) cannot size a container's disk; the log is the point here.
-      containment: { acceptUnenforced: ['disk'] },
-    })
-    tenant = await otherAccountKey(platform, 'docker-log-rotation@example.com')
+    ;({ platform, tenant } = await startDockerLogPlatform(1, 'docker-log-rotation@example.com'))
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) {
-      const container = containerOf(podId)
-      if (container !== '') removeWithNetwork(container)
-    }
+    if (podId) removePodContainer(podId)
     await platform?.close()
   }, 60_000)
 
   it('resumes after the last line seen, or says how many lines Docker deleted', async () => {
-    const created = await platform.call('/v2/pods', {
-      method: 'POST',
-      key: tenant,
-      json: {
-        name: 'log-rotation',
-        image: IMAGE,
-        cpu: { id: 'cpu3c', vcpuCount: 2 },
-        args: `exec node -e '${SCRIPT}'`,
-      },
-    })
-    expect(created.status, await created.clone().text()).toBe(201)
-    podId = ((await created.json()) as { id: string }).id
+    podId = await createLogPod(platform, tenant, 'log-rotation', `exec node -e '${SCRIPT}'`)
     await until(
       'the first phase',
       async () => numberOf((await read('follow=false&tail=1')).at(-1)?.line ?? ''),

@@ -1,0 +1,68 @@
+import { execFileSync } from 'node:child_process'
+import { expect } from 'vitest'
+import { otherAccountKey, startTestPlatform, type TestPlatform } from './platform.js'
+
+/** The image of the docker log suites' pods: node and a shell. */
+export const LOG_POD_IMAGE = 'podyard-conformance/plain:1'
+
+/** The container of a pod (podyard.workload is its label); '' when there is none. */
+export function containerOf(podId: string): string {
+  return execFileSync(
+    'docker',
+    ['ps', '-aq', '--no-trunc', '--filter', `label=podyard.workload=${podId}`],
+    { encoding: 'utf8' },
+  ).trim()
+}
+
+/** Removes a pod's container and its tenant network (the platform's own remove would, too). */
+export function removePodContainer(podId: string): void {
+  const container = containerOf(podId)
+  if (container === '') return
+  const network = execFileSync(
+    'docker',
+    ['inspect', '-f', '{{.HostConfig.NetworkMode}}', container],
+    { encoding: 'utf8' },
+  ).trim()
+  execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
+  if (network.startsWith('podyard-')) {
+    try {
+      execFileSync('docker', ['network', 'rm', network], { stdio: 'ignore' })
+    } catch {
+      // Another container of the account still uses it.
+    }
+  }
+}
+
+/**
+ * A platform on this machine's engine alone whose pods keep `logMaxMb` of log, and the key of
+ * a member account (`email`) to create and read the pods with.
+ */
+export async function startDockerLogPlatform(
+  logMaxMb: number,
+  email: string,
+): Promise<{ platform: TestPlatform; tenant: string }> {
+  const platform = await startTestPlatform({
+    fleet: 'none',
+    driver: 'docker',
+    workloadLogs: { maxMb: logMaxMb },
+    // This engine (overlay2 on ext4) cannot size a container's disk; the log is the point here.
+    containment: { acceptUnenforced: ['disk'] },
+  })
+  return { platform, tenant: await otherAccountKey(platform, email) }
+}
+
+/** A CPU pod of the member's that runs `args` (a shell line) in LOG_POD_IMAGE; its id. */
+export async function createLogPod(
+  platform: TestPlatform,
+  tenant: string,
+  name: string,
+  args: string,
+): Promise<string> {
+  const created = await platform.call('/v2/pods', {
+    method: 'POST',
+    key: tenant,
+    json: { name, image: LOG_POD_IMAGE, cpu: { id: 'cpu3c', vcpuCount: 2 }, args },
+  })
+  expect(created.status, await created.clone().text()).toBe(201)
+  return ((await created.json()) as { id: string }).id
+}
