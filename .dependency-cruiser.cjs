@@ -114,6 +114,35 @@ module.exports = {
       from: { path: '^src/', pathNot: '^src/(runtime|wiring)/' },
       to: { path: '^src/runtime/(docker|process)/' },
     },
+    {
+      name: 'control-through-runtime-contracts',
+      severity: 'error',
+      comment:
+        "The control loops reach workloads and hosts through the driver contract (runtime/driver.ts), the host runtime (runtime/host-runtime.ts) and the GPU readings (runtime/gpu/); the rest of runtime/ is the drivers' own (docs/architecture.md).",
+      from: { path: '^src/control/' },
+      to: {
+        path: '^src/runtime/',
+        pathNot: '^src/runtime/(driver\\.ts|host-runtime\\.ts|gpu/)',
+      },
+    },
+    {
+      name: 'database-packages-behind-the-store',
+      severity: 'error',
+      comment:
+        "Kysely, better-sqlite3 and pg are the store's: only store/ and queue/ write SQL or name a dialect; everyone else goes through their repositories and ports (docs/architecture.md).",
+      from: { path: '^src/', pathNot: '^src/(store|queue)/' },
+      to: { path: '(^|/)node_modules/(kysely|better-sqlite3|pg|pg-[^/]+)/' },
+    },
+    {
+      name: 'store-internals-behind-the-store',
+      severity: 'error',
+      comment:
+        "The table types, the direct SQLite path, raw SQL and the migrations are the store's internals, shared with the queue only (docs/architecture.md).",
+      from: { path: '^src/', pathNot: '^src/(store|queue)/' },
+      to: {
+        path: '^src/(store/(database-schema|direct-sqlite|raw-sql|pod-statements)\\.ts|store/migrations/|queue/job-tables\\.ts)',
+      },
+    },
     ...layers.map((name) => ({
       name: `layer-${name}`,
       severity: 'error',
@@ -121,6 +150,8 @@ module.exports = {
       from: { path: layer(name) },
       to: {
         path: `^src/(${layers.filter((other) => other !== name && !allowed[name].includes(other)).join('|')})/`,
+        // The queue runs its statements on the store's direct SQLite path (store-internals-behind-the-store).
+        ...(name === 'queue' ? { pathNot: '^src/store/direct-sqlite\\.ts$' } : {}),
       },
     })),
   ],

@@ -1,4 +1,4 @@
-import { directRows } from '../shared/direct-sqlite.js'
+import { directRows } from '../store/direct-sqlite.js'
 import { CompiledQuery, type Kysely } from 'kysely'
 import { RETIRED_WORKER_PHASES } from '../domain/serverless/worker.js'
 import { BY_LOCK_ORDER } from './lock-order.js'

@@ -5,7 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from '
 import pg from 'pg'
 import type { Database } from './database-schema.js'
 import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
-import { runDirectlyOnSqlite } from '../shared/direct-sqlite.js'
+import { runDirectlyOnSqlite } from './direct-sqlite.js'
 import { withStatementCache } from './sqlite-statement-cache.js'
 
 import {

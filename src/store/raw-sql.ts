@@ -1,5 +1,5 @@
 import { CompiledQuery, PostgresAdapter, type Kysely } from 'kysely'
-import { directChanges, directRows } from '../shared/direct-sqlite.js'
+import { directChanges, directRows } from './direct-sqlite.js'
 import type { Database } from './database-schema.js'
 
 /**

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Config } from '../config/schema.js'
 import { SCALE_DOWN_REASONS } from '../control/worker-autoscaler.js'
@@ -7,6 +6,7 @@ import type { JobEnd, JobEvents } from '../domain/serverless/job-events.js'
 import type { WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { WorkerPhase } from '../domain/serverless/worker.js'
 import type { Store } from '../store/open-store.js'
+import { PlatformCounts } from '../store/platform-counts.js'
 import { EndpointLabels, OTHER_ENDPOINTS } from './endpoint-labels.js'
 
 const WORKER_PHASES: readonly WorkerPhase[] = ['PENDING', 'STARTING', 'READY', 'UNHEALTHY']
@@ -137,7 +137,7 @@ function watchStore(
   sources: Parameters<PlatformMetrics['watch']>[0],
 ): void {
   const { store, meter, presence } = sources
-  const db = store.db
+  const stored = new PlatformCounts(store.db)
   new Gauge({
     name: 'podyard_queue_depth',
     help: 'Jobs waiting for a worker (IN_QUEUE), by endpoint',
@@ -145,18 +145,13 @@ function watchStore(
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const rows = await db
-          .selectFrom('jobs')
-          .select(['endpoint_id', sql<number>`count(*)`.as('count')])
-          .where('status', '=', 'IN_QUEUE')
-          .groupBy('endpoint_id')
-          .execute()
+        const rows = await stored.queuedJobsByEndpoint()
         // The longest queues take the free label values first.
-        rows.sort((a, b) => Number(b.count) - Number(a.count))
+        rows.sort((a, b) => b.count - a.count)
         const depth = new Map<string, number>([[OTHER_ENDPOINTS, 0]])
         for (const row of rows) {
-          const endpoint = endpoints.of(row.endpoint_id)
-          depth.set(endpoint, (depth.get(endpoint) ?? 0) + Number(row.count))
+          const endpoint = endpoints.of(row.endpointId)
+          depth.set(endpoint, (depth.get(endpoint) ?? 0) + row.count)
         }
         this.reset()
         for (const [endpoint, count] of depth) this.set({ endpoint }, count)
@@ -170,17 +165,12 @@ function watchStore(
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const rows = await db
-          .selectFrom('jobs')
-          .select(['endpoint_id', sql<string | null>`min(created_at)`.as('oldest')])
-          .where('status', '=', 'IN_QUEUE')
-          .groupBy('endpoint_id')
-          .execute()
+        const rows = await stored.oldestQueuedJobByEndpoint()
         const now = Date.now()
         const age = new Map<string, number>([[OTHER_ENDPOINTS, 0]])
         for (const row of rows) {
           if (!row.oldest) continue
-          const endpoint = endpoints.of(row.endpoint_id)
+          const endpoint = endpoints.of(row.endpointId)
           const seconds = Math.max(0, (now - Date.parse(row.oldest)) / 1000)
           age.set(endpoint, Math.max(age.get(endpoint) ?? 0, seconds))
         }
@@ -196,7 +186,7 @@ function watchStore(
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const rows = await db.selectFrom('workers').select(['id', 'phase']).execute()
+        const rows = await stored.workerPhases()
         const counts = new Map<string, number>(WORKER_PHASES.map((phase) => [phase, 0]))
         const managed = new Set<string>()
         for (const row of rows) {
@@ -221,13 +211,9 @@ function watchStore(
     registers: [registry],
     async collect() {
       await fromStore(async () => {
-        const rows = await db
-          .selectFrom('pods')
-          .select(['status', sql<number>`count(*)`.as('count')])
-          .groupBy('status')
-          .execute()
+        const rows = await stored.podsByStatus()
         for (const status of POD_STATUSES) {
-          this.set({ status }, Number(rows.find((r) => r.status === status)?.count ?? 0))
+          this.set({ status }, rows.find((r) => r.status === status)?.count ?? 0)
         }
       })
     },
