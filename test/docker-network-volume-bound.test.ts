@@ -1,11 +1,16 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KyselyServerIdRepo } from '../src/store/server-id-repo.js'
-import { DiskBounds } from '../src/runtime/disk-bounds/disk-bounds.js'
 import { simulatedDockerFleet } from './support/docker-fleet.js'
+import {
+  diskBoundsUnenforced,
+  FILL_TEN_GB_VOLUME,
+  GIB,
+  LIST_VOLUME,
+  mountsAtOrUnder,
+} from './support/disk-bounds-probe.js'
 import { podLog } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
@@ -18,12 +23,7 @@ import { until } from './support/until.js'
  * volume takes its image; usedBytes counts what was written throughout.
  */
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
-const GIB = 1024 ** 3
-const probeDir = mkdtempSync(path.join(tmpdir(), 'podyard-volume-probe-'))
-const diskProbe = enabled
-  ? await new DiskBounds({ mode: 'auto', root: probeDir, probeDir }).unenforced()
-  : []
-rmSync(probeDir, { recursive: true, force: true })
+const diskProbe = enabled ? await diskBoundsUnenforced() : []
 if (!enabled) console.log('docker network volume bounds skipped: set PODYARD_TEST_DOCKER=1')
 else if (diskProbe.length > 0) {
   console.log('docker network volume bounds: left out here:', diskProbe[0]!.reason)
@@ -32,30 +32,6 @@ else if (diskProbe.length > 0) {
 const IMAGE = 'podyard-conformance/plain:1'
 // Two pods at once on one host of this machine's engine (which may have only two CPUs).
 const FLEET = simulatedDockerFleet({ hostId: 'sim-volume-bound', gpus: 2, vcpus: 2 })
-
-/** Writes past a 10 GB volume: 11 GB reserved at once, then 9 GB reserved and 2 GB written. */
-const FILL = [
-  'touch /runpod-volume/from-a',
-  'fallocate -l 11G /runpod-volume/too-big 2>&1; echo "fallocate 11G exit $?"',
-  // ext4 keeps what a failed fallocate reserved.
-  'rm -f /runpod-volume/too-big',
-  'fallocate -l 9G /runpod-volume/most; echo "fallocate 9G exit $?"',
-  'dd if=/dev/zero of=/runpod-volume/rest bs=1M count=2048 2>&1; echo "dd exit $?"',
-  'echo filled',
-  'exec sleep 600',
-].join('\n')
-
-const LIST = ['echo "volume holds: $(ls -A /runpod-volume | tr "\\n" " ")"', 'exec sleep 600'].join(
-  '\n',
-)
-
-/** The mounts at or under `dir` on this host. */
-function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[4] ?? '')
-    .filter((mountPoint) => mountPoint === dir || mountPoint.startsWith(`${dir}/`))
-}
 
 describe.runIf(enabled && diskProbe.length === 0)(
   "a member's network volume on this machine (docker driver)",
@@ -130,7 +106,7 @@ describe.runIf(enabled && diskProbe.length === 0)(
         const networks = ids(['network', 'ls'])
         if (networks.length > 0) execFileSync('docker', ['network', 'rm', ...networks])
       }
-      for (const mountPoint of volumesDir ? mountsUnder(volumesDir).reverse() : []) {
+      for (const mountPoint of volumesDir ? mountsAtOrUnder(volumesDir).reverse() : []) {
         execFileSync('umount', ['-l', mountPoint])
       }
       await platform?.close()
@@ -145,7 +121,7 @@ describe.runIf(enabled && diskProbe.length === 0)(
         201,
       )
       const volumeDir = path.join(volumesDir, volume.id)
-      const filler = await createPod('filler', volume.id, FILL)
+      const filler = await createPod('filler', volume.id, FILL_TEN_GB_VOLUME)
       const text = (await logUntil(filler, (l) => l === 'filled')).join('\n')
       expect(text).toMatch(/No space left on device/)
       expect(text).toContain('fallocate 11G exit 1')
@@ -156,17 +132,17 @@ describe.runIf(enabled && diskProbe.length === 0)(
       const image = statSync(`${volumeDir}.ext4`)
       expect(image.size).toBe(10 * GIB)
       expect(image.blocks * 512).toBeLessThanOrEqual(2.1 * GIB)
-      expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+      expect(mountsAtOrUnder(volumesDir)).toEqual([volumeDir])
       // What the files take: 9 GB reserved and the rest written up to the bound.
       expect(await usedBytes(volume.id)).toBeGreaterThan(9.5 * GIB)
 
       // A second pod on the volume while the first runs: the same files, through the same mount.
-      const reader = await createPod('reader', volume.id, LIST)
+      const reader = await createPod('reader', volume.id, LIST_VOLUME)
       const listed = await logUntil(reader, (l) => l.startsWith('volume holds: '))
       expect(listed.find((l) => l.startsWith('volume holds: '))).toBe(
         'volume holds: from-a most rest ',
       )
-      expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+      expect(mountsAtOrUnder(volumesDir)).toEqual([volumeDir])
 
       // Terminating the pods leaves the volume, mounted while one uses it; the last unmounts it.
       expect((await call(`/v2/pods/${filler}`, { method: 'DELETE' })).status).toBe(204)
@@ -179,11 +155,11 @@ describe.runIf(enabled && diskProbe.length === 0)(
         (left) => left === '',
         60_000,
       )
-      expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+      expect(mountsAtOrUnder(volumesDir)).toEqual([volumeDir])
       expect((await call(`/v2/pods/${reader}`, { method: 'DELETE' })).status).toBe(204)
       await until(
         'the volume to be unmounted with its last pod',
-        async () => mountsUnder(volumesDir),
+        async () => mountsAtOrUnder(volumesDir),
         (mounts) => mounts.length === 0,
         60_000,
       )

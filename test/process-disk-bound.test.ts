@@ -5,9 +5,6 @@ import path from 'node:path'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform, type Platform } from '../src/platform.js'
-import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
-import { DiskBounds } from '../src/runtime/disk-bounds/disk-bounds.js'
-import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import {
   callPlatform,
   otherAccountKey,
@@ -16,6 +13,7 @@ import {
   type CallInit,
   type TestPlatform,
 } from './support/platform.js'
+import { boundedProcessPods, GIB, loopsUnder } from './support/disk-bounds-probe.js'
 import { until } from './support/until.js'
 import { podLog } from './support/http.js'
 
@@ -27,21 +25,7 @@ import { podLog } from './support/http.js'
  * and the mounts and images go with the pod, across a server that stops without its workloads.
  */
 
-const GIB = 1024 ** 3
-const probeDir = mkdtempSync(path.join(tmpdir(), 'podyard-disk-probe-'))
-const diskProbe = await new DiskBounds({ mode: 'auto', root: probeDir, probeDir }).unenforced()
-rmSync(probeDir, { recursive: true, force: true })
-const bubblewrap = await probeBubblewrap({
-  searchPath: process.env.PATH,
-  probeUid: DEFAULT_SANDBOX_UID_BASE,
-})
-const canBound = diskProbe.length === 0 && bubblewrap.ok
-if (!canBound) {
-  console.log(
-    'process disk bounds: bounded pods left out here:',
-    diskProbe[0]?.reason ?? (bubblewrap.ok ? '' : bubblewrap.reason),
-  )
-}
+const { canBound, bubblewrapOk } = await boundedProcessPods('process disk bounds: bounded pods')
 
 /** What `look` finds, once it finds something (every 100 ms, up to `timeoutMs`). */
 async function waitFor<T>(
@@ -71,13 +55,6 @@ function mountsUnder(dir: string): string[] {
     .split('\n')
     .map((line) => line.split(' ')[4] ?? '')
     .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
-}
-
-/** Loop devices attached to images under `dir`. */
-function loopsUnder(dir: string): string[] {
-  return execFileSync('losetup', ['-a'], { encoding: 'utf8' })
-    .split('\n')
-    .filter((line) => line.includes(`(${dir}/`))
 }
 
 /** The loop devices of images under `dir`: whether they use direct I/O, and their writeback bdi. */
@@ -319,7 +296,7 @@ describe.runIf(canBound)("a member's pod that writes past its disks (process dri
   }, 60_000)
 })
 
-describe.runIf(bubblewrap.ok)('a host whose process driver does not bound disks', () => {
+describe.runIf(bubblewrapOk)('a host whose process driver does not bound disks', () => {
   let platform: TestPlatform
 
   beforeAll(async () => {

@@ -1,14 +1,19 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPlatform, type Platform } from '../src/platform.js'
-import { probeBubblewrap } from '../src/runtime/process/bubblewrap.js'
-import { DiskBounds } from '../src/runtime/disk-bounds/disk-bounds.js'
-import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { callPlatform, otherAccountKey, testConfig, type CallInit } from './support/platform.js'
+import {
+  boundedProcessPods,
+  FILL_TEN_GB_VOLUME,
+  GIB,
+  LIST_VOLUME,
+  loopsUnder,
+  mountsAtOrUnder,
+} from './support/disk-bounds-probe.js'
 import { podLog } from './support/http.js'
 import { until } from './support/until.js'
 
@@ -19,37 +24,7 @@ import { until } from './support/until.js'
  * shared), and deleting the volume takes its image and mount with it.
  */
 
-const GIB = 1024 ** 3
-const probeDir = mkdtempSync(path.join(tmpdir(), 'podyard-volume-probe-'))
-const diskProbe = await new DiskBounds({ mode: 'auto', root: probeDir, probeDir }).unenforced()
-rmSync(probeDir, { recursive: true, force: true })
-const bubblewrap = await probeBubblewrap({
-  searchPath: process.env.PATH,
-  probeUid: DEFAULT_SANDBOX_UID_BASE,
-})
-const canBound = diskProbe.length === 0 && bubblewrap.ok
-if (!canBound) {
-  console.log(
-    'process network volume bounds: left out here:',
-    diskProbe[0]?.reason ?? (bubblewrap.ok ? '' : bubblewrap.reason),
-  )
-}
-
-/** Writes past a 10 GB volume: 11 GB reserved at once, then 9 GB reserved and 2 GB written. */
-const FILL = [
-  'touch /runpod-volume/from-a',
-  'fallocate -l 11G /runpod-volume/too-big 2>&1; echo "fallocate 11G exit $?"',
-  // ext4 keeps what a failed fallocate reserved.
-  'rm -f /runpod-volume/too-big',
-  'fallocate -l 9G /runpod-volume/most; echo "fallocate 9G exit $?"',
-  'dd if=/dev/zero of=/runpod-volume/rest bs=1M count=2048 2>&1; echo "dd exit $?"',
-  'echo filled',
-  'exec sleep 600',
-].join('\n')
-
-const LIST = ['echo "volume holds: $(ls -A /runpod-volume | tr "\\n" " ")"', 'exec sleep 600'].join(
-  '\n',
-)
+const { canBound } = await boundedProcessPods('process network volume bounds')
 
 interface Json {
   id: string
@@ -60,21 +35,6 @@ async function json<T = Json>(response: Response, status = 200): Promise<T> {
   const text = await response.text()
   expect(response.status, text).toBe(status)
   return (text ? JSON.parse(text) : undefined) as T
-}
-
-/** The mounts at or under `dir` on this host. */
-function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[4] ?? '')
-    .filter((mountPoint) => mountPoint === dir || mountPoint.startsWith(`${dir}/`))
-}
-
-/** Loop devices attached to images under `dir`. */
-function loopsUnder(dir: string): string[] {
-  return execFileSync('losetup', ['-a'], { encoding: 'utf8' })
-    .split('\n')
-    .filter((line) => line.includes(`(${dir}/`))
 }
 
 describe.runIf(canBound)("a member's network volume on this machine (process driver)", () => {
@@ -119,7 +79,7 @@ describe.runIf(canBound)("a member's network volume on this machine (process dri
 
   afterAll(async () => {
     await platform?.closeWithWorkloads()
-    for (const mountPoint of mountsUnder(dataDir).reverse()) {
+    for (const mountPoint of mountsAtOrUnder(dataDir).reverse()) {
       execFileSync('umount', ['-l', mountPoint])
     }
     rmSync(dataDir, { recursive: true, force: true })
@@ -134,7 +94,7 @@ describe.runIf(canBound)("a member's network volume on this machine (process dri
       201,
     )
     const volumeDir = path.join(volumesDir, volume.id)
-    const filler = await createPod('filler', volume.id, FILL)
+    const filler = await createPod('filler', volume.id, FILL_TEN_GB_VOLUME)
     const text = (await logUntil(filler, (l) => l === 'filled')).join('\n')
     expect(text).toMatch(/fallocate: fallocate failed: No space left on device/)
     expect(text).toContain('fallocate 11G exit 1')
@@ -149,22 +109,22 @@ describe.runIf(canBound)("a member's network volume on this machine (process dri
     expect(image.blocks * 512).toBeLessThanOrEqual(2.1 * GIB)
 
     // A second pod on the volume while the first runs: the same files, through the same mount.
-    const reader = await createPod('reader', volume.id, LIST)
+    const reader = await createPod('reader', volume.id, LIST_VOLUME)
     const listed = await logUntil(reader, (l) => l.startsWith('volume holds: '))
     expect(listed.find((l) => l.startsWith('volume holds: '))).toBe(
       'volume holds: from-a most rest ',
     )
-    expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+    expect(mountsAtOrUnder(volumesDir)).toEqual([volumeDir])
     expect(loopsUnder(volumesDir)).toHaveLength(1)
 
     // Terminating the pods leaves the volume (its image and files), mounted while one uses
     // it; deleting the volume takes them.
     expect((await call(`/v2/pods/${filler}`, { method: 'DELETE' })).status).toBe(204)
-    expect(mountsUnder(volumesDir)).toEqual([volumeDir])
+    expect(mountsAtOrUnder(volumesDir)).toEqual([volumeDir])
     expect((await call(`/v2/pods/${reader}`, { method: 'DELETE' })).status).toBe(204)
     await until(
       'the volume to be unmounted with its last pod',
-      async () => mountsUnder(volumesDir),
+      async () => mountsAtOrUnder(volumesDir),
       (mounts) => mounts.length === 0,
       30_000,
     )
@@ -177,7 +137,7 @@ describe.runIf(canBound)("a member's network volume on this machine (process dri
     )
     expect(existsSync(`${volumeDir}.ext4`)).toBe(false)
     expect(existsSync(volumeDir)).toBe(false)
-    expect(mountsUnder(volumesDir)).toEqual([])
+    expect(mountsAtOrUnder(volumesDir)).toEqual([])
     await until(
       'its loop device to be detached',
       async () => loopsUnder(volumesDir),
