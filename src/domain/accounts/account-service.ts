@@ -319,8 +319,9 @@ export class AccountService {
     if (!API_KEY_SHAPE.test(presented)) return { ok: false, reason: 'not-a-key' }
     const remembered = this.presentedHashes.get(presented)
     const hash = remembered ?? hashApiKey(presented)
+    const now = this.clock.now().getTime()
     let found = this.authCache.get(hash)
-    if (found !== undefined && found.until <= Date.now()) {
+    if (found !== undefined && found.until <= now) {
       this.authCache.delete(hash)
       found = undefined
     }
@@ -335,7 +336,7 @@ export class AccountService {
       found = {
         key,
         account,
-        until: Date.now() + AUTH_CACHE_TTL_MS,
+        until: now + AUTH_CACHE_TTL_MS,
         expiresMs: key.expiresAt ? new Date(key.expiresAt).getTime() : Number.POSITIVE_INFINITY,
         lastUsedMs: key.lastUsedAt ? new Date(key.lastUsedAt).getTime() : Number.NaN,
       }
@@ -351,7 +352,6 @@ export class AccountService {
       this.presentedHashes.set(presented, hash)
     }
     const { account } = found
-    const now = this.clock.now().getTime()
     if (found.expiresMs <= now) return { ok: false, reason: 'expired' }
     // NaN (never used) compares false: touched.
     if (!(now - found.lastUsedMs <= LAST_USED_RESOLUTION_MS)) {

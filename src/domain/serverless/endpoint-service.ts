@@ -228,15 +228,16 @@ export class EndpointService {
 
   /** The endpoint's view; one read from the cache shares the view made at its first use. */
   async get(accountId: string, id: string): Promise<EndpointView> {
+    const now = this.deps.clock.now().getTime()
     let cached = this.recent.get(id)
-    if (cached !== undefined && cached.until <= Date.now()) cached = undefined
+    if (cached !== undefined && cached.until <= now) cached = undefined
     if (cached === undefined) {
       const endpoint = await this.deps.repo.findById(id)
       if (endpoint === undefined) this.recent.delete(id)
       else {
         if (this.recent.size >= ENDPOINT_CACHE_MAX)
           this.recent.delete(this.recent.keys().next().value!)
-        cached = { endpoint, until: Date.now() + ENDPOINT_CACHE_TTL_MS }
+        cached = { endpoint, until: now + ENDPOINT_CACHE_TTL_MS }
         this.recent.set(id, cached)
       }
     }
