@@ -16,7 +16,7 @@ import { WORKER_LABEL_ENDPOINT } from './control/worker-workload.js'
 import type { Fleet } from './domain/catalog/fleet.js'
 import type { HostResolver } from './domain/egress/egress-guard.js'
 import type { RuntimeDriver } from './runtime/driver.js'
-import { systemClock, type Clock } from './shared/clock.js'
+import { systemClock, type Clock, type TimerClock } from './shared/clock.js'
 import { resolveWithSystem } from './shared/host-addresses.js'
 import type { Config } from './config/schema.js'
 import type { Store } from './store/open-store.js'
@@ -94,6 +94,11 @@ export interface RunningWorkloads {
 
 export interface StartOptions {
   clock?: Clock
+  /**
+   * The clock the control loops' timers wait on (default: the system clock). A test that gives
+   * the same ManualClock as `clock` and `timers` runs the loops' passes only as it moves it.
+   */
+  timers?: TimerClock
   logger?: Logger
   /** Where the default logger writes: stdout (serve), or stderr (podyard dev's stdout is its own). */
   logTo?: 'stdout' | 'stderr'
@@ -127,6 +132,7 @@ export async function startPlatform(
   const { context, listening } = platformContext({
     config,
     clock,
+    timers: options.timers ?? systemClock,
     logger,
     store,
     metrics,

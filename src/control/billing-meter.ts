@@ -24,12 +24,14 @@ import type {
   NetworkVolumeType,
   VolumeSizeRecord,
 } from '../domain/volumes/network-volume.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export const DEFAULT_METER_INTERVAL_MS = 10_000
 
 export interface BillingMeterDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   usage: UsageRepo
   pods: { list(filter: PodFilter): Promise<Pod[]> }
   workers: { listAll(): Promise<ManagedWorker[]> }
@@ -92,6 +94,7 @@ export class BillingMeter {
 
   constructor(private readonly deps: BillingMeterDeps) {
     this.loop = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.tick(),
       intervalMs: deps.intervalMs ?? DEFAULT_METER_INTERVAL_MS,
       onError: (error) => deps.logger.error({ err: error }, 'billing meter failed'),

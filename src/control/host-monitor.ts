@@ -7,10 +7,12 @@ import {
   type ProbeOutcome,
 } from '../domain/hosts/host-state.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 export interface HostMonitorOptions {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   /** The fleet's hosts now (hosts are added and removed at runtime). */
   hosts: () => readonly Host[]
   runtimeOf: (hostId: string) => HostRuntime
@@ -45,6 +47,7 @@ export class HostMonitor {
 
   constructor(private readonly options: HostMonitorOptions) {
     this.loop = new ReconcileLoop({
+      clock: options.timers,
       pass: () => this.probeAll(),
       intervalMs: options.intervalMs,
       onError: (error) => options.logger.error({ err: error }, 'probing the hosts failed'),

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { JobQueue } from '../domain/serverless/ports.js'
 import type { JobEvents } from '../domain/serverless/job-events.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import type { Tracing } from '../shared/tracing.js'
 import { traceExpired } from '../domain/serverless/job-tracing.js'
@@ -26,6 +26,8 @@ export class JobSweeper {
     private readonly deps: {
       queue: Pick<JobQueue, 'requeueExpiredLeases' | 'expire' | 'renewRunningLeases'>
       clock: Clock
+      /** The clock its loop's timers wait on (default: the system clock). */
+      timers?: TimerClock
       logger: Pick<Logger, 'info' | 'error'>
       intervalMs?: number
       /** The job lease (`workers.jobLeaseMs`). */
@@ -37,6 +39,7 @@ export class JobSweeper {
     },
   ) {
     this.loop = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.sweep(),
       intervalMs: deps.intervalMs ?? JOB_SWEEP_INTERVAL_MS,
       onError: (error) => deps.logger.error({ err: error }, 'job sweep failed'),

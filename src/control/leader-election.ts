@@ -6,11 +6,14 @@ import {
   type LeaseRepo,
 } from '../domain/cluster/leader-lease.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
+import type { TimerClock } from '../shared/clock.js'
 
 /** The share of the lease time a leader gives up before its lease expires (clock skew room). */
 export const FENCE_FRACTION = 0.2
 
 export interface LeaderElectionDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   /** The stored leases; without them (SQLite: one process) this replica always leads. */
   leases?: LeaseRepo
   replicaId: string
@@ -56,8 +59,14 @@ export class LeaderElection {
     const intervalMs = Math.max(50, Math.floor(this.ttlMs / LEASE_RENEWALS_PER_TTL))
     const onError = (error: unknown): void =>
       deps.logger.error({ err: error }, 'the leader election failed a pass')
-    this.renewals = new ReconcileLoop({ pass: () => this.tryLease(), intervalMs, onError })
+    this.renewals = new ReconcileLoop({
+      clock: deps.timers,
+      pass: () => this.tryLease(),
+      intervalMs,
+      onError,
+    })
     this.fencing = new ReconcileLoop({
+      clock: deps.timers,
       pass: async () => this.fence(),
       intervalMs: Math.max(25, Math.floor(intervalMs / 4)),
       onError,

@@ -9,6 +9,7 @@ import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-recon
 import { PodRuntimeSampler } from './pod-runtime-sampler.js'
 import { DueQueue } from '../shared/due-queue.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
+import type { TimerClock } from '../shared/clock.js'
 import { untilLaunched } from './until-launched.js'
 
 export { HTTP_READY_TIMEOUT_MS, STARTUP_GRACE_MS, STOP_GRACE_MS } from './pod-reconcile.js'
@@ -33,6 +34,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 export interface PodLifecycleDeps extends PodReconcileDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   drivers: RuntimeDriver[]
   /** Whether every host a driver serves is DOWN: then it is not even asked for its list. */
   driverDown?: (driver: RuntimeDriver) => boolean
@@ -87,6 +90,7 @@ export class PodLifecycle implements PodRuntimeReader {
       else this.sampler.forget(pod.id)
     })
     this.loop = new ReconcileLoop({
+      clock: deps.timers,
       pass: async () => {
         await this.pass()
         return { wakeInMs: this.untilNext() }

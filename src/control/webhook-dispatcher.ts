@@ -12,7 +12,7 @@ import {
   WEBHOOK_ERRORS,
 } from '../domain/serverless/webhook-delivery.js'
 import type { EgressGuard } from '../domain/egress/egress-guard.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 import { pinnedRequest } from '../shared/pinned-request.js'
 
@@ -73,6 +73,8 @@ export function webhookSender(
 }
 
 export interface WebhookDispatcherDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   deliveries: WebhookDeliveryRepo
   clock: Clock
   logger: Pick<Logger, 'info' | 'warn' | 'error'>
@@ -121,6 +123,7 @@ export class WebhookDispatcher {
     this.maxInFlight = deps.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT
     this.send = webhookSender(deps.egress)
     this.loop = new ReconcileLoop({
+      clock: deps.timers,
       pass: async () => void (await this.claimAndSend()),
       intervalMs: this.intervalMs,
       onError: (error) => deps.logger.error({ err: error }, 'webhook pass failed'),

@@ -6,6 +6,7 @@ import type { WorkerPresence } from '../domain/serverless/worker-presence.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { SweptJobObservers } from './swept-jobs.js'
 import type { WorkerLaunchDeps } from './worker-launch.js'
+import type { TimerClock } from '../shared/clock.js'
 
 export interface WorkerAutoscalerSettings {
   /** How often the loop reconciles. */
@@ -63,6 +64,8 @@ export const DEFAULT_AUTOSCALER_SETTINGS: WorkerAutoscalerSettings = {
 }
 
 export interface WorkerAutoscalerDeps extends WorkerLaunchDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   endpoints: { listAll(): Promise<Endpoint[]> }
   allocations: AllocationRepo
   drivers: RuntimeDriver[]

@@ -103,12 +103,14 @@ export class WorkerAutoscaler implements WorkerRoster, WorkerObserver {
     }
     this.logSources = { workers: deps.workers, driverFor: deps.driverFor, failures: this.failures }
     this.loop = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.reconcile(),
       intervalMs: this.settings.intervalMs,
       minGapMs: WAKE_MIN_SPACING_MS,
       onError: (error) => deps.logger.error({ err: error }, 'autoscaler failed'),
     })
     this.following = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.refreshRoster(),
       intervalMs: this.settings.intervalMs,
       onError: (error) =>

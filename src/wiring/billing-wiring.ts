@@ -36,6 +36,7 @@ export function wireBilling(context: PlatformContext): BillingParts {
       (await parts.accounts.accounts.findAccount(accountId))?.role === 'admin',
   })
   const meter = new BillingMeter({
+    timers: context.timers,
     usage,
     pods,
     workers,

@@ -18,6 +18,7 @@ export function wireHosts(context: PlatformContext): HostParts {
   const { fleet, board, gpus, runtimeOf } = parts.fleet
   const drainHooks: DrainHook[] = []
   const monitor = new HostMonitor({
+    timers: context.timers,
     hosts: () => fleet.hosts,
     runtimeOf,
     board,

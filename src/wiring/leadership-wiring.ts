@@ -36,6 +36,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const { monitor } = parts.hosts
   const { board, gpus } = parts.fleet
   const objectSweep = new ReconcileLoop({
+    clock: context.timers,
     pass: async () => {
       await parts.models.service.purgeExpiredObjects()
     },
@@ -47,6 +48,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   // withdrawals any replica's sampler writes (or an operator's reset). On SQLite this process
   // is the only writer, and its boards have every write already.
   const boardRefresh = new ReconcileLoop({
+    clock: context.timers,
     pass: async () => {
       await parts.fleet.managed.sync()
       await board.refresh()
@@ -56,6 +58,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     onError: (error) => logger.warn({ err: error }, 'reading the hosts and their states failed'),
   })
   const election = new LeaderElection({
+    timers: context.timers,
     ...(clustered ? { leases: new KyselyLeaseRepo(store.db) } : {}),
     replicaId,
     ttlMs: config.cluster.leaseTtlMs,

@@ -45,7 +45,7 @@ import type { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import type { ProcessDriver } from '../runtime/process/process-driver.js'
 import type { DirectoryVolumeStorage } from '../runtime/volume-directories.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
 import type { Tracing } from '../shared/tracing.js'
 import type { CreditRepo } from '../domain/billing/ports.js'
 import type { Store } from '../store/open-store.js'
@@ -64,6 +64,8 @@ import type { KyselyWorkerRepo } from '../store/worker-repo.js'
 export interface PlatformContext {
   readonly config: Readonly<Config>
   readonly clock: Clock
+  /** What the control loops' timers wait on: the system clock, or a test's ManualClock. */
+  readonly timers: TimerClock
   readonly logger: Logger
   readonly store: Store
   /** The platform's metrics (platform-metrics.ts), which every area reports to. */

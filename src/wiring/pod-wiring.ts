@@ -105,6 +105,7 @@ export function wirePods(context: PlatformContext): PodParts {
     return servedBy
   }
   const lifecycle = new PodLifecycle({
+    timers: context.timers,
     store: podStore,
     ...(context.tracing ? { tracing: context.tracing } : {}),
     fleet,

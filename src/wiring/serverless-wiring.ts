@@ -82,6 +82,7 @@ export function wireServerless(
     clock,
   })
   const dispatcher = new WebhookDispatcher({
+    timers: context.timers,
     deliveries,
     egress: webhookEgress,
     clock,
@@ -160,6 +161,7 @@ export function wireServerless(
     webhookEgress,
     dispatcher,
     sweeper: new JobSweeper({
+      timers: context.timers,
       queue,
       clock,
       logger,
@@ -183,6 +185,7 @@ function workerAutoscalerOf(
   const billing = parts.billing
   const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
   return new WorkerAutoscaler({
+    timers: context.timers,
     endpoints: serverless.endpointRepo,
     workers: serverless.workerRepo,
     exclusiveCapacity: (work) =>

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load-config.js'
 import type { Config } from '../../src/config/schema.js'
 import { startPlatform, type Platform } from '../../src/platform.js'
 import { AccountService } from '../../src/domain/accounts/account-service.js'
-import { systemClock, type Clock } from '../../src/shared/clock.js'
+import { systemClock, type Clock, type TimerClock } from '../../src/shared/clock.js'
 import type { HostResolver } from '../../src/domain/egress/egress-guard.js'
 import { removeDataDir } from './processes.js'
 import { TestResolver } from './test-resolver.js'
@@ -42,6 +42,8 @@ export function testConfig(dataDir: string, overrides: TestConfig = {}): Config 
 
 export interface TestPlatformOptions {
   clock?: Clock
+  /** What the control loops' timers wait on (StartOptions.timers); default the system clock. */
+  timers?: TimerClock
   logger?: Logger
   resolveHost?: HostResolver
   consoleDir?: string
@@ -64,6 +66,7 @@ export async function startTestPlatform(
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.timers ? { timers: options.timers } : {}),
     ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
     // Names in webhook URLs resolve from a table, never through DNS off the machine.
     resolveHost: options.resolveHost ?? new TestResolver().resolve,
