@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { LimitedOperation, OperationUsage } from '../domain/serverless/operation-limits.js'
 import type { Database } from './database-schema.js'
+import type { TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 /** How often each replica publishes its job API counters and reads the others'. */
@@ -14,6 +15,8 @@ const IN_FLIGHT_STALE_MS = 5_000
 const ROW_RETENTION_MS = 60_000
 
 export interface SharedJobLimitsDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   db: Kysely<Database>
   replicaId: string
   /** This replica's counters, and where the others' go (JobLimiter.usage / setOthers). */
@@ -39,6 +42,7 @@ export class SharedJobLimits {
   constructor(private readonly deps: SharedJobLimitsDeps) {
     this.now = deps.now ?? Date.now
     this.ticks = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.sync(),
       intervalMs: deps.intervalMs ?? SHARED_LIMITS_SYNC_MS,
       onError: (error) => deps.logger.warn({ err: error }, 'syncing the job API counters failed'),

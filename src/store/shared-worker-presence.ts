@@ -6,12 +6,15 @@ import {
 } from '../domain/serverless/worker-presence.js'
 import type { Database, WorkerPresenceTable } from './database-schema.js'
 import { retryLockConflicts } from '../shared/lock-conflict-retry.js'
+import type { TimerClock } from '../shared/clock.js'
 import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 /** How often each replica publishes the workers it saw and reads everyone's. */
 export const SHARED_PRESENCE_SYNC_MS = 1_000
 
 export interface SharedWorkerPresenceDeps {
+  /** The clock its loop's timers wait on (default: the system clock): a ManualClock drives it. */
+  timers?: TimerClock
   db: Kysely<Database>
   presence: WorkerPresence
   /** The presence's clock (its records' times), in ms. */
@@ -33,6 +36,7 @@ export class SharedWorkerPresence {
 
   constructor(private readonly deps: SharedWorkerPresenceDeps) {
     this.ticks = new ReconcileLoop({
+      clock: deps.timers,
       pass: () => this.sync(),
       intervalMs: deps.intervalMs ?? SHARED_PRESENCE_SYNC_MS,
       onError: (error) => deps.logger.warn({ err: error }, 'syncing worker presence failed'),

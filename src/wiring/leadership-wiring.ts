@@ -94,6 +94,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const shared = clustered
     ? [
         new SharedJobLimits({
+          timers: context.timers,
           db: store.db,
           replicaId,
           limiter: jobLimiter,
@@ -101,6 +102,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
           logger,
         }),
         new SharedWorkerPresence({
+          timers: context.timers,
           db: store.db,
           presence: parts.serverless.presence,
           now: () => clock.now().getTime(),
