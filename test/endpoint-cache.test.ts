@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CatalogService } from '../src/domain/catalog/catalog-service.js'
 import { demoFleet } from '../src/domain/catalog/demo-fleet.js'
-import type { Endpoint } from '../src/domain/serverless/endpoint.js'
 import {
   ENDPOINT_CACHE_TTL_MS,
   EndpointService,
@@ -10,6 +9,7 @@ import { ManualClock } from '../src/shared/clock.js'
 import { KyselyAllocationRepo } from '../src/store/allocation-repo.js'
 import { KyselyEndpointRepo } from '../src/store/endpoint-repo.js'
 import type { Store } from '../src/store/open-store.js'
+import { endpointRecord } from './support/endpoint-records.js'
 import { addTestAccount, testStores } from './support/stores.js'
 
 /**
@@ -37,36 +37,8 @@ describe.each(testStores())('endpoint cache on $name', ({ open }) => {
       deleteJobsOf: async () => 0,
     })
 
-  const stored = (accountId: string, image: string): Endpoint => ({
-    id: 'ep_cached',
-    accountId,
-    name: 'cached',
-    type: 'QUEUE',
-    templateId: null,
-    image,
-    args: '',
-    disk: 20,
-    env: {},
-    ports: [],
-    registry: null,
-    gpu: {
-      pools: ['ADA_24'],
-      excludedTypes: [],
-      count: 1,
-      allowedCudaVersions: [],
-      minCudaVersion: null,
-    },
-    cpu: null,
-    workers: { min: 0, max: 1, idleTimeout: 5 },
-    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-    dataCenterIds: [],
-    networkVolumes: [],
-    timeout: 600_000,
-    flashboot: 'OFF',
-    version: 1,
-    createdAt: '2026-03-01T12:00:00.000Z',
-    updatedAt: '2026-03-01T12:00:00.000Z',
-  })
+  const stored = (accountId: string, image: string) =>
+    endpointRecord('ep_cached', accountId, { image })
 
   beforeEach(async () => {
     store = await open()

@@ -1,36 +1,20 @@
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { Endpoint } from '../src/domain/serverless/endpoint.js'
 import { KyselyEndpointRepo } from '../src/store/endpoint-repo.js'
 import { migrationList } from '../src/store/migrations/migration-list.js'
 import type { Store } from '../src/store/open-store.js'
 import { KyselyReleaseRepo } from '../src/store/release-repo.js'
+import { endpointRecord } from './support/endpoint-records.js'
 import { addTestAccount, testStores } from './support/stores.js'
 
-const endpoint = (id: string, version: number, updatedAt: string): Endpoint => ({
-  id,
-  accountId: 'acct_r',
-  name: id,
-  type: 'QUEUE',
-  templateId: null,
-  image: 'worker:1',
-  args: '',
-  disk: 50,
-  env: {},
-  ports: [],
-  registry: null,
-  gpu: null,
-  cpu: [{ id: 'cpu3c', vcpuCount: 2, memory: 4 }],
-  workers: { min: 0, max: 3, idleTimeout: 10 },
-  scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-  dataCenterIds: [],
-  networkVolumes: [],
-  timeout: 300000,
-  flashboot: 'OFF',
-  version,
-  createdAt: '2026-03-01T10:00:00.000Z',
-  updatedAt,
-})
+const endpoint = (id: string, version: number, updatedAt: string) =>
+  endpointRecord(id, 'acct_r', {
+    disk: 50,
+    workers: { min: 0, max: 3, idleTimeout: 10 },
+    version,
+    createdAt: '2026-03-01T10:00:00.000Z',
+    updatedAt,
+  })
 
 describe.each(testStores())('KyselyReleaseRepo on $name', ({ open }) => {
   let store: Store

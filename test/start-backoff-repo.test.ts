@@ -3,39 +3,17 @@ import { afterFailure } from '../src/domain/serverless/start-backoff.js'
 import { KyselyEndpointRepo } from '../src/store/endpoint-repo.js'
 import type { Store } from '../src/store/open-store.js'
 import { KyselyStartBackoffRepo } from '../src/store/start-backoff-repo.js'
+import { endpointRecord } from './support/endpoint-records.js'
 import { addTestAccount, testStores } from './support/stores.js'
 
 describe.each(testStores())('KyselyStartBackoffRepo on $name', ({ open }) => {
   let store: Store
   let repo: KyselyStartBackoffRepo
 
-  const addEndpoint = async (id: string, accountId: string) => {
-    const at = '2026-02-01T10:00:00.000Z'
-    await new KyselyEndpointRepo(store.db).insert({
-      id,
-      accountId,
-      name: id,
-      type: 'QUEUE',
-      templateId: null,
-      image: 'worker:1',
-      args: '',
-      disk: 5,
-      env: {},
-      ports: [],
-      registry: null,
-      gpu: null,
-      cpu: [{ id: 'cpu3c', vcpuCount: 2, memory: 4 }],
-      workers: { min: 0, max: 1, idleTimeout: 5 },
-      scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-      dataCenterIds: [],
-      networkVolumes: [],
-      timeout: 300000,
-      flashboot: 'OFF',
-      version: 1,
-      createdAt: at,
-      updatedAt: at,
-    })
-  }
+  const addEndpoint = (id: string, accountId: string) =>
+    new KyselyEndpointRepo(store.db).insert(
+      endpointRecord(id, accountId, { workers: { min: 0, max: 1, idleTimeout: 5 } }),
+    )
 
   beforeEach(async () => {
     store = await open()
