@@ -150,8 +150,10 @@ module.exports = {
       from: { path: layer(name) },
       to: {
         path: `^src/(${layers.filter((other) => other !== name && !allowed[name].includes(other)).join('|')})/`,
-        // The queue runs its statements on the store's direct SQLite path (store-internals-behind-the-store).
-        ...(name === 'queue' ? { pathNot: '^src/store/direct-sqlite\\.ts$' } : {}),
+        // The queue runs on the store's table types and direct SQLite path (store-internals-behind-the-store).
+        ...(name === 'queue'
+          ? { pathNot: '^src/store/(database-schema|direct-sqlite)\\.ts$' }
+          : {}),
       },
     })),
   ],

@@ -3,25 +3,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { JobSweeper } from '../src/control/job-sweeper.js'
 import { MAX_JOB_ATTEMPTS, newJob, type Job, type JobPolicy } from '../src/domain/serverless/job.js'
 import type { ManagedWorker } from '../src/domain/serverless/worker.js'
-import type { JobQueueDatabase } from '../src/queue/job-tables.js'
 import { KyselyJobQueue } from '../src/queue/kysely-job-queue.js'
 import { ManualClock } from '../src/shared/clock.js'
-import type { Database } from '../src/store/database-schema.js'
 import type { Store } from '../src/store/open-store.js'
 import { KyselyWorkerRepo } from '../src/store/worker-repo.js'
 import { addTestAccount, testStores } from './support/stores.js'
-
-// The queue's copy of its table types must agree with the store's, both ways.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
-const _schemasAgree: [
-  Same<JobQueueDatabase['jobs'], Database['jobs']>,
-  Same<JobQueueDatabase['job_stream'], Database['job_stream']>,
-  Same<JobQueueDatabase['job_stops'], Database['job_stops']>,
-  Same<
-    JobQueueDatabase['workers'],
-    Pick<Database['workers'], 'id' | 'phase' | 'reason' | 'phase_changed_at'>
-  >,
-] = [true, true, true, true]
 
 const EP = 'endpoint000001'
 const LEASE = 30_000

@@ -56,8 +56,8 @@ import { takeAtOnce, takeIn, takenOnSubmit } from './job-takes.js'
 export interface KyselyJobQueueOptions {
   /**
    * The store's Kysely instance (`store.db`): any database that has the queue's tables
-   * (migration 0005-jobs). Typed loosely because the queue layer may not import the store's
-   * schema; the queue narrows it to its own tables (src/queue/job-tables.ts).
+   * (migration 0005-jobs). Typed loosely, as a caller's database may have more tables than the
+   * queue's; the queue narrows it to its own (src/queue/job-tables.ts).
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   db: Kysely<any>
