@@ -1,7 +1,6 @@
 import { mkdtempSync, rmdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   lostAttemptReason,
@@ -11,7 +10,11 @@ import {
 import { probeCgroups } from '../src/runtime/process/cgroup-files.js'
 import { groupDirs } from '../src/runtime/process/cgroup-plan.js'
 import { repoRoot } from './support/cli.js'
-import { ENGINE_SOCKET, engineForwarder, type EngineForwarder } from './support/engine-forwarder.js'
+import {
+  engineForwarder,
+  removeWorkloadContainers,
+  type EngineForwarder,
+} from './support/engine-forwarder.js'
 import { json } from './support/http.js'
 import { attribute, otlpReceiver, type OtlpSpan } from './support/otlp-receiver.js'
 import {
@@ -318,16 +321,7 @@ localHost: false
     await engine?.restore()
     await platform?.close().catch(() => undefined)
     // The lost worker's container outlives its engine's loss by design.
-    const engineHere = new Docker({ socketPath: ENGINE_SOCKET })
-    if (lostWorker) {
-      const found = await engineHere.listContainers({
-        all: true,
-        filters: { label: [`podyard.workload=${lostWorker}`] },
-      })
-      for (const container of found) {
-        await engineHere.getContainer(container.Id).remove({ force: true })
-      }
-    }
+    if (lostWorker) await removeWorkloadContainers([lostWorker])
     await engine?.lose().catch(() => undefined)
     await receiver?.close()
     if (dir) rmSync(dir, { recursive: true, force: true })

@@ -2,10 +2,13 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fleetYaml } from './support/fleet-yaml.js'
-import { ENGINE_SOCKET, engineForwarder, type EngineForwarder } from './support/engine-forwarder.js'
+import {
+  engineForwarder,
+  removeWorkloadContainers,
+  type EngineForwarder,
+} from './support/engine-forwarder.js'
 import { json } from './support/http.js'
 import { TEST_ADMIN_KEY } from './support/platform.js'
 import { leads, startReplica, stopReplicas, type Replica } from './support/replica-process.js'
@@ -96,16 +99,7 @@ describe.runIf(postgresUrl && docker)('a worker lost with its host, on two repli
   afterAll(async () => {
     await stopReplicas(children)
     // The lost worker's container outlives its server and its engine's loss by design.
-    const engineHere = new Docker({ socketPath: ENGINE_SOCKET })
-    for (const id of workerIds) {
-      const found = await engineHere.listContainers({
-        all: true,
-        filters: { label: [`podyard.workload=${id}`] },
-      })
-      for (const container of found) {
-        await engineHere.getContainer(container.Id).remove({ force: true })
-      }
-    }
+    await removeWorkloadContainers(workerIds)
     await engine?.lose().catch(() => undefined)
     await database?.drop()
     if (dir) rmSync(dir, { recursive: true, force: true })

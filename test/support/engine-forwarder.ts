@@ -1,4 +1,5 @@
 import net from 'node:net'
+import Docker from 'dockerode'
 
 /** This machine's Docker engine, which the forwarder below passes connections on to. */
 export const ENGINE_SOCKET = '/var/run/docker.sock'
@@ -41,5 +42,22 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
     restore: async () => {
       if (!server.listening) await listen()
     },
+  }
+}
+
+/**
+ * Removes the containers of these workloads from this machine's engine: a worker lost with its
+ * engine keeps its container by design, which a test then removes itself.
+ */
+export async function removeWorkloadContainers(workloadIds: readonly string[]): Promise<void> {
+  const engine = new Docker({ socketPath: ENGINE_SOCKET })
+  for (const id of workloadIds) {
+    const found = await engine.listContainers({
+      all: true,
+      filters: { label: [`podyard.workload=${id}`] },
+    })
+    for (const container of found) {
+      await engine.getContainer(container.Id).remove({ force: true })
+    }
   }
 }
