@@ -6,10 +6,8 @@ import { probePodNetwork } from '../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../src/runtime/process/sandbox-users.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 import { probeScript, secretServer } from './support/hostile-workloads.js'
+import { accountCaller, accountPodLog } from './support/http.js'
 import { until } from './support/until.js'
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
 
 /**
  * Before network namespaces a pod of the process driver shared the host's network. As another account, a pod
@@ -187,28 +185,8 @@ describe.runIf(runnable)("a pod's network on the process driver (sandboxed)", ()
     await platform?.closeWithWorkloads()
   })
 
-  const call = async (key: string, pathAndQuery: string, json?: unknown) => {
-    const response = await platform.call(pathAndQuery, {
-      key,
-      ...(json === undefined ? {} : { method: 'POST', json }),
-    })
-    const text = await response.text()
-    let body: Json = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // logs: server-sent events
-    }
-    return { status: response.status, body }
-  }
-
-  const podLog = async (key: string, id: string): Promise<string[]> => {
-    const read = await call(key, `/v2/pods/${id}/logs?follow=false&tail=200&source=container`)
-    return String(read.body)
-      .split('\n')
-      .filter((l) => l.startsWith('data: '))
-      .map((l) => (JSON.parse(l.slice('data: '.length)) as { line: string }).line)
-  }
+  const call = accountCaller(() => platform.url)
+  const podLog = accountPodLog(() => platform.url)
 
   it("reaches none of the host's loopback services, other tenants' undeclared ports or the metadata address; its declared port answers", async () => {
     const postgres = await secretServer('127.0.0.1', 'SECRET-postgres')

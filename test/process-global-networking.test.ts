@@ -10,17 +10,14 @@ import { podDirectories } from '../src/control/pod-workload.js'
 import { pino } from 'pino'
 import { startPlatform, type Platform } from '../src/platform.js'
 import {
-  callPlatform,
   otherAccountKey,
   startTestPlatform,
   testConfig,
   type TestPlatform,
 } from './support/platform.js'
 import { secretServer } from './support/hostile-workloads.js'
+import { accountCaller, accountPodLog } from './support/http.js'
 import { until } from './support/until.js'
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
 
 /**
  * globalNetworking on the process driver, through the API as two member accounts: A's
@@ -102,28 +99,8 @@ describe.runIf(runnable)('globalNetworking on the process driver (sandboxed)', (
     await platform?.closeWithWorkloads()
   })
 
-  const call = async (key: string, pathAndQuery: string, json?: unknown) => {
-    const response = await callPlatform(site.url, pathAndQuery, {
-      key,
-      ...(json === undefined ? {} : { method: 'POST', json }),
-    })
-    const text = await response.text()
-    let body: Json = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // logs: server-sent events
-    }
-    return { status: response.status, body }
-  }
-
-  const podLog = async (key: string, id: string): Promise<string[]> => {
-    const read = await call(key, `/v2/pods/${id}/logs?follow=false&tail=200&source=container`)
-    return String(read.body)
-      .split('\n')
-      .filter((l) => l.startsWith('data: '))
-      .map((l) => (JSON.parse(l.slice('data: '.length)) as { line: string }).line)
-  }
+  const call = accountCaller(() => site.url)
+  const podLog = accountPodLog(() => site.url)
 
   /** Creates an H100 pod (global networking needs an NVIDIA GPU) and waits for its address. */
   const createPod = async (key: string, name: string, globalNetworking: boolean) => {

@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import type { TestPlatform } from './platform.js'
+import { callPlatform, type TestPlatform } from './platform.js'
 
 /** The body of a response as JSON, after checking its status (the body is in the message). */
 export async function json<T = Record<string, unknown>>(
@@ -64,4 +64,32 @@ export function logEvents(text: string): LogEvent[] {
       const data = JSON.parse(dataLine!.slice('data: '.length)) as { source: string; line: string }
       return { id: idLine!.slice('id: '.length), source: data.source, line: data.line }
     })
+}
+
+/**
+ * A caller of `baseUrl` as the account of `key`: a GET, or a POST of `json`; the answer's
+ * status and body, parsed as JSON where it is JSON (a log's server-sent events stay text).
+ */
+export function accountCaller(baseUrl: () => string) {
+  return async (key: string, pathAndQuery: string, json?: unknown) => {
+    const response = await callPlatform(baseUrl(), pathAndQuery, {
+      key,
+      ...(json === undefined ? {} : { method: 'POST', json }),
+    })
+    const text = await response.text()
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let body: any = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // logs: server-sent events
+    }
+    return { status: response.status, body }
+  }
+}
+
+/** The newest 200 lines of a pod's container log, read as the account of `key`. */
+export function accountPodLog(baseUrl: () => string) {
+  return (key: string, id: string): Promise<string[]> =>
+    podLog((p) => callPlatform(baseUrl(), p, { key }), id, 'container', 200)
 }
