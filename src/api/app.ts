@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { HostImagePulls } from '../domain/hosts/host-images.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
@@ -106,6 +107,8 @@ export interface AppDeps {
   quotas?: QuotaService
   /** The pools each account is bound to (docs/fleet.md, "Pools"). */
   pools?: AccountPoolService
+  /** Images on the hosts, pulled ahead of time (docs/fleet.md, "Images ahead of time"). */
+  hostImages?: HostImagePulls
   /**
    * Config `telemetry` (docs/production.md, "Request ids and tracing"): W3C traceparent in and
    * out.
@@ -255,6 +258,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.hostCertificates ? { hostCertificates: deps.hostCertificates } : {}),
     ...(deps.quotas ? { quotas: deps.quotas } : {}),
     ...(deps.pools ? { pools: deps.pools } : {}),
+    ...(deps.hostImages ? { hostImages: deps.hostImages } : {}),
   })
   // `/v2/<model_id>/...` and `/v2/objects/...`: static routes, preferred to `/v2/<endpoint_id>/...`.
   if (deps.models) {

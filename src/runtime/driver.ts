@@ -224,6 +224,26 @@ export interface RuntimeDriver {
   close(): Promise<void>
 }
 
+/**
+ * An optional power: drivers with images (docker) pull one ahead of time, so that a workload's
+ * start on the host does no pull (docs/fleet.md, "Images ahead of time").
+ */
+export interface ImagePreparer {
+  /**
+   * Pulls the image unless the host has it ('present'); joins a pull of it in flight. Throws
+   * an Error saying why a pull failed (never the credentials).
+   */
+  prepareImage(
+    image: string,
+    registryAuth: { username: string; password: string } | undefined,
+    onBytes: (done: number, total: number) => void,
+  ): Promise<'present' | 'pulled'>
+}
+
+export function canPrepareImages(driver: RuntimeDriver): driver is RuntimeDriver & ImagePreparer {
+  return typeof (driver as Partial<ImagePreparer>).prepareImage === 'function'
+}
+
 /** Which workloads `RuntimeDriver.list` answers. */
 export interface WorkloadFilter {
   /** Labels a workload's spec must carry, each with this value. */

@@ -422,6 +422,19 @@ export interface AccountPoolsTable {
   created_at: string
 }
 
+/** Migration 0029: an image on a host, pulled ahead of time (or found there), and its pull. */
+export interface HostImagesTable {
+  host_id: string
+  image: string
+  state: string
+  reason: string | null
+  /** A number in SQLite, a bigint (read back as a string) in PostgreSQL. */
+  bytes_done: number | string | null
+  bytes_total: number | string | null
+  started_at: string
+  updated_at: string
+}
+
 /** Migration 0026: hosts added at runtime; `declaration` is the JSON of a fleet Host. */
 export interface HostsTable {
   id: string
@@ -451,6 +464,7 @@ export interface Database {
   account_secrets: AccountSecretsTable
   account_quotas: AccountQuotasTable
   account_pools: AccountPoolsTable
+  host_images: HostImagesTable
   templates: TemplatesTable
   settings: SettingsTable
   jobs: JobsTable

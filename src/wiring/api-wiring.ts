@@ -71,6 +71,7 @@ export async function wireApi(
     }),
     quotas: accounts.quotas,
     pools: accounts.pools,
+    hostImages: serverless.imagePulls,
     models: { service: models.service, signer: models.signer },
     consoleDir,
     // What /readyz says to anyone: never the driver's error, which can name the database's

@@ -1,3 +1,4 @@
+import type { ImagePrepull } from '../control/image-prepull.js'
 import type { Logger } from 'pino'
 import type { Config } from '../config/schema.js'
 import type { BillingMeter } from '../control/billing-meter.js'
@@ -209,6 +210,8 @@ export interface ServerlessParts {
   presence: WorkerPresence
   workerRepo: KyselyWorkerRepo
   autoscaler: WorkerAutoscaler
+  /** Images pulled ahead of time on the hosts (docs/fleet.md, "Images ahead of time"). */
+  imagePulls: ImagePrepull
   jobs: JobService
   workers: WorkerService
   webhooks: WebhookService

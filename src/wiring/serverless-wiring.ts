@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.js'
 import { ConfigError } from '../config/load-config.js'
+import { ImagePrepull } from '../control/image-prepull.js'
 import { JobSweeper } from '../control/job-sweeper.js'
 import { WebhookDispatcher } from '../control/webhook-dispatcher.js'
 import { WorkerAutoscaler } from '../control/worker-autoscaler.js'
@@ -28,6 +29,7 @@ import { isAppError } from '../shared/app-error.js'
 import type { Clock } from '../shared/clock.js'
 import { interfaceAddresses } from '../shared/host-addresses.js'
 import { KyselyEndpointRepo } from '../store/endpoint-repo.js'
+import { KyselyHostImageRepo } from '../store/host-image-repo.js'
 import { KyselyReleaseRepo } from '../store/release-repo.js'
 import { KyselyStartBackoffRepo } from '../store/start-backoff-repo.js'
 import { KyselyWorkerRepo } from '../store/worker-repo.js'
@@ -64,6 +66,7 @@ export function wireServerless(
     releases: releaseRepo,
     // The autoscaler is made below; an update reaches this only once the server is up.
     onNewVersion: (endpoint) => autoscaler.drainOlderVersions(endpoint),
+    onImageWanted: (endpoint) => imagePulls.forEndpoint(endpoint),
     deleteJobsOf: (endpointId) => {
       // Its worker key must stop verifying at once, not when the verification cache expires.
       workerKeys.forget()
@@ -117,6 +120,7 @@ export function wireServerless(
     presence,
     workerKeys,
   })
+  const imagePulls = imagePrepullOf(context)
   parts.hosts.drainHooks.push(async (hostId) => {
     logger.info({ hostId }, 'host draining: its serverless workers are moved off')
     autoscaler.nudge()
@@ -149,6 +153,7 @@ export function wireServerless(
     presence,
     workerRepo,
     autoscaler,
+    imagePulls,
     jobs,
     workers: new WorkerService({
       endpoints,
@@ -282,6 +287,31 @@ function workerAutoscalerOf(
       events: context.metrics.jobs,
       ...(context.tracing ? { tracing: context.tracing } : {}),
     },
+  })
+}
+
+/**
+ * Images pulled ahead of time (docs/fleet.md, "Images ahead of time"), on the hosts where the
+ * autoscaler could place an endpoint's workers: the same offered hosts, placement and rules.
+ */
+function imagePrepullOf(context: PlatformContext): ImagePrepull {
+  const { config, store, clock, logger, parts } = context
+  const { fleet, board, driverFor } = parts.fleet
+  const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
+  const rules = workerHostRules(context, jobApiBaseUrl)
+  return new ImagePrepull({
+    repo: new KyselyHostImageRepo(store.db),
+    hosts: () => board.offeredHosts(),
+    dataCenters: () => fleet.dataCenters,
+    driverFor,
+    unavailable: async (endpoint) =>
+      endpoint ? rules.unavailableHosts!(endpoint) : board.unplaceable(),
+    place,
+    accountPools: (accountId) => parts.accounts.pools.poolsOf(accountId),
+    registryCredentials: (accountId, registryId) =>
+      parts.pods.registries.credentials(accountId, registryId),
+    clock,
+    logger,
   })
 }
 

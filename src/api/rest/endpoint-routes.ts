@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { isValidVcpuCount } from '../../domain/catalog/cpu-flavors.js'
+import type { HostImagePulls } from '../../domain/hosts/host-images.js'
 import type { EndpointService } from '../../domain/serverless/endpoint-service.js'
 import type { WorkerKeyService } from '../../domain/serverless/worker-keys.js'
 import { AppError } from '../../shared/app-error.js'
@@ -9,6 +10,7 @@ import { checkContainerFields } from './container-schemas.js'
 import {
   CreateEndpointBody,
   EndpointSchema,
+  EndpointWithImageSchema,
   endpointView,
   UpdateEndpointBody,
 } from './endpoint-schemas.js'
@@ -65,7 +67,11 @@ function checkEndpointFields(body: UpdateEndpointBody): void {
 /** Serverless endpoint definitions: `/v2/serverless` (wire-compat §3.2). */
 export async function endpointRoutes(
   app: FastifyInstance,
-  { endpoints, workerKeys }: { endpoints: EndpointService; workerKeys: WorkerKeyService },
+  {
+    endpoints,
+    workerKeys,
+    hostImages,
+  }: { endpoints: EndpointService; workerKeys: WorkerKeyService; hostImages?: HostImagePulls },
 ): Promise<void> {
   app.get(
     '/serverless',
@@ -110,11 +116,15 @@ export async function endpointRoutes(
         operationId: 'getEndpoint',
         summary: 'One serverless endpoint',
         params: IdParams,
-        response: { 200: EndpointSchema, ...errors },
+        response: { 200: EndpointWithImageSchema, ...errors },
       },
     },
-    async (request) =>
-      endpointView(await endpoints.get(principalOf(request).accountId, request.params.id)),
+    async (request) => {
+      const endpoint = await endpoints.get(principalOf(request).accountId, request.params.id)
+      return hostImages
+        ? { ...endpointView(endpoint), imageReadiness: await hostImages.readiness(endpoint) }
+        : endpointView(endpoint)
+    },
   )
 
   app.patch<{ Params: Static<typeof IdParams>; Body: UpdateEndpointBody }>(

@@ -179,6 +179,44 @@ export const EndpointSchema = Type.Object({
 })
 export type EndpointJson = Static<typeof EndpointSchema>
 
+/** One host's copy of an image (docs/fleet.md, "Images ahead of time"). */
+export const HostImageSchema = Type.Object({
+  hostId: Type.String(),
+  image: Type.String(),
+  state: Type.Union(
+    [
+      Type.Literal('PULLING'),
+      Type.Literal('PRESENT'),
+      Type.Literal('FAILED'),
+      Type.Literal('ABSENT'),
+    ],
+    {
+      description:
+        'PRESENT: a worker starting there does no pull; ABSENT: no pull recorded there yet (the first worker there pulls it)',
+    },
+  ),
+  reason: Type.Union([Type.String(), Type.Null()], { description: 'FAILED: why' }),
+  bytesDone: Type.Union([Type.Number(), Type.Null()]),
+  bytesTotal: Type.Union([Type.Number(), Type.Null()], {
+    description: 'summed over the layers the engine has reported so far; null: none reported',
+  }),
+  startedAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+})
+
+/** GET of one endpoint: the definition and where its image is ready. */
+export const EndpointWithImageSchema = Type.Intersect([
+  EndpointSchema,
+  Type.Object({
+    imageReadiness: Type.Optional(
+      Type.Array(HostImageSchema, {
+        description:
+          "podyard extension, ignored by RunPod's clients: the endpoint's image on each Docker host that may run its workers, pulled ahead of time",
+      }),
+    ),
+  }),
+])
+
 /** The wire form: `gpu` or `cpu`, never both and never null; no owner. */
 export function endpointView(endpoint: EndpointView): EndpointJson {
   const { accountId: _owner, gpu, cpu, workers, ...rest } = endpoint

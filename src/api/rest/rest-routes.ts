@@ -1,3 +1,4 @@
+import type { HostImagePulls } from '../../domain/hosts/host-images.js'
 import type { FastifyInstance } from 'fastify'
 import type { AccountService } from '../../domain/accounts/account-service.js'
 import type { BillingReportService } from '../../domain/billing/billing-reports.js'
@@ -24,6 +25,7 @@ import { poolRoutes } from './pool-routes.js'
 import type { AccountPoolService } from '../../domain/accounts/account-pools.js'
 import type { QuotaService } from '../../domain/quotas/quota-service.js'
 import { adminRoutes } from './admin-routes.js'
+import { adminHostImageRoutes } from './admin-host-image-routes.js'
 import { adminHostRoutes } from './admin-host-routes.js'
 import { adminFleetRoutes } from './admin-fleet-routes.js'
 import { adminHostCertificateRoutes } from './admin-host-certificate-routes.js'
@@ -82,6 +84,8 @@ export interface RestDeps {
   quotas?: QuotaService
   /** The pools each account is bound to (admin routes). */
   pools?: AccountPoolService
+  /** Images on the hosts (docs/fleet.md, "Images ahead of time"); with `hosts` only. */
+  hostImages?: HostImagePulls
 }
 
 /** The management API under /v2: every route here is authenticated and rate-limited. */
@@ -104,7 +108,11 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   await app.register(registryRoutes, { registries: deps.registries })
   if (deps.secrets) await app.register(secretRoutes, { secrets: deps.secrets })
   await app.register(webhookRoutes, { webhooks: deps.webhooks })
-  await app.register(endpointRoutes, { endpoints: deps.endpoints, workerKeys: deps.workerKeys })
+  await app.register(endpointRoutes, {
+    endpoints: deps.endpoints,
+    workerKeys: deps.workerKeys,
+    ...(deps.hostImages ? { hostImages: deps.hostImages } : {}),
+  })
   await app.register(workerListRoutes, { workers: deps.workers })
   await app.register(notOfferedRoutes, { endpoints: deps.endpoints })
   await app.register(releaseRoutes, { releases: deps.releases })
@@ -117,6 +125,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestDeps): Promise<
   }
   if (deps.models) await app.register(modelCatalogRoutes, { models: deps.models })
   if (deps.hosts) await app.register(adminHostRoutes, { hosts: deps.hosts })
+  if (deps.hostImages) await app.register(adminHostImageRoutes, { images: deps.hostImages })
   if (deps.hosts && deps.managedHosts)
     await app.register(adminFleetRoutes, { hosts: deps.hosts, managed: deps.managedHosts })
   if (deps.hosts && deps.hostCertificates)

@@ -103,6 +103,19 @@ export interface EndpointServiceDeps {
    * versions must take no job from then on (docs/serverless-workers.md, "Endpoint updates").
    */
   onNewVersion?: (endpoint: Endpoint) => Promise<void>
+  /**
+   * Told, unawaited, of an endpoint created or changed where its workers' image or hosts may
+   * have changed (image, registry, compute, data centers, labels): its image is pulled ahead of
+   * time on the hosts that may run its workers (docs/fleet.md, "Images ahead of time").
+   */
+  onImageWanted?: (endpoint: Endpoint) => void
+}
+
+/** Whether a change moved the image a worker runs or the hosts it may run on. */
+function imageOrHostsChanged(before: Endpoint, after: Endpoint): boolean {
+  const of = (e: Endpoint) =>
+    JSON.stringify([e.image, e.registry, e.gpu, e.cpu, e.dataCenterIds, e.hostLabels ?? []])
+  return of(before) !== of(after)
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)
@@ -146,6 +159,7 @@ export class EndpointService {
     await this.checkPlacement(accountId, fields)
     await this.deps.repo.insert(fields)
     await this.recordRelease(undefined, fields)
+    this.deps.onImageWanted?.(fields)
     return this.view(fields)
   }
 
@@ -179,6 +193,7 @@ export class EndpointService {
     this.recent.delete(id)
     await this.recordRelease(current, replaced)
     if (replaced.version !== current.version) await this.deps.onNewVersion?.(replaced)
+    if (imageOrHostsChanged(current, replaced)) this.deps.onImageWanted?.(replaced)
     return this.view(replaced)
   }
 
@@ -293,6 +308,7 @@ export class EndpointService {
     this.recent.delete(id)
     await this.recordRelease(current, updated)
     if (updated.version !== current.version) await this.deps.onNewVersion?.(updated)
+    if (imageOrHostsChanged(current, updated)) this.deps.onImageWanted?.(updated)
     return this.view(updated)
   }
 

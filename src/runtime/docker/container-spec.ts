@@ -461,6 +461,8 @@ export interface PullProgressEvent {
   status?: string
   id?: string
   progress?: string
+  /** Downloading: bytes of the layer so far and in all. */
+  progressDetail?: { current?: number; total?: number }
   error?: string
 }
 

@@ -3,6 +3,7 @@ import Docker from 'dockerode'
 import type { EngineConnectionOptions } from './docker-endpoint.js'
 import { AppError } from '../../shared/app-error.js'
 import type {
+  ImagePreparer,
   LogLine,
   LogQuery,
   RuntimeDriver,
@@ -127,7 +128,7 @@ const KILL_WAIT_MS = 10_000
  * image-pulls.ts, workload-logs.ts, tenant-networks.ts and engine-limits.ts; this class
  * puts them together behind the RuntimeDriver calls.
  */
-export class DockerDriver implements RuntimeDriver {
+export class DockerDriver implements RuntimeDriver, ImagePreparer {
   readonly name = 'docker'
   private readonly docker: Docker
   private readonly pulls: ImagePulls
@@ -188,6 +189,14 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   /** Throws DockerEngineUnreachableError when the engine does not answer. */
+  prepareImage(
+    image: string,
+    registryAuth: { username: string; password: string } | undefined,
+    onBytes: (done: number, total: number) => void,
+  ): Promise<'present' | 'pulled'> {
+    return this.pulls.prepare(image, registryAuth, onBytes)
+  }
+
   async ping(): Promise<void> {
     try {
       await this.docker.ping()

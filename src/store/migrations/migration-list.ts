@@ -54,6 +54,8 @@ import * as postgres0027 from './postgres/0027-gpu-withdrawals.js'
 import * as sqlite0027 from './sqlite/0027-gpu-withdrawals.js'
 import * as postgres0028 from './postgres/0028-account-pools.js'
 import * as sqlite0028 from './sqlite/0028-account-pools.js'
+import * as postgres0029 from './postgres/0029-host-images.js'
+import * as sqlite0029 from './sqlite/0029-host-images.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -169,6 +171,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0028-account-pools',
       sqlite: sqlite0028.statements,
       postgres: postgres0028.statements,
+    },
+    {
+      name: '0029-host-images',
+      sqlite: sqlite0029.statements,
+      postgres: postgres0029.statements,
     },
   ]
 
