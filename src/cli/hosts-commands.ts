@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import { formatTable } from './format-table.js'
+import { addHostImageCommands } from './host-image-commands.js'
 import { UsageError } from './usage-error.js'
 
 interface HostJson {
@@ -233,4 +234,5 @@ export function addHostsCommands(program: Command, deps: HostsCommandDeps): void
       `GPU ${index} of host ${host.id} takes pods again; host is ${host.state}${gpu ? `\n${gpuLine(gpu)}` : ''}`,
     )
   })
+  addHostImageCommands(hosts, deps)
 }

@@ -1,0 +1,229 @@
+import { execFileSync } from 'node:child_process'
+import Docker from 'dockerode'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from './support/cli.js'
+import { simulatedDockerFleet } from './support/docker-fleet.js'
+import { startFakeRegistry, type FakeRegistry } from './support/fake-registry.js'
+import { json } from './support/http.js'
+import {
+  otherAccountKey,
+  startTestPlatform,
+  TEST_ADMIN_KEY,
+  type TestPlatform,
+} from './support/platform.js'
+import { until } from './support/until.js'
+import { WORKER_IMAGE_CONFIG, workerImageTar } from './support/worker-image.js'
+
+/**
+ * Images ahead of time on this machine's engine (PODYARD_TEST_DOCKER=1): an endpoint's image is
+ * pulled from a registry on 127.0.0.1 (with the account's registry credentials) on the hosts
+ * that may run its workers as soon as the endpoint is created, before any job; a worker's cold
+ * start there then does no pull (the engine reports no pull event); the admin lists and starts
+ * pulls over REST and the CLI.
+ */
+const enabled = process.env.PODYARD_TEST_DOCKER === '1'
+if (!enabled) console.log('image pre-pull tests skipped: set PODYARD_TEST_DOCKER=1 (needs dockerd)')
+
+interface HostImageJson {
+  hostId: string
+  image: string
+  state: string
+  reason: string | null
+  bytesDone: number | null
+  bytesTotal: number | null
+}
+
+describe.runIf(enabled)('images pulled ahead of time', () => {
+  const docker = new Docker()
+  let platform: TestPlatform
+  let registry: FakeRegistry
+  let busyboxRegistry: FakeRegistry
+  let member: string
+  let endpointId: string
+
+  beforeAll(async () => {
+    const { tar } = workerImageTar()
+    registry = await startFakeRegistry({
+      image: { repository: 'podyard-test/prepulled-worker', tar, config: WORKER_IMAGE_CONFIG },
+    })
+    busyboxRegistry = await startFakeRegistry()
+    platform = await startTestPlatform(
+      { driver: 'docker', workers: { pingIntervalMs: 2_000 } },
+      { fleetYaml: simulatedDockerFleet({ localHost: true }) },
+    )
+    member = await otherAccountKey(platform, 'images-member@example.com')
+  }, 180_000)
+
+  afterAll(async () => {
+    if (platform) await platform.close()
+    for (const r of [registry, busyboxRegistry]) {
+      if (!r) continue
+      await r.close()
+      execFileSync('docker', ['image', 'rm', '-f', r.image], { stdio: 'ignore' })
+    }
+  }, 60_000)
+
+  /** The engine's pull events of `image` since `since` (seconds), as `docker events` reports. */
+  const pullEvents = async (image: string, since: number): Promise<number> => {
+    const stream = (await docker.getEvents({
+      since,
+      until: Math.ceil(Date.now() / 1000) + 1,
+      filters: { type: ['image'], event: ['pull'] },
+    })) as unknown as NodeJS.ReadableStream
+    let text = ''
+    for await (const chunk of stream) text += chunk.toString()
+    return text
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as { id?: string; Actor?: { ID?: string } })
+      .filter((e) => (e.Actor?.ID ?? e.id ?? '').startsWith(image.replace(/:1$/, ''))).length
+  }
+
+  const readiness = async (): Promise<HostImageJson[]> =>
+    (
+      await json<{ imageReadiness: HostImageJson[] }>(
+        await platform.call(`/v2/serverless/${endpointId}`, { key: member }),
+      )
+    ).imageReadiness
+
+  it("pulls a new endpoint's image on its hosts before the first job, and the worker's cold start pulls nothing", async () => {
+    const since = Math.floor(Date.now() / 1000) - 1
+    const registryId = (
+      await json<{ id: string }>(
+        await platform.call('/v2/registries', {
+          method: 'POST',
+          key: member,
+          json: { name: 'local', username: registry.username, password: registry.password },
+        }),
+        201,
+      )
+    ).id
+    endpointId = (
+      await json<{ id: string }>(
+        await platform.call('/v2/serverless', {
+          method: 'POST',
+          key: member,
+          json: {
+            name: 'prepulled',
+            image: registry.image,
+            registry: registryId,
+            cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+            workers: { min: 0, max: 1 },
+          },
+        }),
+        201,
+      )
+    ).id
+    // No job yet: the pull is the platform's own, ahead of time.
+    const rows = await until(
+      "the endpoint's image on its hosts",
+      readiness,
+      (r) => r.length > 0 && r.every((row) => row.state === 'PRESENT'),
+      120_000,
+    )
+    expect(rows.map((r) => r.hostId)).toContain('local')
+    expect(rows.every((r) => r.image === registry.image)).toBe(true)
+    await docker.getImage(registry.image).inspect()
+    expect(await pullEvents(registry.image, since)).toBeGreaterThan(0)
+    const workers = await json<{ workers: unknown[] }>(
+      await platform.call(`/v2/serverless/${endpointId}/workers`, { key: member }),
+    )
+    expect(workers.workers).toHaveLength(0)
+
+    // The worker's cold start: the image is there, so the engine pulls nothing.
+    const beforeJob = Math.floor(Date.now() / 1000)
+    const done = await json<{ status: string }>(
+      await platform.call(`/v2/${endpointId}/runsync?wait=90000`, {
+        method: 'POST',
+        key: member,
+        json: { input: { echo: 'warm image' } },
+      }),
+    )
+    expect(done.status, JSON.stringify(done)).toBe('COMPLETED')
+    expect(await pullEvents(registry.image, beforeJob)).toBe(0)
+  }, 240_000)
+
+  it('lists the images on each host for the admin, and to nobody else', async () => {
+    const { images } = await json<{ images: HostImageJson[] }>(
+      await platform.call('/v2/admin/hosts/images?hostId=local'),
+    )
+    expect(images).toContainEqual(
+      expect.objectContaining({ hostId: 'local', image: registry.image, state: 'PRESENT' }),
+    )
+    expect((await platform.call('/v2/admin/hosts/images', { key: member })).status).toBe(403)
+    const pull = await platform.call('/v2/admin/hosts/images/pull', {
+      method: 'POST',
+      key: member,
+      json: { image: busyboxRegistry.image },
+    })
+    expect(pull.status).toBe(403)
+    const cli = await runCli([
+      'hosts',
+      'images',
+      '--host',
+      'local',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect(cli.code, cli.stderr).toBe(0)
+    expect(cli.stdout).toMatch(
+      new RegExp(`local\\s+${registry.image.replace(/[.]/g, '\\.')}\\s+PRESENT`),
+    )
+  }, 60_000)
+
+  it("pulls a pod's image on a chosen host from the CLI with the admin's registry auth, and reports a failed pull", async () => {
+    const flags = ['--url', platform.url, '--api-key', TEST_ADMIN_KEY]
+    const auth = await json<{ id: string }>(
+      await platform.call('/v2/registries', {
+        method: 'POST',
+        json: {
+          name: 'admin-local',
+          username: busyboxRegistry.username,
+          password: busyboxRegistry.password,
+        },
+      }),
+      201,
+    )
+    const pulled = await runCli([
+      'hosts',
+      'pull',
+      busyboxRegistry.image,
+      '--host',
+      'local',
+      '--registry-auth',
+      auth.id,
+      ...flags,
+    ])
+    expect(pulled.code, pulled.stderr).toBe(0)
+    expect(pulled.stdout).toMatch(/local: PRESENT/)
+    await docker.getImage(busyboxRegistry.image).inspect()
+
+    // Without the credentials the registry refuses: FAILED with the engine's reason, exit 1.
+    execFileSync('docker', ['image', 'rm', '-f', busyboxRegistry.image], { stdio: 'ignore' })
+    const refused = await runCli([
+      'hosts',
+      'pull',
+      busyboxRegistry.image,
+      '--host',
+      'local',
+      ...flags,
+    ])
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toMatch(/local: FAILED/)
+    expect(refused.stderr).toMatch(/the pull failed on local/)
+    expect(`${refused.stdout}${refused.stderr}`).not.toContain(busyboxRegistry.password)
+
+    const missing = await runCli([
+      'hosts',
+      'pull',
+      busyboxRegistry.image,
+      '--host',
+      'nope',
+      ...flags,
+    ])
+    expect(missing.code).toBe(4)
+    expect(missing.stderr).toMatch(/host nope not found/)
+  }, 120_000)
+})
