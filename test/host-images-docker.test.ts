@@ -48,7 +48,12 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
     })
     busyboxRegistry = await startFakeRegistry()
     platform = await startTestPlatform(
-      { driver: 'docker', workers: { pingIntervalMs: 2_000 } },
+      {
+        driver: 'docker',
+        workers: { pingIntervalMs: 2_000 },
+        // The member's workers run on this engine, whose overlay2 cannot bound a disk.
+        containment: { acceptUnenforced: ['disk'] },
+      },
       { fleetYaml: simulatedDockerFleet({ localHost: true }) },
     )
     member = await otherAccountKey(platform, 'images-member@example.com')
