@@ -12,6 +12,8 @@ const tones: Record<string, string> = {
   IN_PROGRESS: 'busy',
   DRAINING: 'busy',
   DEGRADED: 'busy',
+  PULLING: 'busy',
+  PRESENT: 'good',
   EXITED: 'idle',
   CANCELLED: 'idle',
   TERMINATED: 'idle',

@@ -14,6 +14,7 @@ import { useResource } from '../../hooks/use-resource'
 import { useSession } from '../../session/session'
 import { ConnectPanel } from './connect-panel'
 import { HealthPanel } from './health-panel'
+import { ImageReadinessPanel } from './image-readiness-panel'
 import { RunJobPanel } from './run-job-panel'
 import { WorkerKeyPanel } from './worker-key-panel'
 import { WorkersPanel } from './workers-panel'
@@ -104,6 +105,7 @@ function EndpointView({ endpoint }: { endpoint: Endpoint }) {
       <HealthPanel endpointId={endpoint.id} />
       <RunJobPanel endpointId={endpoint.id} />
       <WorkersPanel endpointId={endpoint.id} />
+      <ImageReadinessPanel endpoint={endpoint} />
       <RecentRequests endpointId={endpoint.id} />
       <ConnectPanel endpointId={endpoint.id} />
       <WorkerKeyPanel endpointId={endpoint.id} />
