@@ -16,6 +16,9 @@
  * in the registry: a slower registry, as across a data center's link).
  */
 import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { startFakeRegistry } from '../../test/support/fake-registry.js'
 import { WORKER_IMAGE_CONFIG, workerImageTar } from '../../test/support/worker-image.js'
@@ -64,18 +67,57 @@ function dockerAvailable(): boolean {
   }
 }
 
+/**
+ * The worker image's layer with a file of this run's own: the test suites load the same layer
+ * into the engine, and a pull would find it there ("Already exists") and download nothing.
+ */
+function uniqueLayer(tar: Buffer): Buffer {
+  const dir = mkdtempSync(path.join(tmpdir(), 'podyard-bench-images-'))
+  try {
+    const file = path.join(dir, 'layer.tar')
+    writeFileSync(file, tar)
+    writeFileSync(path.join(dir, 'bench-run'), `${process.pid} ${Date.now()}\n`)
+    execFileSync('tar', ['-rf', file, '-C', dir, 'bench-run'])
+    return readFileSync(file)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 async function main(): Promise<void> {
   if (!dockerAvailable()) {
     console.log('images: not measured (no Docker engine answers `docker info`)')
     return
   }
-  const { tar } = workerImageTar()
+  const tar = uniqueLayer(workerImageTar().tar)
   const registry = await startFakeRegistry({
     image: { repository: `podyard-bench/worker-${process.pid}`, tar, config: WORKER_IMAGE_CONFIG },
     ...(blobDelayMs > 0 ? { blobDelayMs } : {}),
   })
-  const removeImage = () =>
-    execFileSync('docker', ['image', 'rm', '-f', registry.image], { stdio: 'ignore' })
+  // The tag alone is not enough: a container of the image (a deleted endpoint's worker being
+  // stopped) keeps its layers, and a pull would then only fetch the manifest.
+  const removeImage = async () => {
+    let id: string
+    try {
+      id = execFileSync('docker', ['image', 'inspect', '-f', '{{.Id}}', registry.image], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+        .toString()
+        .trim()
+    } catch {
+      return
+    }
+    const deadline = Date.now() + WAIT_MS
+    while (
+      execFileSync('docker', ['ps', '-aq', '--filter', `ancestor=${id}`])
+        .toString()
+        .trim() !== ''
+    ) {
+      if (Date.now() > deadline) throw new Error(`containers of ${registry.image} never went`)
+      await sleep(200)
+    }
+    execFileSync('docker', ['image', 'rm', '-f', id], { stdio: 'ignore' })
+  }
   const server = await startBenchServer({
     name: 'images',
     env: () => ({
@@ -98,7 +140,7 @@ async function main(): Promise<void> {
     if (auth.status !== 201) throw new Error(`registry auth: ${auth.status}`)
 
     const coldStart = async (name: string, prePulled: boolean): Promise<number> => {
-      removeImage()
+      await removeImage()
       const created = await call(server, key, 'POST', '/v2/serverless', {
         name,
         image: registry.image,
@@ -116,7 +158,7 @@ async function main(): Promise<void> {
         if (Date.now() > deadline) throw new Error(`image never ready: ${JSON.stringify(rows)}`)
         await sleep(100)
       }
-      if (!prePulled) removeImage()
+      if (!prePulled) await removeImage()
       const started = performance.now()
       const job = await call(server, key, 'POST', `/v2/${id}/runsync?wait=${WAIT_MS}`, {
         input: { echo: name },
@@ -148,7 +190,7 @@ async function main(): Promise<void> {
   } finally {
     await server.stop()
     await registry.close()
-    removeImage()
+    await removeImage()
   }
 }
 
