@@ -1,4 +1,8 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from './support/cli.js'
@@ -19,10 +23,23 @@ import { WORKER_IMAGE_CONFIG, workerImageTar } from './support/worker-image.js'
  * pulled from a registry on 127.0.0.1 (with the account's registry credentials) on the hosts
  * that may run its workers as soon as the endpoint is created, before any job; a worker's cold
  * start there then does no pull (the engine reports no pull event); the admin lists and starts
- * pulls over REST and the CLI.
+ * pulls over REST and the CLI; a registry the operator runs (Debian's docker-registry, on
+ * 127.0.0.1) serves an endpoint's image pushed there once.
  */
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('image pre-pull tests skipped: set PODYARD_TEST_DOCKER=1 (needs dockerd)')
+
+/** A TCP port free on 127.0.0.1 now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
 
 interface HostImageJson {
   hostId: string
@@ -230,5 +247,81 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
     ])
     expect(missing.code).toBe(4)
     expect(missing.stderr).toMatch(/host nope not found/)
+  }, 120_000)
+
+  it("pulls an endpoint's image from a registry the operator runs (Debian's docker-registry), as air-gapped hosts do", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'podyard-airgap-registry-'))
+    const port = await freePort()
+    writeFileSync(
+      path.join(dir, 'config.yml'),
+      [
+        'version: 0.1',
+        'storage:',
+        '  filesystem:',
+        `    rootdirectory: ${path.join(dir, 'data')}`,
+        'http:',
+        `  addr: 127.0.0.1:${port}`,
+        '',
+      ].join('\n'),
+    )
+    const registryProcess = spawn('docker-registry', ['serve', path.join(dir, 'config.yml')], {
+      stdio: 'ignore',
+    })
+    const image = `127.0.0.1:${port}/team/airgapped-${process.pid}:1`
+    try {
+      await until(
+        'the registry to answer',
+        () =>
+          fetch(`http://127.0.0.1:${port}/v2/`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        (status) => status === 200,
+        30_000,
+      )
+      // Pushed there once, from a machine that has the image; the hosts pull it from there.
+      const root = path.join(dir, 'root')
+      mkdirSync(path.join(root, 'bin'), { recursive: true })
+      copyFileSync('/bin/busybox', path.join(root, 'bin', 'busybox'))
+      symlinkSync('busybox', path.join(root, 'bin', 'sh'))
+      execFileSync('sh', ['-c', `tar -C "${root}" -c bin | docker import - "${image}"`])
+      execFileSync('docker', ['push', image], { stdio: 'ignore' })
+      execFileSync('docker', ['image', 'rm', '-f', image], { stdio: 'ignore' })
+
+      const endpoint = await json<{ id: string }>(
+        await platform.call('/v2/serverless', {
+          method: 'POST',
+          key: member,
+          json: {
+            name: 'airgapped',
+            image,
+            cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+            workers: { max: 1 },
+          },
+        }),
+        201,
+      )
+      const rows = await until(
+        "the registry's image on the endpoint's hosts",
+        async () =>
+          (
+            await json<{ imageReadiness: HostImageJson[] }>(
+              await platform.call(`/v2/serverless/${endpoint.id}`, { key: member }),
+            )
+          ).imageReadiness,
+        (r) => r.length > 0 && r.every((row) => row.state !== 'PULLING' && row.state !== 'ABSENT'),
+        60_000,
+      )
+      expect(rows.map((r) => [r.hostId, r.state, r.reason])).toContainEqual([
+        'local',
+        'PRESENT',
+        null,
+      ])
+      await docker.getImage(image).inspect()
+    } finally {
+      registryProcess.kill('SIGTERM')
+      execFileSync('docker', ['image', 'rm', '-f', image], { stdio: 'ignore' })
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 120_000)
 })

@@ -77,7 +77,6 @@ export async function adminHostImageRoutes(
         response: {
           202: Type.Object({ images: Type.Array(HostImageSchema) }),
           400: ProblemSchema,
-          409: ProblemSchema,
           422: ProblemSchema,
           ...errors,
         },
