@@ -324,4 +324,79 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it("pulls again when REST changes an endpoint's image and when GraphQL saveEndpoint creates one", async () => {
+    const imagePresent = () =>
+      docker
+        .getImage(busyboxRegistry.image)
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        )
+    const removeImage = () =>
+      execFileSync('docker', ['image', 'rm', '-f', busyboxRegistry.image], { stdio: 'ignore' })
+    const auth = await json<{ id: string }>(
+      await platform.call('/v2/registries', {
+        method: 'POST',
+        key: member,
+        json: {
+          name: 'busybox',
+          username: busyboxRegistry.username,
+          password: busyboxRegistry.password,
+        },
+      }),
+      201,
+    )
+    removeImage()
+    await json(
+      await platform.call(`/v2/serverless/${endpointId}`, {
+        method: 'PATCH',
+        key: member,
+        json: { image: busyboxRegistry.image, registry: auth.id },
+      }),
+    )
+    await until('the changed image on the host', imagePresent, (present) => present, 60_000)
+    const rows = await until(
+      'the changed image ready',
+      readiness,
+      (r) => r.some((row) => row.hostId === 'local' && row.state === 'PRESENT'),
+      30_000,
+    )
+    expect(rows.every((r) => r.image === busyboxRegistry.image)).toBe(true)
+
+    removeImage()
+    const template = await json<{ id: string }>(
+      await platform.call('/v2/templates', {
+        method: 'POST',
+        key: member,
+        json: {
+          name: 'busybox',
+          image: busyboxRegistry.image,
+          registry: auth.id,
+          serverless: true,
+        },
+      }),
+      201,
+    )
+    expect(await imagePresent()).toBe(false)
+    const saved = await platform.call('/graphql', {
+      method: 'POST',
+      key: member,
+      json: {
+        query: `mutation { saveEndpoint(input: { name: "from-graphql", templateId: "${template.id}", instanceIds: ["cpu3c-2-4"] }) { id } }`,
+      },
+    })
+    const body = (await saved.json()) as {
+      data?: { saveEndpoint: { id: string } }
+      errors?: unknown
+    }
+    expect(body.errors).toBeUndefined()
+    await until(
+      "the GraphQL endpoint's image on the host",
+      imagePresent,
+      (present) => present,
+      60_000,
+    )
+  }, 180_000)
 })
