@@ -57,6 +57,7 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
   let busyboxRegistry: FakeRegistry
   let member: string
   let endpointId: string
+  let registryId: string
 
   beforeAll(async () => {
     const { tar } = workerImageTar()
@@ -110,7 +111,7 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
 
   it("pulls a new endpoint's image on its hosts before the first job, and the worker's cold start pulls nothing", async () => {
     const since = Math.floor(Date.now() / 1000) - 1
-    const registryId = (
+    registryId = (
       await json<{ id: string }>(
         await platform.call('/v2/registries', {
           method: 'POST',
@@ -399,4 +400,39 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
       60_000,
     )
   }, 180_000)
+
+  it("pulls only on the hosts that may run the endpoint's workers: its GPU type or CPU flavor", async () => {
+    const hostsOf = async (body: Record<string, unknown>) => {
+      const created = await json<{ id: string }>(
+        await platform.call('/v2/serverless', {
+          method: 'POST',
+          key: member,
+          json: { image: registry.image, registry: registryId, workers: { max: 1 }, ...body },
+        }),
+        201,
+      )
+      const rows = await until(
+        'the readiness of the endpoint',
+        async () =>
+          (
+            await json<{ imageReadiness: HostImageJson[] }>(
+              await platform.call(`/v2/serverless/${created.id}`, { key: member }),
+            )
+          ).imageReadiness,
+        (r) => r.every((row) => row.state === 'PRESENT'),
+        60_000,
+      )
+      return rows.map((r) => r.hostId).sort()
+    }
+    // The simulated L4 host (AMPERE_24) takes the GPU endpoint's workers, this machine the CPU one's.
+    expect(await hostsOf({ name: 'l4', gpu: { pools: ['AMPERE_24'] } })).toEqual(['sim-l4-1'])
+    expect(await hostsOf({ name: 'cpu', cpu: [{ id: 'cpu3c', vcpuCount: 2 }] })).toEqual(['local'])
+    const { images } = await json<{ images: HostImageJson[] }>(
+      await platform.call(`/v2/admin/hosts/images?image=${encodeURIComponent(registry.image)}`),
+    )
+    expect(images.map((r) => [r.hostId, r.state])).toEqual([
+      ['local', 'PRESENT'],
+      ['sim-l4-1', 'PRESENT'],
+    ])
+  }, 120_000)
 })
