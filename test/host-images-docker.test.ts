@@ -43,6 +43,7 @@ function freePort(): Promise<number> {
 
 interface HostImageJson {
   hostId: string
+  startedAt: string
   image: string
   state: string
   reason: string | null
@@ -434,5 +435,65 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
       ['local', 'PRESENT'],
       ['sim-l4-1', 'PRESENT'],
     ])
+  }, 120_000)
+
+  it('joins a pull in flight: a second pull of the image on the host starts none of its own', async () => {
+    const slow = await startFakeRegistry({ blobDelayMs: 1_500 })
+    try {
+      const auth = await json<{ id: string }>(
+        await platform.call('/v2/registries', {
+          method: 'POST',
+          key: member,
+          json: { name: 'slow', username: slow.username, password: slow.password },
+        }),
+        201,
+      )
+      const created = await json<{ id: string }>(
+        await platform.call('/v2/serverless', {
+          method: 'POST',
+          key: member,
+          json: {
+            name: 'slow',
+            image: slow.image,
+            registry: auth.id,
+            cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+            workers: { max: 1 },
+          },
+        }),
+        201,
+      )
+      const readinessOf = async () =>
+        (
+          await json<{ imageReadiness: HostImageJson[] }>(
+            await platform.call(`/v2/serverless/${created.id}`, { key: member }),
+          )
+        ).imageReadiness.find((r) => r.hostId === 'local')
+      const first = await until(
+        'the pull to start',
+        readinessOf,
+        (row) => row?.state === 'PULLING',
+        30_000,
+      )
+      const joined = await json<{ images: Array<HostImageJson & { startedAt: string }> }>(
+        await platform.call('/v2/admin/hosts/images/pull', {
+          method: 'POST',
+          json: { image: slow.image, hostIds: ['local'] },
+        }),
+        202,
+      )
+      expect(joined.images).toEqual([
+        expect.objectContaining({ hostId: 'local', state: 'PULLING', startedAt: first!.startedAt }),
+      ])
+      const done = await until(
+        'the pull to end',
+        readinessOf,
+        (row) => row?.state === 'PRESENT',
+        60_000,
+      )
+      expect(done!.startedAt).toBe(first!.startedAt)
+    } finally {
+      await slow.close()
+      execFileSync('docker', ['image', 'rm', '-f', slow.image], { stdio: 'ignore' })
+    }
   }, 120_000)
 })
