@@ -2,7 +2,8 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { HostImagePulls } from '../../domain/hosts/host-images.js'
 import { principalOf } from '../http/authentication.js'
-import { requireAdmin } from './admin-host-routes.js'
+import { adminOnly } from './admin-access.js'
+import { MANAGE_HOSTS } from './admin-host-routes.js'
 import { HostImageSchema } from './endpoint-schemas.js'
 import { ProblemSchema } from './problem-schema.js'
 
@@ -47,6 +48,7 @@ export async function adminHostImageRoutes(
   app.get<{ Querystring: Static<typeof ImagesQuery> }>(
     '/admin/hosts/images',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'listHostImages',
@@ -60,7 +62,6 @@ export async function adminHostImageRoutes(
       },
     },
     async (request) => {
-      requireAdmin(request)
       return { images: await images.list(request.query) }
     },
   )
@@ -68,6 +69,7 @@ export async function adminHostImageRoutes(
   app.post<{ Body: Static<typeof PullBody> }>(
     '/admin/hosts/images/pull',
     {
+      config: adminOnly(MANAGE_HOSTS),
       schema: {
         tags,
         operationId: 'pullHostImage',
@@ -83,7 +85,6 @@ export async function adminHostImageRoutes(
       },
     },
     async (request, reply) => {
-      requireAdmin(request)
       const { image, hostIds, containerRegistryAuthId } = request.body
       const rows = await images.pull({
         image,

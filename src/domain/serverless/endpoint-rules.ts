@@ -83,3 +83,10 @@ export function idleTimeoutProblem(
   if (!idleTimeoutGiven || scaling.type !== 'REQUEST_COUNT') return undefined
   return 'workers.idleTimeout does not apply to REQUEST_COUNT scaling: leave it out'
 }
+
+/** Whether a change moved the image a worker runs or the hosts it may run on. */
+export function imageOrHostsChanged(before: Endpoint, after: Endpoint): boolean {
+  const of = (e: Endpoint) =>
+    JSON.stringify([e.image, e.registry, e.gpu, e.cpu, e.dataCenterIds, e.hostLabels ?? []])
+  return of(before) !== of(after)
+}

@@ -3,7 +3,7 @@ import { AppError } from '../../shared/app-error.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
 import type { CatalogService } from '../catalog/catalog-service.js'
-import { findGpuType, GPU_TYPES, type GpuPool } from '../catalog/gpu-types.js'
+import { findGpuType, GPU_TYPES } from '../catalog/gpu-types.js'
 import type { Template } from '../templates/template.js'
 import {
   DEFAULT_CONTAINER_DISK_GB,
@@ -14,9 +14,17 @@ import {
   DEFAULT_WORKERS_MAX,
   ENDPOINT_CPU_FLAVORS,
   idleTimeoutProblem,
+  imageOrHostsChanged,
   nextVersion,
 } from './endpoint-rules.js'
 import type { EndpointRepo } from './endpoint-ports.js'
+import type {
+  CreateEndpointInput,
+  EndpointWriteOptions,
+  GpuInput,
+  ScalingInput,
+  UpdateEndpointInput,
+} from './endpoint-requests.js'
 import { releaseDiff, type ReleaseRepo } from './release.js'
 import {
   requestUrlsOf,
@@ -27,57 +35,15 @@ import {
   type EndpointType,
   type EndpointView,
   type EndpointWorkers,
-  type FlashbootMode,
-  type ScalingType,
 } from './endpoint.js'
 
-export interface GpuInput {
-  pools?: GpuPool[]
-  excludedTypes?: string[]
-  count?: number
-  allowedCudaVersions?: string[]
-  minCudaVersion?: string | null
-}
-
-export interface ScalingInput {
-  type: ScalingType
-  queueDelay?: number
-  requestCount?: number
-}
-
-/** The create body after schema validation (bounds and enums already hold). */
-export interface CreateEndpointInput {
-  name: string
-  type?: EndpointType
-  templateId?: string
-  image?: string
-  args?: string
-  disk?: number
-  env?: Record<string, string>
-  ports?: string[]
-  registry?: string | null
-  gpu?: GpuInput
-  cpu?: { id: string; vcpuCount: number }[]
-  workers?: Partial<EndpointWorkers>
-  scaling?: ScalingInput
-  dataCenterIds?: string[]
-  /** Labels its workers' hosts must have (a podyard extension); [] removes them. */
-  hostLabels?: string[]
-  networkVolumes?: string[]
-  timeout?: number
-  flashboot?: FlashbootMode
-}
-
-export type UpdateEndpointInput = Partial<CreateEndpointInput>
-
-/** How strictly a caller's input is read. */
-export interface EndpointWriteOptions {
-  /**
-   * RunPod's v2 REST contract: `workers.idleTimeout` with REQUEST_COUNT scaling is refused
-   * (`idleTimeoutProblem`); GraphQL clients send both, so GraphQL does not ask for this.
-   */
-  refuseIdleTimeoutWithRequestCount?: boolean
-}
+export type {
+  CreateEndpointInput,
+  EndpointWriteOptions,
+  GpuInput,
+  ScalingInput,
+  UpdateEndpointInput,
+} from './endpoint-requests.js'
 
 /** Other resources an endpoint may name; each lookup sees only what the account may use. */
 export interface EndpointReferences {
@@ -109,13 +75,6 @@ export interface EndpointServiceDeps {
    * time on the hosts that may run its workers (docs/fleet.md, "Images ahead of time").
    */
   onImageWanted?: (endpoint: Endpoint) => void
-}
-
-/** Whether a change moved the image a worker runs or the hosts it may run on. */
-function imageOrHostsChanged(before: Endpoint, after: Endpoint): boolean {
-  const of = (e: Endpoint) =>
-    JSON.stringify([e.image, e.registry, e.gpu, e.cpu, e.dataCenterIds, e.hostLabels ?? []])
-  return of(before) !== of(after)
 }
 
 const conflict = (detail: string) => new AppError('RULE_CONFLICT', detail)

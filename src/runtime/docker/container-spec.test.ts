@@ -11,18 +11,20 @@ import {
   networkName,
   PIDS_PER_VCPU,
   pidsLimitOf,
-  pullFailureMessage,
   pullLogLabel,
   previousVolumeNames,
-  pullProgressLine,
-  registryAuthHeader,
-  registryOf,
   toContainerCreateBody,
   volumeName,
-  withDefaultTag,
   workloadStateOf,
   type ContainerInspection,
 } from './container-spec.js'
+import {
+  pullFailureMessage,
+  pullProgressLine,
+  registryAuthHeader,
+  registryOf,
+  withDefaultTag,
+} from './image-references.js'
 
 function spec(overrides: Partial<WorkloadSpec> = {}): WorkloadSpec {
   return {

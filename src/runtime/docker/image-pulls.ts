@@ -6,7 +6,7 @@ import {
   registryAuthHeader,
   withDefaultTag,
   type PullProgressEvent,
-} from './container-spec.js'
+} from './image-references.js'
 import { ignoring } from './engine-calls.js'
 
 /**
