@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -24,6 +25,7 @@ import {
   testConfig,
   type CallInit,
 } from './support/platform.js'
+import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
 import { until as untilDone } from './support/until.js'
 
 /**
@@ -32,6 +34,11 @@ import { until as untilDone } from './support/until.js'
  * SSH and gpu-node-3 over TCP+TLS with `podyard hosts add`, a member's pods run on all three,
  * and gpu-node-3 goes again with `podyard hosts remove` once its pod is terminated, leaving
  * nothing of podyard on its engine. Opt-in with PODYARD_TEST_MULTIHOST=1.
+ *
+ * With PODYARD_TEST_POSTGRES_URL set (as in CI) two replicas share one PostgreSQL database:
+ * the operator adds and removes machines through the first, the member's pods are created
+ * through the second, and both see each machine UP, so a machine added at runtime (over SSH,
+ * TLS, or TLS issued by podyard) is used by both replicas without a restart.
  */
 const enabled = multiHostEnabled()
 
@@ -60,12 +67,23 @@ const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean)
 describe.runIf(enabled)('machines added and removed while podyard runs', () => {
   let layout: RigLayout
   let dir: string
+  /** The operator's replica; `second` is the member's (the same one without PostgreSQL). */
   let platform: Platform
+  let second: Platform
+  let database: { url: string; drop: () => Promise<void> } | undefined
   let member = ''
   let release: (() => void) | undefined
   const call = (p: string, init: CallInit = {}) => callPlatform(platform.url, p, init)
-  const asMember = (p: string, init: CallInit = {}) => call(p, { key: member, ...init })
-  const hosts = async () => (await json<{ hosts: HostJson[] }>(await call('/v2/admin/hosts'))).hosts
+  const asMember = (p: string, init: CallInit = {}) =>
+    callPlatform(second.url, p, { key: member, ...init })
+  const hostsOf = async (replica: Platform) =>
+    (await json<{ hosts: HostJson[] }>(await callPlatform(replica.url, '/v2/admin/hosts'))).hosts
+  /** The hosts as the operator's replica sees them, once the member's replica agrees on each. */
+  const hosts = async () => {
+    const [mine, theirs] = await Promise.all([hostsOf(platform), hostsOf(second)])
+    const same = (h: HostJson) => theirs.find((t) => t.id === h.id)?.state === h.state
+    return mine.length === theirs.length && mine.every(same) ? mine : []
+  }
   const cli = (...args: string[]) =>
     runCli(args, { PODYARD_URL: platform.url, PODYARD_API_KEY: TEST_ADMIN_KEY })
   const pods: PodJson[] = []
@@ -80,16 +98,34 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
     mkdirSync(path.join(dir, '.podyard'))
     const first = { ...layout, hosts: [rigHost(layout, 'gpu-node-1')] }
     writeFileSync(path.join(dir, 'fleet.yaml'), rigFleetYaml(first, path.join(dir, 'shared')))
-    platform = await startPlatform(
-      testConfig(dir, {
-        fleet: path.join(dir, 'fleet.yaml'),
-        hosts: { probeIntervalMs: 500, probeTimeoutMs: 8_000, failuresBeforeDown: 2 },
-        // The rig's engines store on overlay2 over ext4, which bounds no container disk, and
-        // are other machines' engines, whose disk writes podyard does not limit.
-        containment: { acceptUnenforced: ['disk', 'diskWrite'] },
-      }),
-      { logger: pino({ level: 'silent' }) },
-    )
+    const postgresUrl = process.env[POSTGRES_URL_ENV]
+    database = postgresUrl ? await freshPostgresDatabase(postgresUrl) : undefined
+    const shared = database && {
+      storeUrl: database.url,
+      cluster: { leaseTtlMs: 1_500, syncIntervalMs: 200 },
+      // Replicas share the key that seals the hosts' credentials.
+      encryptionKey: randomBytes(32).toString('base64'),
+    }
+    const start = (dataDir: string) =>
+      startPlatform(
+        testConfig(dataDir, {
+          fleet: path.join(dir, 'fleet.yaml'),
+          hosts: { probeIntervalMs: 500, probeTimeoutMs: 8_000, failuresBeforeDown: 2 },
+          // The rig's engines store on overlay2 over ext4, which bounds no container disk, and
+          // are other machines' engines, whose disk writes podyard does not limit.
+          containment: { acceptUnenforced: ['disk', 'diskWrite'] },
+          ...shared,
+        }),
+        { logger: pino({ level: 'silent' }) },
+      )
+    platform = await start(dir)
+    if (shared) {
+      const secondDir = path.join(dir, 'second-replica')
+      mkdirSync(path.join(secondDir, '.podyard'), { recursive: true })
+      second = await start(secondDir)
+    } else {
+      second = platform
+    }
     member = await otherAccountKey(platform, 'hosts-at-runtime@example.com')
   }, 960_000)
 
@@ -97,7 +133,9 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
     try {
       // gpu-node-3's engine back on the rig's own TLS files, whatever the last test did.
       if (issuedTls) execFileSync('bash', [RIG_SCRIPT, 'tls-files', 'rig'], { stdio: 'pipe' })
+      if (second && second !== platform) await stopPlatform(second)
       if (platform) await stopPlatform(platform)
+      await database?.drop()
       if (dir) rmSync(dir, { recursive: true, force: true })
     } finally {
       release?.()
@@ -212,8 +250,10 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
     )
     const removed = await cli('hosts', 'remove', tls.name)
     expect(removed.code, removed.stderr).toBe(0)
-    expect((await hosts()).map((h) => h.id).sort()).toEqual(['gpu-node-1', 'gpu-node-2'])
+    const left = await until('gpu-node-3 gone from both replicas', hosts, (l) => l.length === 2)
+    expect(left.map((h) => h.id).sort()).toEqual(['gpu-node-1', 'gpu-node-2'])
     expect((await call(`/v2/admin/hosts/${tls.name}`)).status).toBe(404)
+    expect((await callPlatform(second.url, `/v2/admin/hosts/${tls.name}`)).status).toBe(404)
     // The other machines' pods are untouched.
     for (const p of pods.filter((p) => p.id !== podThere!.id)) {
       const seen = await json<PodJson>(await asMember(`/v2/pods/${p.id}`))
