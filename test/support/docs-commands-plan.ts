@@ -73,6 +73,14 @@ export const EXCLUDED: Record<string, string> = {
     'needs an NVIDIA GPU and its driver; test/gpu-health.test.ts reads the same query’s output',
   'docs/gpus.md: podyard hosts gpu-reset local 0':
     'needs an NVIDIA GPU on the host; test/gpu-withdrawals.test.ts resets GPUs through the API',
+  'docs/fleet.md: podyard hosts pull registry.internal:5000/team/trainer:2 --host gpu-node-4 --registry-auth <id>':
+    "needs the operator's registry (registry.internal) and the host added over SSH above; test/host-images-docker.test.ts runs hosts pull with a registry auth against Debian's docker-registry on 127.0.0.1",
+  'docs/fleet.md: apt-get install -y docker-registry':
+    '.ci/run installs it; test/host-images-docker.test.ts runs the registry it installs',
+  'docs/fleet.md: docker tag team/trainer:2 registry.internal:5000/team/trainer:2':
+    "needs the image and the registry machine (registry.internal); test/host-images-docker.test.ts names a test image by Debian's docker-registry on 127.0.0.1, pushes it there and pulls it ahead of time",
+  'docs/fleet.md: docker push registry.internal:5000/team/trainer:2':
+    "needs the registry machine (registry.internal); test/host-images-docker.test.ts pushes to Debian's docker-registry on 127.0.0.1",
   'docs/fleet.md: podyard hosts get gpu-node-4':
     'the host the command before it adds over SSH, which cannot run here',
   'docs/job-api.md: python3 handler.py':
