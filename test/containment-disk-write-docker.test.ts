@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -17,6 +16,7 @@ import {
   type TestConfig,
 } from './support/platform.js'
 import { simulatedDockerFleet } from './support/docker-fleet.js'
+import { dataRootDisk, hostConfigOf } from './support/engine-disk.js'
 import { untilFound } from './support/until.js'
 
 /**
@@ -81,29 +81,6 @@ async function reportOf(call: (p: string) => Promise<Response>): Promise<HostJso
     const seen = await json<HostJson>(await call(`/v2/admin/hosts/${HOST}`))
     return seen.unenforcedLimits.length > 0 ? seen : undefined
   })
-}
-
-/** The disk under the engine's data root, as the machine's own tools name it. */
-function dataRootDisk(): string {
-  const root = execFileSync('docker', ['info', '--format', '{{.DockerRootDir}}'], {
-    encoding: 'utf8',
-  }).trim()
-  const source = execFileSync('df', ['--output=source', root], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .at(-1)!
-  const parent = execFileSync('lsblk', ['-no', 'PKNAME', source], { encoding: 'utf8' }).trim()
-  return parent ? `/dev/${parent}` : source
-}
-
-function hostConfigOf(workloadId: string): Record<string, unknown> {
-  const name = execFileSync(
-    'docker',
-    ['ps', '-a', '--filter', `label=podyard.workload=${workloadId}`, '--format', '{{.Names}}'],
-    { encoding: 'utf8' },
-  ).trim()
-  const [inspected] = JSON.parse(execFileSync('docker', ['inspect', name], { encoding: 'utf8' }))
-  return inspected.HostConfig
 }
 
 describe.runIf(enabled)("disk writes: a member's container is held to its rule", () => {

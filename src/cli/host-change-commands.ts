@@ -26,6 +26,7 @@ interface HostFlags extends ClientFlags {
   tlsCa?: string
   tlsCert?: string
   tlsKey?: string
+  dataDisk?: string
   publicIp?: string
   tls?: string
   tlsOut?: string
@@ -61,9 +62,16 @@ function credentialText(file: string, flag: string): string {
   return text
 }
 
+const dataDiskOf = (flags: HostFlags) => (flags.dataDisk ? { dataDisk: flags.dataDisk } : {})
+
 /** The declaration's fields the flags give (only those: an update changes nothing else). */
 function declarationOf(flags: HostFlags): Record<string, unknown> {
   const out: Record<string, unknown> = {}
+  const engineNamed = [flags.dockerUrl, flags.ssh, flags.tls].some((flag) => flag !== undefined)
+  if (flags.dataDisk !== undefined && (!engineNamed || flags.dockerUrl === 'none'))
+    throw new UsageError(
+      "--data-disk is the disk of the engine's machine: give it with --docker-url, --ssh or --tls (an update replaces the engine's settings whole)",
+    )
   if (flags.dataCenter !== undefined) out.dataCenterId = flags.dataCenter
   if (flags.cloud !== undefined) out.cloud = flags.cloud.toUpperCase()
   if (flags.vcpus !== undefined) out.vcpus = whole(flags.vcpus, '--vcpus')
@@ -101,6 +109,7 @@ function declarationOf(flags: HostFlags): Record<string, unknown> {
                   },
                 }
               : {}),
+            ...dataDiskOf(flags),
           }
   }
   if (flags.publicIp !== undefined) out.publicIp = flags.publicIp === 'none' ? null : flags.publicIp
@@ -167,6 +176,10 @@ function withHostFlags(command: Command): Command {
       .option('--tls-ca <file>', "tcp: the CA that signed the engine's certificate (sent, sealed)")
       .option('--tls-cert <file>', "tcp: podyard's client certificate (sent, sealed)")
       .option('--tls-key <file>', 'tcp: its key (sent, sealed)')
+      .option(
+        '--data-disk <device>',
+        "the disk under its engine's data root (e.g. /dev/nvme0n1): disk write limits are set on it",
+      )
       .option(
         '--tls <address[:port]>',
         "its engine over TCP+TLS with certificates podyard's CA issues; prints the dockerd flags",
@@ -240,7 +253,7 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
     const body: Record<string, unknown> = { id, ...declarationOf(flags) }
     if (flags.tls !== undefined) {
       const issued = await issuedTls(id, flags)
-      body.docker = { url: issued.dockerUrl, tls: issued.tls }
+      body.docker = { url: issued.dockerUrl, tls: issued.tls, ...dataDiskOf(flags) }
       setup.push(...issued.setup)
     }
     const host = await clientFrom(flags).request<{ id: string; state: string; runtime: string }>(
@@ -268,7 +281,7 @@ export function addHostChangeCommands(program: Command, deps: HostsCommandDeps):
     const setup: string[] = []
     if (flags.tls !== undefined) {
       const issued = await issuedTls(id, flags)
-      patch.docker = { url: issued.dockerUrl, tls: issued.tls }
+      patch.docker = { url: issued.dockerUrl, tls: issued.tls, ...dataDiskOf(flags) }
       setup.push(...issued.setup)
     }
     if (Object.keys(patch).length === 0)

@@ -168,6 +168,7 @@ export class HostRuntimes {
         logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
         gpuProbeImage: this.config.gpus.probeImage,
         diskWriteRule: this.diskWriteRule,
+        ...(host.docker.dataDisk ? { dataDisk: host.docker.dataDisk } : {}),
         connection,
         simulatedGpus: host.simulated,
       })

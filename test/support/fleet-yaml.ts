@@ -29,7 +29,7 @@ export interface TestHost {
   memoryGb: number
   driver?: 'process' | 'docker'
   simulated?: boolean
-  docker?: { url: string }
+  docker?: { url: string; dataDisk?: string }
 }
 
 export interface TestFleet {

@@ -100,6 +100,13 @@ function schemaProblems(error: ValueError): Array<{ path: string; problem: strin
       return at(
         `must have at least ${schema.minItems} ${schema.minItems === 1 ? 'entry' : 'entries'}`,
       )
+    case ValueErrorType.StringPattern: {
+      // The pattern as written (never lowercased: [A-Z] is not [a-z]) and what it is for.
+      const { pattern, description } = error.schema as { pattern?: string; description?: string }
+      return at(
+        `must match ${pattern}${description ? ` (${description})` : ''}, got ${describeValue(error.value)}`,
+      )
+    }
     case ValueErrorType.String:
       return at(`must be a string, got ${describeValue(error.value)}`)
     case ValueErrorType.Number:
@@ -135,7 +142,7 @@ function schemaProblems(error: ValueError): Array<{ path: string; problem: strin
       return at(`must be ${kinds.join(' or ')}, got ${describeValue(value)}`)
     }
     default:
-      return at(error.message.toLowerCase())
+      return at(error.message.charAt(0).toLowerCase() + error.message.slice(1))
   }
 }
 
@@ -344,6 +351,7 @@ function toHost(host: NonNullable<FleetFile['hosts']>[number]): Host {
             ...(host.docker.sshKey ? { sshKey: host.docker.sshKey } : {}),
             ...(host.docker.knownHosts ? { knownHosts: host.docker.knownHosts } : {}),
             ...(host.docker.tls ? { tls: { ...host.docker.tls } } : {}),
+            ...(host.docker.dataDisk ? { dataDisk: host.docker.dataDisk } : {}),
           },
         }
       : {}),

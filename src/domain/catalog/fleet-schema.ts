@@ -106,6 +106,14 @@ export const HostDeclarationSchema = Type.Object(
               { additionalProperties: false },
             ),
           ),
+          dataDisk: Type.Optional(
+            Type.String({
+              pattern: '^/dev/[A-Za-z0-9._:/-]+$',
+              maxLength: 255,
+              description:
+                "the block device under the engine's data root on its machine, e.g. /dev/nvme0n1: containment.diskWrite's limits are set on it (without it, another machine's engine reports diskWrite unenforced)",
+            }),
+          ),
         },
         { additionalProperties: false },
       ),

@@ -173,6 +173,7 @@ describe('parseFleet', () => {
           gpuHost('n2', { docker: ssh }),
           gpuHost('n3', { docker: tls, publicIp: '203.0.113.3' }),
           gpuHost('n4', { docker: { url: 'unix:///run/other.sock' }, simulated: true }),
+          gpuHost('n5', { docker: { ...ssh, dataDisk: '/dev/nvme0n1' } }),
         ],
       }),
       'fleet.yaml',
@@ -185,7 +186,8 @@ describe('parseFleet', () => {
     expect(hostPublicIp(n3!, '127.0.0.1')).toBe('203.0.113.3')
     expect(hostPublicIp(n4!, '127.0.0.1')).toBe('127.0.0.1')
     expect(n4).toMatchObject({ simulated: true })
-    expect(fleet.hosts.map(hostRuntimeKind)).toEqual(['engine', 'engine', 'engine'])
+    expect(fleet.hosts[3]!.docker).toEqual({ ...ssh, dataDisk: '/dev/nvme0n1' })
+    expect(fleet.hosts.map(hostRuntimeKind)).toEqual(['engine', 'engine', 'engine', 'engine'])
   })
 
   it('tells which hosts run here and which run nothing', () => {
@@ -219,6 +221,19 @@ describe('parseFleet', () => {
     expect(
       errorsOf(doc({ dataCenters: [dc('EU-RO-1', { networkVolumeRoot: 'relative' })] })),
     ).toEqual(['fleet dataCenters[0].networkVolumeRoot: must be an absolute path'])
+  })
+
+  it('quotes a pattern as written, with what the field is', () => {
+    expect(
+      errorsOf(
+        doc({ hosts: [gpuHost('n', { docker: { url: 'unix:///s', dataDisk: 'nvme0n1' } })] }),
+      ).at(0),
+    ).toMatch(
+      /^fleet hosts\[0\]\.docker\.dataDisk: must match \^\/dev\/\[A-Za-z0-9\._:\/-\]\+\$ \(the block device under the engine's data root .*\), got "nvme0n1"$/,
+    )
+    expect(errorsOf(doc({ dataCenters: [dc('EU-RO-1', { countryCode: 'ro' })] }))).toEqual([
+      'fleet dataCenters[0].countryCode: must match ^[A-Z]{2}$ (ISO 3166-1 alpha-2, e.g. RO; default: the country part of the id), got "ro"',
+    ])
   })
 
   it('rejects duplicate data center ids and references to missing ones', () => {

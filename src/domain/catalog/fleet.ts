@@ -78,6 +78,13 @@ export interface HostDockerEndpoint {
   knownHosts?: string
   /** tcp: the CA that signed the engine's certificate, and podyard's client certificate. */
   tls?: { ca: string; cert: string; key: string }
+  /**
+   * The block device under the engine's data root on its machine (`/dev/nvme0n1`): its
+   * containers' disk writes are limited on it (containment.diskWrite). podyard finds this disk
+   * itself for this machine's engine only; without it another machine's engine is left
+   * unlimited and reports `diskWrite` unenforced.
+   */
+  dataDisk?: string
 }
 
 export interface Host {

@@ -42,6 +42,7 @@ function mapCredentials<From, To>(
   docker: {
     url: string
     knownHosts?: string
+    dataDisk?: string
     sshKey?: From
     tls?: { ca: From; cert: From; key: From }
   },
@@ -51,6 +52,7 @@ function mapCredentials<From, To>(
     url: docker.url,
     ...(docker.sshKey === undefined ? {} : { sshKey: each(docker.sshKey) }),
     ...(docker.knownHosts === undefined ? {} : { knownHosts: docker.knownHosts }),
+    ...(docker.dataDisk === undefined ? {} : { dataDisk: docker.dataDisk }),
     ...(docker.tls === undefined
       ? {}
       : {

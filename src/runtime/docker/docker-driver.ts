@@ -91,9 +91,12 @@ export interface DockerDriverOptions {
   /**
    * Each container's disk write limits per vCPU (containment.diskWrite);
    * DEFAULT_DISK_WRITE_RULE by default. Set on the disk of the engine's data root where the
-   * engine runs on this machine and throttles block I/O; reported unenforced elsewhere.
+   * engine throttles block I/O and that disk is known (found on this machine, or `dataDisk`);
+   * reported unenforced elsewhere.
    */
   diskWriteRule?: DiskWriteRule
+  /** The disk under a remote engine's data root, as its host declares it (docker.dataDisk). */
+  dataDisk?: string
   /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
   gpuProbeImage?: string
   /**
@@ -163,6 +166,7 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
         !options.connection &&
         (options.socketPath !== undefined || dockerHost === '' || dockerHost.startsWith('unix:')),
       where: this.where,
+      ...(options.dataDisk ? { declaredDisk: options.dataDisk } : {}),
     })
     this.volumes = options.volumeBounds
       ? new VolumeBounds(options.volumeBounds, async () =>

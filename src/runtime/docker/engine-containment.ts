@@ -130,7 +130,8 @@ export function containmentKey(info: EngineInfo): string {
  * is (the rule is off, the disk is not known, or the engine drops the limits).
  */
 export type DiskWriteTrial =
-  | { outcome: 'enforced'; device: string }
+  /** `declared`: the host's docker.dataDisk, not found on this machine. */
+  | { outcome: 'enforced'; device: string; declared?: boolean }
   | { outcome: 'unenforced'; reason: string }
   | { outcome: 'unknown'; message: string }
 

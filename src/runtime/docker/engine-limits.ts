@@ -25,6 +25,8 @@ import {
 export const DISK_TRIAL_IMAGE = 'podyard-disk-trial'
 /** How long an inconclusive disk trial stands before it is made again. */
 const DISK_TRIAL_RETRY_MS = 60_000
+/** The trial containers' command: their image has no files, so it never runs. */
+const TRIAL_COMMAND = '/never-run'
 /** An empty tar archive (two zero blocks): the trial image has no files at all. */
 const EMPTY_TAR = Buffer.alloc(1024)
 /** The data root Docker uses when /info does not say. */
@@ -40,6 +42,12 @@ export interface EngineDiskWrite {
   onThisMachine: boolean
   /** Where the engine is, for reasons. */
   where: string
+  /**
+   * The disk under the data root of an engine on another machine, as the operator declares it
+   * (a host's docker.dataDisk): its containers' writes are limited on it, once a trial
+   * container shows the engine keeps limits on that device.
+   */
+  declaredDisk?: string
 }
 
 /**
@@ -101,16 +109,17 @@ export class EngineLimits {
 
   /** The disk of the engine's data root, or why no write limit can be set on one. */
   private async writeDiskOf(info: EngineInfo): Promise<DiskWriteTrial> {
-    const { rule, onThisMachine, where } = this.diskWrite
+    const { rule, onThisMachine, where, declaredDisk } = this.diskWrite
     if (!diskWriteRuleLimits(rule))
       return {
         outcome: 'unenforced',
         reason: 'containment.diskWrite is 0 for both bandwidth and operations (docs/security.md)',
       }
+    if (declaredDisk) return { outcome: 'enforced', device: declaredDisk, declared: true }
     if (!onThisMachine)
       return {
         outcome: 'unenforced',
-        reason: `the engine (${where}) is on another machine: podyard finds the disk under the data root of this machine's engine only, and sets no write limit on another's`,
+        reason: `the engine (${where}) is on another machine and its host declares no docker.dataDisk (the disk under its data root, docs/fleet.md): podyard finds that disk for this machine's engine only`,
       }
     const dataRoot = info.DockerRootDir || DEFAULT_DATA_ROOT
     const disk = await blockDeviceOf(dataRoot)
@@ -165,9 +174,7 @@ export class EngineLimits {
     }
     const disk = await this.tryDiskSize(image, tag)
     const diskWrite =
-      writeDisk.outcome === 'enforced'
-        ? await this.tryDiskWrite(image, tag, writeDisk.device)
-        : writeDisk
+      writeDisk.outcome === 'enforced' ? await this.tryDiskWrite(image, tag, writeDisk) : writeDisk
     await this.docker
       .getImage(image)
       .remove()
@@ -182,7 +189,7 @@ export class EngineLimits {
       created = await this.docker.createContainer({
         name: `${DISK_TRIAL_IMAGE}-${tag}`,
         Image: image,
-        Cmd: ['/never-run'],
+        Cmd: [TRIAL_COMMAND],
         HostConfig: { StorageOpt: { size: DISK_TRIAL_SIZE } },
       })
     } catch (error) {
@@ -193,24 +200,52 @@ export class EngineLimits {
     return diskQuotaTrialOf(created ? undefined : failure)
   }
 
-  private async tryDiskWrite(image: string, tag: string, device: string): Promise<DiskWriteTrial> {
+  private async tryDiskWrite(
+    image: string,
+    tag: string,
+    disk: { device: string; declared?: boolean },
+  ): Promise<DiskWriteTrial> {
+    const { device } = disk
     let created: Docker.Container | undefined
     try {
       created = await this.docker.createContainer({
         name: `${DISK_TRIAL_IMAGE}-${tag}-write`,
         Image: image,
-        Cmd: ['/never-run'],
+        Cmd: [TRIAL_COMMAND],
         HostConfig: {
           BlkioDeviceWriteBps: [{ Path: device, Rate: 1024 * 1024 }],
           BlkioDeviceWriteIOps: [{ Path: device, Rate: 100 }],
         },
       })
       const { HostConfig } = await created.inspect()
-      return diskWriteTrialOf(device, HostConfig as BlkioHostConfig)
+      const kept = diskWriteTrialOf(device, HostConfig as BlkioHostConfig)
+      if (kept.outcome !== 'enforced' || !disk.declared) return kept
+      return await this.startRefusal(created, device)
     } catch (error) {
       return { outcome: 'unknown', message: (error as Error).message }
     } finally {
       await created?.remove({ force: true }).catch(() => undefined)
     }
+  }
+
+  /**
+   * Whether the engine's machine takes write limits on a declared disk. The engine creates a
+   * container whatever its limits name and checks the device when it starts one: it refuses a
+   * path its machine lacks, and one that is no block device (the kernel's cgroup refuses it).
+   * The trial container's command does not exist in its empty image, so a start that got past
+   * the limits fails at exactly that command, and nothing runs.
+   */
+  private async startRefusal(container: Docker.Container, device: string): Promise<DiskWriteTrial> {
+    try {
+      await container.start()
+    } catch (error) {
+      const message = (error as Error).message.trim()
+      if (!message.includes(TRIAL_COMMAND))
+        return {
+          outcome: 'unenforced',
+          reason: `docker.dataDisk ${device}: the engine refuses write limits on it (${message}); name the disk under its data root (docs/fleet.md)`,
+        }
+    }
+    return { outcome: 'enforced', device }
   }
 }
