@@ -1,5 +1,6 @@
 import type { UnenforcedLimit } from '../shared/contained-limits.js'
 import type { RuntimeDriver } from './driver.js'
+import type { NvidiaSmiSource } from './gpu/nvidia-smi-source.js'
 import type { SmiGpuDetail } from './host-discovery.js'
 
 /** What a host's engine reports of its machine (docker-driver.ts probe()). */
@@ -33,4 +34,9 @@ export interface HostRuntime {
   /** The driver runs on another machine (a remote engine): its ports are on that machine. */
   remote: boolean
   probe(): Promise<RuntimeFacts | null>
+  /**
+   * nvidia-smi on the host's machine for its GPU sampler, where that is a remote engine's
+   * (control/remote-gpu-sampling.ts); absent elsewhere (this machine's GPUs are read directly).
+   */
+  nvidiaSmi?: NvidiaSmiSource
 }

@@ -184,7 +184,14 @@ export class HostRuntimes {
 }
 
 function engineRuntime(hostId: string, docker: DockerDriver, remote: boolean): HostRuntime {
-  return { hostId, driver: docker, where: docker.where, remote, probe: () => docker.probe() }
+  return {
+    hostId,
+    driver: docker,
+    where: docker.where,
+    remote,
+    probe: () => docker.probe(),
+    ...(docker.nvidiaSmi ? { nvidiaSmi: docker.nvidiaSmi } : {}),
+  }
 }
 
 export function noRuntime(hostId: string, reason: string): HostRuntime {

@@ -1,6 +1,7 @@
 import { GpuHealthWatch } from '../control/gpu-health-watch.js'
 import { HostMonitor } from '../control/host-monitor.js'
 import { PodMigration } from '../control/pod-migration.js'
+import { RemoteGpuSampling } from '../control/remote-gpu-sampling.js'
 import { LOCAL_HOST_ID } from '../domain/catalog/fleet.js'
 import { HostService, type DrainHook } from '../domain/hosts/host-service.js'
 import { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
@@ -11,7 +12,8 @@ import type { HostParts, PlatformContext } from './platform-context.js'
  * every host, which tells the pod lifecycle at once when one is lost or back, and the admin
  * service (list, cordon, uncordon, drain, GPU reset). Drain hooks are where serverless workers
  * are moved off a draining host. When this machine has NVIDIA GPUs (nvidia-smi found them at
- * start), one long-lived sampler reads them for the local host (docs/gpus.md).
+ * start), one long-lived sampler reads them for the local host; the leader samples each remote
+ * Docker host whose engine reported GPUs through a container there (docs/gpus.md).
  */
 export function wireHosts(context: PlatformContext): HostParts {
   const { config, clock, logger, parts } = context
@@ -50,10 +52,19 @@ export function wireHosts(context: PlatformContext): HostParts {
     driverUnenforced: (hostId) =>
       runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,
   })
+  const watch = new GpuHealthWatch({ board: gpus, store: parts.pods.podStore, clock, logger })
+  const remoteGpus = new RemoteGpuSampling({
+    hosts: () => fleet.hosts,
+    runtimeOf,
+    reportedGpus: (hostId) => board.state(hostId)?.facts?.gpus?.length ?? 0,
+    onRound: (hostId, round) => void watch.onRound(hostId, round),
+    logger,
+    intervalMs: config.hosts.probeIntervalMs,
+    timers: context.timers,
+  })
   const local = fleet.hosts.find((h) => h.id === LOCAL_HOST_ID)
   let gpuSampler: GpuSampler | undefined
   if (local?.gpu && !local.simulated) {
-    const watch = new GpuHealthWatch({ board: gpus, store: parts.pods.podStore, clock, logger })
     gpuSampler = new GpuSampler({
       logger,
       onRound: (round) => void watch.onRound(local.id, round),
@@ -62,5 +73,5 @@ export function wireHosts(context: PlatformContext): HostParts {
     })
     gpuSampler.start()
   }
-  return { service, monitor, drainHooks, gpuSampler }
+  return { service, monitor, drainHooks, gpuSampler, remoteGpus }
 }

@@ -33,7 +33,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
   const { lifecycle } = parts.pods
   const { meter } = parts.billing
   const driver = parts.fleet.processDriver
-  const { monitor } = parts.hosts
+  const { monitor, remoteGpus } = parts.hosts
   const { board, gpus } = parts.fleet
   const objectSweep = new ReconcileLoop({
     clock: context.timers,
@@ -67,6 +67,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       void autoscaler.unfollow()
       driver.setActive(true)
       monitor.start()
+      remoteGpus.start()
       lifecycle.start()
       sweeper.start()
       dispatcher.start()
@@ -79,6 +80,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       await Promise.all([
         objectSweep.stop(),
         monitor.stop(),
+        remoteGpus.stop(),
         autoscaler.stop(),
         sweeper.stop(),
         meter.stop(),
@@ -132,6 +134,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       await meter.stop()
       await dispatcher.stop()
       await monitor.stop()
+      await remoteGpus.stop()
       await lifecycle.stop()
     },
   }

@@ -21,6 +21,7 @@ import type { GpuBoard } from '../domain/hosts/gpu-board.js'
 import type { HostBoard } from '../domain/hosts/host-board.js'
 import type { DrainHook, HostService } from '../domain/hosts/host-service.js'
 import type { HostMonitor } from '../control/host-monitor.js'
+import type { RemoteGpuSampling } from '../control/remote-gpu-sampling.js'
 import type { ClusterService } from '../domain/clusters/cluster-service.js'
 import type { EgressGuard } from '../domain/egress/egress-guard.js'
 import type { Listener } from '../domain/egress/egress-policy.js'
@@ -167,6 +168,8 @@ export interface HostParts {
   drainHooks: DrainHook[]
   /** The local host's GPU sampler, when this machine has NVIDIA GPUs (docs/gpus.md). */
   gpuSampler: GpuSampler | undefined
+  /** The remote Docker hosts' GPU samplers, on the leader (docs/gpus.md). */
+  remoteGpus: RemoteGpuSampling
 }
 
 /** Credits, usage, the spend guard and the meter (billing-wiring.ts). */

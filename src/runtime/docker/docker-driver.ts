@@ -19,7 +19,8 @@ import type { SmiGpuDetail } from '../host-discovery.js'
 import type { RuntimeFacts } from '../host-runtime.js'
 import { DEFAULT_DISK_WRITE_RULE, type DiskWriteRule } from '../workload-limits.js'
 import { workloadStatsOf, type DockerStats } from './container-stats.js'
-import { EngineGpuProbe } from './gpu-probe.js'
+import { DEFAULT_GPU_PROBE_IMAGE, EngineGpuProbe } from './gpu-probe.js'
+import { NvidiaSmiContainer } from './nvidia-smi-container.js'
 import {
   containerName,
   previousVolumeNames,
@@ -100,6 +101,11 @@ export interface DockerDriverOptions {
   /** The image GPU probe containers run (gpu-probe.ts); DEFAULT_GPU_PROBE_IMAGE by default. */
   gpuProbeImage?: string
   /**
+   * The runtime of a remote engine's GPU sampler container (nvidia-smi-container.ts): `nvidia`
+   * by default; null, the engine's default (tests, with a stand-in nvidia-smi in the image).
+   */
+  gpuSamplerRuntime?: string | null
+  /**
    * The engine's GPUs when known without a probe container: this machine's engine, whose GPUs
    * nvidia-smi listed at start (host-discovery.ts).
    */
@@ -149,6 +155,11 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
   private readonly logEnds = new Map<string, number>()
   /** The engine's NVIDIA GPUs, read by a probe container (gpu-probe.ts). */
   private readonly gpus: EngineGpuProbe
+  /**
+   * nvidia-smi on a remote engine's machine, for its host's GPU sampler (docs/gpus.md); absent
+   * for this machine's engine, whose GPUs the local sampler reads directly.
+   */
+  readonly nvidiaSmi: NvidiaSmiContainer | undefined
 
   constructor(private readonly options: DockerDriverOptions) {
     this.docker = new Docker(
@@ -180,6 +191,16 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
       Date.now,
       options.knownGpus,
     )
+    this.nvidiaSmi = options.connection
+      ? new NvidiaSmiContainer(this.docker, {
+          serverId: options.serverId,
+          image: options.gpuProbeImage ?? DEFAULT_GPU_PROBE_IMAGE,
+          where: options.connection.where,
+          ...(options.gpuSamplerRuntime !== undefined
+            ? { runtime: options.gpuSamplerRuntime }
+            : {}),
+        })
+      : undefined
   }
 
   /** Where the engine is, for messages. */

@@ -1,5 +1,3 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import type { Logger } from 'pino'
 import {
   parseRemappedRows,
@@ -8,6 +6,7 @@ import {
 } from './nvidia-health-sources.js'
 import { KernelLogFollower } from './kernel-log-follower.js'
 import { GPU_QUERY_FIELDS, parseGpuQueryLine, type GpuSample } from './nvidia-smi-query.js'
+import { LocalNvidiaSmi, type FollowedQuery, type NvidiaSmiSource } from './nvidia-smi-source.js'
 
 /** How often nvidia-smi prints a reading of every GPU. */
 export const GPU_SAMPLE_INTERVAL_MS = 1000
@@ -37,7 +36,9 @@ export interface GpuSamplerOptions {
   logger: Logger
   /** Called with every GPU's reading once per round. */
   onRound: (gpus: SampledGpu[]) => void
-  /** The executable; default `nvidia-smi` on PATH. */
+  /** Where nvidia-smi runs; default this machine's `command`. */
+  source?: NvidiaSmiSource
+  /** This machine's executable, when no source is given; default `nvidia-smi` on PATH. */
   command?: string
   intervalMs?: number
   remappedRowsIntervalMs?: number
@@ -49,11 +50,12 @@ export interface GpuSamplerOptions {
 
 /**
  * One long-lived `nvidia-smi --query-gpu=... -lms <interval>` per host (docs/gpus.md): a child
- * process that prints every GPU each interval, parsed line by line, restarted with a doubling
- * wait when it exits. No request ever spawns nvidia-smi; readers take the latest round.
+ * process here, or a container on a remote engine (NvidiaSmiSource), that prints every GPU
+ * each interval, parsed line by line, restarted with a doubling wait when it exits. No request
+ * ever runs nvidia-smi; readers take the latest round.
  */
 export class GpuSampler {
-  private child: ChildProcess | undefined
+  private query: FollowedQuery | undefined
   private restartTimer: NodeJS.Timeout | undefined
   private settleTimer: NodeJS.Timeout | undefined
   private remapTimer: NodeJS.Timeout | undefined
@@ -70,10 +72,10 @@ export class GpuSampler {
   /** How many times the process was started (tests and logs). */
   starts = 0
 
-  constructor(private readonly options: GpuSamplerOptions) {}
+  private readonly source: NvidiaSmiSource
 
-  private get command(): string {
-    return this.options.command ?? 'nvidia-smi'
+  constructor(private readonly options: GpuSamplerOptions) {
+    this.source = options.source ?? new LocalNvidiaSmi(options.command)
   }
 
   start(): void {
@@ -108,45 +110,39 @@ export class GpuSampler {
     clearTimeout(this.settleTimer)
     clearInterval(this.remapTimer)
     this.kernelLog?.stop()
-    this.child?.kill('SIGTERM')
-    this.child = undefined
+    this.query?.stop()
+    this.query = undefined
   }
 
   private spawn(): void {
     const interval = this.options.intervalMs ?? GPU_SAMPLE_INTERVAL_MS
     const startedAt = Date.now()
-    const child = spawn(
-      this.command,
-      [
-        `--query-gpu=${GPU_QUERY_FIELDS.join(',')}`,
-        '--format=csv,noheader,nounits',
-        `-lms`,
-        String(interval),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    this.child = child
     this.starts++
-    for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => this.onLine(line))
-    }
-    child.on('error', (error) => {
-      this.options.logger.warn(
-        { err: error, command: this.command },
-        'the GPU sampler could not start',
-      )
-    })
-    child.on('close', (code, signal) => {
-      if (this.child !== child) return
-      this.child = undefined
-      if (this.stopped) return
-      if (Date.now() - startedAt >= STABLE_RUN_MS) this.restartWaitMs = RESTART_MIN_MS
-      const wait = this.restartWaitMs
-      this.restartWaitMs = Math.min(RESTART_MAX_MS, this.restartWaitMs * 2)
-      this.options.logger.warn({ code, signal, restartInMs: wait }, 'the GPU sampler exited')
-      this.restartTimer = setTimeout(() => this.spawn(), wait)
-      this.restartTimer.unref()
-    })
+    const args = [
+      `--query-gpu=${GPU_QUERY_FIELDS.join(',')}`,
+      '--format=csv,noheader,nounits',
+      `-lms`,
+      String(interval),
+    ]
+    const query = this.source.follow(
+      args,
+      (line) => this.onLine(line),
+      (why) => {
+        if (this.query !== query) return
+        this.query = undefined
+        if (this.stopped) return
+        if (Date.now() - startedAt >= STABLE_RUN_MS) this.restartWaitMs = RESTART_MIN_MS
+        const wait = this.restartWaitMs
+        this.restartWaitMs = Math.min(RESTART_MAX_MS, this.restartWaitMs * 2)
+        this.options.logger.warn(
+          { where: this.source.where, why, restartInMs: wait },
+          'the GPU sampler exited',
+        )
+        this.restartTimer = setTimeout(() => this.spawn(), wait)
+        this.restartTimer.unref()
+      },
+    )
+    this.query = query
   }
 
   private onLine(line: string): void {
@@ -199,14 +195,18 @@ export class GpuSampler {
   }
 
   private readRemappedRows(): void {
-    execFile(
-      this.command,
-      [`--query-remapped-rows=${REMAPPED_ROWS_FIELDS.join(',')}`, '--format=csv,noheader,nounits'],
-      { timeout: 10_000, encoding: 'utf8' },
-      (error, stdout) => {
+    this.source
+      .run(
+        [
+          `--query-remapped-rows=${REMAPPED_ROWS_FIELDS.join(',')}`,
+          '--format=csv,noheader,nounits',
+        ],
+        10_000,
+      )
+      .then(
+        (stdout) => (this.remapped = parseRemappedRows(stdout)),
         // GPUs older than Ampere, or drivers without the query, answer with an error: no data.
-        if (!error) this.remapped = parseRemappedRows(stdout)
-      },
-    )
+        () => undefined,
+      )
   }
 }
