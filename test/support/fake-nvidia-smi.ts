@@ -20,7 +20,14 @@ export interface FakeNvidiaSmi {
   samplerPids(): number[]
 }
 
-export function fakeNvidiaSmi(gpuNames: readonly string[]): FakeNvidiaSmi {
+/**
+ * `everyInterval`: the sampler's loop prints query.csv every `-lms` milliseconds, as nvidia-smi
+ * does, instead of every 200 ms (the GPU sampling bench, which measures a second's round).
+ */
+export function fakeNvidiaSmi(
+  gpuNames: readonly string[],
+  options: { everyInterval?: boolean } = {},
+): FakeNvidiaSmi {
   const dir = mkdtempSync(path.join(tmpdir(), 'podyard-fake-nvidia-smi-'))
   const names = gpuNames.map((n) => `${n}, 81559 MiB`).join('\\n')
   const details = gpuNames
@@ -34,7 +41,12 @@ dir="$(dirname "$0")"
 case "$*" in
   *--query-gpu=*-lms*)
     echo $$ >> "$dir/sampler-pids"
-    while :; do cat "$dir/query.csv"; sleep 0.2; done ;;
+    ${
+      options.everyInterval
+        ? `pause=$(echo "$*" | sed -n 's/.*-lms \\([0-9]*\\).*/\\1/p' | awk '{ print $1 / 1000 }')`
+        : 'pause=0.2'
+    }
+    while :; do cat "$dir/query.csv"; sleep "$pause"; done ;;
   *--query-remapped-rows=*) cat "$dir/remapped.csv" ;;
   *--query-gpu=index,uuid,name,memory.total,driver_version*) printf '${details}\\n' ;;
   *--query-gpu=name,memory.total*) printf '${names}\\n' ;;
