@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib'
 
 /**
  * A container registry on 127.0.0.1 (Docker pulls from loopback registries over plain HTTP)
+ * or another address (below)
  * serving one image, `podyard-test/pulled:1` (or the one given), behind basic auth: enough of the Registry HTTP
  * API v2 for `docker pull` to succeed with the right credentials and fail, as against a real
  * registry, with wrong ones or for an unknown repository.
@@ -99,9 +100,14 @@ function manifestOf(image: ServedImage): { manifest: Buffer; blobs: Map<string, 
   }
 }
 
-/** `blobDelayMs` holds each blob back, so that a test can watch a pull in progress. */
+/**
+ * `blobDelayMs` holds each blob back, so that a test can watch a pull in progress. `address`:
+ * where it listens (default 127.0.0.1; an engine pulls over plain HTTP from another address
+ * only where its `insecure-registries` names it, as the multi-host rig's engines do for the rig
+ * bridge's).
+ */
 export async function startFakeRegistry(
-  options: { blobDelayMs?: number; busybox?: string; image?: ServedImage } = {},
+  options: { blobDelayMs?: number; busybox?: string; image?: ServedImage; address?: string } = {},
 ): Promise<FakeRegistry> {
   const busybox = options.busybox ?? '/bin/busybox'
   const username = 'puller'
@@ -152,8 +158,9 @@ export async function startFakeRegistry(
       response.end(request.method === 'HEAD' ? undefined : blob)
     }, options.blobDelayMs ?? 0)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const host = `127.0.0.1:${(server.address() as AddressInfo).port}`
+  const address = options.address ?? '127.0.0.1'
+  await new Promise<void>((resolve) => server.listen(0, address, resolve))
+  const host = `${address}:${(server.address() as AddressInfo).port}`
   return {
     host,
     image: `${host}/${repository}:1`,

@@ -19,7 +19,8 @@
 #   Engine N: dockerd in pyd-hostN (and its own UTS namespace, host name gpu-node-N), config
 #   /run/pyd-rig/hostN/daemon.json, socket /run/pyd-rig/hostN/docker.sock (group pyd-rig),
 #   data /var/lib/pyd-rig/hostN, containers under the cgroup /pyd-rig-hostN, bridge 10.213.N.1/24,
-#   address pool 10.213.(16*N).0/20, live-restore on.
+#   address pool 10.213.(16*N).0/20, live-restore on; registries on the rig's network
+#   (10.213.0.0/24, e.g. a test's on the bridge address) are pulled from over plain HTTP.
 #   Hosts 1 and 2: sshd on 10.213.0.1N:22, key-only, user podyard-rig (group pyd-rig), whose
 #   sessions get DOCKER_HOST=that namespace's socket. Client key, known_hosts and an ssh_config
 #   in /run/pyd-rig/ssh; /run/pyd-rig/bin/ssh makes the docker CLI use them:
@@ -291,6 +292,7 @@ write_daemon_config() {
   "bip": "10.213.$n.1/24",
   "default-address-pools": [{ "base": "10.213.$((16 * n)).0/20", "size": 24 }],
   "cgroup-parent": "/pyd-rig-host$n",
+  "insecure-registries": ["$NET.0/24"],
   "live-restore": true$tls
 }
 EOF
