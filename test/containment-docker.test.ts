@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -21,6 +20,7 @@ import {
 } from './support/platform.js'
 import { loadWorkerImage, WORKER_IMAGE } from './support/worker-image.js'
 import { simulatedDockerFleet } from './support/docker-fleet.js'
+import { hostConfigOf } from './support/engine-disk.js'
 import { untilFound } from './support/until.js'
 
 /**
@@ -106,17 +106,6 @@ async function waitForStatus(
   } catch {
     throw new Error(`pod ${id} is ${last?.status} (${last?.statusReason}), not ${status}`)
   }
-}
-
-/** `docker inspect`'s HostConfig of a workload's container. */
-function hostConfigOf(workloadId: string): Record<string, unknown> {
-  const name = execFileSync(
-    'docker',
-    ['ps', '-a', '--filter', `label=podyard.workload=${workloadId}`, '--format', '{{.Names}}'],
-    { encoding: 'utf8' },
-  ).trim()
-  const [inspected] = JSON.parse(execFileSync('docker', ['inspect', name], { encoding: 'utf8' }))
-  return inspected.HostConfig
 }
 
 const GIB = 1024 ** 3
