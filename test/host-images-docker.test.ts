@@ -167,6 +167,60 @@ describe.runIf(enabled)('images pulled ahead of time', () => {
     expect(await pullEvents(registry.image, beforeJob)).toBe(0)
   }, 240_000)
 
+  it("pulls an endpoint's image on a host that takes placements again later, without anyone asking", async () => {
+    const admin = (...args: string[]) =>
+      runCli([...args, '--url', platform.url, '--api-key', TEST_ADMIN_KEY])
+    const cordoned = await admin('hosts', 'cordon', 'local')
+    expect(cordoned.code, cordoned.stderr).toBe(0)
+    const auth = await json<{ id: string }>(
+      await platform.call('/v2/registries', {
+        method: 'POST',
+        key: member,
+        json: {
+          name: 'while-cordoned',
+          username: busyboxRegistry.username,
+          password: busyboxRegistry.password,
+        },
+      }),
+      201,
+    )
+    const endpoint = await json<{ id: string }>(
+      await platform.call('/v2/serverless', {
+        method: 'POST',
+        key: member,
+        json: {
+          name: 'made-while-cordoned',
+          image: busyboxRegistry.image,
+          registry: auth.id,
+          cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+          workers: { min: 0, max: 1 },
+        },
+      }),
+      201,
+    )
+    const readinessOf = async () =>
+      (
+        await json<{ imageReadiness: HostImageJson[] }>(
+          await platform.call(`/v2/serverless/${endpoint.id}`, { key: member }),
+        )
+      ).imageReadiness
+    // Its only host takes no placements: nothing is pulled, and no host is listed.
+    expect(await readinessOf()).toEqual([])
+    const uncordoned = await admin('hosts', 'uncordon', 'local')
+    expect(uncordoned.code, uncordoned.stderr).toBe(0)
+    // The leader's catch-up pulls it there once the host takes placements again.
+    const rows = await until(
+      "the endpoint's image on the uncordoned host",
+      readinessOf,
+      (r) => r.some((row) => row.hostId === 'local' && row.state === 'PRESENT'),
+      60_000,
+    )
+    expect(rows).toEqual([
+      expect.objectContaining({ hostId: 'local', image: busyboxRegistry.image, reason: null }),
+    ])
+    await platform.call(`/v2/serverless/${endpoint.id}`, { method: 'DELETE', key: member })
+  }, 120_000)
+
   it('lists the images on each host for the admin, and to nobody else', async () => {
     const { images } = await json<{ images: HostImageJson[] }>(
       await platform.call('/v2/admin/hosts/images?hostId=local'),

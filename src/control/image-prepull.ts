@@ -12,7 +12,8 @@ import type { Endpoint } from '../domain/serverless/endpoint.js'
 import { workerCandidates } from '../domain/serverless/worker-placement.js'
 import { canPrepareImages, type RuntimeDriver } from '../runtime/driver.js'
 import { AppError } from '../shared/app-error.js'
-import type { Clock } from '../shared/clock.js'
+import type { Clock, TimerClock } from '../shared/clock.js'
+import { ReconcileLoop } from '../shared/reconcile-loop.js'
 
 type Credentials = { username: string; password: string }
 
@@ -33,6 +34,11 @@ export interface ImagePrepullDeps {
   logger: Logger
   /** How often a running pull writes its progress (and so shows it is alive). */
   progressIntervalMs?: number
+  /** Every endpoint, for the leader's catch-up (catchUp). */
+  endpoints: () => Promise<readonly Endpoint[]>
+  /** How often the leader looks for pulls endpoints' images still lack. */
+  catchUpIntervalMs: number
+  timers?: TimerClock
 }
 
 /**
@@ -44,8 +50,26 @@ export interface ImagePrepullDeps {
  */
 export class ImagePrepull implements HostImagePulls {
   private readonly running = new Set<Promise<void>>()
+  private readonly catchUpLoop: ReconcileLoop
 
-  constructor(private readonly deps: ImagePrepullDeps) {}
+  constructor(private readonly deps: ImagePrepullDeps) {
+    this.catchUpLoop = new ReconcileLoop({
+      ...(deps.timers ? { clock: deps.timers } : {}),
+      intervalMs: deps.catchUpIntervalMs,
+      pass: async () => this.catchUp(await deps.endpoints()),
+      onError: (error) =>
+        deps.logger.warn({ err: error }, 'looking for images still to pull ahead of time failed'),
+    })
+  }
+
+  /** The leader's catch-up loop (catchUp), a first pass at once. */
+  start(): void {
+    this.catchUpLoop.start({ immediate: true })
+  }
+
+  async stop(): Promise<void> {
+    await this.catchUpLoop.stop()
+  }
 
   list(filter?: { hostId?: string; image?: string }): Promise<HostImage[]> {
     return this.deps.repo.list(filter)
@@ -86,6 +110,35 @@ export class ImagePrepull implements HostImagePulls {
         : undefined
       await Promise.all(hosts.map((host) => this.pullOn(host.id, endpoint.image, auth)))
     }, `endpoint ${endpoint.id}`)
+  }
+
+  /**
+   * The pulls the endpoints' images still lack: on each eligible host with no row for the
+   * image (a host that was not UP when the endpoint was made or its image changed: the server
+   * had just started, or the host was added, uncordoned or came back since) or with a pull left
+   * PULLING by a server that stopped (no progress for STALE_PULL_MS). PRESENT and FAILED rows
+   * stay as they are: a failed pull is the admin's to start again (`podyard hosts pull`).
+   */
+  async catchUp(endpoints: readonly Endpoint[]): Promise<void> {
+    const staleBefore = this.deps.clock.now().getTime() - STALE_PULL_MS
+    for (const endpoint of endpoints) {
+      const hosts = await this.eligibleHosts(endpoint)
+      if (hosts.length === 0) continue
+      const rows = await this.deps.repo.list({ image: endpoint.image })
+      const due = hosts.filter((host) => {
+        const row = rows.find((r) => r.hostId === host.id)
+        return !row || (row.state === 'PULLING' && Date.parse(row.updatedAt) < staleBefore)
+      })
+      if (due.length === 0) continue
+      const auth = endpoint.registry
+        ? await this.deps.registryCredentials(endpoint.accountId, endpoint.registry)
+        : undefined
+      for (const host of due)
+        this.background(
+          () => this.pullOn(host.id, endpoint.image, auth),
+          `endpoint ${endpoint.id} on host ${host.id}`,
+        )
+    }
   }
 
   async pull(request: ImagePullRequest): Promise<HostImage[]> {

@@ -29,7 +29,7 @@ export interface Leadership {
 export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter): Leadership {
   const { config, store, clock, logger, parts } = context
   const { replicaId, clustered, wakeUps } = parts.replicas
-  const { autoscaler, sweeper, dispatcher } = parts.serverless
+  const { autoscaler, sweeper, dispatcher, imagePulls } = parts.serverless
   const { lifecycle } = parts.pods
   const { meter } = parts.billing
   const driver = parts.fleet.processDriver
@@ -68,6 +68,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       driver.setActive(true)
       monitor.start()
       remoteGpus.start()
+      imagePulls.start()
       lifecycle.start()
       sweeper.start()
       dispatcher.start()
@@ -81,6 +82,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
         objectSweep.stop(),
         monitor.stop(),
         remoteGpus.stop(),
+        imagePulls.stop(),
         autoscaler.stop(),
         sweeper.stop(),
         meter.stop(),
@@ -135,6 +137,7 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
       await dispatcher.stop()
       await monitor.stop()
       await remoteGpus.stop()
+      await imagePulls.stop()
       await lifecycle.stop()
     },
   }

@@ -1,3 +1,4 @@
+import type { Endpoint } from '../domain/serverless/endpoint.js'
 import type { Config } from '../config/schema.js'
 import { ConfigError } from '../config/load-config.js'
 import { ImagePrepull } from '../control/image-prepull.js'
@@ -120,7 +121,7 @@ export function wireServerless(
     presence,
     workerKeys,
   })
-  const imagePulls = imagePrepullOf(context)
+  const imagePulls = imagePrepullOf(context, () => endpointRepo.listAll())
   parts.hosts.drainHooks.push(async (hostId) => {
     logger.info({ hostId }, 'host draining: its serverless workers are moved off')
     autoscaler.nudge()
@@ -290,11 +291,17 @@ function workerAutoscalerOf(
   })
 }
 
+/** The leader looks for images still to pull ahead of time at most this often. */
+const IMAGE_CATCH_UP_MIN_INTERVAL_MS = 5_000
+
 /**
  * Images pulled ahead of time (docs/fleet.md, "Images ahead of time"), on the hosts where the
  * autoscaler could place an endpoint's workers: the same offered hosts, placement and rules.
  */
-function imagePrepullOf(context: PlatformContext): ImagePrepull {
+function imagePrepullOf(
+  context: PlatformContext,
+  endpoints: () => Promise<readonly Endpoint[]>,
+): ImagePrepull {
   const { config, store, clock, logger, parts } = context
   const { fleet, board, driverFor } = parts.fleet
   const jobApiBaseUrl = () => config.workers.jobApiUrl.replace(/\/+$/, '') || context.serverUrl()
@@ -312,6 +319,9 @@ function imagePrepullOf(context: PlatformContext): ImagePrepull {
       parts.pods.registries.credentials(accountId, registryId),
     clock,
     logger,
+    endpoints,
+    catchUpIntervalMs: Math.max(config.hosts.probeIntervalMs, IMAGE_CATCH_UP_MIN_INTERVAL_MS),
+    timers: context.timers,
   })
 }
 
