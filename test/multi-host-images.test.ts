@@ -33,7 +33,9 @@ import { WORKER_IMAGE_CONFIG, workerImageTar } from './support/worker-image.js'
  * serves a worker image; creating an endpoint pulls it on the hosts that may run its workers
  * (gpu-node-1 and gpu-node-2, over SSH) and not on gpu-node-3, which is reserved to a pool the
  * member is not bound to; each engine then has the image, and the first job's worker starts
- * without a pull. Opt-in with PODYARD_TEST_MULTIHOST=1, as multi-host-fleet.test.ts.
+ * without a pull. The endpoint is made before the hosts are first found UP, as just after a
+ * start, so the pulls are the leader's catch-up's. Opt-in with PODYARD_TEST_MULTIHOST=1, as
+ * multi-host-fleet.test.ts.
  */
 const enabled = multiHostEnabled()
 if (!enabled)
@@ -126,17 +128,8 @@ describe.runIf(enabled)("an endpoint's image pulled ahead of time on the rig's e
   }, 120_000)
 
   it('pulls it on the eligible hosts before any job, not on the pool-reserved one, and the first worker starts without a pull', async () => {
-    await until(
-      'the hosts UP',
-      async () =>
-        (
-          await json<{ hosts: Array<{ state: string }> }>(
-            await callPlatform(platform.url, '/v2/admin/hosts'),
-          )
-        ).hosts,
-      (hosts) => hosts.length === 3 && hosts.every((h) => h.state === 'UP'),
-      120_000,
-    )
+    // Made at once, before the first probes have found the hosts UP (as just after a start):
+    // the leader's catch-up pulls the image once they are.
     const registryId = (
       await json<{ id: string }>(
         await call('/v2/registries', {
