@@ -276,10 +276,21 @@ export async function startPlatform(
         // The server and the loops that start workloads stop first, so that nothing starts one
         // after the listing below.
         await stopServing()
+        // An engine that does not answer (a machine down, its certificates changed) keeps its
+        // workloads; the others are cleared and the server is still let go of, its data dir
+        // free for the next start. Then the failures are told.
+        const failures: string[] = []
         for (const driver of parts.fleet.drivers) {
-          for (const workload of await driver.list()) await driver.remove(workload.id)
+          try {
+            for (const workload of await driver.list()) await driver.remove(workload.id)
+          } catch (error) {
+            failures.push((error as Error).message)
+          }
         }
         await release()
+        if (failures.length > 0) {
+          throw new Error(`could not remove the workloads of an engine: ${failures.join('; ')}`)
+        }
       },
     }
   } catch (error) {

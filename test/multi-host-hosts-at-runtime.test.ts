@@ -329,5 +329,7 @@ describe.runIf(enabled)('machines added and removed while podyard runs', () => {
     )
     const removed = await cli('hosts', 'remove', tls.name)
     expect(removed.code, removed.stderr).toBe(0)
+    // The member's replica lets go of the machine at its next look at the hosts (syncIntervalMs).
+    await until('gpu-node-3 gone from both replicas again', hosts, (l) => l.length === 2)
   }, 240_000)
 })
