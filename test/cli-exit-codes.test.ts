@@ -140,6 +140,13 @@ describe('podyard CLI exit codes', () => {
     const result = await cli(['pods', 'get', 'nope00000000000', ...auth()])
     expect(result.code, result.stderr).toBe(4)
     expect(result.stderr).toContain('not found')
+    // A host the fleet lacks: not an empty list of its images.
+    const images = await cli(['hosts', 'images', '--host', 'nope', ...auth()])
+    expect(images.code, images.stderr).toBe(4)
+    expect(images.stderr).toContain('host nope not found')
+    const listed = await platform.call('/v2/admin/hosts/images?hostId=nope')
+    expect(listed.status).toBe(404)
+    expect(listed.headers.get('content-type')).toContain('application/problem+json')
   })
 
   it('exits 5 for a conflict: an action the resource refuses in its state', async () => {

@@ -71,7 +71,11 @@ export class ImagePrepull implements HostImagePulls {
     await this.catchUpLoop.stop()
   }
 
-  list(filter?: { hostId?: string; image?: string }): Promise<HostImage[]> {
+  /** The images on the hosts; a host named that the fleet lacks is NOT_FOUND, not an empty list. */
+  async list(filter?: { hostId?: string; image?: string }): Promise<HostImage[]> {
+    const hostId = filter?.hostId
+    if (hostId !== undefined && !this.deps.hosts().some((h) => h.id === hostId))
+      throw new AppError('NOT_FOUND', `host ${hostId} not found`)
     return this.deps.repo.list(filter)
   }
 
