@@ -164,6 +164,7 @@ export async function startPlatform(
       presence: parts.serverless.presence,
       meter: parts.billing.meter,
       meterIntervalMs: config.billing.meterIntervalMs,
+      clock,
     })
     await releaseStartup()
     const jobLimiter = jobLimiterOf({ clock, jobLimits: config.jobLimits })

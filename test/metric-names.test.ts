@@ -34,6 +34,7 @@ describe('metric names', () => {
       presence: new WorkerPresence(systemClock),
       meter: { meteredThroughMs: undefined },
       meterIntervalMs: 10_000,
+      clock: systemClock,
     })
     installMetrics(Fastify(), metrics.registry)
     installClusterMetrics(metrics.registry, {

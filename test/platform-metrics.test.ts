@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Clock } from '../src/shared/clock.js'
 import { startTestPlatform, type TestPlatform } from './support/platform.js'
 import { platformStores } from './support/platform-stores.js'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js'
@@ -189,5 +190,31 @@ describe('the endpoint label and the workers gauge', () => {
       )
       expect(labels, family).toEqual(new Set([ids[0], ids[1], 'other']))
     }
+  })
+})
+
+describe("the ages on the platform's clock", () => {
+  let platform: TestPlatform
+  /** A platform whose clock stands at New Year: its jobs are written with that time. */
+  const newYear: Clock = { now: () => new Date('2026-01-01T00:00:00.000Z') }
+  beforeAll(async () => {
+    platform = await startTestPlatform({}, { clock: newYear })
+  })
+  afterAll(() => platform.close())
+
+  it('measures the oldest job and the meter lag on the clock that wrote them', async () => {
+    const created = await platform.call('/v2/serverless', {
+      method: 'POST',
+      json: { name: 'on-time', image: 'worker:1', gpu: { pools: ['ADA_24'] } },
+    })
+    const { id } = (await created.json()) as { id: string }
+    expect(
+      (await platform.call(`/v2/${id}/run`, { method: 'POST', json: { input: {} } })).status,
+    ).toBe(200)
+    await platform.meter.tick()
+    const text = await (await platform.call('/metrics')).text()
+    // The system clock says months: the job has waited no time on the platform's.
+    expect(valueOf(text, `podyard_queue_oldest_age_seconds{endpoint="${id}"}`)).toBe(0)
+    expect(valueOf(text, 'podyard_billing_meter_lag_seconds')).toBe(0)
   })
 })

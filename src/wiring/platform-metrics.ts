@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Config } from '../config/schema.js'
+import type { Clock } from '../shared/clock.js'
 import { SCALE_DOWN_REASONS } from '../control/worker-autoscaler.js'
 import { POD_STATUSES } from '../domain/pods/pod.js'
 import type { JobEnd, JobEvents } from '../domain/serverless/job-events.js'
@@ -35,6 +36,8 @@ export interface PlatformMetrics {
     presence: Pick<WorkerPresence, 'everyActive'>
     meter: { meteredThroughMs: number | undefined }
     meterIntervalMs: number
+    /** The platform's clock: the ages compare it with the times it wrote. */
+    clock: Clock
   }): void
 }
 
@@ -136,7 +139,7 @@ function watchStore(
   endpoints: EndpointLabels,
   sources: Parameters<PlatformMetrics['watch']>[0],
 ): void {
-  const { store, meter, presence } = sources
+  const { store, meter, presence, clock } = sources
   const stored = new PlatformCounts(store.db)
   new Gauge({
     name: 'podyard_queue_depth',
@@ -166,7 +169,7 @@ function watchStore(
     async collect() {
       await fromStore(async () => {
         const rows = await stored.oldestQueuedJobByEndpoint()
-        const now = Date.now()
+        const now = clock.now().getTime()
         const age = new Map<string, number>([[OTHER_ENDPOINTS, 0]])
         for (const row of rows) {
           if (!row.oldest) continue
@@ -239,7 +242,7 @@ function watchStore(
     registers: [registry],
     collect() {
       const through = meter.meteredThroughMs
-      this.set(through === undefined ? 0 : Math.max(0, (Date.now() - through) / 1000))
+      this.set(through === undefined ? 0 : Math.max(0, (clock.now().getTime() - through) / 1000))
     },
   })
 }
