@@ -1,5 +1,4 @@
 import { constants, close, fstat, open, read, type Stats } from 'node:fs'
-import { uptime } from 'node:os'
 import type { Logger } from 'pino'
 import { parseXidEvents, type XidEvent } from './nvidia-health-sources.js'
 
@@ -12,17 +11,11 @@ const READS_PER_POLL = 1000
 const CHUNK_BYTES = 64 * 1024
 
 /** A /dev/kmsg record: "priority,sequence,microseconds since boot,flags;message". */
-const KMSG_RECORD = /^\d+,\d+,(\d+),[^;]*;(.*)$/
+const KMSG_RECORD = /^\d+,\d+,\d+,[^;]*;(.*)$/
 
-/**
- * The message of a kernel log line, or null for a /dev/kmsg record older than `sinceUsec`
- * (the ring buffer holds what was logged before the server started: those XIDs were judged,
- * or not, by the server that ran then). Lines in `dmesg` or journal form pass as they are.
- */
-export function kernelMessageOf(line: string, sinceUsec: number): string | null {
-  const record = KMSG_RECORD.exec(line)
-  if (!record) return line
-  return Number(record[1]) < sinceUsec ? null : record[2]!
+/** The message of a kernel log line; lines in `dmesg` or journal form pass as they are. */
+export function kernelMessageOf(line: string): string {
+  return KMSG_RECORD.exec(line)?.[1] ?? line
 }
 
 export interface KernelLogFollowerOptions {
@@ -44,7 +37,6 @@ export interface KernelLogFollowerOptions {
 export class KernelLogFollower {
   private fd: number | undefined
   private position: number | null = null
-  private sinceUsec = 0
   private partial = ''
   private timer: NodeJS.Timeout | undefined
   private stopped = true
@@ -104,13 +96,23 @@ export class KernelLogFollower {
     }
     this.fd = fd
     this.position = stats.isFile() ? stats.size : null
-    this.sinceUsec = Math.floor(uptime() * 1e6)
     this.partial = ''
+    // /dev/kmsg: the ring buffer's records were logged before the server started (those XIDs
+    // were judged, or not, by the server that ran then): read through to its end, unread.
+    // Their times could not tell them apart: the kernel's clock is not the one uptime reads.
+    if (stats.isCharacterDevice()) await this.readAvailable(() => undefined, Infinity)
   }
 
-  private async readAvailable(): Promise<void> {
+  /**
+   * Reads what the source has now, each chunk to `take` (its lines' XIDs by default), in at
+   * most `reads` reads (the rest at the next poll).
+   */
+  private async readAvailable(
+    take = (text: string) => this.take(text),
+    reads = READS_PER_POLL,
+  ): Promise<void> {
     const buffer = Buffer.alloc(CHUNK_BYTES)
-    for (let i = 0; i < READS_PER_POLL && this.fd !== undefined; i++) {
+    for (let i = 0; i < reads && this.fd !== undefined; i++) {
       let bytes: number
       try {
         bytes = await new Promise<number>((resolve, reject) =>
@@ -135,7 +137,7 @@ export class KernelLogFollower {
         return
       }
       if (this.position !== null) this.position += bytes
-      this.take(buffer.toString('utf8', 0, bytes))
+      take(buffer.toString('utf8', 0, bytes))
     }
   }
 
@@ -156,9 +158,7 @@ export class KernelLogFollower {
   private take(text: string): void {
     const lines = (this.partial + text).split('\n')
     this.partial = lines.pop() ?? ''
-    const messages = lines
-      .map((line) => kernelMessageOf(line, this.sinceUsec))
-      .filter((m): m is string => m !== null)
+    const messages = lines.map((line) => kernelMessageOf(line))
     for (const event of parseXidEvents(messages.join('\n'))) this.options.onXid(event)
   }
 }
