@@ -83,6 +83,8 @@ export const EXCLUDED: Record<string, string> = {
     "needs the registry machine (registry.internal); test/host-images-docker.test.ts pushes to Debian's docker-registry on 127.0.0.1",
   'docs/fleet.md: podyard hosts get gpu-node-4':
     'the host the command before it adds over SSH, which cannot run here',
+  'docs/fleet.md: podyard hosts images --host gpu-node-4':
+    'the host added over SSH above, which cannot run here (a host not in the fleet exits 4: test/cli-exit-codes.test.ts)',
   'docs/job-api.md: python3 handler.py':
     'needs runpod-python (from PyPI: the tests reach no network); the variables before it are set and checked',
   'docs/production.md: install -d /etc/podyard && install -m 0600 deploy/podyard.env /etc/podyard/podyard.env':
