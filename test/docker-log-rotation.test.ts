@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   containerOf,
   createLogPod,
+  numberOf,
+  phasedLogScript,
+  phaseEnds,
+  range,
   removePodContainer,
   startDockerLogPlatform,
 } from './support/docker-log-pods.js'
@@ -22,35 +26,8 @@ if (!enabled) console.log('docker log rotation tests skipped: set PODYARD_TEST_D
 
 /** Lines written by each phase; a phase starts when the test makes /tmp/go-<phase>. */
 const PHASES = [1500, 1000, 700, 700, 700, 3000]
-/** The number of the last line of each phase. */
-const ENDS = PHASES.map((_, k) => PHASES.slice(0, k + 1).reduce((a, b) => a + b, 0))
-
-const SCRIPT = [
-  'const fs = require("fs")',
-  'const pad = "x".repeat(460)',
-  `const phases = ${JSON.stringify(PHASES)}`,
-  'let n = 0',
-  'let k = 0',
-  'const tick = () => {',
-  '  if (k < phases.length && (k === 0 || fs.existsSync("/tmp/go-" + k))) {',
-  '    let chunk = ""',
-  '    for (let j = 0; j < phases[k]; j++) {',
-  '      n++',
-  '      chunk += n + " " + pad + "\\n"',
-  '      if (chunk.length > 65536) { fs.writeSync(1, chunk); chunk = "" }',
-  '    }',
-  '    if (chunk) fs.writeSync(1, chunk)',
-  '    k++',
-  '  }',
-  '  setTimeout(tick, 50)',
-  '}',
-  'tick()',
-].join('\n')
-
-/** The number a pod's line starts with (NaN for others: the platform's notes). */
-const numberOf = (line: string) => Number(line.split(' ')[0])
-const range = (from: number, to: number) =>
-  Array.from({ length: to - from + 1 }, (_, k) => from + k)
+const ENDS = phaseEnds(PHASES)
+const SCRIPT = phasedLogScript(PHASES)
 
 describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
   let platform: TestPlatform

@@ -435,6 +435,13 @@ export interface HostImagesTable {
   updated_at: string
 }
 
+/** Migration 0030: a Docker container's log numbers (runtime/docker/log-numbering.ts), JSON. */
+export interface ContainerLogNumbersTable {
+  container_id: string
+  numbers: string
+  updated_at: string
+}
+
 /** Migration 0026: hosts added at runtime; `declaration` is the JSON of a fleet Host. */
 export interface HostsTable {
   id: string
@@ -465,6 +472,7 @@ export interface Database {
   account_quotas: AccountQuotasTable
   account_pools: AccountPoolsTable
   host_images: HostImagesTable
+  container_log_numbers: ContainerLogNumbersTable
   templates: TemplatesTable
   settings: SettingsTable
   jobs: JobsTable

@@ -23,8 +23,9 @@ import { DiskBounds } from '../runtime/disk-bounds/disk-bounds.js'
 import { ProcessDriver } from '../runtime/process/process-driver.js'
 import { GpuBoard } from '../domain/hosts/gpu-board.js'
 import { ManagedHostService } from '../domain/hosts/managed-hosts.js'
+import { KyselyContainerLogNumbersRepo } from '../store/container-log-numbers-repo.js'
 import { KyselyManagedHostRepo } from '../store/managed-host-repo.js'
-import { HostRuntimes, noRuntime } from './host-runtimes.js'
+import { adoptLogNumberFiles, HostRuntimes, noRuntime } from './host-runtimes.js'
 import { KyselyGpuWithdrawalRepo } from '../store/gpu-withdrawal-repo.js'
 import { HostBoard } from '../domain/hosts/host-board.js'
 import { KyselyAccountPoolRepo } from '../store/account-pool-repo.js'
@@ -95,10 +96,12 @@ export async function wireFleet(
     clock,
   })
   const serverIds = await platformServerIds(store, config.dataDir, logger)
+  const logNumbers = new KyselyContainerLogNumbersRepo(store.db, () => clock.now().toISOString())
+  await adoptLogNumberFiles(config.dataDir, logNumbers)
   const hosts = new HostRuntimes(
     config,
     serverIds,
-    workloadLogMaxBytes(config),
+    { maxBytes: workloadLogMaxBytes(config), numbers: logNumbers },
     options.localDriver ?? processDriver,
     discovered.gpus,
     diskBounds,

@@ -1,9 +1,11 @@
+import { readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
 import type { DiskBounds } from '../runtime/disk-bounds/disk-bounds.js'
 import { DockerDriver } from '../runtime/docker/docker-driver.js'
+import type { LogNumbersKeeping } from '../runtime/docker/log-numbers-store.js'
 import {
   dockerConnectionOf,
   type EngineConnectionOptions,
@@ -46,7 +48,8 @@ export class HostRuntimes {
   constructor(
     private readonly config: Readonly<Config>,
     private readonly serverIds: PlatformServerIds,
-    private readonly logMaxBytes: number,
+    /** What a container's log may take, and where its numbers are kept (the store). */
+    private readonly logs: { maxBytes: number; numbers: LogNumbersKeeping },
     private readonly localDriver: RuntimeDriver,
     private readonly localGpus: LocalGpus | null = null,
     /** This machine's disk bounds: its engine's containers get bounded network volumes. */
@@ -102,8 +105,8 @@ export class HostRuntimes {
       const localGpus = this.localGpus
       docker = new DockerDriver({
         ...this.serverIds,
-        logMaxBytes: this.logMaxBytes,
-        logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
+        logMaxBytes: this.logs.maxBytes,
+        logNumbers: this.logs.numbers,
         gpuProbeImage: this.config.gpus.probeImage,
         diskWriteRule: this.diskWriteRule,
         ...(this.config.docker.socketPath ? { socketPath: this.config.docker.socketPath } : {}),
@@ -164,8 +167,8 @@ export class HostRuntimes {
       }
       const docker = new DockerDriver({
         ...this.serverIds,
-        logMaxBytes: this.logMaxBytes,
-        logNumbersDir: path.join(this.config.dataDir, 'runtime', 'docker-log-numbers'),
+        logMaxBytes: this.logs.maxBytes,
+        logNumbers: this.logs.numbers,
         gpuProbeImage: this.config.gpus.probeImage,
         diskWriteRule: this.diskWriteRule,
         ...(host.docker.dataDisk ? { dataDisk: host.docker.dataDisk } : {}),
@@ -203,4 +206,20 @@ export function noRuntime(hostId: string, reason: string): HostRuntime {
     remote: true,
     probe: () => Promise.reject(new Error(reason)),
   }
+}
+
+/**
+ * The log numbers an earlier version kept in files of the data directory
+ * (`runtime/docker-log-numbers/<containerId>.json`), moved into the store once: the store's
+ * row wins where both exist, and the folder goes.
+ */
+export async function adoptLogNumberFiles(dataDir: string, store: LogNumbersKeeping) {
+  const dir = path.join(dataDir, 'runtime', 'docker-log-numbers')
+  const files = await readdir(dir).catch(() => [])
+  for (const file of files) {
+    const containerId = /^([a-f0-9]{12,64})\.json$/.exec(file)?.[1]
+    if (!containerId || (await store.read(containerId)) !== undefined) continue
+    await store.write(containerId, await readFile(path.join(dir, file), 'utf8'))
+  }
+  await rm(dir, { recursive: true, force: true })
 }

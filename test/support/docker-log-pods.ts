@@ -53,7 +53,7 @@ export async function startDockerLogPlatform(
 
 /** A CPU pod of the member's that runs `args` (a shell line) in LOG_POD_IMAGE; its id. */
 export async function createLogPod(
-  platform: TestPlatform,
+  platform: Pick<TestPlatform, 'call'>,
   tenant: string,
   name: string,
   args: string,
@@ -66,3 +66,41 @@ export async function createLogPod(
   expect(created.status, await created.clone().text()).toBe(201)
   return ((await created.json()) as { id: string }).id
 }
+
+/**
+ * A node script that writes numbered lines of about 500 bytes (`<n> xxx…`) in phases: the first
+ * at once, phase k once /tmp/go-<k> exists in the container (`docker exec … touch`).
+ */
+export function phasedLogScript(phases: number[]): string {
+  return [
+    'const fs = require("fs")',
+    'const pad = "x".repeat(460)',
+    `const phases = ${JSON.stringify(phases)}`,
+    'let n = 0',
+    'let k = 0',
+    'const tick = () => {',
+    '  if (k < phases.length && (k === 0 || fs.existsSync("/tmp/go-" + k))) {',
+    '    let chunk = ""',
+    '    for (let j = 0; j < phases[k]; j++) {',
+    '      n++',
+    '      chunk += n + " " + pad + "\\n"',
+    '      if (chunk.length > 65536) { fs.writeSync(1, chunk); chunk = "" }',
+    '    }',
+    '    if (chunk) fs.writeSync(1, chunk)',
+    '    k++',
+    '  }',
+    '  setTimeout(tick, 50)',
+    '}',
+    'tick()',
+  ].join('\n')
+}
+
+/** The number of the last line of each phase. */
+export const phaseEnds = (phases: number[]) =>
+  phases.map((_, k) => phases.slice(0, k + 1).reduce((a, b) => a + b, 0))
+
+/** The number a pod's line starts with (NaN for others: the platform's notes). */
+export const numberOf = (line: string) => Number(line.split(' ')[0])
+
+export const range = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, k) => from + k)

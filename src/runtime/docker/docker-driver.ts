@@ -40,6 +40,7 @@ import { OwnContainers } from './own-containers.js'
 import { TenantNetworks } from './tenant-networks.js'
 import { tenantNetworkOf } from './tenant-network.js'
 import { bindSources, VolumeBounds } from './volume-bounds.js'
+import type { LogNumbersKeeping } from './log-numbers-store.js'
 import { WorkloadLogs } from './workload-logs.js'
 import { StartupRefusal } from '../../shared/startup-refusal.js'
 
@@ -66,10 +67,10 @@ export interface DockerDriverOptions {
    */
   connection?: { options: EngineConnectionOptions; where: string }
   /**
-   * Where the log numbers of its containers are kept across server restarts
-   * (log-numbers-store.ts); absent: in memory only.
+   * Where the log numbers of its containers are kept, for every replica and across restarts
+   * (log-numbers-store.ts: the store's table); absent: in memory only.
    */
-  logNumbersDir?: string
+  logNumbers?: LogNumbersKeeping
   /** What a container's log may take (HostConfig.LogConfig); DEFAULT_WORKLOAD_LOG_MAX_BYTES. */
   logMaxBytes?: number
   /**
@@ -167,7 +168,7 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
         (options.socketPath ? { socketPath: options.socketPath } : undefined),
     )
     this.pulls = new ImagePulls(this.docker)
-    this.logs = new WorkloadLogs(this.pulls, options.logNumbersDir)
+    this.logs = new WorkloadLogs(this.pulls, options.logNumbers)
     this.own = new OwnContainers(this.docker, options.serverId, options.formerServerIds)
     this.networks = new TenantNetworks(this.docker, options.serverId, options.hostFirewall)
     const dockerHost = process.env.DOCKER_HOST ?? ''

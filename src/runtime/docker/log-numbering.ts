@@ -13,7 +13,7 @@ import { isBefore, type DecodedLine } from './log-frames.js'
  * the pass from it. When the oldest line kept is newer than every line the driver numbered,
  * all it knew was deleted: the lines are numbered on after the newest one it numbered, one
  * number left for the note that says lines were lost. What the driver remembers is kept in the
- * server's data directory (log-numbers-store.ts), so that a restarted server numbers as before.
+ * store (log-numbers-store.ts), so that every replica, and a restarted server, numbers alike.
  */
 
 export const ANCHOR_EVERY = 1024
@@ -29,13 +29,16 @@ export interface LogStart {
   counted: boolean
 }
 
-/** ContainerLogNumbers as it is kept in a file (log-numbers-store.ts). */
+/** ContainerLogNumbers as the store keeps it (log-numbers-store.ts). */
 export interface LogNumbersJson {
   anchors: Array<[string, number]>
   last?: { seq: number; key: string; time: [number, number] }
 }
 
-/** What the driver remembers of one container's numbering (per server). */
+/**
+ * What the driver remembers of one container's numbering: in each replica's memory, and shared
+ * through the store (log-numbers-store.ts).
+ */
 export class ContainerLogNumbers {
   readonly anchors = new Map<string, number>()
   /** The newest line numbered. */
@@ -43,11 +46,13 @@ export class ContainerLogNumbers {
   /** Called when an anchor is added (the store keeps it). */
   onAnchor: (() => void) | undefined
 
-  static fromJson(json: LogNumbersJson): ContainerLogNumbers {
-    const numbers = new ContainerLogNumbers()
-    for (const [key, seq] of json.anchors) numbers.anchors.set(key, seq)
-    numbers.last = json.last
-    return numbers
+  /**
+   * Takes in what another replica (or an earlier start) kept: its anchors, and its newest line
+   * when it numbered further. Numbers agree across replicas, so nothing kept here is replaced.
+   */
+  takeIn(json: LogNumbersJson): void {
+    for (const [key, seq] of json.anchors) if (!this.anchors.has(key)) this.anchors.set(key, seq)
+    if (json.last && (!this.last || json.last.seq > this.last.seq)) this.last = json.last
   }
 
   toJson(): LogNumbersJson {

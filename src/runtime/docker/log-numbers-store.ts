@@ -1,32 +1,46 @@
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import path from 'node:path'
 import { ContainerLogNumbers, type LogNumbersJson } from './log-numbering.js'
 
 /**
+ * Where a container's numbers are kept beyond this server's memory: the store's
+ * container_log_numbers table (store/container-log-numbers-repo.ts), one JSON text per
+ * container, read and written by every replica.
+ */
+export interface LogNumbersKeeping {
+  read(containerId: string): Promise<string | undefined>
+  write(containerId: string, numbers: string): Promise<void>
+  remove(containerId: string): Promise<void>
+}
+
+/**
  * Where each container's log numbers fall (log-numbering.ts), kept per container in memory
- * and, with a directory, in a small file there (`<containerId>.json`: every 1024th line and
- * the newest one numbered), so that a server started again numbers a log Docker rotated
- * meanwhile as before. Without a directory (the driver's own tests), memory only.
+ * and, with a keeping, in the store (every 1024th line and the newest one numbered when the
+ * last anchor was added), so that another replica, or a server started again, numbers a log
+ * Docker rotated meanwhile as this one did. Each read of a log first takes in what the other
+ * replicas kept since (numbersOf). Without a keeping (the driver's own tests), memory only.
  */
 export class LogNumbersStore {
   private readonly loaded = new Map<string, Promise<ContainerLogNumbers>>()
   /** Saves under way, and whether another is wanted after it. */
   private readonly saving = new Map<string, { done: Promise<void>; again: boolean }>()
 
-  constructor(private readonly dir: string | undefined) {}
+  constructor(private readonly keeping: LogNumbersKeeping | undefined) {}
 
-  numbersOf(containerId: string): Promise<ContainerLogNumbers> {
-    let numbers = this.loaded.get(containerId)
-    if (!numbers) {
-      numbers = this.load(containerId)
+  /** The container's numbers, with what other replicas numbered since the last read taken in. */
+  async numbersOf(containerId: string): Promise<ContainerLogNumbers> {
+    const loaded = this.loaded.get(containerId)
+    if (!loaded) {
+      const numbers = this.load(containerId)
       this.loaded.set(containerId, numbers)
+      return numbers
     }
+    const [numbers, kept] = await Promise.all([loaded, this.read(containerId)])
+    if (kept) numbers.takeIn(kept)
     return numbers
   }
 
   /** Writes the container's numbers (one write at a time per container, the last one wins). */
   save(containerId: string): void {
-    if (!this.fileOf(containerId)) return
+    if (!this.keeps(containerId)) return
     const under = this.saving.get(containerId)
     if (under) {
       under.again = true
@@ -38,7 +52,9 @@ export class LogNumbersStore {
         entry.again = false
         const numbers = await this.loaded.get(containerId)
         if (!numbers) return
-        await this.write(containerId, numbers).catch(() => undefined)
+        await this.keeping!.write(containerId, JSON.stringify(numbers.toJson())).catch(
+          () => undefined,
+        )
       } while (entry.again)
     })().finally(() => this.saving.delete(containerId))
     this.saving.set(containerId, entry)
@@ -48,8 +64,7 @@ export class LogNumbersStore {
   async forget(containerId: string): Promise<void> {
     this.loaded.delete(containerId)
     await this.saving.get(containerId)?.done
-    const file = this.fileOf(containerId)
-    if (file) await rm(file, { force: true })
+    if (this.keeps(containerId)) await this.keeping!.remove(containerId).catch(() => undefined)
   }
 
   /** Waits for the saves under way (a closing driver). */
@@ -58,32 +73,27 @@ export class LogNumbersStore {
   }
 
   private async load(containerId: string): Promise<ContainerLogNumbers> {
-    let numbers = new ContainerLogNumbers()
-    const file = this.fileOf(containerId)
-    if (file) {
-      try {
-        numbers = ContainerLogNumbers.fromJson(
-          JSON.parse(await readFile(file, 'utf8')) as LogNumbersJson,
-        )
-      } catch {
-        // None yet, or unreadable: numbered from the oldest line kept, as a first read does.
-      }
-    }
+    const numbers = new ContainerLogNumbers()
+    const kept = await this.read(containerId)
+    if (kept) numbers.takeIn(kept)
     numbers.onAnchor = () => this.save(containerId)
     return numbers
   }
 
-  private async write(containerId: string, numbers: ContainerLogNumbers): Promise<void> {
-    const file = this.fileOf(containerId)
-    if (!file) return
-    await mkdir(path.dirname(file), { recursive: true })
-    await writeFile(`${file}.tmp`, JSON.stringify(numbers.toJson()))
-    await rename(`${file}.tmp`, file)
+  /** What the store keeps of the container; undefined when nothing, or nothing readable. */
+  private async read(containerId: string): Promise<LogNumbersJson | undefined> {
+    if (!this.keeps(containerId)) return undefined
+    try {
+      const text = await this.keeping!.read(containerId)
+      return text === undefined ? undefined : (JSON.parse(text) as LogNumbersJson)
+    } catch {
+      // Unreadable (or the store away): numbered from what this server knows, as a first read.
+      return undefined
+    }
   }
 
-  /** The container's file; none without a directory, or for what is not an engine's id. */
-  private fileOf(containerId: string): string | undefined {
-    if (!this.dir || !/^[a-f0-9]{12,64}$/.test(containerId)) return undefined
-    return path.join(this.dir, `${containerId}.json`)
+  /** Whether the container's numbers are kept: with a keeping, for an engine's ids alone. */
+  private keeps(containerId: string): boolean {
+    return this.keeping !== undefined && /^[a-f0-9]{12,64}$/.test(containerId)
   }
 }

@@ -4,7 +4,7 @@ import { containerLogLines, selectStreamedLines } from './container-log-reader.j
 import { ignoring } from './engine-calls.js'
 import { followPull, type ImagePulls } from './image-pulls.js'
 import { LogFrameDecoder, selectLines } from './log-frames.js'
-import { LogNumbersStore } from './log-numbers-store.js'
+import { LogNumbersStore, type LogNumbersKeeping } from './log-numbers-store.js'
 import { LogNumbering, lostLinesNote } from './log-numbering.js'
 import type { FoundContainer } from './own-containers.js'
 
@@ -17,12 +17,12 @@ export class WorkloadLogs {
   /** Where each container's numbers fall across rotations (log-numbering.ts), by container id. */
   private readonly numbers: LogNumbersStore
 
-  /** @param numbersDir where the numbers are kept across server restarts (none: memory only) */
+  /** @param keeping where the numbers are kept for every replica (none: memory only) */
   constructor(
     private readonly pulls: ImagePulls,
-    numbersDir?: string,
+    keeping?: LogNumbersKeeping,
   ) {
-    this.numbers = new LogNumbersStore(numbersDir)
+    this.numbers = new LogNumbersStore(keeping)
   }
 
   /**

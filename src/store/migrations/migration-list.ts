@@ -56,6 +56,8 @@ import * as postgres0028 from './postgres/0028-account-pools.js'
 import * as sqlite0028 from './sqlite/0028-account-pools.js'
 import * as postgres0029 from './postgres/0029-host-images.js'
 import * as sqlite0029 from './sqlite/0029-host-images.js'
+import * as postgres0030 from './postgres/0030-container-log-numbers.js'
+import * as sqlite0030 from './sqlite/0030-container-log-numbers.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -176,6 +178,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0029-host-images',
       sqlite: sqlite0029.statements,
       postgres: postgres0029.statements,
+    },
+    {
+      name: '0030-container-log-numbers',
+      sqlite: sqlite0030.statements,
+      postgres: postgres0030.statements,
     },
   ]
 
