@@ -5,6 +5,7 @@ import {
   MAX_IDLE_TIMEOUT_S,
   MIN_ENDPOINT_TIMEOUT_MS,
   MIN_IDLE_TIMEOUT_S,
+  imageOrHostsChanged,
   nextVersion,
   WORKER_FIELDS,
 } from './endpoint-rules.js'
@@ -68,5 +69,26 @@ describe('endpoint rules', () => {
       purgeQueue: 'http://h:1/v2/abc/purge-queue',
       health: 'http://h:1/v2/abc/health',
     })
+  })
+
+  it('pulls again ahead of time only for a change of the image or of the hosts that may run it', () => {
+    const changed = (change: Partial<Endpoint>) =>
+      imageOrHostsChanged(endpoint, { ...endpoint, ...change })
+    // What a worker runs, and where it may run.
+    expect(changed({ image: 'i:2' })).toBe(true)
+    expect(changed({ registry: 'reg_1' })).toBe(true)
+    expect(changed({ cpu: [{ id: 'cpu5c', vcpuCount: 2, memory: 4 }] })).toBe(true)
+    const gpu = { pools: ['ADA_24' as const], excludedTypes: [], count: 1 }
+    const anyCuda = { allowedCudaVersions: [], minCudaVersion: null }
+    expect(changed({ cpu: null, gpu: { ...gpu, ...anyCuda } })).toBe(true)
+    expect(changed({ dataCenterIds: ['EU-RO-1'] })).toBe(true)
+    expect(changed({ hostLabels: ['ib=true'] })).toBe(true)
+    // Neither: the same image on the same hosts.
+    expect(changed({})).toBe(false)
+    expect(changed({ hostLabels: [] })).toBe(false)
+    expect(
+      changed({ name: 'renamed', env: { A: '1' }, workers: { min: 1, max: 3, idleTimeout: 5 } }),
+    ).toBe(false)
+    expect(changed({ version: 8, timeout: 600_000, args: 'python -u other.py' })).toBe(false)
   })
 })
