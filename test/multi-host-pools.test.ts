@@ -27,7 +27,8 @@ import { until } from './support/until.js'
  * the HTTP API as member accounts: gpu-node-3 (TCP+TLS) is reserved to pool team-a and
  * gpu-node-1 (SSH) labelled ib=true. Another account's pod asking for the pool is refused with
  * the reason; the bound account's pod runs on gpu-node-3; a pod asking ib=true runs on
- * gpu-node-1. Opt-in with PODYARD_TEST_MULTIHOST=1, as multi-host-fleet.test.ts.
+ * gpu-node-1; an account at its pod quota is refused (403, the quota and its use named) until
+ * the admin raises it. Opt-in with PODYARD_TEST_MULTIHOST=1, as multi-host-fleet.test.ts.
  */
 const enabled = multiHostEnabled()
 if (!enabled)
@@ -57,7 +58,7 @@ function labelledFleet(layout: RigLayout, volumeRoot: string): string {
     .join('\n')
 }
 
-describe.runIf(enabled)('pools and labels on three real hosts', () => {
+describe.runIf(enabled)('pools, labels and quotas on three real hosts', () => {
   let layout: RigLayout
   let dir: string
   let platform: Platform
@@ -167,5 +168,23 @@ describe.runIf(enabled)('pools and labels on three real hosts', () => {
     const pod = await createPod(otherKey, 'infiniband', ['ib=true'])
     expect(pod.status, JSON.stringify(pod.body)).toBe(201)
     expect(await hostOf(otherKey, pod.body.id)).toBe('gpu-node-1')
+  }, 240_000)
+
+  it('holds an account to its pod quota: refused at the quota, placed once the admin raised it', async () => {
+    // The other account holds one pod (the one above); gpu-node-2 is the host left free.
+    const otherId = (await json<{ id: string }>(await call('/v2/account', { key: otherKey }))).id
+    const setPods = async (pods: number) =>
+      json(await call(`/v2/admin/accounts/${otherId}/quotas`, { method: 'PATCH', json: { pods } }))
+    await setPods(1)
+    const refused = await createPod(otherKey, 'over-quota', [])
+    expect(refused.status, JSON.stringify(refused.body)).toBe(403)
+    expect(refused.body.detail).toBe(
+      'quota pods exceeded: create pod "over-quota" needs 1 more pods, the account uses 1 of its quota of 1; free some or ask the admin to raise the quota',
+    )
+
+    await setPods(2)
+    const raised = await createPod(otherKey, 'within-quota', [])
+    expect(raised.status, JSON.stringify(raised.body)).toBe(201)
+    expect(await hostOf(otherKey, raised.body.id)).toBe('gpu-node-2')
   }, 240_000)
 })
