@@ -211,6 +211,8 @@ describe('metrics.listen: a listener of its own for Prometheus', () => {
       server.child.kill('SIGTERM')
     }
     expect(await server.exited).toBe(0)
+    // Fastify 5.12 deprecated `disableRequestLogging`: the listener printed FSTDEP023 on start.
+    expect(server.stderr()).not.toMatch(/Warning|FSTDEP/)
     expect(await canListen(port)).toBe(true)
     rmSync(dataDir, { recursive: true, force: true })
   })

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
 import { installProblemHandlers } from './http/problem.js'
 import { clientErrorHandler, frameworkErrors } from './http/router-errors.js'
@@ -18,7 +18,7 @@ export function buildMetricsApp(deps: {
   const app = Fastify({
     loggerInstance: deps.logger.child({ listener: 'metrics' }),
     // A scrape every few seconds would be most of the log; errors are still logged.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     frameworkErrors,
