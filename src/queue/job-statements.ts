@@ -2,6 +2,7 @@ import { directRows } from '../store/direct-sqlite.js'
 import { CompiledQuery, type Kysely } from 'kysely'
 import { RETIRED_WORKER_PHASES } from '../domain/serverless/worker.js'
 import { BY_LOCK_ORDER } from './lock-order.js'
+import type { JobQueueDatabase } from './job-tables.js'
 
 /**
  * The queue's hottest statements as SQL text written once per dialect, run without Kysely's
@@ -210,8 +211,7 @@ export class JobStatements {
  * directly on the connection when it can be (src/shared/direct-sqlite.ts).
  */
 export async function runStatement<R>(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>,
+  db: Kysely<JobQueueDatabase>,
   text: string,
   parameters: readonly unknown[],
 ): Promise<R[]> {

@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely'
 import type {
+  Database,
   JobsTable,
   JobStopsTable,
   JobStreamTable,
@@ -29,4 +31,20 @@ export interface JobQueueDatabase {
   job_stops: JobStopsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
+}
+
+/**
+ * The queue's tables of a store database: `JobQueueDatabase` when each of them is a table of
+ * `Store` of the same columns (or more), else a compile error.
+ */
+type QueueTablesOf<Store extends { [Table in keyof JobQueueDatabase]: JobQueueDatabase[Table] }> =
+  Store extends unknown ? JobQueueDatabase : never
+
+/**
+ * The store's Kysely instance narrowed to the queue's tables. Kysely's types do not narrow
+ * (a `Kysely<Database>` is not a `Kysely<JobQueueDatabase>`), hence the one cast, which
+ * QueueTablesOf checks is a narrowing.
+ */
+export function queueTablesOf(db: Kysely<Database>): Kysely<JobQueueDatabase> {
+  return db as unknown as Kysely<QueueTablesOf<Database>>
 }

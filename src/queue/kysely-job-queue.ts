@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely'
+import type { Database } from '../store/database-schema.js'
 import type { Job, JobView } from '../domain/serverless/job.js'
 import type {
   CompleteResult,
@@ -43,6 +44,7 @@ import { jobKey, JobWaits, workKey, type Written } from './job-waits.js'
 import { compareKeys, lockedRows } from './lock-order.js'
 import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
+import { queueTablesOf } from './job-tables.js'
 import { WriteBatcher } from './write-batcher.js'
 import { CompletionWriter, type Completion, type CompletionOutcome } from './job-completions.js'
 import {
@@ -55,12 +57,10 @@ import { takeAtOnce, takeIn, takenOnSubmit } from './job-takes.js'
 
 export interface KyselyJobQueueOptions {
   /**
-   * The store's Kysely instance (`store.db`): any database that has the queue's tables
-   * (migration 0005-jobs). Typed loosely, as a caller's database may have more tables than the
-   * queue's; the queue narrows it to its own (src/queue/job-tables.ts).
+   * The store's Kysely instance (`store.db`); the queue narrows it to the tables it touches
+   * (src/queue/job-tables.ts).
    */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>
+  db: Kysely<Database>
   dialect: StoreDialect
   clock?: Clock
   /** How often a long poll re-reads the store, to see other replicas' writes. Default 200 ms. */
@@ -100,7 +100,7 @@ export class KyselyJobQueue implements JobQueue {
   )
 
   constructor(options: KyselyJobQueueOptions) {
-    this.db = options.db as Db
+    this.db = queueTablesOf(options.db)
     this.capabilities = storeCapabilities(options.dialect)
     this.clock = options.clock ?? systemClock
     this.waits = new JobWaits(options.wakeUps ?? new WakeUps(), options.pollIntervalMs ?? 200)

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
+import type { Database } from '../store/database-schema.js'
 import {
   storeCapabilities,
   type StoreCapabilities,
@@ -13,7 +14,7 @@ import type {
   WebhookDeliveryRepo,
   WebhookDeliveryStatus,
 } from '../domain/serverless/webhook-delivery.js'
-import type { JobQueueDatabase, WebhookAttemptsTable } from './job-tables.js'
+import { queueTablesOf, type JobQueueDatabase, type WebhookAttemptsTable } from './job-tables.js'
 
 type Db = Kysely<JobQueueDatabase>
 
@@ -60,12 +61,11 @@ export class KyselyWebhookDeliveries implements WebhookDeliveryRepo {
   private readonly capabilities: StoreCapabilities
 
   constructor(options: {
-    /** The store's Kysely instance; typed loosely for the reason given in KyselyJobQueue. */
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    db: Kysely<any>
+    /** The store's Kysely instance (`store.db`), narrowed to the queue's tables. */
+    db: Kysely<Database>
     dialect: StoreDialect
   }) {
-    this.db = options.db as Db
+    this.db = queueTablesOf(options.db)
     this.capabilities = storeCapabilities(options.dialect)
   }
 
