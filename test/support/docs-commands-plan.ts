@@ -106,6 +106,10 @@ export const EXCLUDED: Record<string, string> = {
     'test/deploy-image.test.ts builds the image from that base (PODYARD_TEST_IMAGE_BUILD)',
   'docs/production.md: docker run -d -p 8080:8080 -v podyard:/var/lib/podyard podyard:0.1.0':
     'the fixed port 8080 and a named volume; test/deploy-image.test.ts runs the image',
+  'docs/runtime.md: sudo sysctl -w fs.inotify.max_user_instances=8192':
+    'changes a kernel setting of the whole machine; .ci/run sets it the same way before the suites',
+  'docs/runtime.md: echo fs.inotify.max_user_instances=8192 | sudo tee /etc/sysctl.d/90-podyard.conf':
+    'writes the machine’s boot configuration; .ci/run sets the value for its run instead',
   'docs/runtime.md: iptables -N PODYARD-INPUT; iptables -N PODYARD-FORWARD':
     'changes the machine’s firewall; test/docker-egress-policy.test.ts checks the rules podyard installs',
   'docs/runtime.md: iptables -A PODYARD-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN':
