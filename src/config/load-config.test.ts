@@ -1,12 +1,19 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { DEFAULT_WORKLOAD_LOG_MAX_BYTES } from '../runtime/driver.js'
 import { ConfigError, loadConfig } from './load-config.js'
 
+/** The folders dirWith made, removed after the file's tests (every run left them in the temp dir). */
+const made: string[] = []
+afterAll(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
 function dirWith(yaml?: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'podyard-config-'))
+  made.push(dir)
   if (yaml !== undefined) writeFileSync(path.join(dir, 'podyard.yaml'), yaml)
   return dir
 }
