@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { GpuBoard } from '../src/domain/hosts/gpu-board.js'
+import { GpuBoard, RESET_SETTLE_MS } from '../src/domain/hosts/gpu-board.js'
 import type { GpuReading } from '../src/domain/hosts/gpu-health.js'
 import { KyselyGpuWithdrawalRepo } from '../src/store/gpu-withdrawal-repo.js'
 import type { Store } from '../src/store/open-store.js'
@@ -27,13 +27,16 @@ const fine: GpuReading = {
   remappedRowsFailure: false,
   xids: [],
 }
-const at = () => '2026-11-28T00:00:00.000Z'
+const start = Date.parse('2026-11-28T00:00:00.000Z')
+let nowMs = start
+const at = () => new Date(nowMs).toISOString()
 
 describe.each(testStores())('GpuBoard on $name', (factory) => {
   let store: Store | undefined
   afterEach(async () => {
     await store?.close()
     store = undefined
+    nowMs = start
   })
   const board = async () => {
     const made = new GpuBoard(new KyselyGpuWithdrawalRepo(store!.db), at)
@@ -131,6 +134,11 @@ describe.each(testStores())('GpuBoard on $name', (factory) => {
     await a.refresh()
     expect(a.withdrawn()).toEqual({})
     expect(await a.record('h1', [bad])).toEqual([])
+    // A round `a` read before the reset may arrive after it learned of the reset: for
+    // RESET_SETTLE_MS no reading withdraws the GPU again; the first one after that does.
+    expect(await a.record('h1', [{ ...bad, eccUncorrected: 3 }])).toEqual([])
+    expect(a.statuses('h1')[0]).toMatchObject({ health: 'HEALTHY' })
+    nowMs += RESET_SETTLE_MS
     expect(await a.record('h1', [{ ...bad, eccUncorrected: 3 }])).toEqual([
       { hostId: 'h1', index: 0, reason: '1 uncorrectable ECC error since the last reset' },
     ])

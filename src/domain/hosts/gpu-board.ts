@@ -35,6 +35,13 @@ interface Sampled {
 export const XID_WARNING_MS = 60 * 60_000
 
 /**
+ * How long after learning of another replica's reset this board's readings do not withdraw the
+ * GPU again: a round read before the reset (in the sampler's pipe, or between its lines and its
+ * record) may still be on its way, with the counts from before a driver reload.
+ */
+export const RESET_SETTLE_MS = 5_000
+
+/**
  * The latest reading of every GPU this server samples (in memory: the sampler runs beside the
  * host it reads), and every GPU's withdrawal, kept in the store so that a restarted server and
  * every replica agree (docs/gpus.md). A GPU found unhealthy is withdrawn once and stays
@@ -47,6 +54,8 @@ export class GpuBoard {
   private withdrawnCache: Readonly<Record<string, readonly number[]>> | undefined
   /** Why a host's GPU sources (the kernel log) cannot be read, per host. */
   private readonly sourceProblems = new Map<string, string>()
+  /** When this board learned that another replica reset a GPU, by `host/index` (ms). */
+  private readonly resetsLearned = new Map<string, number>()
 
   constructor(
     private readonly repo: GpuWithdrawalRepo,
@@ -60,6 +69,8 @@ export class GpuBoard {
       let gpus = next.get(record.hostId)
       if (!gpus) next.set(record.hostId, (gpus = new Map()))
       gpus.set(record.index, record)
+      if (record.reason === null && this.stored.get(record.hostId)?.get(record.index)?.reason)
+        this.resetsLearned.set(`${record.hostId}/${record.index}`, Date.parse(this.now()))
     }
     this.stored = next
     this.withdrawnCache = undefined
@@ -92,7 +103,11 @@ export class GpuBoard {
         warnings: xidWarning ? [...warnings, xidWarning.text] : warnings,
         ...(xidWarning ? { xidWarning } : {}),
       })
-      if (!verdict.healthy && !stored?.reason)
+      if (
+        !verdict.healthy &&
+        !stored?.reason &&
+        !this.settlingAfterReset(hostId, reading.index, at)
+      )
         found.push({
           hostId,
           index: reading.index,
@@ -198,6 +213,15 @@ export class GpuBoard {
 
   sourceProblem(hostId: string): string | undefined {
     return this.sourceProblems.get(hostId)
+  }
+
+  private settlingAfterReset(hostId: string, index: number, at: string): boolean {
+    const key = `${hostId}/${index}`
+    const learned = this.resetsLearned.get(key)
+    if (learned === undefined) return false
+    if (Date.parse(at) - learned < RESET_SETTLE_MS) return true
+    this.resetsLearned.delete(key)
+    return false
   }
 
   private keep(record: GpuWithdrawalRecord): void {
