@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process'
-import { readFileSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { namespaceName, namespacePath } from '../../src/runtime/process/pod-network.js'
 
 /** Pids of this machine's processes whose command line matches `pattern` (pgrep -f). */
 export function processesWith(pattern: string): number[] {
@@ -25,11 +27,50 @@ export function killProcessesWith(pattern: string): void {
   }
 }
 
+/** The pasta pid file of a namespace (pod-network.ts). */
+const pastaPidFile = (name: string) => `/run/podyard-pasta/${name}.pid`
+
+/** Kills the namespace's pasta, if it still runs (it would leave by itself only after a while). */
+function endPasta(netns: string): void {
+  try {
+    const pid = Number(readFileSync(pastaPidFile(netns), 'utf8').trim())
+    if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('pas')) process.kill(pid, 'SIGKILL')
+  } catch {
+    // No pid file, or the pasta is gone already.
+  }
+  rmSync(pastaPidFile(netns), { force: true })
+}
+
+/**
+ * Removes the network namespaces (and ends the pasta of each) of the workloads whose state is
+ * under `dir`: a namespace is named after its driver's state directory and the workload's id,
+ * and neither names the data directory on a command line.
+ */
+function removeNamespacesUnder(dir: string, depth = 4): void {
+  let entries: string[]
+  try {
+    entries = readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+  } catch {
+    return
+  }
+  for (const name of entries) {
+    const netns = namespaceName(dir, name)
+    if (existsSync(namespacePath(netns))) {
+      execFileSync('ip', ['netns', 'delete', netns], { stdio: 'ignore' })
+      endPasta(netns)
+    }
+    if (depth > 1) removeNamespacesUnder(path.join(dir, name), depth - 1)
+  }
+}
+
 /**
  * Removes a test's data directory as a process-driver server left it: workloads outlive their
- * server, as pods do, and so do their disk images mounted under the directory (root only). Each
- * process group whose command line names the directory (a workload's leader) is killed, the
- * mounts below it are lazily unmounted (their loop devices go with them), then it is removed.
+ * server, as pods do, and so do their disk images mounted under the directory (root only) and
+ * their network namespaces. Each process group whose command line names the directory (a
+ * workload's leader) is killed, their namespaces are removed with their pasta, the mounts below
+ * it are lazily unmounted (their loop devices go with them), then it is removed.
  */
 export function removeDataDir(dir: string): void {
   for (const pid of processesWith(dir)) {
@@ -39,6 +80,7 @@ export function removeDataDir(dir: string): void {
       // Not a group leader, or gone meanwhile: its group's leader is listed too.
     }
   }
+  removeNamespacesUnder(dir)
   const mounts = readFileSync('/proc/self/mounts', 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[1]?.replaceAll('\\040', ' '))
