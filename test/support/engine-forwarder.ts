@@ -9,6 +9,8 @@ export interface EngineForwarder {
   lose(): Promise<void>
   /** Opens the socket again: the engine is back. */
   restore(): Promise<void>
+  /** Drops every connection open now (the socket stays open); how many there were. */
+  cut(): number
 }
 
 /**
@@ -41,6 +43,11 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
     },
     restore: async () => {
       if (!server.listening) await listen()
+    },
+    cut: () => {
+      const dropped = [...open]
+      for (const socket of dropped) socket.destroy()
+      return dropped.length / 2
     },
   }
 }

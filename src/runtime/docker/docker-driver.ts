@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
 import Docker from 'dockerode'
 import type { EngineConnectionOptions } from './docker-endpoint.js'
 import { AppError } from '../../shared/app-error.js'
@@ -112,6 +113,10 @@ export interface DockerDriverOptions {
    */
   knownGpus?: { gpus: SmiGpuDetail[]; cudaVersion: string | null }
 }
+
+/** The wait before following a running container's log again after the engine ended a follow. */
+const REFOLLOW_FIRST_PAUSE_MS = 100
+const REFOLLOW_MAX_PAUSE_MS = 5_000
 
 /** The engine did not answer: the server refuses to start rather than fail every pod later. */
 export class DockerEngineUnreachableError extends StartupRefusal {
@@ -390,10 +395,36 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
     return this.logs.read(id, await this.own.find(id), query)
   }
 
+  /**
+   * The workload's log from after `afterSeq`, as it is written, until its container exits. The
+   * engine may end or break a follow while the container runs (a json-file rotation under a
+   * slow reader, a dropped connection to a remote engine): it is followed again from the last
+   * line sent, waiting longer each time a follow brought nothing. An engine that no longer
+   * answers ends the follow with its error.
+   */
   async *followLogs(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<LogLine> {
-    const found = await this.own.find(id)
-    if (signal.aborted) return
-    yield* this.logs.follow(id, found, afterSeq, signal)
+    let last = afterSeq
+    let pauseMs = REFOLLOW_FIRST_PAUSE_MS
+    for (;;) {
+      const found = await this.own.find(id)
+      if (signal.aborted) return
+      const before = last
+      try {
+        for await (const line of this.logs.follow(id, found, last, signal)) {
+          last = Math.max(last, line.seq)
+          yield line
+        }
+      } catch (error) {
+        // The stream broke: follow again while the container runs. An engine's refusal
+        // (an HTTP status) is not a broken stream.
+        const refused = typeof (error as { statusCode?: unknown }).statusCode === 'number'
+        if (refused || !found || workloadStateOf(found.inspection).phase !== 'running') throw error
+      }
+      if (signal.aborted || !found || workloadStateOf(found.inspection).phase !== 'running') return
+      pauseMs =
+        last > before ? REFOLLOW_FIRST_PAUSE_MS : Math.min(pauseMs * 2, REFOLLOW_MAX_PAUSE_MS)
+      await sleep(pauseMs, undefined, { signal }).catch(() => undefined)
+    }
   }
 
   /** The container, its named volumes (also when the container is gone) and its pull log. */
