@@ -181,7 +181,9 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
         { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
       )
       let stdout = ''
+      let stderr = ''
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
       const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
       try {
         const lines = await until(
@@ -189,7 +191,9 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
           async () => stdout.split('\n').filter((line) => line !== ''),
           (found) => found.length >= 2,
           60_000,
-        )
+        ).catch((error: Error) => {
+          throw new Error(`${error.message}\npodyard dev's stderr: ${stderr}`)
+        })
         const [ready, testJob] = lines.map((line) => JSON.parse(line) as Json)
         expect(ready!.ready).toMatchObject({
           handler: 'worker.mjs',
@@ -227,7 +231,9 @@ process.once('SIGTERM', () => void worker.stop().then(() => process.exit(0)))
           await receiver.close()
         }
       } finally {
-        process.kill(-child.pid!, 'SIGINT')
+        // Gone already when it failed to start: the failure above is what counts.
+        if (child.exitCode === null && child.signalCode === null)
+          process.kill(-child.pid!, 'SIGINT')
       }
       expect(await exited).toBe(0)
       expect(processesIn(dir)).toEqual([])
