@@ -8,5 +8,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration suites start servers and databases; two cores do not gain from more forks.
     maxWorkers: 2,
+    // Each worker runs its files in one process: the platform's modules load once per worker,
+    // not once per file (docs/development.md, "Isolation").
+    isolate: false,
   },
 })
