@@ -431,8 +431,25 @@ describe.skipIf(!enabled)('DockerDriver against a Docker engine', () => {
     const newer = await open(serverId).start(spec)
     const theirs = open(`${serverId}-other`)
     await theirs.start(spec)
-    const ours = open(serverId, [formerId])
+    // The numbers the store keeps for the older container's log go with it.
+    const formerContainer = execFileSync(
+      'docker',
+      ['inspect', '-f', '{{.Id}}', containerName(formerId, spec.id)],
+      { encoding: 'utf8' },
+    ).trim()
+    const kept = new Map([[formerContainer, '{}']])
+    const ours = new DockerDriver({
+      serverId,
+      formerServerIds: () => Promise.resolve([formerId]),
+      logNumbers: {
+        read: async (id: string) => kept.get(id),
+        write: async (id: string, numbers: string) => void kept.set(id, numbers),
+        remove: async (id: string) => void kept.delete(id),
+      },
+    })
+    drivers.push(ours)
     expect((await ours.list()).filter((s) => s.id === spec.id)).toEqual([newer])
+    expect([...kept.keys()]).toEqual([])
     expect(containers(spec.id)).toEqual(
       [containerName(serverId, spec.id), containerName(`${serverId}-other`, spec.id)].sort(),
     )

@@ -365,6 +365,7 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
         await ignoring([404, 409], () =>
           this.docker.getContainer(summary.Id).remove({ force: true }),
         )
+        await this.logs.forget(summary.Id)
         continue
       }
       listed.add(workload)
