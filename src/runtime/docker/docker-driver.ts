@@ -409,6 +409,8 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
     for (;;) {
       const found = await this.own.find(id)
       if (signal.aborted) return
+      // A container that had exited when found: its follow read its log to the end.
+      const running = found !== undefined && workloadStateOf(found.inspection).phase === 'running'
       const before = last
       try {
         for await (const line of this.logs.follow(id, found, last, signal)) {
@@ -419,9 +421,9 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
         // The stream broke: follow again while the container runs. An engine's refusal
         // (an HTTP status) is not a broken stream.
         const refused = typeof (error as { statusCode?: unknown }).statusCode === 'number'
-        if (refused || !found || workloadStateOf(found.inspection).phase !== 'running') throw error
+        if (refused || !running) throw error
       }
-      if (signal.aborted || !found || workloadStateOf(found.inspection).phase !== 'running') return
+      if (signal.aborted || !running) return
       pauseMs =
         last > before ? REFOLLOW_FIRST_PAUSE_MS : Math.min(pauseMs * 2, REFOLLOW_MAX_PAUSE_MS)
       await sleep(pauseMs, undefined, { signal }).catch(() => undefined)
