@@ -78,8 +78,8 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) removePodContainer(podId)
     await platform?.close()
+    if (podId) removePodContainer(podId)
   }, 60_000)
 
   it('keeps the log to its budget and answers its newest lines, without holding it', async () => {

@@ -41,8 +41,8 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) removePodContainer(podId)
     await platform?.close()
+    if (podId) removePodContainer(podId)
     await forwarder?.lose()
     rmSync(dir, { recursive: true, force: true })
   }, 60_000)

@@ -94,8 +94,8 @@ describe.runIf(enabled)('resuming a docker pod log through another replica', () 
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) removePodContainer(podId)
     for (const replica of replicas.reverse()) await replica.close()
+    if (podId) removePodContainer(podId)
     await database?.drop()
     if (dir) rmSync(dir, { recursive: true, force: true })
   }, 60_000)

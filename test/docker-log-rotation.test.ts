@@ -58,8 +58,8 @@ describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
   }, 120_000)
 
   afterAll(async () => {
-    if (podId) removePodContainer(podId)
     await platform?.close()
+    if (podId) removePodContainer(podId)
   }, 60_000)
 
   it('resumes after the last line seen, or says how many lines Docker deleted', async () => {

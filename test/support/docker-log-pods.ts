@@ -14,7 +14,11 @@ export function containerOf(podId: string): string {
   ).trim()
 }
 
-/** Removes a pod's container and its tenant network (the platform's own remove would, too). */
+/**
+ * Removes a pod's container and its tenant network (the platform's own remove would, too). Call
+ * it once the platform is closed: a running one starts a RUNNING pod's container again (a
+ * replica did, and left it running after the suite).
+ */
 export function removePodContainer(podId: string): void {
   const container = containerOf(podId)
   if (container === '') return
