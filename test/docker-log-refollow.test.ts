@@ -11,7 +11,9 @@ import { otherAccountKey, startTestPlatform, type TestPlatform } from './support
  * A follower of a running pod's log on the docker driver (PODYARD_TEST_DOCKER=1) keeps getting
  * its lines when the engine ends the follow under it: here every connection to the engine is
  * dropped (as a remote engine's network would, or the engine itself at a log rotation under a
- * slow reader). The platform follows again from the last line sent: none is lost or repeated.
+ * slow reader), or the engine stops sending a follow while keeping it open (its json-file
+ * reader stalled after a rotation). The platform follows again from the last line sent: none
+ * is lost or repeated.
  */
 const enabled = process.env.PODYARD_TEST_DOCKER === '1'
 if (!enabled) console.log('docker log re-follow tests skipped: set PODYARD_TEST_DOCKER=1')
@@ -38,6 +40,7 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
       containment: { acceptUnenforced: ['disk'] },
     })
     tenant = await otherAccountKey(platform, 'docker-refollow@example.com')
+    podId = await createLogPod(platform, tenant, 'counter', COUNTER)
   }, 120_000)
 
   afterAll(async () => {
@@ -47,8 +50,11 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
     rmSync(dir, { recursive: true, force: true })
   }, 60_000)
 
-  it('goes on after the last line sent, with no line lost or twice', async () => {
-    podId = await createLogPod(platform, tenant, 'counter', COUNTER)
+  /**
+   * Follows the pod's log from its newest line until `count` lines came, calling `meanwhile`
+   * with how many came so far after each chunk; the numbers of the lines.
+   */
+  async function follow(count: number, meanwhile: (received: number) => void): Promise<number[]> {
     const response = await platform.call(
       `/v2/pods/${podId}/logs?source=container&follow=true&tail=1`,
       { key: tenant, signal: AbortSignal.timeout(60_000) },
@@ -58,9 +64,8 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
     const decoder = new TextDecoder()
     const numbers: number[] = []
     let pending = ''
-    let dropped = 0
     try {
-      while ((numbers.at(-1) ?? 0) < 150) {
+      while (numbers.length < count) {
         const { value, done } = await reader.read()
         if (done) break
         pending += decoder.decode(value, { stream: true })
@@ -68,16 +73,39 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
         pending = blocks.pop()!
         for (const event of logEvents(blocks.join('\n\n') + '\n\n'))
           numbers.push(Number(event.line))
-        // Twice, once the follow is well under way.
-        if (dropped === 0 && numbers.length >= 20) dropped += forwarder.cut()
-        if (dropped === 1 && numbers.length >= 60) dropped += forwarder.cut()
+        meanwhile(numbers.length)
       }
     } finally {
       await reader.cancel().catch(() => undefined)
     }
-    expect(dropped).toBeGreaterThanOrEqual(2)
-    expect(numbers.at(-1)).toBeGreaterThanOrEqual(150)
+    return numbers
+  }
+
+  function expectConsecutive(numbers: number[], count: number): void {
+    expect(numbers.length).toBeGreaterThanOrEqual(count)
     const first = numbers[0]!
     expect(numbers).toEqual(numbers.map((_, i) => first + i))
+  }
+
+  it('goes on after the last line sent, with no line lost or twice', async () => {
+    let dropped = 0
+    const numbers = await follow(150, (received) => {
+      // Twice, once the follow is well under way.
+      if (dropped === 0 && received >= 20) dropped += forwarder.cut()
+      if (dropped === 1 && received >= 60) dropped += forwarder.cut()
+    })
+    expect(dropped).toBeGreaterThanOrEqual(2)
+    expectConsecutive(numbers, 150)
+  }, 90_000)
+
+  it('notices a follow the engine stopped sending without closing it, and follows again', async () => {
+    // The engine's json-file reader can stall after a rotation with the connection open.
+    let frozen = 0
+    const numbers = await follow(300, (received) => {
+      if (frozen === 0 && received >= 20) frozen += forwarder.freeze(/\/logs\?.*follow=(1|true)/)
+    })
+    expect(frozen).toBe(1)
+    // 300 lines take 6 s or more at one per 20 ms: the follow was silent for some of them.
+    expectConsecutive(numbers, 300)
   }, 90_000)
 })

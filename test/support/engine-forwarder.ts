@@ -11,6 +11,12 @@ export interface EngineForwarder {
   restore(): Promise<void>
   /** Drops every connection open now (the socket stays open); how many there were. */
   cut(): number
+  /**
+   * Stops passing on what the engine sends over the connections open now whose last request
+   * line matches, leaving them open (as the engine's own log reader does when it stalls); how
+   * many there were.
+   */
+  freeze(request: RegExp): number
 }
 
 /**
@@ -19,14 +25,23 @@ export interface EngineForwarder {
  */
 export async function engineForwarder(socketPath: string): Promise<EngineForwarder> {
   const open = new Set<net.Socket>()
+  /** Each open connection's engine side, with its client side and its last request line. */
+  const fromEngine = new Map<net.Socket, { client: net.Socket; request: string }>()
   const server = net.createServer((client) => {
     const engine = net.connect(ENGINE_SOCKET)
     open.add(client).add(engine)
+    const pair = { client, request: '' }
+    fromEngine.set(engine, pair)
+    client.on('data', (chunk: Buffer) => {
+      const line = chunk.subarray(0, 2048).toString('latin1').split('\r\n')[0]!
+      if (/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(line)) pair.request = line
+    })
     const end = () => {
       client.destroy()
       engine.destroy()
       open.delete(client)
       open.delete(engine)
+      fromEngine.delete(engine)
     }
     client.on('error', end).on('close', end)
     engine.on('error', end).on('close', end)
@@ -48,6 +63,17 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
       const dropped = [...open]
       for (const socket of dropped) socket.destroy()
       return dropped.length / 2
+    },
+    freeze: (request) => {
+      let frozen = 0
+      for (const [engine, pair] of fromEngine) {
+        if (!request.test(pair.request)) continue
+        engine.unpipe(pair.client)
+        engine.pause()
+        fromEngine.delete(engine)
+        frozen++
+      }
+      return frozen
     },
   }
 }

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode'
 import type { LogLine, LogQuery } from '../driver.js'
+import type { LogTime } from './follow-stall.js'
 import { LogFrameDecoder } from './log-frames.js'
 import { LogNumbering, lostLinesNote, type ContainerLogNumbers } from './log-numbering.js'
 
@@ -19,8 +20,11 @@ interface LogStream extends AsyncIterable<Buffer> {
   destroy(): void
 }
 
-/** The container's log as a stream (not followed), or undefined when the container is gone. */
-function openLogStream(container: Docker.Container): Promise<LogStream | undefined> {
+/**
+ * The container's log as a stream (not followed; its last `tail` lines when given), or
+ * undefined when the container is gone.
+ */
+function openLogStream(container: Docker.Container, tail?: number): Promise<LogStream | undefined> {
   return new Promise((resolve, reject) => {
     ;(
       container.modem as { dial: (options: object, done: (e: unknown, s: unknown) => void) => void }
@@ -31,7 +35,13 @@ function openLogStream(container: Docker.Container): Promise<LogStream | undefin
         // What dockerode's own logs() leaves out when it does not follow.
         isStream: true,
         statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
-        options: { stdout: true, stderr: true, timestamps: true, follow: false },
+        options: {
+          stdout: true,
+          stderr: true,
+          timestamps: true,
+          follow: false,
+          ...(tail === undefined ? {} : { tail }),
+        },
       },
       (error, stream) => {
         if (!error) resolve(stream as LogStream)
@@ -72,6 +82,23 @@ export async function* containerLogLines(
   } finally {
     stream.destroy()
   }
+}
+
+/** Docker's time of the container's newest line, undefined when it has none (or is gone). */
+export async function newestLogTime(container: Docker.Container): Promise<LogTime | undefined> {
+  const stream = await openLogStream(container, 1)
+  if (!stream) return undefined
+  const decoder = new LogFrameDecoder()
+  let newest: LogTime | undefined
+  try {
+    for await (const chunk of stream) {
+      for (const line of decoder.push(chunk)) newest = line.time ?? newest
+    }
+    for (const line of decoder.end()) newest = line.time ?? newest
+  } finally {
+    stream.destroy()
+  }
+  return newest
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { LogLine, LogQuery } from '../driver.js'
 import { logPositionOf } from './container-spec.js'
-import { containerLogLines, selectStreamedLines } from './container-log-reader.js'
+import { containerLogLines, newestLogTime, selectStreamedLines } from './container-log-reader.js'
 import { ignoring } from './engine-calls.js'
+import { FollowStallWatch } from './follow-stall.js'
 import { followPull, type ImagePulls } from './image-pulls.js'
 import { LogFrameDecoder, selectLines } from './log-frames.js'
 import { LogNumbersStore, type LogNumbersKeeping } from './log-numbers-store.js'
@@ -73,19 +74,33 @@ export class WorkloadLogs {
       if (numbering.start) noted = true
       return [...(note ? [note] : []), ...lines].filter((line) => line.seq > afterSeq)
     }
+    let stalled = false
+    const watch = new FollowStallWatch(
+      () => newestLogTime(found.container),
+      () => {
+        stalled = true
+        destroy()
+      },
+    )
     try {
       try {
         for await (const chunk of stream) {
-          yield* after(numbering.push(decoder.push(chunk as Buffer)))
+          const decoded = decoder.push(chunk as Buffer)
+          watch.heard(decoded.map((line) => line.time))
+          yield* after(numbering.push(decoded))
+          watch.waiting()
         }
       } catch (error) {
         // Destroying the response on abort or close ends the iteration with an error.
-        if (signal.aborted || !this.follows.has(stream)) return
-        throw error
+        if (!stalled && (signal.aborted || !this.follows.has(stream))) return
+        if (!stalled) throw error
       }
+      // The driver follows again from the last line sent (docker-driver.ts followLogs).
+      if (stalled) throw new Error(`the engine stopped sending the log of ${found.container.id}`)
       if (signal.aborted) return
       yield* after([...numbering.push(decoder.end()), ...numbering.end()])
     } finally {
+      watch.stop()
       signal.removeEventListener('abort', destroy)
       this.follows.delete(stream)
       destroy()

@@ -1,0 +1,90 @@
+import { isBefore } from './log-frames.js'
+
+/** After this long without a byte from the engine, the watch asks for the log's newest line. */
+export const STALL_FIRST_CHECK_MS = 2_000
+/** While the log is idle (nothing newer than what was sent), checks back off to this. */
+export const STALL_MAX_CHECK_MS = 30_000
+
+export type LogTime = [number, number]
+
+/**
+ * Docker's json-file reader can stop sending a followed log for good after a rotation, with
+ * the connection still open (moby/moby#37646, #39235: seen here under a flood, a follower
+ * silent from line 116 845 of 200 000 while the container wrote on). The watch notices it:
+ * while the follow waits for the engine and hears nothing, it asks the engine for the log's
+ * newest line (a `tail=1` read). A follow is stalled when the engine held a line newer than
+ * the last one sent at one check and still nothing came by the next: then `onStall` runs (the
+ * follower drops that follow and follows again from its last line). A slow client is not a
+ * stall: while the follower is handing lines on, the watch does not count the silence.
+ *
+ * An idle log costs a `tail=1` read after 2 s of silence, then 4, 8, ... at most every 30 s.
+ */
+export class FollowStallWatch {
+  private newestSent: LogTime | undefined
+  /** When the follow began waiting for the engine; undefined while it hands lines on. */
+  private waitingSince: number | undefined = Date.now()
+  /** The engine's newest line at the last check, when the follow had not sent it. */
+  private suspect: LogTime | undefined
+  private checkMs = STALL_FIRST_CHECK_MS
+  private timer: NodeJS.Timeout | undefined
+  private stopped = false
+
+  constructor(
+    private readonly newestInEngine: () => Promise<LogTime | undefined>,
+    private readonly onStall: () => void,
+    private readonly firstCheckMs = STALL_FIRST_CHECK_MS,
+  ) {
+    this.checkMs = firstCheckMs
+    this.schedule()
+  }
+
+  /** Bytes came from the engine, with these lines' times: the follow is alive. */
+  heard(times: readonly (LogTime | undefined)[]): void {
+    this.waitingSince = undefined
+    this.suspect = undefined
+    for (const time of times) {
+      if (time && (!this.newestSent || isBefore(this.newestSent, time))) this.newestSent = time
+    }
+    if (this.checkMs !== this.firstCheckMs) {
+      this.checkMs = this.firstCheckMs
+      this.schedule()
+    }
+  }
+
+  /** The follow has handed its lines on and waits for the engine again. */
+  waiting(): void {
+    this.waitingSince = Date.now()
+  }
+
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.timer)
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer)
+    if (this.stopped) return
+    this.timer = setTimeout(() => void this.check(), this.checkMs)
+    this.timer.unref()
+  }
+
+  private async check(): Promise<void> {
+    const waitingSince = this.waitingSince
+    if (waitingSince === undefined || Date.now() - waitingSince < this.firstCheckMs) {
+      this.suspect = undefined
+      return this.schedule()
+    }
+    const newest = await this.newestInEngine().catch(() => undefined)
+    if (this.stopped) return
+    // Something came while the engine answered: not stalled.
+    if (this.waitingSince !== waitingSince) return this.schedule()
+    const unsent = newest && (!this.newestSent || isBefore(this.newestSent, newest))
+    if (unsent && this.suspect) {
+      this.stop()
+      return this.onStall()
+    }
+    this.suspect = unsent ? newest : undefined
+    this.checkMs = unsent ? this.firstCheckMs : Math.min(this.checkMs * 2, STALL_MAX_CHECK_MS)
+    this.schedule()
+  }
+}
