@@ -57,7 +57,7 @@ const GRAPHQL_REQUESTS = 600
  * GraphQL documents aimed at the work done before a key is asked for: fragments
  * spread twice each, deep chains, directives and introspection by the thousand. Sent without a
  * key, one at a time, each must be answered within PRE_AUTH_ANSWER_MS (best of three, as the
- * machine is shared), and `/healthz`, asked all the while, within the same.
+ * machine is shared), and `/healthz`, asked as each is sent, within the same.
  */
 const PRE_AUTH_REQUESTS = 200
 const PRE_AUTH_ANSWER_MS = 100
@@ -796,27 +796,11 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
 
   /**
    * The pre-authentication documents, without a key, one at a time: each answered within
-   * PRE_AUTH_ANSWER_MS (the best of three tries), and `/healthz` within the same while they run.
+   * PRE_AUTH_ANSWER_MS, and `/healthz`, asked as it is sent, within the same (the best of three
+   * tries: a lone slow answer on a shared machine is not a document holding the server).
    */
   async function firePreAuthentication(documents: string[]): Promise<void> {
     const operation = 'POST /graphql before authentication'
-    let firing = true
-    const prober = (async () => {
-      while (firing) {
-        const started = performance.now()
-        await (await realFetch(`${platform.url}/healthz`)).text()
-        const took = performance.now() - started
-        worstDuringBatch = Math.max(worstDuringBatch, took)
-        if (took >= PRE_AUTH_ANSWER_MS) {
-          failures.push({
-            operation,
-            request: 'GET /healthz during the batch',
-            problem: `answered in ${took.toFixed(0)} ms while documents without a key ran (bound ${PRE_AUTH_ANSWER_MS} ms)`,
-          })
-        }
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-    })()
     for (const document of documents) {
       const request: FuzzRequest = {
         operation,
@@ -830,11 +814,18 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
         }),
         longPoll: false,
       }
-      let best = Number.POSITIVE_INFINITY
-      for (let attempt = 0; attempt < 3 && best >= PRE_AUTH_ANSWER_MS; attempt++) {
+      let best = { answer: Number.POSITIVE_INFINITY, healthz: Number.POSITIVE_INFINITY }
+      const slowest = (times: typeof best) => Math.max(times.answer, times.healthz)
+      for (let attempt = 0; attempt < 3 && slowest(best) >= PRE_AUTH_ANSWER_MS; attempt++) {
         const started = performance.now()
+        const healthz = (async () => {
+          await (await realFetch(`${platform.url}/healthz`)).text()
+          return performance.now() - started
+        })()
         const answer = await send(platform.url, request)
-        best = Math.min(best, performance.now() - started)
+        const times = { answer: performance.now() - started, healthz: await healthz }
+        if (slowest(times) < slowest(best)) best = times
+        worstDuringBatch = Math.max(worstDuringBatch, times.healthz)
         sent++
         const byStatus = statuses.get(operation) ?? new Map<number | string, number>()
         const key =
@@ -844,17 +835,15 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
         const problem = judge(request, answer)
         if (problem) failures.push({ operation, request: describeRequest(request), problem })
       }
-      worstPreAuth = Math.max(worstPreAuth, best)
-      if (best >= PRE_AUTH_ANSWER_MS) {
+      worstPreAuth = Math.max(worstPreAuth, best.answer)
+      if (slowest(best) >= PRE_AUTH_ANSWER_MS) {
         failures.push({
           operation,
           request: describeRequest(request),
-          problem: `answered in ${best.toFixed(0)} ms at best (bound ${PRE_AUTH_ANSWER_MS} ms)`,
+          problem: `answered in ${best.answer.toFixed(0)} ms and /healthz meanwhile in ${best.healthz.toFixed(0)} ms at best (bound ${PRE_AUTH_ANSWER_MS} ms)`,
         })
       }
     }
-    firing = false
-    await prober
   }
 
   /** Between batches: the server answers at once and the process has not grown past its bound. */
@@ -961,7 +950,15 @@ describe.runIf(FUZZ)('hostile input fuzz', () => {
       expect(sent).toBeGreaterThanOrEqual(
         PER_OPERATION * (operations.length + 7) + PRE_AUTH_REQUESTS,
       )
-      expect(failures).toEqual([])
+      // The recap of CI shows the first lines of this message: the seed and each kind of failure.
+      const summary = [
+        `seed ${seed}, ${failures.length} failures`,
+        ...[...kinds.values()].map(
+          ({ failure, count }) =>
+            `x${count} ${failure.operation}: ${failure.problem.slice(0, 120)} (${failure.request.slice(0, 100)})`,
+        ),
+      ].join('\n')
+      expect(failures, summary).toEqual([])
     },
     15 * 60_000,
   )
