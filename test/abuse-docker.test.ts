@@ -4,6 +4,7 @@ import path from 'node:path'
 import { describe, expect } from 'vitest'
 import { json } from './support/http.js'
 import { abuseSuite } from './support/abuse-suite.js'
+import { containerOf } from './support/docker-log-pods.js'
 import { simulatedDockerFleet } from './support/docker-fleet.js'
 
 /**
@@ -17,15 +18,6 @@ if (!enabled) {
 }
 
 const HOST = `abuse-docker-${process.pid}`
-
-/** The container of a pod (podyard.workload is its label). */
-function containerOf(podId: string): string {
-  return execFileSync(
-    'docker',
-    ['ps', '-aq', '--no-trunc', '--filter', `label=podyard.workload=${podId}`],
-    { encoding: 'utf8' },
-  ).trim()
-}
 
 interface HostJson {
   unenforcedLimits: { limit: string; reason: string; accepted: boolean }[]

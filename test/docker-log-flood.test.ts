@@ -2,12 +2,8 @@ import { execFileSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  containerOf,
-  createLogPod,
-  removePodContainer,
-  startDockerLogPlatform,
-} from './support/docker-log-pods.js'
+import { containerOf, createLogPod, startDockerLogPlatform } from './support/docker-log-pods.js'
+import { removeWorkloadContainers } from './support/engine-forwarder.js'
 import { logEvents, type LogEvent } from './support/http.js'
 import type { TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
@@ -79,7 +75,7 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
 
   afterAll(async () => {
     await platform?.close()
-    if (podId) removePodContainer(podId)
+    if (podId) await removeWorkloadContainers([podId])
   }, 60_000)
 
   it('keeps the log to its budget and answers its newest lines, without holding it', async () => {

@@ -2,8 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLogPod, removePodContainer } from './support/docker-log-pods.js'
-import { engineForwarder, type EngineForwarder } from './support/engine-forwarder.js'
+import { createLogPod } from './support/docker-log-pods.js'
+import {
+  engineForwarder,
+  removeWorkloadContainers,
+  type EngineForwarder,
+} from './support/engine-forwarder.js'
 import { logEvents } from './support/http.js'
 import { otherAccountKey, startTestPlatform, type TestPlatform } from './support/platform.js'
 
@@ -45,7 +49,7 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
 
   afterAll(async () => {
     await platform?.close()
-    if (podId) removePodContainer(podId)
+    if (podId) await removeWorkloadContainers([podId])
     await forwarder?.lose()
     rmSync(dir, { recursive: true, force: true })
   }, 60_000)

@@ -13,8 +13,8 @@ import {
   phasedLogScript,
   phaseEnds,
   range,
-  removePodContainer,
 } from './support/docker-log-pods.js'
+import { removeWorkloadContainers } from './support/engine-forwarder.js'
 import { logEvents } from './support/http.js'
 import { callPlatform, otherAccountKey, testConfig, type CallInit } from './support/platform.js'
 import { freshPostgresDatabase, POSTGRES_URL_ENV } from './support/stores.js'
@@ -95,7 +95,7 @@ describe.runIf(enabled)('resuming a docker pod log through another replica', () 
 
   afterAll(async () => {
     for (const replica of replicas.reverse()) await replica.close()
-    if (podId) removePodContainer(podId)
+    if (podId) await removeWorkloadContainers([podId])
     await database?.drop()
     if (dir) rmSync(dir, { recursive: true, force: true })
   }, 60_000)

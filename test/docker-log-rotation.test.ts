@@ -7,9 +7,9 @@ import {
   phasedLogScript,
   phaseEnds,
   range,
-  removePodContainer,
   startDockerLogPlatform,
 } from './support/docker-log-pods.js'
+import { removeWorkloadContainers } from './support/engine-forwarder.js'
 import { logEvents } from './support/http.js'
 import type { TestPlatform } from './support/platform.js'
 import { until } from './support/until.js'
@@ -59,7 +59,7 @@ describe.runIf(enabled)('resuming a docker pod log across rotation', () => {
 
   afterAll(async () => {
     await platform?.close()
-    if (podId) removePodContainer(podId)
+    if (podId) await removeWorkloadContainers([podId])
   }, 60_000)
 
   it('resumes after the last line seen, or says how many lines Docker deleted', async () => {

@@ -15,29 +15,6 @@ export function containerOf(podId: string): string {
 }
 
 /**
- * Removes a pod's container and its tenant network (the platform's own remove would, too). Call
- * it once the platform is closed: a running one starts a RUNNING pod's container again (a
- * replica did, and left it running after the suite).
- */
-export function removePodContainer(podId: string): void {
-  const container = containerOf(podId)
-  if (container === '') return
-  const network = execFileSync(
-    'docker',
-    ['inspect', '-f', '{{.HostConfig.NetworkMode}}', container],
-    { encoding: 'utf8' },
-  ).trim()
-  execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' })
-  if (network.startsWith('podyard-')) {
-    try {
-      execFileSync('docker', ['network', 'rm', network], { stdio: 'ignore' })
-    } catch {
-      // Another container of the account still uses it.
-    }
-  }
-}
-
-/**
  * A platform on this machine's engine alone whose pods keep `logMaxMb` of log, and the key of
  * a member account (`email`) to create and read the pods with.
  */

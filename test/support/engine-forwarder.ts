@@ -79,8 +79,10 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
 }
 
 /**
- * Removes the containers of these workloads from this machine's engine: a worker lost with its
- * engine keeps its container by design, which a test then removes itself.
+ * Removes the containers of these workloads from this machine's engine, with their tenant
+ * networks once no container uses them (as the platform's own remove does). A worker lost with
+ * its engine keeps its container by design, which a test then removes itself; so does a pod's
+ * test once its platform is closed (a running one starts a RUNNING pod's container again).
  */
 export async function removeWorkloadContainers(workloadIds: readonly string[]): Promise<void> {
   const engine = new Docker({ socketPath: ENGINE_SOCKET })
@@ -91,6 +93,14 @@ export async function removeWorkloadContainers(workloadIds: readonly string[]): 
     })
     for (const container of found) {
       await engine.getContainer(container.Id).remove({ force: true })
+      const network = container.HostConfig?.NetworkMode ?? ''
+      if (network.startsWith('podyard-')) {
+        // Another container of the account may still use it.
+        await engine
+          .getNetwork(network)
+          .remove()
+          .catch(() => undefined)
+      }
     }
   }
 }
