@@ -56,6 +56,9 @@ function fleetFile(declaredVcpus: number): string {
 }
 
 interface HostJson {
+  dataCenterId: string
+  stateReason: string | null
+  reported: { engineId?: string } | null
   id: string
   state: string
   checkedAt: string | null
@@ -191,5 +194,48 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     })
     expect(await graphql.json()).toEqual({ data: { pod: { vcpuCount: engine.cpus } } })
     await member(`/v2/pods/${id}`, { method: 'DELETE' })
+  })
+
+  it('takes a second real host on the same engine DOWN at once, naming the first', async () => {
+    const first = await probed('real-l4')
+    const { ID } = (await new Docker().info()) as { ID: string }
+    expect(first.reported?.engineId).toBe(ID)
+
+    // The same engine under another host: it would sell this machine a second time.
+    const added = await admin('/v2/admin/hosts', {
+      method: 'POST',
+      json: {
+        id: 'real-twin',
+        dataCenterId: first.dataCenterId,
+        cpuFlavors: ['cpu3c'],
+        vcpus: 2,
+        memoryGb: 4,
+        simulated: false,
+        docker: { url: SOCKET },
+      },
+    })
+    expect(added.status, await added.clone().text()).toBe(201)
+    const twin = await untilFound('real-twin probed', async () => {
+      const host = (await (await admin('/v2/admin/hosts/real-twin')).json()) as HostJson
+      return host.checkedAt !== null ? host : undefined
+    })
+    expect(twin.state).toBe('DOWN')
+    expect(twin.stateReason).toBe(
+      `its engine is host real-l4's (engine id ${ID}): one machine listed twice would be sold ` +
+        'twice; remove one of the two hosts, or point real-twin at its own machine',
+    )
+    // The first keeps its machine; the simulated host on the same engine is no twin.
+    expect((await probed('real-l4')).state).toBe('UP')
+    expect((await probed('sim-a40')).state).toBe('UP')
+    // Placement says why it does not use the twin.
+    const refused = await member('/v2/pods', {
+      method: 'POST',
+      json: { name: 'twin-pod', image: IMAGE, cpu: { id: 'cpu3c', vcpuCount: 2 } },
+    })
+    expect(refused.status).toBe(409)
+    expect(((await refused.json()) as { detail: string }).detail).toContain(
+      'real-twin is DOWN since',
+    )
+    expect((await admin('/v2/admin/hosts/real-twin', { method: 'DELETE' })).status).toBe(204)
   })
 })

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Host } from '../domain/catalog/fleet.js'
 import { CHECKED_AT_WRITE_INTERVAL_MS, type HostBoard } from '../domain/hosts/host-board.js'
+import { engineTwins } from '../domain/hosts/host-twins.js'
 import {
   nextHostState,
   type HostStateRecord,
@@ -104,14 +105,18 @@ export class HostMonitor {
         unchanged.add(probe)
       } else this.lastOutcomes.set(probe, { said, refreshedAt: nowMs })
     }
+    // A second real host on one engine is DOWN at once, with the other's name (host-twins.ts).
+    const twins = engineTwins(hosts, outcomes, (hostId) => board.state(hostId))
     const changes: Array<{ previous: HostStateRecord | undefined; next: HostStateRecord }> = []
     const records: Array<Omit<HostStateRecord, 'schedule'>> = []
     this.failing.clear()
     hosts.forEach((host, i) => {
       const probe = this.options.runtimeOf(host.id).probe
-      if (unchanged.has(probe)) return
-      const outcome = outcomes[i]!
-      const failures = outcome.ok ? 0 : (this.failures.get(host.id) ?? 0) + 1
+      const twin = twins.get(host.id)
+      if (unchanged.has(probe) && twin === undefined) return
+      const outcome: ProbeOutcome = twin === undefined ? outcomes[i]! : { ok: false, reason: twin }
+      let failures = outcome.ok ? 0 : (this.failures.get(host.id) ?? 0) + 1
+      if (twin !== undefined) failures = Math.max(failures, this.options.failuresBeforeDown)
       if (failures > 0 || this.failures.has(host.id)) this.failures.set(host.id, failures)
       const previous = board.state(host.id)
       const stored = previous?.checkedAt === null ? undefined : previous
@@ -164,6 +169,7 @@ export class HostMonitor {
         ok: true,
         facts: facts && {
           name: facts.name,
+          ...(facts.engineId ? { engineId: facts.engineId } : {}),
           cpus: facts.cpus,
           memoryGb: Math.round((facts.memoryBytes / GB) * 10) / 10,
           serverVersion: facts.serverVersion,

@@ -6,6 +6,8 @@ import type { SmiGpuDetail } from './host-discovery.js'
 /** What a host's engine reports of its machine (docker-driver.ts probe()). */
 export interface RuntimeFacts {
   name: string
+  /** The engine's own id (Docker's /info `ID`): the same engine reached twice has one. */
+  engineId?: string
   cpus: number
   memoryBytes: number
   serverVersion: string

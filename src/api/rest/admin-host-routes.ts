@@ -78,6 +78,12 @@ export const HostSchema = Type.Object({
   reported: Type.Union([
     Type.Object({
       name: Type.String(),
+      engineId: Type.Optional(
+        Type.String({
+          description:
+            "the engine's own id (Docker's /info ID): a second real host reporting the same one is DOWN",
+        }),
+      ),
       cpus: Type.Integer(),
       memoryGb: Type.Number(),
       serverVersion: Type.String(),

@@ -4,6 +4,11 @@ import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 export interface HostFacts {
   /** The engine's name for its machine. */
   name: string
+  /**
+   * The engine's own id (Docker's /info `ID`): two real hosts that report one are one machine
+   * listed twice (host-twins.ts); absent in records written before engines reported it.
+   */
+  engineId?: string
   cpus: number
   memoryGb: number
   serverVersion: string

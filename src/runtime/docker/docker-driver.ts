@@ -248,6 +248,7 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
     const readGpus = runtimes.includes('nvidia') && !this.options.simulatedGpus
     return {
       name: info.Name ?? '',
+      ...(info.ID ? { engineId: info.ID } : {}),
       cpus: info.NCPU ?? 0,
       memoryBytes: info.MemTotal ?? 0,
       serverVersion: info.ServerVersion ?? '',
