@@ -282,6 +282,47 @@ describe.skipIf(!enabled)('pods on the docker driver', () => {
     await startKeepsBootsAndTerminateLeavesNothing(call, created.id, first, serverId)
   })
 
+  it('takes away the tenant network made for a container that did not start', async () => {
+    const platform = await startTestPlatform(
+      { containment: { acceptUnenforced: ['disk'] } },
+      { fleetYaml: SIMULATED_GPU_FLEET },
+    )
+    cleanups.push(() => platform.close())
+    const serverId = (await new KyselyServerIdRepo(platform.store.db).get())!
+    const member = await otherAccountKey(platform, 'docker-failed-start@example.com')
+    const call = (p: string, init: Parameters<TestPlatform['call']>[1] = {}) =>
+      platform.call(p, { ...init, key: member })
+    const networks = () =>
+      execFileSync(
+        'docker',
+        ['network', 'ls', '--filter', `label=podyard.server=${serverId}`, '--format', '{{.Name}}'],
+        { encoding: 'utf8' },
+      )
+        .split('\n')
+        .filter(Boolean)
+
+    // Its volume over a file of the image: the engine creates the container, then refuses to
+    // start it ("... /etc/passwd is not directory").
+    const created = await json<PodJson>(
+      await call('/v2/pods', {
+        method: 'POST',
+        json: {
+          name: 'never-starts',
+          image: IMAGE,
+          gpu: { id: 'NVIDIA L4', count: 1 },
+          args: 'exec sleep 300',
+          mounts: { persistent: { size: 10, path: '/etc/passwd' } },
+        },
+      }),
+      201,
+    )
+    const failed = await waitForStatus(call, created.id, 'ERROR', 60_000)
+    expect(failed.statusReason).toMatch(/not directory/)
+    expect(dockerNames('container', `podyard.workload=${created.id}`)).toEqual([])
+    await expect.poll(networks, { timeout: 20_000 }).toEqual([])
+    await call(`/v2/pods/${created.id}`, { method: 'DELETE' })
+  })
+
   it("pulls a private image with the pod's registry; a refused one is the pod's ERROR reason", async () => {
     const registry = await startFakeRegistry()
     const platform = await startTestPlatform({ fleet: 'none', driver: 'docker' })

@@ -324,6 +324,11 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
       network ? this.networks.whileStarting(network.docker, launch) : launch()
     ).catch(async (error: unknown) => {
       await unprepare()
+      // A network made for a container that was never created, or did not start, has no user.
+      if (network) {
+        const ids = await this.own.serverIds().catch(() => new Set([this.options.serverId]))
+        await this.networks.removeNetworkIfUnused(network.docker, ids).catch(() => undefined)
+      }
       throw error
     })
     // The container holds the position now.
