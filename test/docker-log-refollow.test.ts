@@ -31,6 +31,7 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
   let platform: TestPlatform
   let tenant: string
   let podId: string | undefined
+  let partial: string | undefined
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-refollow-'))
@@ -49,7 +50,7 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
 
   afterAll(async () => {
     await platform?.close()
-    if (podId) await removeWorkloadContainers([podId])
+    await removeWorkloadContainers([podId, partial].filter((id) => id !== undefined))
     await forwarder?.lose()
     rmSync(dir, { recursive: true, force: true })
   }, 60_000)
@@ -112,4 +113,44 @@ describe.runIf(enabled)('following a docker pod whose engine connection drops', 
     // 300 lines take 6 s or more at one per 20 ms: the follow was silent for some of them.
     expectConsecutive(numbers, 300)
   }, 90_000)
+
+  it("leaves a follow alone while the log's newest entry ends no line (a progress bar)", async () => {
+    // The machine runs one such pod at a time: the counter's goes first.
+    const deleted = await platform.call(`/v2/pods/${podId}`, { method: 'DELETE', key: tenant })
+    expect(deleted.status).toBe(204)
+    // 20 000 bytes without a newline: Docker logs the first 16 KiB as an entry of its own.
+    partial = await createLogPod(
+      platform,
+      tenant,
+      'partial',
+      "head -c 20000 /dev/zero | tr '\\0' x; exec sleep 600",
+    )
+    const read = async () =>
+      logEvents(
+        await (
+          await platform.call(`/v2/pods/${partial}/logs?source=container&follow=false`, {
+            key: tenant,
+          })
+        ).text(),
+      )
+    await expect.poll(async () => (await read()).at(-1)?.line.length ?? 0).toBeGreaterThan(16_000)
+    const follows = /\/logs\?.*follow=(1|true)/
+    const before = forwarder.seen(follows)
+    const response = await platform.call(`/v2/pods/${partial}/logs?source=container&follow=true`, {
+      key: tenant,
+    })
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+    const reading = (async () => {
+      while (!(await reader.read().catch(() => ({ done: true }))).done) {
+        // the entry, held back until its line ends
+      }
+    })()
+    // Long enough for two stall checks and a follow again (2 s of silence, then 2 s more).
+    await new Promise((resolve) => setTimeout(resolve, 9_000))
+    await reader.cancel().catch(() => undefined)
+    await reading
+    expect(forwarder.seen(follows) - before).toBe(1)
+    await platform.call(`/v2/pods/${partial}`, { method: 'DELETE', key: tenant })
+  }, 60_000)
 })

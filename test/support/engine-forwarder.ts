@@ -17,6 +17,8 @@ export interface EngineForwarder {
    * many there were.
    */
   freeze(request: RegExp): number
+  /** How many requests whose request line matches were sent through it so far. */
+  seen(request: RegExp): number
 }
 
 /**
@@ -27,6 +29,7 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
   const open = new Set<net.Socket>()
   /** Each open connection's engine side, with its client side and its last request line. */
   const fromEngine = new Map<net.Socket, { client: net.Socket; request: string }>()
+  const requestLines: string[] = []
   const server = net.createServer((client) => {
     const engine = net.connect(ENGINE_SOCKET)
     open.add(client).add(engine)
@@ -34,7 +37,10 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
     fromEngine.set(engine, pair)
     client.on('data', (chunk: Buffer) => {
       const line = chunk.subarray(0, 2048).toString('latin1').split('\r\n')[0]!
-      if (/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(line)) pair.request = line
+      if (/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(line)) {
+        pair.request = line
+        requestLines.push(line)
+      }
     })
     const end = () => {
       client.destroy()
@@ -75,6 +81,7 @@ export async function engineForwarder(socketPath: string): Promise<EngineForward
       }
       return frozen
     },
+    seen: (request) => requestLines.filter((line) => request.test(line)).length,
   }
 }
 

@@ -21,7 +21,7 @@ describe('FollowStallWatch', () => {
 
   it('calls a follow stalled when the engine holds a newer line at two checks running and nothing came', async () => {
     const { engine, watch } = watched([5_000, 0])
-    watch.heard([[4_000, 0]])
+    watch.heard([4_000, 0])
     watch.waiting()
     await vi.advanceTimersByTimeAsync(1_000)
     expect(engine.stalls).toBe(0)
@@ -32,11 +32,11 @@ describe('FollowStallWatch', () => {
 
   it('does not, when a line newer than those sent comes between the checks', async () => {
     const { engine, watch } = watched([5_000, 0])
-    watch.heard([[4_000, 0]])
+    watch.heard([4_000, 0])
     watch.waiting()
     await vi.advanceTimersByTimeAsync(1_000)
     // Behind the engine still, but moving: a follow catching up, not a stalled one.
-    watch.heard([[4_500, 0]])
+    watch.heard([4_500, 0])
     watch.waiting()
     await vi.advanceTimersByTimeAsync(1_500)
     expect(engine.stalls).toBe(0)
@@ -45,7 +45,7 @@ describe('FollowStallWatch', () => {
 
   it('does not count the silence while the follower hands lines to a slow client', async () => {
     const { engine, watch } = watched([5_000, 0])
-    watch.heard([[4_000, 0]])
+    watch.heard([4_000, 0])
     await vi.advanceTimersByTimeAsync(10_000)
     expect(engine.stalls).toBe(0)
     expect(engine.asked).toBe(0)
@@ -54,7 +54,7 @@ describe('FollowStallWatch', () => {
 
   it('leaves an idle log alone, asking less and less often', async () => {
     const { engine, watch } = watched([4_000, 7])
-    watch.heard([[4_000, 7]])
+    watch.heard([4_000, 7])
     watch.waiting()
     await vi.advanceTimersByTimeAsync(1_000 + 2_000 + 4_000 + 8_000)
     expect(engine.asked).toBe(4)
@@ -73,7 +73,7 @@ describe('FollowStallWatch', () => {
 
   it('compares times to the nanosecond', async () => {
     const { engine, watch } = watched([5_000, 2])
-    watch.heard([[5_000, 1]])
+    watch.heard([5_000, 1])
     watch.waiting()
     await vi.advanceTimersByTimeAsync(2_000)
     expect(engine.stalls).toBe(1)

@@ -12,15 +12,16 @@ export type LogTime = [number, number]
  * the connection still open (moby/moby#37646, #39235: seen here under a flood, a follower
  * silent from line 116 845 of 200 000 while the container wrote on). The watch notices it:
  * while the follow waits for the engine and hears nothing, it asks the engine for the log's
- * newest line (a `tail=1` read). A follow is stalled when the engine held a line newer than
- * the last one sent at one check and still nothing came by the next: then `onStall` runs (the
- * follower drops that follow and follows again from its last line). A slow client is not a
- * stall: while the follower is handing lines on, the watch does not count the silence.
+ * newest entry (a `tail=1` read). A follow is stalled when the engine held an entry newer than
+ * the newest one the follow received at one check, and still nothing came by the next: then
+ * `onStall` runs (the follower drops that follow and follows again from its last line). A
+ * slow client is not a stall: while the follower hands lines on, the silence is not counted.
+ * Entries are compared, not lines: a progress bar's entry without a newline is heard too.
  *
  * An idle log costs a `tail=1` read after 2 s of silence, then 4, 8, ... at most every 30 s.
  */
 export class FollowStallWatch {
-  private newestSent: LogTime | undefined
+  private newestHeard: LogTime | undefined
   /** When the follow began waiting for the engine; undefined while it hands lines on. */
   private waitingSince: number | undefined = Date.now()
   /** The engine's newest line at the last check, when the follow had not sent it. */
@@ -38,13 +39,14 @@ export class FollowStallWatch {
     this.schedule()
   }
 
-  /** Bytes came from the engine, with these lines' times: the follow is alive. */
-  heard(times: readonly (LogTime | undefined)[]): void {
+  /**
+   * Bytes came from the engine; `newest` is the time of the newest log entry received so far
+   * (LogFrameDecoder.newestFrameTime: a line's end or not). The follow is alive.
+   */
+  heard(newest: LogTime | undefined): void {
     this.waitingSince = undefined
     this.suspect = undefined
-    for (const time of times) {
-      if (time && (!this.newestSent || isBefore(this.newestSent, time))) this.newestSent = time
-    }
+    if (newest) this.newestHeard = newest
     if (this.checkMs !== this.firstCheckMs) {
       this.checkMs = this.firstCheckMs
       this.schedule()
@@ -78,7 +80,7 @@ export class FollowStallWatch {
     if (this.stopped) return
     // Something came while the engine answered: not stalled.
     if (this.waitingSince !== waitingSince) return this.schedule()
-    const unsent = newest && (!this.newestSent || isBefore(this.newestSent, newest))
+    const unsent = newest && (!this.newestHeard || isBefore(this.newestHeard, newest))
     if (unsent && this.suspect) {
       this.stop()
       return this.onStall()

@@ -17,6 +17,18 @@ const T1 = '2026-01-02T03:04:05.123456789Z'
 const T2 = '2026-01-02T03:04:06.000000001Z'
 
 describe('LogFrameDecoder', () => {
+  it("knows the newest entry's time, also of an entry that ends no line (a progress bar)", () => {
+    const decoder = new LogFrameDecoder()
+    expect(decoder.newestFrameTime).toBeUndefined()
+    expect(decoder.push(frame(1, `${T1} one\n`))).toHaveLength(1)
+    expect(decoder.newestFrameTime).toEqual([Date.parse(T1), 456789])
+    expect(decoder.push(frame(1, `${T2} 40%\r`))).toEqual([])
+    expect(decoder.newestFrameTime).toEqual([Date.parse(T2), 1])
+    // An older entry of the other stream keeps the newest.
+    decoder.push(frame(2, `${T1} late\n`))
+    expect(decoder.newestFrameTime).toEqual([Date.parse(T2), 1])
+  })
+
   it('numbers stdout and stderr lines in stream order, with their Docker times', () => {
     const raw = Buffer.concat([
       frame(1, `${T1} one\n`),

@@ -48,6 +48,11 @@ export class LogFrameDecoder {
   private buffer: Buffer = Buffer.alloc(0)
   private readonly streams = new Map<number, StreamBuffer>()
   private seq: number
+  /**
+   * Docker's time of the newest frame decoded, whether it ended a line or not (a progress bar
+   * writes no newline): what a follow has heard of the engine (follow-stall.ts).
+   */
+  newestFrameTime: [number, number] | undefined
 
   /** @param base the seq before the first line (the lines of earlier containers and pulls) */
   constructor(base = 0) {
@@ -59,11 +64,13 @@ export class LogFrameDecoder {
     this.buffer =
       this.buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buffer, chunk])
     const lines: DecodedLine[] = []
+    let lastPayload: Buffer | undefined
     while (this.buffer.length >= HEADER_BYTES) {
       const size = this.buffer.readUInt32BE(4)
       if (this.buffer.length < HEADER_BYTES + size) break
       const type = this.buffer[0] ?? 1
       const payload = this.buffer.subarray(HEADER_BYTES, HEADER_BYTES + size)
+      lastPayload = payload
       this.buffer = this.buffer.subarray(HEADER_BYTES + size)
       const stream = this.streams.get(type) ?? { pending: Buffer.alloc(0) }
       this.streams.set(type, stream)
@@ -75,7 +82,18 @@ export class LogFrameDecoder {
       }
       stream.pending = Buffer.from(data)
     }
+    // Once per chunk: the frames of a chunk are in time order but for the other stream's.
+    if (lastPayload) this.noteFrameTime(lastPayload)
     return lines
+  }
+
+  private noteFrameTime(payload: Buffer): void {
+    const head = payload.subarray(0, 40).toString('latin1')
+    const space = head.indexOf(' ')
+    const stamp = space > 0 ? Date.parse(head.slice(0, space)) : Number.NaN
+    if (Number.isNaN(stamp)) return
+    const time = preciseTime(head.slice(0, space), stamp)
+    if (!this.newestFrameTime || isBefore(this.newestFrameTime, time)) this.newestFrameTime = time
   }
 
   /** The stream has ended: unterminated last lines are lines too. */

@@ -86,7 +86,7 @@ export class WorkloadLogs {
       try {
         for await (const chunk of stream) {
           const decoded = decoder.push(chunk as Buffer)
-          watch.heard(decoded.map((line) => line.time))
+          watch.heard(decoder.newestFrameTime)
           yield* after(numbering.push(decoded))
           watch.waiting()
         }
