@@ -200,6 +200,16 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     const first = await probed('real-l4')
     const { ID } = (await new Docker().info()) as { ID: string }
     expect(first.reported?.engineId).toBe(ID)
+    const shown = await runCli([
+      'hosts',
+      'get',
+      'real-l4',
+      '--url',
+      platform.url,
+      '--api-key',
+      TEST_ADMIN_KEY,
+    ])
+    expect(shown.stdout).toContain(`engine id   ${ID}\n`)
 
     // The same engine under another host: it would sell this machine a second time.
     const added = await admin('/v2/admin/hosts', {

@@ -19,6 +19,7 @@ interface HostJson {
   schedule: string
   reported: {
     name: string
+    engineId?: string
     cpus: number
     memoryGb: number
     serverVersion: string
@@ -114,6 +115,7 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
     const r = host.reported
     lines.push(
       `reported    ${r.name}: ${r.cpus} CPUs, ${r.memoryGb} GB, Docker ${r.serverVersion}, runtimes ${r.runtimes.join(', ')}`,
+      ...(r.engineId ? [`engine id   ${r.engineId}`] : []),
     )
     for (const gpu of r.gpus ?? [])
       lines.push(
