@@ -6,8 +6,8 @@ import type { HostStateRecord, ProbeOutcome } from './host-state.js'
  * (Docker's /info `ID`), as when two hosts name one engine by two addresses, or a host names
  * this machine's engine that the local host already runs on. Both would sell the same GPUs,
  * CPUs and memory. One of them keeps the machine: the one that was UP, else the local host,
- * else the one the fleet lists first; each other one gets a reason to be DOWN, naming it. Simulated hosts share this
- * machine's engine by design and are left out.
+ * else the one the fleet lists first; each other one gets a reason to be DOWN, naming it.
+ * Simulated hosts share this machine's engine by design and are left out.
  *
  * @param outcomes each host's probe outcome, in the order of `hosts`
  * @returns the reason of each host that is not to keep the machine, by host id

@@ -1,8 +1,8 @@
 import { isBefore } from './log-frames.js'
 
-/** After this long without a byte from the engine, the watch asks for the log's newest line. */
+/** After this long without a byte from the engine, the watch asks for the log's newest entry. */
 export const STALL_FIRST_CHECK_MS = 2_000
-/** While the log is idle (nothing newer than what was sent), checks back off to this. */
+/** While the log is idle (nothing newer than what was heard), checks back off to this. */
 export const STALL_MAX_CHECK_MS = 30_000
 
 export type LogTime = [number, number]
@@ -24,9 +24,9 @@ export class FollowStallWatch {
   private newestHeard: LogTime | undefined
   /** When the follow began waiting for the engine; undefined while it hands lines on. */
   private waitingSince: number | undefined = Date.now()
-  /** The engine's newest line at the last check, when the follow had not sent it. */
+  /** The engine's newest entry at the last check, when the follow had not heard it. */
   private suspect: LogTime | undefined
-  private checkMs = STALL_FIRST_CHECK_MS
+  private checkMs: number
   private timer: NodeJS.Timeout | undefined
   private stopped = false
 
@@ -80,13 +80,13 @@ export class FollowStallWatch {
     if (this.stopped) return
     // Something came while the engine answered: not stalled.
     if (this.waitingSince !== waitingSince) return this.schedule()
-    const unsent = newest && (!this.newestHeard || isBefore(this.newestHeard, newest))
-    if (unsent && this.suspect) {
+    const unheard = newest && (!this.newestHeard || isBefore(this.newestHeard, newest))
+    if (unheard && this.suspect) {
       this.stop()
       return this.onStall()
     }
-    this.suspect = unsent ? newest : undefined
-    this.checkMs = unsent ? this.firstCheckMs : Math.min(this.checkMs * 2, STALL_MAX_CHECK_MS)
+    this.suspect = unheard ? newest : undefined
+    this.checkMs = unheard ? this.firstCheckMs : Math.min(this.checkMs * 2, STALL_MAX_CHECK_MS)
     this.schedule()
   }
 }
