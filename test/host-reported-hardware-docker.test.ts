@@ -80,6 +80,11 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
   const admin = (p: string, init: CallInit = {}) => platform.call(p, init)
   const member = (p: string, init: CallInit = {}) => platform.call(p, { ...init, key: memberKey })
 
+  /** What `podyard hosts get <id>` prints, as the operator reads it. */
+  const hostsGet = async (hostId: string) =>
+    (await runCli(['hosts', 'get', hostId, '--url', platform.url, '--api-key', TEST_ADMIN_KEY]))
+      .stdout
+
   /** The host once its engine has been probed. */
   const probed = (hostId: string) =>
     untilFound(`host ${hostId} probed`, async () => {
@@ -140,16 +145,7 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     ).toEqual([])
 
     // The operator reads the same in `podyard hosts get`.
-    const cli = await runCli([
-      'hosts',
-      'get',
-      'real-l4',
-      '--url',
-      platform.url,
-      '--api-key',
-      TEST_ADMIN_KEY,
-    ])
-    expect(cli.stdout).toContain(`warning     ${why}`)
+    expect(await hostsGet('real-l4')).toContain(`warning     ${why}`)
   })
 
   it("gives a GPU pod its share of the engine's CPUs, not of the declared ones", async () => {
@@ -200,16 +196,7 @@ describe.runIf(enabled)('hardware as reported on a Docker host', () => {
     const first = await probed('real-l4')
     const { ID } = (await new Docker().info()) as { ID: string }
     expect(first.reported?.engineId).toBe(ID)
-    const shown = await runCli([
-      'hosts',
-      'get',
-      'real-l4',
-      '--url',
-      platform.url,
-      '--api-key',
-      TEST_ADMIN_KEY,
-    ])
-    expect(shown.stdout).toContain(`engine id   ${ID}\n`)
+    expect(await hostsGet('real-l4')).toContain(`engine id   ${ID}\n`)
 
     // The same engine under another host: it would sell this machine a second time.
     const added = await admin('/v2/admin/hosts', {
