@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
@@ -6,8 +7,11 @@ export default defineConfig({
     globalSetup: ['test/support/build-dist.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Integration suites start servers and databases; two cores do not gain from more forks.
-    maxWorkers: 2,
+    // Two files per core: integration files spend most of their time waiting on servers, child
+    // processes and outages, not computing. The default suite on two cores took 509 s with 2
+    // workers, 392 s with 3 and 339 s with 4 (docs/development.md, "Where the suite's time goes").
+    // At most 8, so a big machine does not start dozens of platforms at once.
+    maxWorkers: Math.min(8, 2 * availableParallelism()),
     // Each worker runs its files in one process: the platform's modules load once per worker,
     // not once per file (docs/development.md, "Isolation").
     isolate: false,
