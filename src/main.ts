@@ -1,7 +1,8 @@
 /**
  * The CLI entry (`bin/podyard.js`, `npm start`). cli/ parses flags and formats output; the
- * server and the store are composed in platform.ts, imported only by the commands that use
- * them, so client commands (`pods`, `catalog`, ...) start fast.
+ * server and the store are composed in platform.ts, and the config's schema is read by
+ * load-config.ts: both are imported only by the commands that use them, so client commands
+ * (`pods`, `catalog`, ...) start fast (the schema's validator alone is about 250 modules).
  */
 import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
@@ -11,15 +12,14 @@ import { jsonToYaml, outputFormatOf } from './cli/output-format.js'
 import { rewriteRunpodctlForms } from './cli/runpodctl-aliases.js'
 import { buildProgram, type ConfigFlags } from './cli/program.js'
 import { leftRunningMessage } from './cli/serve-shutdown.js'
-import { loadConfig } from './config/load-config.js'
 import type { Config } from './config/schema.js'
-import { startDevPlatform } from './dev-platform.js'
 import type * as PlatformModule from './platform.js'
 import { isAppError } from './shared/app-error.js'
 import { systemClock } from './shared/clock.js'
 import { StartupRefusal } from './shared/startup-refusal.js'
 
-function configFromFlags(flags: ConfigFlags): Readonly<Config> {
+async function configFromFlags(flags: ConfigFlags): Promise<Readonly<Config>> {
+  const { loadConfig } = await import('./config/load-config.js')
   return loadConfig({
     configFile: flags.config,
     flags: {
@@ -80,7 +80,7 @@ export async function run(argv: string[]): Promise<number> {
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: () => systemClock.now(),
     serve: async (flags) => {
-      const config = configFromFlags(flags)
+      const config = await configFromFlags(flags)
       // With --json stdout carries JSON lines only: the log goes to stderr.
       const running = await (
         await platform()
@@ -106,7 +106,7 @@ export async function run(argv: string[]): Promise<number> {
       await new Promise(() => {})
     },
     migrate: async (flags) => {
-      const config = configFromFlags(flags)
+      const config = await configFromFlags(flags)
       const { store, applied } = await (
         await platform()
       ).openMigratedStore(config, undefined, {
@@ -116,11 +116,11 @@ export async function run(argv: string[]): Promise<number> {
       return { applied, storeUrl: store.displayUrl }
     },
     withStore: async (flags, use) =>
-      (await platform()).withStoreCommands(configFromFlags(flags), use, {
+      (await platform()).withStoreCommands(await configFromFlags(flags), use, {
         init: flags.init ?? false,
       }),
-    startDevPlatform: (flags) =>
-      startDevPlatform(flags, async (config, options) =>
+    startDevPlatform: async (flags) =>
+      (await import('./dev-platform.js')).startDevPlatform(flags, async (config, options) =>
         (await platform()).startPlatform(config, options),
       ),
     waitForStop,
