@@ -44,6 +44,7 @@ import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './http/ro
 import { RateLimiter, type RateLimitQuotas } from './http/rate-limiter.js'
 import { isReservedPath } from './http/reserved-paths.js'
 import { validatorCompiler } from './http/validation.js'
+import { serializerCompiler } from './http/response-serializers.js'
 import { JobLimiter } from './jobs/job-limiter.js'
 import { jobRoutes } from './jobs/job-routes.js'
 import { modelRoutes } from './models/model-routes.js'
@@ -176,6 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   })
   app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
   installJsonBodyParser(app)
   installRequestIdHeader(app)
   if (deps.telemetry?.traceContext || deps.tracing) installTraceContext(app, deps.tracing)

@@ -6,8 +6,12 @@ import { gzipSync } from 'node:zlib'
 /** One file of the built console, held in memory: the build is a few hundred KB. */
 export interface ConsoleAsset {
   body: Buffer
-  /** The same, gzipped once at start; sent when the client accepts gzip and it is smaller. */
-  gzip: Buffer | undefined
+  /**
+   * The same gzipped, sent when the client accepts gzip and it is smaller (else undefined):
+   * compressed on the first request that asks, not at start (gzip of the whole build was about
+   * 70 ms of every start's CPU).
+   */
+  gzipped(): Buffer | undefined
   contentType: string
   cacheControl: string
   etag: string
@@ -56,10 +60,17 @@ export function loadConsoleAssets(dir: string): Map<string, ConsoleAsset> | unde
     const body = readFileSync(file)
     const type = contentTypes[path.extname(file).toLowerCase()] ?? 'application/octet-stream'
     const compressible = /^(text\/|image\/svg|application\/json)/.test(type)
-    const gzip = compressible ? gzipSync(body) : undefined
+    let gzip: { smaller: Buffer | undefined } | undefined
     assets.set(urlPath, {
       body,
-      gzip: gzip && gzip.length < body.length ? gzip : undefined,
+      gzipped: () => {
+        if (!compressible) return undefined
+        if (gzip === undefined) {
+          const compressed = gzipSync(body)
+          gzip = { smaller: compressed.length < body.length ? compressed : undefined }
+        }
+        return gzip.smaller
+      },
       contentType: type,
       cacheControl: cacheControlOf(urlPath),
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,

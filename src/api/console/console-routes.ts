@@ -52,9 +52,8 @@ export function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: C
   }
   if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send()
   const acceptsGzip = /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))
-  if (asset.gzip && acceptsGzip) {
-    return reply.header('content-encoding', 'gzip').send(asset.gzip)
-  }
+  const gzipped = acceptsGzip ? asset.gzipped() : undefined
+  if (gzipped) return reply.header('content-encoding', 'gzip').send(gzipped)
   return reply.send(asset.body)
 }
 

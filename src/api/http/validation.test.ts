@@ -59,3 +59,21 @@ describe('validation messages', () => {
     ])
   })
 })
+
+describe('validators', () => {
+  const compile = (httpPart: 'body' | 'querystring') =>
+    validatorCompiler({
+      schema: Type.Object({ count: Type.Integer() }),
+      httpPart,
+      method: 'GET',
+      url: '/',
+    }) as unknown as (value: unknown) => boolean
+
+  it('are compiled once per schema and part: equal schemas built as new objects share one', () => {
+    expect(compile('body')).toBe(compile('body'))
+    expect(compile('querystring')).toBe(compile('querystring'))
+    // A query string's text is coerced, a body's value is not.
+    expect(compile('querystring')({ count: '2' })).toBe(true)
+    expect(compile('body')({ count: '2' })).toBe(false)
+  })
+})

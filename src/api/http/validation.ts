@@ -25,8 +25,23 @@ function makeAjv(coerceTypes: false | 'array'): Ajv {
 const bodyAjv = makeAjv(false)
 const textAjv = makeAjv('array')
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)
+/**
+ * Each distinct schema's validator, compiled once per process and part: ajv keeps what it
+ * compiled by the schema object, and the routes build equal schemas as new objects for each app
+ * a process starts (see response-serializers.ts), which it compiled and kept again each time.
+ */
+const compiled = new Map<string, ReturnType<Ajv['compile']>>()
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const body = httpPart === 'body'
+  const key = `${body ? 'body' : 'text'} ${JSON.stringify(schema)}`
+  let validate = compiled.get(key)
+  if (validate === undefined) {
+    validate = (body ? bodyAjv : textAjv).compile(schema as object)
+    compiled.set(key, validate)
+  }
+  return validate
+}
 
 function pointerToPath(pointer: string): string {
   return pointer
