@@ -3,7 +3,7 @@ import type { UnenforcedLimit } from '../shared/contained-limits.js'
 /**
  * The runtime contract. A driver runs workloads on one host; it knows WorkloadSpecs, never
  * pods or workers (the control loops translate). Every driver passes the conformance suite in
- * test/runtime-conformance.test.ts.
+ * test/runtime/runtime-conformance.test.ts.
  */
 
 export interface WorkloadMount {

@@ -2,7 +2,7 @@ import type { DocsCommand } from './docs-commands.js'
 import type { ResourceKind } from './docs-resources.js'
 
 /**
- * The docs' commands that test/docs-commands.test.ts does not run, keyed by file and command
+ * The docs' commands that test/packaging/docs-commands.test.ts does not run, keyed by file and command
  * text (commandKey: spaces collapsed, the trailing comment cut), each with why it cannot run
  * there and what runs it instead. A docs command in neither this list nor the run fails the
  * test, and so does an entry no docs command matches any more.
@@ -13,21 +13,21 @@ export const EXCLUDED: Record<string, string> = {
   'README.md: npm test':
     '.ci/run runs it from a clean clone; inside the suite it would run the suite',
   'README.md: npm install -g ./podyard-0.1.0.tgz':
-    'test/package-install.test.ts packs and installs the tarball (PODYARD_TEST_PACKAGE)',
+    'test/packaging/package-install.test.ts packs and installs the tarball (PODYARD_TEST_PACKAGE)',
   'README.md: npx ./podyard-0.1.0.tgz serve':
-    'test/package-install.test.ts runs the tarball with npx in a fresh folder (--version, --help) and serves from the installed tarball (PODYARD_TEST_PACKAGE)',
+    'test/packaging/package-install.test.ts runs the tarball with npx in a fresh folder (--version, --help) and serves from the installed tarball (PODYARD_TEST_PACKAGE)',
   'README.md: npm install ./podyard-worker-0.1.0.tgz':
-    'test/package-install.test.ts installs the SDK’s tarball beside a handler (PODYARD_TEST_PACKAGE)',
+    'test/packaging/package-install.test.ts installs the SDK’s tarball beside a handler (PODYARD_TEST_PACKAGE)',
   'docs/api.md: npx openapi-typescript http://localhost:8080/v2/openapi.json -o podyard-api.d.ts':
-    'npx fetches the generator from the npm registry; test/openapi-client.test.ts runs it on the document',
+    'npx fetches the generator from the npm registry; test/api/openapi-client.test.ts runs it on the document',
   'docs/api.md: npx @hey-api/openapi-ts -i http://localhost:8080/v2/openapi.json -o src/podyard -c @hey-api/client-fetch':
-    'npx fetches the generator from the npm registry; test/openapi-client.test.ts runs it on the document',
+    'npx fetches the generator from the npm registry; test/api/openapi-client.test.ts runs it on the document',
   'docs/cli.md: podyard hosts add cpu-node-3 --data-center EU-RO-1 --cpu-flavors cpu3c,cpu3g --vcpus 32 --memory-gb 128 --docker-url ssh://podyard@cpu-node-3 --ssh-key /etc/podyard/ssh/id_ed25519 --known-hosts /etc/podyard/ssh/known_hosts':
-    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/multi-host-rig.test.ts adds hosts over SSH',
+    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/fleet/multi-host-rig.test.ts adds hosts over SSH',
   'docs/cli.md: podyard completion zsh > "${fpath[1]}/_podyard"':
-    'zsh’s syntax, and it writes into zsh’s system function folder; test/cli-completion.test.ts loads the script in zsh',
+    'zsh’s syntax, and it writes into zsh’s system function folder; test/cli/cli-completion.test.ts loads the script in zsh',
   'docs/cli.md: podyard migrate --init --store-url postgres://podyard:...@db/podyard':
-    'the example’s database host; test/cli.test.ts migrates a fresh PostgreSQL database (PODYARD_TEST_POSTGRES_URL)',
+    'the example’s database host; test/cli/cli.test.ts migrates a fresh PostgreSQL database (PODYARD_TEST_POSTGRES_URL)',
   'docs/console.md: npm run build:console':
     'rebuilds dist/console of the checkout under the suites running beside it; `npm ci` in CI runs it',
   'docs/console.md: npm run console:dev':
@@ -41,7 +41,7 @@ export const EXCLUDED: Record<string, string> = {
     '.ci/run creates the database',
   'docs/development.md: PODYARD_TEST_POSTGRES_URL=postgres://podyard:podyard@127.0.0.1:5432/podyard_test npm test':
     '.ci/run runs the suite with this variable',
-  "docs/development.md: unshare -m sh -c 'mount --bind /dev/null /usr/bin/bwrap && npx vitest run test/pods-api.test.ts'":
+  "docs/development.md: unshare -m sh -c 'mount --bind /dev/null /usr/bin/bwrap && npx vitest run test/pods/pods-api.test.ts'":
     'a suite run without bubblewrap, in the checkout; not inside the suite',
   'docs/development.md: PODYARD_TEST_FUZZ=1 npx vitest run test/fuzz/':
     '.ci/run runs the fuzz suite',
@@ -50,12 +50,12 @@ export const EXCLUDED: Record<string, string> = {
   'docs/development.md: sudo bash test/support/multi-host-rig.sh up': '.ci/run brings the rig up',
   'docs/development.md: sudo bash test/support/multi-host-rig.sh status':
     'the rig’s state, when .ci/run has it up; the rig belongs to the multi-host suites',
-  'docs/development.md: sudo PODYARD_TEST_MULTIHOST=1 npx vitest run test/multi-host-rig.test.ts':
+  'docs/development.md: sudo PODYARD_TEST_MULTIHOST=1 npx vitest run test/fleet/multi-host-rig.test.ts':
     '.ci/run runs the multi-host suites',
   'docs/development.md: PATH=/run/pyd-rig/bin:$PATH DOCKER_HOST=ssh://podyard-rig@10.213.0.11 docker ps':
-    'the rig’s engine over SSH: test/multi-host-rig.test.ts reaches it',
+    'the rig’s engine over SSH: test/fleet/multi-host-rig.test.ts reaches it',
   'docs/development.md: DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=/run/pyd-rig/tls DOCKER_HOST=tcp://10.213.0.13:2376 docker ps':
-    'the rig’s engine over TLS: test/multi-host-rig.test.ts reaches it',
+    'the rig’s engine over TLS: test/fleet/multi-host-rig.test.ts reaches it',
   'docs/development.md: sudo bash test/support/multi-host-rig.sh stop-engine 2':
     'stops an engine the multi-host suites use',
   'docs/development.md: sudo bash test/support/multi-host-rig.sh down':
@@ -63,55 +63,55 @@ export const EXCLUDED: Record<string, string> = {
   'docs/development.md: apt-get install -y chromium': '.ci/run installs it',
   'docs/development.md: PODYARD_TEST_BROWSER=1 npx vitest run test/console/':
     '.ci/run runs the browser suite',
-  'docs/development.md: PODYARD_UPDATE_SCHEMA_SNAPSHOT=1 PODYARD_TEST_POSTGRES_URL=postgres://... npx vitest run test/schema-snapshot.test.ts':
-    'rewrites test/schema-snapshot.json after a migration; test/schema-snapshot.test.ts checks it',
+  'docs/development.md: PODYARD_UPDATE_SCHEMA_SNAPSHOT=1 PODYARD_TEST_POSTGRES_URL=postgres://... npx vitest run test/platform/schema-snapshot.test.ts':
+    'rewrites test/platform/schema-snapshot.json after a migration; test/platform/schema-snapshot.test.ts checks it',
   'docs/fleet.md: podyard hosts add gpu-node-4 --data-center EU-RO-1 --gpu "NVIDIA GeForce RTX 4090" --gpu-count 4 --cuda 12.8 --vcpus 64 --memory-gb 248 --docker-url ssh://podyard@gpu-node-4 --ssh-key /etc/podyard/ssh/id_ed25519 --known-hosts /etc/podyard/ssh/known_hosts':
-    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/multi-host-rig.test.ts adds hosts over SSH',
+    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/fleet/multi-host-rig.test.ts adds hosts over SSH',
   'docs/fleet.md: podyard hosts add gpu-node-4 --data-center EU-RO-1 --gpu "NVIDIA GeForce RTX 4090" --gpu-count 4 --vcpus 64 --memory-gb 248 --ssh podyard@gpu-node-4 --ssh-key /etc/podyard/ssh/id_ed25519 --known-hosts /etc/podyard/ssh/known_hosts':
-    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/multi-host-rig.test.ts adds hosts over SSH',
+    'needs a Docker host over SSH and its key files in /etc/podyard/ssh; test/fleet/multi-host-rig.test.ts adds hosts over SSH',
   'docs/gpus.md: nvidia-smi --query-gpu=index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used, memory.total,temperature.gpu,power.draw,clocks_throttle_reasons.active, ecc.errors.uncorrected.volatile.total,retired_pages.pending --format=csv,noheader,nounits -lms 1000':
-    'needs an NVIDIA GPU and its driver; test/gpu-health.test.ts reads the same query’s output',
+    'needs an NVIDIA GPU and its driver; test/gpus/gpu-health.test.ts reads the same query’s output',
   'docs/gpus.md: podyard hosts gpu-reset local 0':
-    'needs an NVIDIA GPU on the host; test/gpu-withdrawals.test.ts resets GPUs through the API',
+    'needs an NVIDIA GPU on the host; test/gpus/gpu-withdrawals.test.ts resets GPUs through the API',
   'docs/fleet.md: podyard hosts pull registry.internal:5000/team/trainer:2 --host gpu-node-4 --registry-auth <id>':
-    "needs the operator's registry (registry.internal) and the host added over SSH above; test/host-images-docker.test.ts runs hosts pull with a registry auth against Debian's docker-registry on 127.0.0.1",
+    "needs the operator's registry (registry.internal) and the host added over SSH above; test/fleet/host-images-docker.test.ts runs hosts pull with a registry auth against Debian's docker-registry on 127.0.0.1",
   'docs/fleet.md: apt-get install -y docker-registry':
-    '.ci/run installs it; test/host-images-docker.test.ts runs the registry it installs',
+    '.ci/run installs it; test/fleet/host-images-docker.test.ts runs the registry it installs',
   'docs/fleet.md: docker tag team/trainer:2 registry.internal:5000/team/trainer:2':
-    "needs the image and the registry machine (registry.internal); test/host-images-docker.test.ts names a test image by Debian's docker-registry on 127.0.0.1, pushes it there and pulls it ahead of time",
+    "needs the image and the registry machine (registry.internal); test/fleet/host-images-docker.test.ts names a test image by Debian's docker-registry on 127.0.0.1, pushes it there and pulls it ahead of time",
   'docs/fleet.md: docker push registry.internal:5000/team/trainer:2':
-    "needs the registry machine (registry.internal); test/host-images-docker.test.ts pushes to Debian's docker-registry on 127.0.0.1",
+    "needs the registry machine (registry.internal); test/fleet/host-images-docker.test.ts pushes to Debian's docker-registry on 127.0.0.1",
   'docs/fleet.md: podyard hosts get gpu-node-4':
     'the host the command before it adds over SSH, which cannot run here',
   'docs/fleet.md: podyard hosts images --host gpu-node-4':
-    'the host added over SSH above, which cannot run here (a host not in the fleet exits 4: test/cli-exit-codes.test.ts)',
+    'the host added over SSH above, which cannot run here (a host not in the fleet exits 4: test/cli/cli-exit-codes.test.ts)',
   'docs/job-api.md: python3 handler.py':
     'needs runpod-python (from PyPI: the tests reach no network); the variables before it are set and checked',
   'docs/production.md: install -d /etc/podyard && install -m 0600 deploy/podyard.env /etc/podyard/podyard.env':
-    'installs into /etc; test/deploy-systemd.test.ts checks the unit and its environment file',
+    'installs into /etc; test/packaging/deploy-systemd.test.ts checks the unit and its environment file',
   'docs/production.md: install -m 0644 deploy/podyard.service /etc/systemd/system/podyard.service':
-    'installs into /etc; test/deploy-systemd.test.ts checks the unit',
+    'installs into /etc; test/packaging/deploy-systemd.test.ts checks the unit',
   'docs/production.md: systemctl daemon-reload && systemctl enable --now podyard':
     'needs systemd as the machine’s init',
   'docs/production.md: journalctl -u podyard -f': 'needs systemd’s journal',
   'docs/production.md: npm ci && deploy/build-artefact.sh':
-    'rebuilds the checkout’s node_modules; test/artefact.test.ts runs deploy/build-artefact.sh',
+    'rebuilds the checkout’s node_modules; test/packaging/artefact.test.ts runs deploy/build-artefact.sh',
   'docs/production.md: scp podyard-0.1.0-linux-x64.tar.gz gpu-node-4:':
     'needs a remote host over SSH',
   "docs/production.md: ssh gpu-node-4 'tar -xzf podyard-0.1.0-linux-x64.tar.gz && podyard-0.1.0-linux-x64/podyard serve'":
-    'needs a remote host over SSH; test/artefact.test.ts unpacks the artefact and serves from it',
+    'needs a remote host over SSH; test/packaging/artefact.test.ts unpacks the artefact and serves from it',
   'docs/production.md: npm ci && deploy/build-image.sh':
-    'rebuilds the checkout’s node_modules; test/deploy-image.test.ts builds the image (PODYARD_TEST_IMAGE_BUILD)',
+    'rebuilds the checkout’s node_modules; test/packaging/deploy-image.test.ts builds the image (PODYARD_TEST_IMAGE_BUILD)',
   'docs/production.md: BASE_IMAGE=podyard-base:bookworm deploy/build-image.sh':
-    'test/deploy-image.test.ts builds the image from that base (PODYARD_TEST_IMAGE_BUILD)',
+    'test/packaging/deploy-image.test.ts builds the image from that base (PODYARD_TEST_IMAGE_BUILD)',
   'docs/production.md: docker run -d -p 8080:8080 -v podyard:/var/lib/podyard podyard:0.1.0':
-    'the fixed port 8080 and a named volume; test/deploy-image.test.ts runs the image',
+    'the fixed port 8080 and a named volume; test/packaging/deploy-image.test.ts runs the image',
   'docs/runtime.md: sudo sysctl -w fs.inotify.max_user_instances=8192':
     'changes a kernel setting of the whole machine; .ci/run sets it the same way before the suites',
   'docs/runtime.md: echo fs.inotify.max_user_instances=8192 | sudo tee /etc/sysctl.d/90-podyard.conf':
     'writes the machine’s boot configuration; .ci/run sets the value for its run instead',
   'docs/runtime.md: iptables -N PODYARD-INPUT; iptables -N PODYARD-FORWARD':
-    'changes the machine’s firewall; test/docker-egress-policy.test.ts checks the rules podyard installs',
+    'changes the machine’s firewall; test/containment/docker-egress-policy.test.ts checks the rules podyard installs',
   'docs/runtime.md: iptables -A PODYARD-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN':
     'changes the machine’s firewall',
   'docs/runtime.md: iptables -A PODYARD-INPUT -p tcp --dport <port> -j RETURN':
@@ -127,7 +127,7 @@ export const EXCLUDED: Record<string, string> = {
   'docs/worker-sdk.md: npm install @podyard/worker':
     'not published yet; the README says how to publish it',
   'docs/worker-sdk.md: npm install ./podyard-worker-0.1.0.tgz':
-    'test/package-install.test.ts installs the SDK’s tarball beside a handler (PODYARD_TEST_PACKAGE)',
+    'test/packaging/package-install.test.ts installs the SDK’s tarball beside a handler (PODYARD_TEST_PACKAGE)',
   'docs/worker-sdk.md: npm run build && npx tsx examples/echo-worker.ts':
     'rebuilds the checkout under the suites running beside it; test/worker-sdk tests run the SDK’s worker loop',
 }

@@ -32,14 +32,14 @@ mkdir -p "$app/dist"
 tar -cf - --exclude='*.map' --exclude='./console' -C dist . | tar -xf - -C "$app/dist"
 tar -cf - --exclude='*.test.ts' src | tar -xf - -C "$app"
 mkdir -p "$app/test/support" "$app/test/fixtures"
-cp test/gpu.test.ts "$app/test/"
+cp test/gpus/gpu.test.ts "$app/test/"
 cp test/support/*.ts "$app/test/support/"
 cp test/fixtures/gpu-matmul-worker.mjs "$app/test/fixtures/"
 # The device run needs no rebuild (dist is built above): a config without the global setup.
 cat >"$app/vitest.gpu.config.ts" <<'CONFIG'
 import { defineConfig } from 'vitest/config'
 export default defineConfig({
-  test: { include: ['test/gpu.test.ts'], testTimeout: 600_000, hookTimeout: 120_000 },
+  test: { include: ['test/gpus/gpu.test.ts'], testTimeout: 600_000, hookTimeout: 120_000 },
 })
 CONFIG
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the GPU suite (test/gpu.test.ts) on a machine with an NVIDIA GPU but without Node.js or
+# Runs the GPU suite (test/gpus/gpu.test.ts) on a machine with an NVIDIA GPU but without Node.js or
 # network, from what test/support/gpu-device-prepare.sh put in .gpu-run/ (docs/gpus.md, "The GPU
 # suite"). Run from the repository root with .gpu-run carried: bash .gpu-run/gpu-device-run.sh
 # Writes under $OUT (else /tmp/podyard-gpu/out): the suite's log, and what nvidia-smi printed on

@@ -1,6 +1,6 @@
 /**
  * What client generators need from the served OpenAPI document, counted: the figures
- * test/openapi-document.test.ts holds at their targets, and `tsx test/support/openapi-quality.ts
+ * test/api/openapi-document.test.ts holds at their targets, and `tsx test/support/openapi-quality.ts
  * <document.json>` prints.
  */
 import { readFileSync } from 'node:fs'

@@ -66,7 +66,7 @@ export const COMPONENT_NAMES: ReadonlyMap<object, string> = new Map<object, stri
 
 /**
  * Real requests for the docs page's body editor and generated clients, in place of the
- * `"string"` and `0` a schema alone gives. test/openapi-document.test.ts sends each to a server.
+ * `"string"` and `0` a schema alone gives. test/api/openapi-document.test.ts sends each to a server.
  */
 export const COMPONENT_EXAMPLES: Readonly<Record<string, unknown>> = {
   PodCreateInput: {

@@ -2,7 +2,7 @@
  * An example of each operation's request body and success answer, for the docs page and the
  * comments of generated clients. A named schema's own example (component-names.ts) is used
  * where there is one; the rest is built from the schema: each field's example, default or first
- * allowed value, a plausible value by format and name otherwise. test/openapi-document.test.ts
+ * allowed value, a plausible value by format and name otherwise. test/api/openapi-document.test.ts
  * checks that every example matches its schema.
  */
 

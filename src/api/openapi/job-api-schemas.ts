@@ -13,7 +13,7 @@ import {
  * What the OpenAPI document shows of the job API and the public models' job routes. Their
  * handlers read the body as text and check it themselves (src/api/jobs/http-support.ts:
  * runpod-python's worker posts JSON labelled as a form), so these schemas document the wire
- * and validate nothing; test/openapi-contract.test.ts checks real answers against them.
+ * and validate nothing; test/api/openapi-document.test.ts checks real answers against them.
  */
 
 const JobStatus = Type.Union(

@@ -140,7 +140,7 @@ function splitOpenAIRoutes(paths: Record<string, PathItem>): void {
  * Errors go out as application/problem+json (src/api/http/problem.ts), while @fastify/swagger
  * writes every answer as application/json: each answer whose body is the Problem schema is
  * declared with the media type it is sent with, so that a client choosing its parser by the
- * content type finds it in the document (test/openapi-content-types.test.ts).
+ * content type finds it in the document (test/api/openapi-content-types.test.ts).
  */
 function declareProblemMediaType(paths: Record<string, PathItem>): void {
   for (const item of Object.values(paths)) {

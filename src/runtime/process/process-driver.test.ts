@@ -26,7 +26,7 @@ import { parseProcStat } from './proc-stat.js'
 
 /**
  * What is particular to the process driver; what every driver does is in
- * test/runtime-conformance.test.ts.
+ * test/runtime/runtime-conformance.test.ts.
  */
 
 let root: string

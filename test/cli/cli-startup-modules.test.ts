@@ -1,0 +1,67 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../support/cli.js'
+
+// What a client command loads: the CLI and its HTTP client, not the server, the store or the
+// config's schema (its validator alone is about 250 modules, half of `podyard --version`'s
+// start). A module loader hook, given to the CLI's process through NODE_OPTIONS, writes every
+// module the process loads to a file.
+describe('modules a client command loads', () => {
+  let dir: string
+  let loaded: string
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'podyard-cli-modules-'))
+    loaded = path.join(dir, 'loaded.txt')
+    await writeFile(
+      path.join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs'
+export async function load(url, context, next) {
+  appendFileSync(${JSON.stringify(loaded)}, url + '\\n')
+  return next(url, context)
+}
+`,
+    )
+    await writeFile(
+      path.join(dir, 'register.mjs'),
+      `import { register } from 'node:module'
+register('./hooks.mjs', import.meta.url)
+`,
+    )
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  async function modulesOf(args: string[]): Promise<string[]> {
+    await rm(loaded, { force: true })
+    const result = await runCli(args, {
+      NODE_OPTIONS: `--import=${path.join(dir, 'register.mjs')}`,
+      PODYARD_URL: 'http://127.0.0.1:1',
+      PODYARD_API_KEY: 'pk_client-startup-test-key',
+    })
+    expect(result.stderr).not.toMatch(/hooks|register\.mjs/)
+    return (await readFile(loaded, 'utf8')).trim().split('\n')
+  }
+
+  const serverSide =
+    /\/dist\/(platform|config\/(schema|load-config)|dev-platform)\.js$|\/node_modules\/(@sinclair\/typebox|fastify|kysely|better-sqlite3|pg)\//
+
+  it.each([[['--version']], [['pods', 'list']], [['catalog', 'gpus']], [['--help']]])(
+    'podyard %j loads none of the server, the store or the config schema',
+    async (args) => {
+      const modules = await modulesOf(args)
+      // The hook saw the CLI itself, so an empty list cannot pass.
+      expect(modules.some((url) => url.endsWith('/dist/main.js'))).toBe(true)
+      expect(modules.filter((url) => serverSide.test(url))).toEqual([])
+    },
+  )
+
+  it('podyard serve --help is a client command too; the check sees the schema where it is read', async () => {
+    expect((await modulesOf(['serve', '--help'])).filter((url) => serverSide.test(url))).toEqual([])
+    // A command that reads the config (here refused: the flag's value is not a port) loads it:
+    // the pattern above matches what it must.
+    const modules = await modulesOf(['serve', '--port', 'x'])
+    expect(modules.some((url) => /\/dist\/config\/schema\.js$/.test(url))).toBe(true)
+  })
+})
