@@ -15,6 +15,7 @@ interface LockEntry {
   version?: string
   engines?: { node?: string } | string[]
   link?: boolean
+  hasInstallScript?: boolean
 }
 
 function readJson<T>(path: string): T {
@@ -53,5 +54,23 @@ describe('Node.js engines', () => {
       }
     }
     expect(excluding).toEqual([])
+  })
+})
+
+describe('install scripts', () => {
+  // npm runs a dependency's install script only when package.json's `allowScripts` allows it,
+  // and ends every install with a warning naming each one it has no entry for. Each is decided:
+  // allowed (true) or left out on purpose (false; docs/development.md).
+  it('has every dependency with an install script allowed or denied in allowScripts', () => {
+    const lock = readJson<{ packages: Record<string, LockEntry> }>('package-lock.json')
+    const allowScripts = readJson<{ allowScripts: Record<string, boolean> }>(
+      'package.json',
+    ).allowScripts
+    const scripted = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.hasInstallScript)
+      .map(([at]) => at.slice(at.lastIndexOf('node_modules/') + 'node_modules/'.length))
+    expect(scripted).toContain('better-sqlite3')
+    expect([...new Set(scripted)].filter((name) => !(name in allowScripts))).toEqual([])
+    expect(allowScripts['better-sqlite3']).toBe(true)
   })
 })
