@@ -4,6 +4,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { startServe } from '../support/cli.js'
 import type { RunEvent } from './run-analysis.js'
+import { readProcStatSync } from '../../src/runtime/process/process-group.js'
 
 /**
  * The moving parts of the chaos suite (test/chaos/exactly-once.test.ts): real `podyard serve`
@@ -210,7 +211,11 @@ export function busyPids(dir: string): number[] {
 
 /**
  * The process groups the process driver runs under `dataDir` (the platform's workers): killed
- * when the suite ends, since workloads outlive their server by design.
+ * when the suite ends, since workloads outlive their server by design. Only a group whose
+ * leader is still the process that was started: a worker killed mid-run leaves its record, and
+ * its number may since lead another group of this machine (pid numbers are given out again;
+ * a CI run goes round the kernel's 32768 more than once). Signalling that number killed another
+ * test's server.
  */
 export function killWorkloadsOf(dataDir: string): void {
   const state = path.join(dataDir, 'runtime', 'process')
@@ -218,8 +223,12 @@ export function killWorkloadsOf(dataDir: string): void {
   for (const id of readdirSync(state)) {
     const file = path.join(state, id, 'state.json')
     if (!existsSync(file)) continue
-    const { pgid } = JSON.parse(readFileSync(file, 'utf8')) as { pgid?: number }
-    if (typeof pgid !== 'number') continue
+    const { pgid, processStartTicks } = JSON.parse(readFileSync(file, 'utf8')) as {
+      pgid?: number
+      processStartTicks?: number | null
+    }
+    if (typeof pgid !== 'number' || typeof processStartTicks !== 'number') continue
+    if (readProcStatSync(pgid)?.starttime !== processStartTicks) continue
     try {
       process.kill(-pgid, 'SIGKILL')
     } catch {
