@@ -181,7 +181,7 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
             },
             until: LONG_RUNNING[commandKey(command)],
           })
-          const where = `${command.file}:${command.line} as ${caller}: ${prepared}\n${result.output}`
+          const where = `${command.file}:${command.line} as ${caller}: ${prepared}\n${result.output}${serverGone()}`
           // curl exits 0 on an error status: each answer's status is checked instead.
           for (const status of result.httpStatuses) expect(status, where).toBeLessThan(400)
           const expected = EXIT_CODES[commandKey(command)] ?? 0
@@ -193,8 +193,18 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
           }
         }
       }
-      await resources.cleanUp()
+      await resources.cleanUp().catch((error: unknown) => {
+        throw new Error(
+          `cleaning up after ${block.file}:${block.line}: ${String(error)}${serverGone()}`,
+        )
+      })
     }, 180_000)
+  }
+
+  /** When the server the commands call has exited: how, and the end of what it printed. */
+  function serverGone(): string {
+    if (server.exitCode === null && server.signalCode === null) return ''
+    return `\nthe docs' server (npm start) exited (code ${server.exitCode}, signal ${server.signalCode}); its last output:\n${banner.slice(-6000)}`
   }
 
   /** The command with the test's server, ports and resources in place of the docs' examples. */
