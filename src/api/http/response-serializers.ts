@@ -7,9 +7,10 @@ type Serialize = (data: unknown) => string
  * Each distinct response schema's serializer, compiled once per process. fastify's own compiler
  * builds every route's serializers anew for each app it makes: about 300 ms of CPU, a third of a
  * platform's start, spent again by every platform a process starts (the test suite's workers
- * start hundreds; a CLI command that serves, one). Keyed by the schema's JSON, as the routes
- * build equal schemas as new objects; fast-json-stringify is given the schema alone, as
- * fastify's default compiler does without shared schemas (podyard adds none).
+ * start hundreds; a CLI command that serves, one). Keyed by the schema's JSON, so that equal
+ * schemas share one serializer whether or not they are one object (the same error answer is on
+ * many routes); fast-json-stringify is given the schema alone, as fastify's default compiler
+ * does without shared schemas (podyard adds none).
  */
 const compiled = new Map<string, Serialize>()
 

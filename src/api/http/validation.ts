@@ -27,8 +27,8 @@ const textAjv = makeAjv('array')
 
 /**
  * Each distinct schema's validator, compiled once per process and part: ajv keeps what it
- * compiled by the schema object, and the routes build equal schemas as new objects for each app
- * a process starts (see response-serializers.ts), which it compiled and kept again each time.
+ * compiled by the schema object, so an equal schema given as another object (another app's, or
+ * another route's) was compiled and kept again (see response-serializers.ts).
  */
 const compiled = new Map<string, ReturnType<Ajv['compile']>>()
 
