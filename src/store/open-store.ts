@@ -92,6 +92,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     let checkpointer: SqliteCheckpointer | undefined
     if (options.checkpointInBackground && file !== ':memory:') {
       database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`)
+      // A first read opens the WAL and creates its index (`-shm`), which the checkpointer reads.
+      database.prepare('select count(*) from sqlite_master').get()
       checkpointer = new SqliteCheckpointer(
         file,
         options.onCheckpointError ? { onError: options.onCheckpointError } : {},
@@ -119,8 +121,9 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         await sql`select 1`.execute(db)
       },
       close: async () => {
-        await checkpointer?.close()
+        await checkpointer?.stop()
         await db.destroy()
+        checkpointer?.closeIndex()
       },
     }
   }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
@@ -17,6 +17,20 @@ async function writePages(store: Store, pages: number): Promise<void> {
 }
 
 const sizeOf = (file: string) => statSync(file).size
+
+/**
+ * The processes holding a lock on the "DMS" byte of a WAL index (`/proc/locks`; byte 128 of the
+ * `-shm` file in SQLite's unix VFS): SQLite holds it as long as a connection is open, and a
+ * process that finds nobody holding it takes itself for the first and starts the index over.
+ */
+function dmsLocksOf(indexFile: string): number[] {
+  const inode = statSync(indexFile).ino
+  return readFileSync('/proc/locks', 'utf8')
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((f) => f[1] === 'POSIX' && f[5]?.endsWith(`:${inode}`) && f[6] === '128')
+    .map((f) => Number(f[4]))
+}
 
 /** How many times the WAL has been started over (its header's checkpoint sequence number). */
 const walRestarts = (file: string) => readFileSync(`${file}-wal`).readUInt32BE(12)
@@ -84,13 +98,17 @@ describe('SQLite checkpoints on a thread of their own', () => {
     const db = new Database(file)
     db.pragma('journal_mode = WAL')
     db.pragma('wal_autocheckpoint = 0')
+    db.prepare('select count(*) from sqlite_master').get()
     const checkpointer = new SqliteCheckpointer(file, { maxAgeMs: 300 })
+    // Read through one descriptor, closed after the connections (closeIndex says why).
+    const indexFd = openSync(`${file}-shm`, 'r')
     try {
       db.exec('create table small (n integer)')
       for (let n = 0; n < 5; n++) db.prepare('insert into small values (?)').run(n)
       // The WAL index: frames written (mxFrame, byte 16) and copied (nBackfill, byte 96).
+      const index = Buffer.alloc(100)
       const waiting = () => {
-        const index = readFileSync(`${file}-shm`)
+        readSync(indexFd, index, 0, index.length, 0)
         return index.readUInt32LE(16) - index.readUInt32LE(96)
       }
       expect(waiting()).toBeGreaterThan(0)
@@ -98,8 +116,10 @@ describe('SQLite checkpoints on a thread of their own', () => {
       while (waiting() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       expect(waiting()).toBe(0)
     } finally {
-      await checkpointer.close()
+      await checkpointer.stop()
       db.close()
+      checkpointer.closeIndex()
+      closeSync(indexFd)
     }
   })
 
@@ -110,6 +130,21 @@ describe('SQLite checkpoints on a thread of their own', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(sizeOf(file)).toBeLessThan(1_000_000)
     expect(sizeOf(`${file}-wal`)).toBeGreaterThanOrEqual(2_000 * 3_900)
+  })
+
+  it("keeps the server's lock on the WAL index, so that another process opening the file does not reset it", async () => {
+    // SQLite's locks are POSIX record locks: closing any descriptor of the file drops every lock
+    // the process holds on it. The thread once opened and closed `<file>-shm` at each look, so
+    // the server's lock on it went, and the next process to open the database (`podyard credits
+    // add` on the data directory) took itself for the first, truncated the index under the
+    // server's mapping, and the server died of SIGBUS.
+    const file = await open(true)
+    await sql`create table small (n integer)`.execute(store!.db)
+    for (let n = 0; n < 5; n++) {
+      await sql`insert into small values (${n})`.execute(store!.db)
+      await new Promise((resolve) => setTimeout(resolve, 70))
+    }
+    expect(dmsLocksOf(`${file}-shm`)).toContain(process.pid)
   })
 
   it('stops with the store', async () => {

@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
@@ -31,12 +32,13 @@ export const FALLBACK_AUTOCHECKPOINT_PAGES = 4_000
  * file, a PASSIVE checkpoint when enough is waiting (it never waits for the writer nor blocks
  * it), and a clean close when told to stop. How much is waiting it reads from the WAL index
  * (`<file>-shm`, SQLite's documented format: the header's mxFrame at byte 16, in the host's
- * byte order, and the checkpoint's nBackfill at byte 96); where that cannot be read it
+ * byte order, and the checkpoint's nBackfill at byte 96), through a descriptor the checkpointer
+ * opened once (`indexFd`; see `SqliteCheckpointer.closeIndex`); where that cannot be read it
  * checkpoints at every change, as SQLite would.
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
-const { openSync, readSync, closeSync } = require('node:fs')
+const { readSync } = require('node:fs')
 const { endianness } = require('node:os')
 const Database = require(workerData.driver)
 const db = new Database(workerData.file)
@@ -46,15 +48,12 @@ const header = Buffer.alloc(100)
 const readU32 = endianness() === 'LE' ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at)
 // Pages in the WAL not yet copied into the database file; undefined when the index is unreadable.
 function waitingPages() {
-  let fd
+  if (workerData.indexFd === undefined) return undefined
   try {
-    fd = openSync(workerData.file + '-shm', 'r')
-    if (readSync(fd, header, 0, header.length, 0) < header.length) return undefined
+    if (readSync(workerData.indexFd, header, 0, header.length, 0) < header.length) return undefined
     return Math.max(0, readU32(16) - readU32(96))
   } catch {
     return undefined
-  } finally {
-    if (fd !== undefined) closeSync(fd)
   }
 }
 // data_version moves when another connection commits.
@@ -105,6 +104,7 @@ parentPort.on('message', () => {
 export class SqliteCheckpointer {
   private readonly worker: Worker
   private readonly exited: Promise<void>
+  private indexFd: number | undefined
 
   constructor(
     file: string,
@@ -114,12 +114,15 @@ export class SqliteCheckpointer {
       onError?: (message: string) => void
     } = {},
   ) {
+    // The file is in WAL mode and has been read, so its index exists (else none is read).
     const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+    this.indexFd = openIndex(`${file}-shm`)
     this.worker = new Worker(THREAD_SOURCE, {
       eval: true,
       workerData: {
         file,
         driver,
+        indexFd: this.indexFd,
         intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
         idleMaxMs: IDLE_CHECK_MAX_MS,
         minPages: CHECKPOINT_MIN_PAGES,
@@ -135,12 +138,39 @@ export class SqliteCheckpointer {
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()))
   }
 
-  /** Stops the thread after its current checkpoint and closes its connection. */
-  async close(): Promise<void> {
+  /**
+   * Stops the thread after its current checkpoint and closes its connection; the WAL index's
+   * descriptor stays open until `closeIndex`.
+   */
+  async stop(): Promise<void> {
     // Referenced again while it stops: otherwise a process with nothing else left to do would
     // end before the thread's exit arrives, with this wait (and its caller) unsettled.
     this.worker.ref()
     this.worker.postMessage('stop')
     await this.exited
+  }
+
+  /**
+   * Closes the WAL index's descriptor: only once the stopped thread's and the caller's own
+   * connections to the file are closed. SQLite's locks are POSIX record locks, and closing any
+   * descriptor of a file drops every lock the process holds on it: closed while a connection of
+   * this process is open, it would drop the lock that tells other processes the index is in use,
+   * and the next one to open the database would start the index over under this process's
+   * mapping of it (which then dies of SIGBUS). The thread reads through this one descriptor for
+   * the same reason, instead of opening the file at each look.
+   */
+  closeIndex(): void {
+    if (this.indexFd === undefined) return
+    closeSync(this.indexFd)
+    this.indexFd = undefined
+  }
+}
+
+/** A descriptor of the WAL index, or undefined where it cannot be opened (then none is read). */
+function openIndex(indexFile: string): number | undefined {
+  try {
+    return openSync(indexFile, 'r')
+  } catch {
+    return undefined
   }
 }
