@@ -80,6 +80,21 @@ function workloadPid(dataDir: string, podId: string): number {
   throw new Error(`no workload of ${podId} under ${stateRoot}`)
 }
 
+/**
+ * Set where the cgroup version is known (test/support/cgroup-v2-vm.sh sets 2): then this suite
+ * must run, on that version, instead of being left out.
+ */
+const EXPECTED_CGROUP_VERSION = process.env.PODYARD_TEST_CGROUP_VERSION
+
+describe.runIf(EXPECTED_CGROUP_VERSION !== undefined)('the cgroup version this run is for', () => {
+  it(`is what workloads get here: cgroup v${EXPECTED_CGROUP_VERSION}, with bubblewrap`, () => {
+    expect(bubblewrap.ok ? 'bubblewrap usable' : bubblewrap.reason).toBe('bubblewrap usable')
+    expect(cgroups.ok ? cgroups.layout.version : cgroups.reason).toBe(
+      Number(EXPECTED_CGROUP_VERSION),
+    )
+  })
+})
+
 describe.runIf(runnable)('containment on the process driver (bubblewrap, cgroups)', () => {
   let platform: TestPlatform
   let member: (p: string, init?: CallInit) => Promise<Response>
