@@ -14,7 +14,8 @@
 # read-only under a writable layer in the VM's memory: the same Node.js, checkout and
 # node_modules. It has 2 CPUs, 8 GiB, loopback and a user-mode network card (a default route,
 # which pasta needs; nothing beyond this machine answers), and a 4 GiB ext4 disk of its own as
-# TMPDIR (write limits need a block device). Emulated (TCG): nested KVM here accepts a VM and
+# TMPDIR (write limits need a block device). The command runs in a cgroup below the root, as a
+# systemd service with Delegate=yes does. Emulated (TCG): nested KVM here accepts a VM and
 # then never runs its kernel; PODYARD_VM_ACCEL=kvm tries it where it works. The command's
 # output comes back on this terminal; its exit status is this script's. Run as root.
 # Needs qemu-system-x86, linux-image-amd64 and busybox-static (.ci/run installs them).
@@ -97,7 +98,12 @@ echo 'nameserver 10.0.2.3' >/etc/resolv.conf
 mkdir -p /mnt/disk
 mount /dev/vda /mnt/disk
 export TMPDIR=/mnt/disk
-echo "== cgroup v2 VM: kernel $(uname -r), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+# The command runs as a systemd service with Delegate=yes would: in a cgroup of its own below
+# the root, with the controllers enabled for it (the server then delegates within its own).
+echo '+cpu +io +memory +pids' >/sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/podyard-test.service
+echo $$ >/sys/fs/cgroup/podyard-test.service/cgroup.procs
+echo "== cgroup v2 VM: kernel $(uname -r), in $(cut -d: -f3 /proc/self/cgroup), controllers: $(cat /sys/fs/cgroup/podyard-test.service/cgroup.controllers)"
 # Through a pipe: the serial console is a terminal, and test runners redraw on one.
 {
   sh /vmshare/run.sh </dev/null
