@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { defaultRouteWithRtoMin, NAMESPACE_RTO_MIN, namespaceRouteCommands } from './pod-network.js'
+import {
+  defaultRouteWithRtoMin,
+  hostInterfaceArgs,
+  NAMESPACE_RTO_MIN,
+  namespaceRouteCommands,
+} from './pod-network.js'
 
 describe('defaultRouteWithRtoMin', () => {
   it('keeps the gateway and device of the default route pasta configured', () => {
@@ -38,5 +43,38 @@ describe('namespaceRouteCommands', () => {
     expect(
       namespaceRouteCommands({ ipv4: 'default via 10.0.0.1 dev ens3 \n', ipv6: '' }, []),
     ).toEqual([`route change 0.0.0.0/0 via 10.0.0.1 dev ens3 rto_min ${NAMESPACE_RTO_MIN}`])
+  })
+})
+
+describe('hostInterfaceArgs', () => {
+  const eth0 = (local: string, prefixlen: number) =>
+    JSON.stringify([
+      { ifname: 'eth0', addr_info: [{ family: 'inet', local, prefixlen, scope: 'global' }] },
+    ])
+
+  it('leaves pasta its own choice where the host has a default route', () => {
+    const route = '[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]}]\n'
+    expect(hostInterfaceArgs(route, eth0('192.0.2.2', 24))).toEqual([])
+  })
+
+  it('names the first interface with an IPv4 address, and a gateway in its subnet', () => {
+    expect(hostInterfaceArgs('[]\n', eth0('10.250.0.7', 24))).toEqual([
+      '-i',
+      'eth0',
+      '-g',
+      '10.250.0.1',
+    ])
+    // The subnet's first address is the host's own: the next one.
+    expect(hostInterfaceArgs('', eth0('172.16.0.1', 12))).toEqual([
+      '-i',
+      'eth0',
+      '-g',
+      '172.16.0.2',
+    ])
+  })
+
+  it('finds none where no interface has an IPv4 address a gateway fits beside', () => {
+    expect(hostInterfaceArgs('[]\n', '[]\n')).toBeUndefined()
+    expect(hostInterfaceArgs('[]\n', eth0('192.0.2.9', 32))).toBeUndefined()
   })
 })

@@ -23,6 +23,8 @@ export interface PodNetwork {
   nsenterPath: string
   /** The operator's egress policy (config `containment.egress`); default: anywhere. */
   egress?: EgressRules
+  /** pasta's interface and gateway where the host has no default route (`hostInterfaceArgs`). */
+  interfaceArgs?: string[]
 }
 
 /** Destinations no workload reaches besides the host's own addresses: metadata services. */
@@ -100,8 +102,45 @@ function hostAddresses(): string[] {
   return out
 }
 
+interface IpAddressJson {
+  ifname?: string
+  addr_info?: { family?: string; local?: string; prefixlen?: number }[]
+}
+
+/**
+ * pasta copies the namespace's address and routes from the host's interface of the default
+ * route; a host with no IPv4 default route (an isolated network) has none, and pasta fails ("No
+ * external routable interface"). There it is told which to copy (`-i`): the first interface
+ * with a global IPv4 address (`ip -j -4 addr show scope global up`), and a gateway (`-g`) in
+ * its subnet, which pasta answers for itself (never reached on the link: --no-map-gw). Empty
+ * where the host has a default route (`ip -j -4 route show default`): pasta's own choice;
+ * undefined where no interface has an address such a gateway fits beside.
+ */
+export function hostInterfaceArgs(
+  defaultRoutesJson: string,
+  addressesJson: string,
+): string[] | undefined {
+  if ((JSON.parse(defaultRoutesJson.trim() || '[]') as unknown[]).length > 0) return []
+  for (const link of JSON.parse(addressesJson.trim() || '[]') as IpAddressJson[]) {
+    for (const address of link.addr_info ?? []) {
+      const prefix = address.prefixlen ?? 32
+      if (address.family !== 'inet' || !address.local || !link.ifname || prefix > 30) continue
+      const own = address.local.split('.').reduce((n, octet) => n * 256 + Number(octet), 0)
+      const network = own - (own % 2 ** (32 - prefix))
+      const gateway = own === network + 1 ? network + 2 : network + 1
+      const dotted = [24, 16, 8, 0].map((shift) => Math.floor(gateway / 2 ** shift) % 256)
+      return ['-i', link.ifname, '-g', dotted.join('.')]
+    }
+  }
+  return undefined
+}
+
 /** The pasta arguments for a spec: its declared ports in, the loopback ports it asks out. */
-export function pastaArgs(spec: Pick<WorkloadSpec, 'ports' | 'loopbackPorts'>, netns: string) {
+export function pastaArgs(
+  spec: Pick<WorkloadSpec, 'ports' | 'loopbackPorts'>,
+  netns: string,
+  interfaceArgs: string[] = [],
+) {
   const list = (ports: number[]) => (ports.length > 0 ? [...new Set(ports)].join(',') : 'none')
   const tcp = spec.ports.filter((p) => p.protocol !== 'udp').map((p) => p.public)
   const udp = spec.ports.filter((p) => p.protocol === 'udp').map((p) => p.public)
@@ -125,6 +164,7 @@ export function pastaArgs(spec: Pick<WorkloadSpec, 'ports' | 'loopbackPorts'>, n
     pidFileOf(netns),
     '--netns',
     namespacePath(netns),
+    ...interfaceArgs,
   ]
 }
 
@@ -194,7 +234,7 @@ export async function openPodNetwork(
   await mkdir(PID_DIR, { recursive: true, mode: 0o700 })
   await run(network.ipPath, ['netns', 'add', name])
   try {
-    await run(network.pastaPath, pastaArgs(spec, name))
+    await run(network.pastaPath, pastaArgs(spec, name, network.interfaceArgs))
     const defaults = await tuneNamespaceTcp(network, name)
     const denied = [...BLOCKED_DESTINATIONS, ...hostAddresses(), ...(network.egress?.deny ?? [])]
     // One `ip` for all the routes: each process spawned from a server of some hundreds of MB
@@ -328,9 +368,22 @@ export async function probePodNetwork(searchPath: string | undefined): Promise<P
   if (ipPath === undefined) return { ok: false, reason: 'ip (iproute2) is not on PATH' }
   const nsenterPath = await findExecutable('nsenter', searchPath)
   if (nsenterPath === undefined) return { ok: false, reason: 'nsenter (util-linux) is not on PATH' }
-  const network: PodNetwork = { pastaPath, ipPath, nsenterPath }
   const name = namespaceName(`probe-${process.pid}`, `${Date.now()}`)
+  let network: PodNetwork = { pastaPath, ipPath, nsenterPath }
   try {
+    const interfaceArgs = hostInterfaceArgs(
+      await output(ipPath, ['-j', '-4', 'route', 'show', 'default']),
+      await output(ipPath, ['-j', '-4', 'addr', 'show', 'scope', 'global', 'up']),
+    )
+    if (interfaceArgs === undefined) {
+      return {
+        ok: false,
+        reason:
+          'this host has no IPv4 default route and no network interface with an IPv4 address ' +
+          "to give workloads' namespaces theirs from (pasta needs one)",
+      }
+    }
+    if (interfaceArgs.length > 0) network = { ...network, interfaceArgs }
     await openPodNetwork(network, name, { ports: [] })
     return { ok: true, network }
   } catch (error) {
