@@ -61,6 +61,10 @@ export const EXCLUDED: Record<string, string> = {
   'docs/development.md: sudo bash test/support/multi-host-rig.sh down':
     '.ci/run takes the rig down',
   'docs/development.md: apt-get install -y chromium': '.ci/run installs it',
+  'docs/development.md: apt-get install -y --no-install-recommends qemu-system-x86 linux-image-amd64 busybox-static':
+    '.ci/run installs them for its cgroup v2 pass',
+  'docs/development.md: bash test/support/cgroup-v2-vm.sh npx vitest run --maxWorkers=1 test/containment/containment-process.test.ts test/containment/containment-disk-write-process.test.ts':
+    ".ci/run's cgroup v2 pass runs these files in the VM (about 3 minutes, both cores)",
   'docs/development.md: PODYARD_TEST_BROWSER=1 npx vitest run test/console/':
     '.ci/run runs the browser suite',
   'docs/development.md: PODYARD_UPDATE_SCHEMA_SNAPSHOT=1 PODYARD_TEST_POSTGRES_URL=postgres://... npx vitest run test/platform/schema-snapshot.test.ts':
