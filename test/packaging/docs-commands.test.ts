@@ -29,6 +29,7 @@ import {
   runsAsAdmin,
 } from '../support/docs-commands-plan.js'
 import { DocsResources, type Caller } from '../support/docs-resources.js'
+import { installPackages } from '../support/installed-package.js'
 import { removeDataDir } from '../support/processes.js'
 import { POSTGRES_URL_ENV } from '../support/stores.js'
 
@@ -37,10 +38,16 @@ import { POSTGRES_URL_ENV } from '../support/stores.js'
  * against a podyard started as the README starts it (`npm start`): a user's commands as a
  * second, non-admin account, an admin's with the admin key from the banner. A command that
  * cannot run here is in EXCLUDED (test/support/docs-commands-plan.ts) with its reason; one that
- * is in neither fails the test. Opt-in (PODYARD_TEST_DOCS_COMMANDS=1; .ci/run turns it on):
- * some 200 CLI and curl processes take about a minute. docs/development.md, "Docs commands".
+ * is in neither fails the test. `podyard` and the SDK are the checkout's, or, with
+ * PODYARD_TEST_PACKAGE=1 (CI), both packages packed and installed as a user installs them.
+ * Opt-in (PODYARD_TEST_DOCS_COMMANDS=1; .ci/run turns it on): some 200 CLI and curl processes
+ * take about a minute. docs/development.md, "Docs commands".
  */
 const ENABLED = process.env.PODYARD_TEST_DOCS_COMMANDS === '1'
+/** With the package suite (PODYARD_TEST_PACKAGE=1): the commands run the installed package. */
+const INSTALLED = process.env.PODYARD_TEST_PACKAGE === '1'
+/** Packing and installing both packages takes minutes (better-sqlite3 is compiled). */
+const INSTALLED_TIMEOUT_MS = INSTALLED ? 720_000 : 120_000
 
 describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
   let dir: string
@@ -52,14 +59,22 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
   let userKey: string
   let resources: DocsResources
   let binDir: string
+  let podyardBin = path.join(repoRoot, 'bin', 'podyard.js')
+  let workerSdk = path.join(repoRoot, 'packages', 'worker')
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-docs-commands-'))
     dataDir = path.join(dir, 'data')
     binDir = path.join(dir, 'bin')
     mkdirSync(binDir)
-    // `npx podyard` in the checkout and `podyard` once installed: the checkout's bin.
-    symlinkSync(path.join(repoRoot, 'bin', 'podyard.js'), path.join(binDir, 'podyard'))
+    // `podyard` and the SDK as a user installs them (npm pack, npm install) where the package
+    // suite runs; else the checkout's bin (`npx podyard` in the checkout) and SDK.
+    if (INSTALLED) {
+      const packages = await installPackages(mkdtempSync(path.join(dir, 'packages-')))
+      podyardBin = packages.podyard
+      workerSdk = path.join(packages.app, 'node_modules', '@podyard', 'worker')
+    }
+    symlinkSync(podyardBin, path.join(binDir, 'podyard'))
     // The README's first command, less `npm install` (CI's clean clone runs `npm ci`): with
     // its own port and data directory, and no sandbox, as the README's serverless example says.
     server = spawn('npm', ['start', '--silent'], {
@@ -92,7 +107,7 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
     adminKey = /Admin API key[^\n]*\n\s+(pyd_\S+)/.exec(banner)![1]!
     resources = new DocsResources(url, adminKey, repoRoot)
     userKey = await resources.userKey()
-  }, 120_000)
+  }, INSTALLED_TIMEOUT_MS)
 
   afterAll(async () => {
     await resources?.close()
@@ -143,10 +158,7 @@ describe.runIf(ENABLED)('the shell commands of README.md and docs/*.md', () => {
       writeFileSync(path.join(cwd, 'key.txt'), userKey)
       // The SDK installed beside a handler, as `npm install ./podyard-worker-0.1.0.tgz` does.
       mkdirSync(path.join(cwd, 'node_modules', '@podyard'), { recursive: true })
-      symlinkSync(
-        path.join(repoRoot, 'packages', 'worker'),
-        path.join(cwd, 'node_modules', '@podyard', 'worker'),
-      )
+      symlinkSync(workerSdk, path.join(cwd, 'node_modules', '@podyard', 'worker'))
       // What the block's assignments set (B=..., export PODYARD_API_KEY=...), for what follows.
       const env: Record<string, string> = {
         PATH: `${binDir}:${process.env.PATH}`,

@@ -14,6 +14,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from '../support/cli.js'
+import { installPackages } from '../support/installed-package.js'
 
 const run = promisify(execFile)
 
@@ -21,16 +22,11 @@ const run = promisify(execFile)
 const ADMIN_KEY = 'pyd_package_test_admin_key_0123456789'
 
 /**
- * podyard as npm packages: the repository's tarball and @podyard/worker's, installed
- * into an empty prefix with nothing but Node.js and npm (dependencies from the registry or
- * npm's cache, better-sqlite3 compiled there), used from a folder outside the checkout: the
+ * podyard as npm packages (test/support/installed-package.ts: both tarballs installed into an
+ * empty prefix with nothing but Node.js and npm), used from a folder outside the checkout: the
  * installed `podyard serve` and CLI, and `podyard dev` running a TypeScript handler that
  * imports the installed SDK. Opt-in (PODYARD_TEST_PACKAGE=1, docs/development.md): the
  * install takes minutes.
- *
- * The tarball is packed with --ignore-scripts from the checkout's build (`npm install` built
- * it; the suite's global setup rebuilt the server and SDK): `npm pack`'s prepack would rebuild
- * dist/console under the other suites running beside this one.
  */
 describe.runIf(process.env.PODYARD_TEST_PACKAGE === '1')('podyard installed from npm pack', () => {
   let dir: string
@@ -39,44 +35,14 @@ describe.runIf(process.env.PODYARD_TEST_PACKAGE === '1')('podyard installed from
   let packedFiles: string[]
   let installed: string
   let tarball: string
+  let app: string
   const children: ChildProcess[] = []
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'podyard-package-'))
-    prefix = path.join(dir, 'global')
-    const pack = async (cwd: string, flags: string[]) => {
-      const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, ...flags], {
-        cwd,
-      })
-      const [packed] = JSON.parse(stdout) as Array<{
-        filename: string
-        files: Array<{ path: string }>
-      }>
-      return packed!
-    }
-    const packed = await pack(repoRoot, ['--ignore-scripts'])
-    packedFiles = packed.files.map((file) => file.path)
-    tarball = packed.filename
-    const worker = await pack(path.join(repoRoot, 'packages', 'worker'), [])
-
-    // `npm install -g` into a prefix of its own: what a user's global install does.
-    const npmFlags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
-    const install = await run(
-      'npm',
-      ['install', '--global', '--prefix', prefix, ...npmFlags, path.join(dir, packed.filename)],
-      { cwd: dir, maxBuffer: 64 * 1024 * 1024 },
-    )
-    installed = install.stdout + install.stderr
-    podyard = path.join(prefix, 'bin', 'podyard')
-
-    // A handler project of its own, with the SDK installed from its tarball.
-    const app = path.join(dir, 'app')
-    mkdirSync(app)
-    writeFileSync(
-      path.join(app, 'package.json'),
-      JSON.stringify({ name: 'app', private: true, type: 'module' }),
-    )
-    await run('npm', ['install', ...npmFlags, path.join(dir, worker.filename)], { cwd: app })
+    const packages = await installPackages(dir)
+    ;({ prefix, podyard, packedFiles, tarball, app } = packages)
+    installed = packages.installOutput
     writeFileSync(
       path.join(app, 'handler.ts'),
       `import { serve, type Handler } from '@podyard/worker'
@@ -224,7 +190,6 @@ serve(handler)
   }, 600_000)
 
   it('podyard dev runs a TypeScript handler with the SDK installed beside it', async () => {
-    const app = path.join(dir, 'app')
     // The banner's curl snippet: the job URL, then the key.
     const [, jobUrl, apiKey] = await start(
       ['dev', 'handler.ts', '--port', '0'],
