@@ -20,7 +20,7 @@ export interface InstalledPackages {
   app: string
 }
 
-export const NPM_INSTALL_FLAGS = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
+const NPM_INSTALL_FLAGS = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
 
 /**
  * podyard as a user installs it (docs: "Installing it as a package"): the repository's tarball
