@@ -369,6 +369,28 @@ describe('ProcessDriver', () => {
     expect(await groupMembers({ pgid, leaderStartTicks })).toEqual([])
   })
 
+  // The shape a sandbox stopped as it starts leaves (bwrap's outer process dead of SIGTERM,
+  // its PID-namespace init orphaned before it started the command): `unshare --fork` dies of
+  // SIGTERM and leaves its child, the init of a namespace of its own, which ignores SIGTERM.
+  it.runIf(process.getuid?.() === 0)(
+    'stops a PID-namespace init left without its parent, which ignores SIGTERM, without its grace',
+    async () => {
+      const d = driver()
+      const spec = makeSpec({ command: 'exec unshare --pid --fork sleep 300' })
+      await d.start(spec)
+      const group = {
+        pgid: Number(stateJson(spec.id).pgid),
+        leaderStartTicks: Number(stateJson(spec.id).processStartTicks),
+      }
+      await waitFor('the namespace init to start', async () =>
+        (await groupMembers(group)).some((m) => m.comm === 'sleep') ? true : undefined,
+      )
+      // A grace longer than the test's timeout: the stop must not wait it out.
+      await d.stop(spec.id, { graceMs: 600_000 })
+      expect(await groupMembers(group)).toEqual([])
+    },
+  )
+
   it('ends followers when it closes, and leaves the workload running', async () => {
     const d = driver()
     const spec = makeSpec()

@@ -291,6 +291,23 @@ export function withDescendants(roots: ReadonlyMap<number, number>): ProcStat[] 
   return found
 }
 
+/**
+ * Whether `pid` is the init of a PID namespace of its own (its last NSpid is 1) with no child:
+ * a sandbox's init whose command never started, or has ended. Such an init ignores SIGTERM
+ * from outside (the kernel delivers an init only the signals it handles), and bwrap's, orphaned
+ * before its outer process let it go on, waits for ever: only SIGKILL ends it.
+ */
+export function isChildlessNamespaceInit(pid: number): boolean {
+  let status: string
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'latin1')
+  } catch {
+    return false
+  }
+  const ids = /^NSpid:\s+(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/) ?? []
+  return ids.length > 1 && ids.at(-1) === '1' && childrenOf(pid).length === 0
+}
+
 /** Whether a process of that pid exists (a zombie too). */
 export function pidExists(pid: number): boolean {
   return exists(pid)

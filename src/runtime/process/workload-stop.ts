@@ -5,6 +5,7 @@ import {
   currentBootId,
   followProcesses,
   groupLives,
+  isChildlessNamespaceInit,
   leaderIsStranger,
   membersIn,
   signalGroup,
@@ -90,7 +91,9 @@ async function liveMembers(
  * `rescan`, a wait that lasts adds the group's members every STOP_RESCAN_MS: a process whose
  * parent ended before the wait saw it (the sandbox's PID-namespace init, orphaned when bwrap's
  * outer process died of the signal as it started) is in no known process's children, and its
- * command would otherwise run on, unsignalled, through the whole grace.
+ * command would otherwise run on, unsignalled, through the whole grace. At each rescan, a
+ * known PID-namespace init without a child gets SIGKILL (isChildlessNamespaceInit): orphaned
+ * before bwrap's outer process let it start the command, it would wait through the grace.
  */
 async function waitForEnd(
   known: Map<number, number>,
@@ -106,6 +109,9 @@ async function waitForEnd(
       for (const member of (await rescan()) ?? []) {
         if (!known.has(member.pid)) known.set(member.pid, member.starttime)
       }
+      // A sandbox's init with no command to wait for never hears SIGTERM: nothing of the
+      // workload's own runs in it to give a grace to.
+      for (const pid of known.keys()) if (isChildlessNamespaceInit(pid)) signalPid(pid, 'SIGKILL')
       rescanAt = performance.now() + STOP_RESCAN_MS
     }
     if (followProcesses(known) === 0) return true
