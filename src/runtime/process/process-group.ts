@@ -292,12 +292,14 @@ export function withDescendants(roots: ReadonlyMap<number, number>): ProcStat[] 
 }
 
 /**
- * Whether `pid` is the init of a PID namespace of its own (its last NSpid is 1) with no child:
- * a sandbox's init whose command never started, or has ended. Such an init ignores SIGTERM
- * from outside (the kernel delivers an init only the signals it handles), and bwrap's, orphaned
- * before its outer process let it go on, waits for ever: only SIGKILL ends it.
+ * Whether `pid`, started at `startTicks` (not another process that took its pid since), is the
+ * init of a PID namespace of its own (its last NSpid is 1) with no child: a sandbox's init
+ * whose command never started, or has ended. Such an init ignores SIGTERM from outside (the
+ * kernel delivers an init only the signals it handles), and bwrap's, orphaned before its outer
+ * process let it go on, waits for ever: only SIGKILL ends it.
  */
-export function isChildlessNamespaceInit(pid: number): boolean {
+export function isChildlessNamespaceInit(pid: number, startTicks: number): boolean {
+  if (readProcStatSync(pid)?.starttime !== startTicks) return false
   let status: string
   try {
     status = readFileSync(`/proc/${pid}/status`, 'latin1')

@@ -111,7 +111,9 @@ async function waitForEnd(
       }
       // A sandbox's init with no command to wait for never hears SIGTERM: nothing of the
       // workload's own runs in it to give a grace to.
-      for (const pid of known.keys()) if (isChildlessNamespaceInit(pid)) signalPid(pid, 'SIGKILL')
+      for (const [pid, startTicks] of known) {
+        if (isChildlessNamespaceInit(pid, startTicks)) signalPid(pid, 'SIGKILL')
+      }
       rescanAt = performance.now() + STOP_RESCAN_MS
     }
     if (followProcesses(known) === 0) return true
