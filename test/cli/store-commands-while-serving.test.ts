@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli, startServe } from '../support/cli.js'
+import { callPlatform, type CallInit } from '../support/platform.js'
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef'
 
@@ -35,12 +36,8 @@ describe('store commands while podyard serves the same SQLite file', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  const call = (route: string, init: { method?: string; json?: unknown } = {}) =>
-    fetch(`${server.url}${route}`, {
-      method: init.method ?? 'GET',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-      ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
-    })
+  const call = (route: string, init: CallInit = {}) =>
+    callPlatform(server.url, route, { ...init, key: ADMIN_KEY })
 
   it('keeps serving, and sees what the commands wrote', { timeout: 120_000 }, async () => {
     const created = await call('/v2/admin/accounts', {
@@ -66,7 +63,11 @@ describe('store commands while podyard serves the same SQLite file', () => {
       while (!done) {
         const answer = await call(credits)
         expect(answer.status, server.stderr()).toBe(200)
-        await call(credits, { method: 'POST', json: { amount: 0.01, note: 'while serving' } })
+        const added = await call(credits, {
+          method: 'POST',
+          json: { amount: 0.01, note: 'while serving' },
+        })
+        expect(added.status, server.stderr()).toBe(200)
       }
       const result = await command
       expect(result.code, result.stderr).toBe(0)
