@@ -12,12 +12,13 @@
 # The VM (QEMU) boots the newest Debian kernel in /boot with an initramfs made here from
 # busybox-static and that kernel's modules, and uses this machine's own root filesystem over 9p,
 # read-only under a writable layer in the VM's memory: the same Node.js, checkout and
-# node_modules. It has 2 CPUs, 8 GiB, loopback and a user-mode network card (a default route,
-# which pasta needs; nothing beyond this machine answers), and a 4 GiB ext4 disk of its own as
+# node_modules. It has 2 CPUs, 8 GiB, loopback and a user-mode network card (a host's network,
+# with a default route; nothing beyond this machine answers), and a 4 GiB ext4 disk of its own as
 # TMPDIR (write limits need a block device). The command runs in a cgroup below the root, as a
 # systemd service with Delegate=yes does. Emulated (TCG): nested KVM here accepts a VM and
 # then never runs its kernel; PODYARD_VM_ACCEL=kvm tries it where it works. The command's
-# output comes back on this terminal; its exit status is this script's. Run as root.
+# output comes back on this terminal; its exit status is this script's, and the VM is stopped
+# after PODYARD_VM_TIMEOUT_S seconds (1200 by default). Run as root.
 # Needs qemu-system-x86, linux-image-amd64 and busybox-static (.ci/run installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
