@@ -3,6 +3,7 @@ import { clientFrom, withClientOptions, type ClientFlags } from './client-option
 import { formatTable } from './format-table.js'
 import { addHostImageCommands } from './host-image-commands.js'
 import { UsageError } from './usage-error.js'
+import { unacceptedConsequence } from '../shared/contained-limits.js'
 
 interface HostJson {
   id: string
@@ -139,7 +140,7 @@ function describeHost(host: HostJson & { pods?: PodOnHostJson[] }): string {
   for (const u of host.unenforcedLimits ?? []) {
     const consequence = u.accepted
       ? 'accepted for every account (containment.acceptUnenforced)'
-      : "only the admin account's workloads start here (containment.acceptUnenforced)"
+      : `${unacceptedConsequence(u.limit)} here (containment.acceptUnenforced)`
     lines.push(`unenforced  ${u.limit}: ${u.reason}; ${consequence}`)
   }
   for (const warning of host.warnings) lines.push(`warning     ${warning}`)

@@ -195,7 +195,7 @@ describe('loadConfig', () => {
     expect(() =>
       loadConfig({ cwd: dirWith(), env: { PODYARD_CONTAINMENT_ACCEPT_UNENFORCED: 'disks' } }),
     ).toThrow(
-      'invalid configuration: containment.acceptUnenforced.0: must be one of "memory", "cpu", "pids", "disk", "diskWrite", got "disks" (from environment variable PODYARD_CONTAINMENT_ACCEPT_UNENFORCED)',
+      'invalid configuration: containment.acceptUnenforced.0: must be one of "memory", "cpu", "pids", "disk", "diskWrite", "volume", got "disks" (from environment variable PODYARD_CONTAINMENT_ACCEPT_UNENFORCED)',
     )
     expect(() =>
       loadConfig({ cwd: dirWith('containment:\n  acceptUnenforced: disk\n'), env: {} }),

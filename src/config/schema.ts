@@ -301,7 +301,7 @@ export const ConfigSchema = Type.Object(
             default: [],
             uniqueItems: true,
             description:
-              'limits (memory, cpu, pids, disk, diskWrite) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (docs/security.md, "Containment")',
+              'limits (memory, cpu, pids, disk, diskWrite, volume) a host may leave unenforced while other accounts\' pods and workers still run there: the operator accepts the risk. A host that does not enforce another limit runs only the admin account\'s workloads (for volume: only those that mount a network volume; docs/security.md, "Containment")',
           },
         ),
         egress: Type.Optional(
@@ -346,7 +346,7 @@ export const ConfigSchema = Type.Object(
           Type.Union([Type.Literal('auto'), Type.Literal('none')], {
             default: 'auto',
             description:
-              "process driver: auto: each pod's and worker's container disk and each pod's volume is an ext4 image of its rented size on a loop device, so writing past it fails with ENOSPC (needs root and loop devices; else disk is reported unenforced); none: plain directories, disk unenforced (docs/runtime.md, \"Disk bounds\")",
+              "process driver: auto: each pod's and worker's container disk and each pod's volume is an ext4 image of its rented size on a loop device, so writing past it fails with ENOSPC (needs root and loop devices; else disk is reported unenforced); none: plain directories, disk and volume unenforced (docs/runtime.md, \"Disk bounds\")",
           }),
         ),
       },

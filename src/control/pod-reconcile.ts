@@ -81,10 +81,10 @@ export interface PodReconcileDeps {
   /** The account's SSH public keys (authorized_keys text), or null when none are set. */
   publicKeys: (accountId: string) => Promise<string | null>
   /**
-   * Why the account's pod may not run on this driver (workload-isolation.ts), or null. The pod
-   * goes ERROR with the reason instead of running unsandboxed.
+   * Why the pod may not run on this driver (workload-isolation.ts), or null. The pod goes ERROR
+   * with the reason instead of running unsandboxed, or not held to what it rented.
    */
-  isolationRefusal?: (accountId: string, driver: RuntimeDriver) => Promise<string | null>
+  isolationRefusal?: (pod: Pod, driver: RuntimeDriver) => Promise<string | null>
   clock: Clock
   logger: Logger
 }
@@ -261,7 +261,7 @@ export class PodReconciler {
       await this.releaseAndSet(pod, 'ERROR', `host ${pod.hostId} is no longer in the fleet`)
       return undefined
     }
-    const refusal = await this.deps.isolationRefusal?.(pod.accountId, this.driverOf(pod))
+    const refusal = await this.deps.isolationRefusal?.(pod, this.driverOf(pod))
     if (refusal) {
       await this.releaseAndSet(pod, 'ERROR', refusal)
       return undefined

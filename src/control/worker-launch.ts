@@ -90,10 +90,13 @@ export interface WorkerLaunchDeps {
   /** Loopback ports the platform's own workers reach (public models: their server's). */
   platformLoopbackPorts?: (endpoint: Endpoint) => number[]
   /**
-   * Why the account's workers may not run (workload-isolation.ts: no sandbox here), or null.
-   * They stay THROTTLED with the reason, never placed nor charged.
+   * Why the endpoint's workers may not run (workload-isolation.ts: no sandbox here, or a limit
+   * not enforced; `volumeDataCenters`: where its volumes are), or null. They stay THROTTLED with the reason, never placed nor charged.
    */
-  isolationRefusal?: (accountId: string) => Promise<string | null>
+  isolationRefusal?: (
+    endpoint: Endpoint,
+    volumeDataCenters: readonly string[],
+  ) => Promise<string | null>
   /** What happened to a worker, for people: its `system` log (docs/serverless-workers.md). */
   events?: { append(workerId: string, ts: string, line: string): Promise<void> }
 }
@@ -129,7 +132,10 @@ export async function launchWorker(
   // Checked before placement, at the price of the first candidate (the preferred compute):
   // the check reads other tables, which must not wait inside the capacity transaction.
   const first = candidates[0]
-  const unisolated = await deps.isolationRefusal?.(endpoint.accountId)
+  const unisolated = await deps.isolationRefusal?.(
+    endpoint,
+    volumes.map((v) => v.dataCenterId),
+  )
   if (unisolated) return { kind: 'throttled', reason: unisolated }
   const refusal =
     first && deps.billing && deps.hourlyPrice

@@ -1,5 +1,10 @@
 import type { RuntimeDriver, WorkloadIsolation } from '../runtime/driver.js'
-import type { ContainedLimit, UnenforcedLimit } from '../shared/contained-limits.js'
+import {
+  sharedVolumeStorageUnenforced,
+  withDataCenterLimits,
+  type ContainedLimit,
+  type UnenforcedLimit,
+} from '../shared/contained-limits.js'
 
 /**
  * Who may run workloads that nothing isolates, or that a host does not hold to what they
@@ -24,6 +29,23 @@ export interface IsolationPolicy {
    */
   acceptUnenforced: readonly ContainedLimit[]
 }
+
+/**
+ * The network volumes a workload mounts, as far as containment goes: the `volume` limit of a
+ * host matters only to a workload that mounts one, and a volume on a data center's shared
+ * storage is unbounded on every host there.
+ */
+export interface VolumeUse {
+  mountsVolume: boolean
+  /**
+   * The data center whose shared storage (networkVolumeRoot) holds its volumes, when they are
+   * there: their sizes are enforced on no host.
+   */
+  sharedStorageOf?: string
+}
+
+/** A workload that mounts no network volume. */
+export const NO_VOLUME: VolumeUse = { mountsVolume: false }
 
 /** The refusal's text, the same for pods (their ERROR reason) and workers (THROTTLED). */
 export function unisolatedRefusal(isolation: WorkloadIsolation): string {
@@ -51,27 +73,38 @@ export function unenforcedRefusal(unenforced: readonly UnenforcedLimit[]): strin
   )
 }
 
-/** The limits the driver's host leaves unenforced that the operator did not accept. */
-export function unacceptedLimits(
+/**
+ * The limits the driver's host leaves unenforced for this workload that the operator did not
+ * accept: `volume` only when it mounts a network volume, with the shared storage's reason first.
+ */
+function unacceptedLimits(
   isolation: WorkloadIsolation,
   policy: Pick<IsolationPolicy, 'acceptUnenforced'>,
+  volumes: VolumeUse,
 ): UnenforcedLimit[] {
-  return (isolation.unenforced ?? []).filter((u) => !policy.acceptUnenforced.includes(u.limit))
+  const shared = volumes.sharedStorageOf
+    ? [sharedVolumeStorageUnenforced(volumes.sharedStorageOf)]
+    : []
+  return withDataCenterLimits(isolation.unenforced ?? [], shared).filter(
+    (u) =>
+      (u.limit !== 'volume' || volumes.mountsVolume) && !policy.acceptUnenforced.includes(u.limit),
+  )
 }
 
 /**
- * What keeps the account's workloads off this driver's host, or null when nothing does: no
- * sandbox where the operator requires one, or limits it leaves unenforced that the operator did
- * not accept; the admin account's (trusted) workloads run there regardless.
+ * What keeps the account's workload off this driver's host, or null when nothing does: no
+ * sandbox where the operator requires one, or limits it leaves unenforced for the workload that
+ * the operator did not accept; the admin account's (trusted) workloads run there regardless.
  */
 async function whatRefuses(
   driver: Pick<RuntimeDriver, 'isolation'>,
   accountId: string,
   policy: IsolationPolicy,
+  volumes: VolumeUse,
 ): Promise<{ unisolated: WorkloadIsolation } | { unaccepted: UnenforcedLimit[] } | null> {
   const isolation = await driver.isolation()
   const unisolated = isolation.level === 'none' && !policy.unisolatedForEveryone
-  const unaccepted = unacceptedLimits(isolation, policy)
+  const unaccepted = unacceptedLimits(isolation, policy, volumes)
   if (!unisolated && unaccepted.length === 0) return null
   if (await policy.trusted(accountId)) return null
   return unisolated ? { unisolated: isolation } : { unaccepted }
@@ -82,8 +115,9 @@ export async function isolationRefusal(
   driver: Pick<RuntimeDriver, 'isolation'>,
   accountId: string,
   policy: IsolationPolicy,
+  volumes: VolumeUse,
 ): Promise<string | null> {
-  const refused = await whatRefuses(driver, accountId, policy)
+  const refused = await whatRefuses(driver, accountId, policy, volumes)
   if (!refused) return null
   return 'unisolated' in refused
     ? unisolatedRefusal(refused.unisolated)
@@ -98,8 +132,9 @@ export async function hostIsolationReason(
   driver: Pick<RuntimeDriver, 'isolation'>,
   accountId: string,
   policy: IsolationPolicy,
+  volumes: VolumeUse,
 ): Promise<string | null> {
-  const refused = await whatRefuses(driver, accountId, policy)
+  const refused = await whatRefuses(driver, accountId, policy, volumes)
   if (!refused) return null
   return 'unisolated' in refused
     ? "runs workloads without a sandbox, which only the admin account's may do (docs/security.md)"

@@ -3,7 +3,11 @@ import { userInfo } from 'node:os'
 import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { Config } from '../config/schema.js'
-import type { ContainedLimit } from '../shared/contained-limits.js'
+import {
+  sharedVolumeStorageUnenforced,
+  unacceptedConsequence,
+  type ContainedLimit,
+} from '../shared/contained-limits.js'
 import { DEFAULT_DISK_WRITE_RULE } from '../runtime/workload-limits.js'
 import type { IsolationPolicy } from '../control/workload-isolation.js'
 import { CatalogService } from '../domain/catalog/catalog-service.js'
@@ -127,7 +131,8 @@ export async function wireFleet(
   if (unaccepted.length > 0) {
     logger.warn(
       { unenforced: isolation.unenforced },
-      `this machine's workloads are not held to ${unaccepted.map((u) => u.limit).join(', ')}: only the admin account's are started (containment.acceptUnenforced, docs/security.md)`,
+      `this machine's workloads are not held to ${unaccepted.map((u) => u.limit).join(', ')}: ` +
+        `${unacceptedConsequence(unaccepted.find((u) => u.limit !== 'volume')?.limit ?? 'volume')} (containment.acceptUnenforced, docs/security.md)`,
     )
   }
   const isolationPolicy: IsolationPolicy = {
@@ -213,12 +218,23 @@ export function fleetBanner(config: Readonly<Config>, parts: FleetParts): string
     ...(simulated > 0 ? ['                (simulated hosts are not real hardware)'] : []),
     ...sandboxBanner(parts.isolation, config.sandbox),
     ...unenforcedBanner(parts.isolation, config.containment.acceptUnenforced),
+    ...unenforcedBanner(
+      {
+        unenforced: fleet.dataCenters.flatMap((dc) =>
+          dc.networkVolumeRoot ? [sharedVolumeStorageUnenforced(dc.id)] : [],
+        ),
+      },
+      config.containment.acceptUnenforced,
+    ),
   ]
 }
 
-/** The limits the process driver leaves unenforced here, and what that means for accounts. */
+/**
+ * The limits the process driver, or a data center's shared storage, leaves unenforced here,
+ * and what that means for accounts.
+ */
 function unenforcedBanner(
-  isolation: WorkloadIsolation,
+  isolation: Pick<WorkloadIsolation, 'unenforced'>,
   accepted: readonly ContainedLimit[],
 ): string[] {
   return (isolation.unenforced ?? []).map(
@@ -226,7 +242,7 @@ function unenforcedBanner(
       `  unenforced    ${u.limit}: ${u.reason}; ` +
       (accepted.includes(u.limit)
         ? 'accepted for every account (containment.acceptUnenforced)'
-        : "only the admin account's workloads start (containment.acceptUnenforced)"),
+        : `${unacceptedConsequence(u.limit)} (containment.acceptUnenforced)`),
   )
 }
 

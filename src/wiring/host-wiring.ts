@@ -2,7 +2,7 @@ import { GpuHealthWatch } from '../control/gpu-health-watch.js'
 import { HostMonitor } from '../control/host-monitor.js'
 import { PodMigration } from '../control/pod-migration.js'
 import { RemoteGpuSampling } from '../control/remote-gpu-sampling.js'
-import { LOCAL_HOST_ID } from '../domain/catalog/fleet.js'
+import { hasSharedVolumeStorage, LOCAL_HOST_ID } from '../domain/catalog/fleet.js'
 import { HostService, type DrainHook } from '../domain/hosts/host-service.js'
 import { GpuSampler } from '../runtime/gpu/gpu-sampler.js'
 import type { HostParts, PlatformContext } from './platform-context.js'
@@ -51,6 +51,7 @@ export function wireHosts(context: PlatformContext): HostParts {
     acceptUnenforced: config.containment.acceptUnenforced,
     driverUnenforced: (hostId) =>
       runtimeOf(hostId).driver.name === 'process' ? parts.fleet.isolation.unenforced : undefined,
+    sharedVolumeStorage: (dataCenterId) => hasSharedVolumeStorage(fleet, dataCenterId),
   })
   const watch = new GpuHealthWatch({ board: gpus, store: parts.pods.podStore, clock, logger })
   const remoteGpus = new RemoteGpuSampling({

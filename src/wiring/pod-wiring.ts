@@ -139,8 +139,13 @@ export function wirePods(context: PlatformContext): PodParts {
     registryCredentials: (accountId, registryId) => registries.credentials(accountId, registryId),
     resolveEnv: (accountId, env) => secrets.resolveEnv(accountId, env),
     publicKeys: async (accountId) => (await parts.accounts.accounts.userSettings(accountId)).pubKey,
-    isolationRefusal: (accountId, hostDriver) =>
-      isolationRefusal(hostDriver, accountId, parts.fleet.isolationPolicy),
+    isolationRefusal: (pod, hostDriver) =>
+      isolationRefusal(hostDriver, pod.accountId, parts.fleet.isolationPolicy, {
+        mountsVolume: (pod.mounts.network?.length ?? 0) > 0,
+        ...(pod.dataCenterId && !volumeStorage.isLocal(pod.dataCenterId)
+          ? { sharedStorageOf: pod.dataCenterId }
+          : {}),
+      }),
     clock,
     logger,
   })

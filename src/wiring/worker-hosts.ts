@@ -1,5 +1,11 @@
 import type { WorkerAutoscalerDeps } from '../control/worker-autoscaler.js'
-import { hostIsolationReason, isolationRefusal } from '../control/workload-isolation.js'
+import {
+  hostIsolationReason,
+  isolationRefusal,
+  NO_VOLUME,
+  type VolumeUse,
+} from '../control/workload-isolation.js'
+import { hasSharedVolumeStorage } from '../domain/catalog/fleet.js'
 import type { Endpoint } from '../domain/serverless/endpoint.js'
 import { unreachableFromOtherHosts } from '../domain/serverless/job-api-address.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
@@ -38,6 +44,13 @@ export function workerHostRules(
   const { parts } = context
   const { fleet, board, processDriver, driverFor, runtimeOf, isolationPolicy } = parts.fleet
   const onProcessDriver = (hostId: string) => driverFor(hostId) === processDriver
+  // A worker in a data center mounts the endpoint's volume there, if it has volumes at all.
+  const volumeUseIn = (endpoint: Endpoint, dataCenterId: string): VolumeUse => ({
+    mountsVolume: endpoint.networkVolumes.length > 0,
+    ...(endpoint.networkVolumes.length > 0 && hasSharedVolumeStorage(fleet, dataCenterId)
+      ? { sharedStorageOf: dataCenterId }
+      : {}),
+  })
   const everyHostOnProcessDriver = () => fleet.hosts.every((h) => onProcessDriver(h.id))
   return {
     unavailableHosts: async (endpoint: Endpoint) => {
@@ -46,13 +59,17 @@ export function workerHostRules(
       const url = jobApiBaseUrl()
       const unreachable = unreachableFromOtherHosts(url)
       const models = endpoint.accountId === parts.accounts.modelsAccount.id
-      // One answer per driver: the hosts of one engine share it.
-      const isolationReasons = new Map<RuntimeDriver, Promise<string | null>>()
-      const isolationReason = (driver: RuntimeDriver) => {
-        let reason = isolationReasons.get(driver)
+      // One answer per driver and data center: the hosts of one engine share it, and a data
+      // center's shared storage leaves the endpoint's volumes unbounded on each of its hosts.
+      const isolationReasons = new Map<RuntimeDriver, Map<string, Promise<string | null>>>()
+      const isolationReason = (driver: RuntimeDriver, dataCenterId: string) => {
+        const ofDriver = isolationReasons.get(driver) ?? new Map()
+        isolationReasons.set(driver, ofDriver)
+        let reason = ofDriver.get(dataCenterId)
         if (!reason) {
-          reason = hostIsolationReason(driver, endpoint.accountId, isolationPolicy)
-          isolationReasons.set(driver, reason)
+          const volumes = volumeUseIn(endpoint, dataCenterId)
+          reason = hostIsolationReason(driver, endpoint.accountId, isolationPolicy, volumes)
+          ofDriver.set(dataCenterId, reason)
         }
         return reason
       }
@@ -67,7 +84,7 @@ export function workerHostRules(
             `cannot reach the job API at ${url} (${unreachable}; set workers.jobApiUrl to an ` +
             'address the host reaches)'
         } else {
-          const unisolated = await isolationReason(driverFor(host.id))
+          const unisolated = await isolationReason(driverFor(host.id), host.dataCenterId)
           if (unisolated) out[host.id] = unisolated
         }
       }
@@ -79,10 +96,14 @@ export function workerHostRules(
       !onProcessDriver(hostId) &&
       unreachableFromOtherHosts(baseUrl) !== null,
     // With only process-driver hosts the refusal is the whole story: say it as pods do.
-    isolationRefusal: async (accountId) =>
-      everyHostOnProcessDriver()
-        ? isolationRefusal(processDriver, accountId, isolationPolicy)
-        : null,
+    // Its volumes' sizes count only where all of them are on shared storage: elsewhere a
+    // worker can still be placed beside one this machine bounds.
+    isolationRefusal: async (endpoint, volumeDataCenters) => {
+      if (!everyHostOnProcessDriver()) return null
+      const uses = volumeDataCenters.map((id) => volumeUseIn(endpoint, id))
+      const volumes = uses.find((use) => !use.sharedStorageOf) ?? uses[0] ?? NO_VOLUME
+      return isolationRefusal(processDriver, endpoint.accountId, isolationPolicy, volumes)
+    },
     hostDown: (hostId) => board.down(hostId),
     hostDraining: (hostId) => board.state(hostId)?.schedule === 'DRAINING',
     driverDown: (driver: RuntimeDriver) => {

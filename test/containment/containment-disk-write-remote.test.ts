@@ -164,6 +164,45 @@ describe.runIf(enabled)(
       })
     })
 
+    it("a remote engine's host reports network volume sizes unenforced and refuses a member's pod on a volume", async () => {
+      await diskWriteOf('undeclared')
+      const host = await json<HostJson>(await admin('/v2/admin/hosts/undeclared'))
+      expect(host.unenforcedLimits).toContainEqual({
+        limit: 'volume',
+        reason: `network volumes on the engine's machine (${ENGINE}) are plain directories bound into its containers: their sizes are billed, not enforced (docs/volumes.md)`,
+        accepted: false,
+      })
+      const volume = await json<{ id: string }>(
+        await member('/v2/network-volumes', {
+          method: 'POST',
+          json: { name: 'unbounded', size: 10, dataCenterId: EU_SE_1.id },
+        }),
+        201,
+      )
+      const pod = await json<{ id: string }>(
+        await member('/v2/pods', {
+          method: 'POST',
+          json: {
+            name: 'on-volume',
+            image: IMAGE,
+            gpu: { id: 'NVIDIA L4', count: 1 },
+            mounts: { network: [{ volumeId: volume.id, path: '/runpod-volume' }] },
+            args: 'exec sleep 600',
+          },
+        }),
+        201,
+      )
+      const refused = await untilFound('the pod to be refused', async () => {
+        const seen = await json<{ status?: string; statusReason?: string | null }>(
+          await member(`/v2/pods/${pod.id}`),
+        )
+        return seen.status === 'ERROR' ? seen : undefined
+      })
+      expect(refused.statusReason).toMatch(
+        /^not started: this host does not enforce the volume limit \(volume: network volumes on the engine's machine /,
+      )
+    })
+
     it('a declared disk the engine’s machine lacks is reported with the engine’s refusal', async () => {
       const { entry } = await diskWriteOf('wrong-disk')
       expect(entry?.reason).toMatch(

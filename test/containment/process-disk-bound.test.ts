@@ -317,6 +317,12 @@ describe.runIf(bubblewrapOk)('a host whose process driver does not bound disks',
       reason: 'containment.processDisk is none',
       accepted: false,
     })
+    // Network volumes on this machine's storage are bounded by the same means.
+    expect(host.unenforcedLimits).toContainEqual({
+      limit: 'volume',
+      reason: 'containment.processDisk is none',
+      accepted: false,
+    })
     const member = await otherAccountKey(platform, 'unbounded@example.com')
     const created = await json<PodJson>(
       await platform.call('/v2/pods', {

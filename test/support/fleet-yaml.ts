@@ -13,6 +13,8 @@ export interface TestDataCenter {
   region: 'NORTH_AMERICA' | 'SOUTH_AMERICA' | 'EUROPE' | 'ASIA_PACIFIC' | 'OCEANIA' | 'AFRICA'
   globalNetwork?: boolean
   networkVolumeTypes?: string[]
+  /** Where its network volumes live: shared storage every host of it mounts (docs/fleet.md). */
+  networkVolumeRoot?: string
 }
 
 export const EU_SE_1: TestDataCenter = { id: 'EU-SE-1', name: 'EU Sweden 1', region: 'EUROPE' }

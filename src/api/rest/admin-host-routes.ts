@@ -126,12 +126,12 @@ export const HostSchema = Type.Object({
       reason: Type.String(),
       accepted: Type.Boolean({
         description:
-          "the operator accepts the risk (containment.acceptUnenforced); while one is not accepted, other accounts' workloads are refused here",
+          "the operator accepts the risk (containment.acceptUnenforced); while one is not accepted, other accounts' workloads are refused here (for volume: those that mount a network volume)",
       }),
     }),
     {
       description:
-        'limits of a workload (memory, cpu, pids, disk, diskWrite) this host does not enforce, as its engine reported them',
+        'limits of a workload (memory, cpu, pids, disk, diskWrite, volume) this host does not enforce, as its engine or driver reported them (volume also where its data center keeps network volumes on shared storage)',
     },
   ),
   warnings: Type.Array(Type.String()),

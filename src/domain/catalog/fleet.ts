@@ -250,3 +250,8 @@ export function hostPublicIp(host: Host, localIp: string): string {
 export function findDataCenter(fleet: Fleet, id: string): DataCenter | undefined {
   return fleet.dataCenters.find((dc) => dc.id === id)
 }
+
+/** Whether the data center keeps its network volumes on shared storage (`networkVolumeRoot`). */
+export function hasSharedVolumeStorage(fleet: Fleet, id: string): boolean {
+  return Boolean(findDataCenter(fleet, id)?.networkVolumeRoot)
+}

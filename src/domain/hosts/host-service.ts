@@ -1,5 +1,10 @@
 import { AppError } from '../../shared/app-error.js'
-import type { ContainedLimit, UnenforcedLimit } from '../../shared/contained-limits.js'
+import {
+  sharedVolumeStorageUnenforced,
+  withDataCenterLimits,
+  type ContainedLimit,
+  type UnenforcedLimit,
+} from '../../shared/contained-limits.js'
 import { hostPublicIp, type Host } from '../catalog/fleet.js'
 import { GLOBAL_NETWORK_CIDR, type Pod } from '../pods/pod.js'
 import type { GpuBoard, GpuStatus } from './gpu-board.js'
@@ -144,6 +149,11 @@ export interface HostServiceDeps {
    * says; its probe reports nothing.
    */
   driverUnenforced?: (hostId: string) => readonly UnenforcedLimit[] | undefined
+  /**
+   * Whether a data center keeps its network volumes on shared storage (its fleet entry's
+   * `networkVolumeRoot`): their sizes are enforced on none of its hosts.
+   */
+  sharedVolumeStorage?: (dataCenterId: string) => boolean
 }
 
 /** The operator's view of the hosts and their schedule: cordon, uncordon, drain. */
@@ -282,9 +292,12 @@ export class HostService {
     const record = this.deps.board.state(host.id)!
     const reason = unplaceableReason(record)
     const { unenforced: engineUnenforced, ...reported } = record.facts ?? { unenforced: [] }
-    const unenforced = record.facts
-      ? (engineUnenforced ?? [])
-      : (this.deps.driverUnenforced?.(host.id) ?? [])
+    const unenforced = withDataCenterLimits(
+      record.facts ? (engineUnenforced ?? []) : (this.deps.driverUnenforced?.(host.id) ?? []),
+      this.deps.sharedVolumeStorage?.(host.dataCenterId)
+        ? [sharedVolumeStorageUnenforced(host.dataCenterId)]
+        : [],
+    )
     const accepted = this.deps.acceptUnenforced ?? []
     const offered = this.deps.board.offered(host.id) ?? host
     const degraded = this.degraded(record)

@@ -115,10 +115,17 @@ export class DiskBounds {
     return claimed
   }
 
-  /** The limits left unenforced: `disk`, with why, when disks are not bounded here. */
+  /**
+   * The limits left unenforced when disks are not bounded here, with why: `disk` (container
+   * disks) and `volume` (network volumes on this machine's storage), bounded by the same means.
+   */
   async unenforced(): Promise<UnenforcedLimit[]> {
     const probe = await this.probe()
-    return 'reason' in probe ? [{ limit: 'disk', reason: probe.reason }] : []
+    if (!('reason' in probe)) return []
+    return [
+      { limit: 'disk', reason: probe.reason },
+      { limit: 'volume', reason: probe.reason },
+    ]
   }
 
   /** Whether this host bounds disks: decided once, on first use. */

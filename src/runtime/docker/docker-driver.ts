@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Docker from 'dockerode'
 import type { EngineConnectionOptions } from './docker-endpoint.js'
 import { AppError } from '../../shared/app-error.js'
+import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type {
   ImagePreparer,
   LogLine,
@@ -253,7 +254,7 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
       memoryBytes: info.MemTotal ?? 0,
       serverVersion: info.ServerVersion ?? '',
       runtimes,
-      unenforced: await this.limits.unenforcedLimits(info),
+      unenforced: [...(await this.limits.unenforcedLimits(info)), ...(await this.volumeLimit())],
       ...(readGpus ? this.gpus.current() : {}),
     }
   }
@@ -474,11 +475,29 @@ export class DockerDriver implements RuntimeDriver, ImagePreparer {
     try {
       return {
         ...isolation,
-        unenforced: this.limits.known ?? (await this.limits.unenforcedLimits()),
+        unenforced: [
+          ...(this.limits.known ?? (await this.limits.unenforcedLimits())),
+          ...(await this.volumeLimit()),
+        ],
       }
     } catch {
       return isolation
     }
+  }
+
+  /**
+   * The `volume` limit when this engine's network volumes are not bounded at their size: on
+   * another machine (a bind of a plain directory there), or where this machine bounds no disks.
+   */
+  private async volumeLimit(): Promise<UnenforcedLimit[]> {
+    if (!this.volumes)
+      return [
+        {
+          limit: 'volume',
+          reason: `network volumes on the engine's machine (${this.where}) are plain directories bound into its containers: their sizes are billed, not enforced (docs/volumes.md)`,
+        },
+      ]
+    return (await this.volumes.unenforced()).filter((u) => u.limit === 'volume')
   }
 
   /** Ends its log follows and, for a remote engine, every connection to it (TLS sockets, SSH). */

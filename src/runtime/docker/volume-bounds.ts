@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import type Docker from 'dockerode'
+import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type { WorkloadMount, WorkloadSpec } from '../driver.js'
 import { imageOf } from '../disk-bounds/disk-bound-plan.js'
 import type { DiskBounds } from '../disk-bounds/disk-bounds.js'
@@ -24,6 +25,11 @@ export class VolumeBounds {
   ) {
     // Never unmounted under a container, by a sweep of the process driver or its release.
     bounds.claimAlso(binds)
+  }
+
+  /** The limits left unenforced where this machine bounds no disks (`volume` among them). */
+  unenforced(): Promise<UnenforcedLimit[]> {
+    return this.bounds.unenforced()
   }
 
   /** Mounts the spec's bounded network volumes; returns what undoes it if the start fails. */
