@@ -1,4 +1,4 @@
-import pg from 'pg'
+import type pg from 'pg'
 import { WakeUps } from './wake-ups.js'
 
 /** The PostgreSQL channel of the replicas' wake-ups. */
@@ -137,7 +137,8 @@ export class PgWakeUps extends WakeUps {
   }
 
   private async open(): Promise<void> {
-    const client = new pg.Client({
+    const { default: postgres } = await import('pg')
+    const client = new postgres.Client({
       connectionString: this.options.connectionString,
       application_name: 'podyard-wake-ups',
       keepAlive: true,

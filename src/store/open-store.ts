@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import SqliteDatabase, { type Statement as SqliteStatement } from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from 'kysely'
-import pg from 'pg'
+import type pg from 'pg'
 import type { Database } from './database-schema.js'
 import { FALLBACK_AUTOCHECKPOINT_PAGES, SqliteCheckpointer } from './sqlite-checkpointer.js'
 import { runDirectlyOnSqlite } from './direct-sqlite.js'
@@ -35,18 +35,18 @@ const PG_TIMESTAMP = 1114
 const PG_JSON = 114
 const PG_JSONB = 3802
 
-function postgresTypes(): pg.CustomTypesConfig {
+function postgresTypes(types: typeof pg.types): pg.CustomTypesConfig {
   const toIso =
     (oid: number) =>
     (value: string): string =>
-      (pg.types.getTypeParser(oid) as (v: string) => Date)(value).toISOString()
+      (types.getTypeParser(oid) as (v: string) => Date)(value).toISOString()
   return {
     getTypeParser: ((oid: number, format?: string) => {
       if (oid === PG_INT8) return (value: string) => Number(value)
       if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) return toIso(oid)
       // Repositories parse JSON themselves so both dialects hand them the same string.
       if (oid === PG_JSON || oid === PG_JSONB) return (value: string) => value
-      return pg.types.getTypeParser(oid, format as 'text')
+      return types.getTypeParser(oid, format as 'text')
     }) as pg.CustomTypesConfig['getTypeParser'],
   }
 }
@@ -129,7 +129,13 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const max = 10
-    const pool = new pg.Pool({ connectionString: url, types: postgresTypes(), max })
+    // Loaded for PostgreSQL only: a server on SQLite (the default) never needs it.
+    const { default: postgres } = await import('pg')
+    const pool = new postgres.Pool({
+      connectionString: url,
+      types: postgresTypes(postgres.types),
+      max,
+    })
     pool.on('error', (error) => options.onIdleConnectionError?.(error))
     const log = queryLog(options.onQuery)
     const db = new Kysely<Database>({

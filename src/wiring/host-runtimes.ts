@@ -4,18 +4,28 @@ import type { Config } from '../config/schema.js'
 import { cidrText } from '../shared/egress-cidrs.js'
 import { hostRuntimeKind, type Host } from '../domain/catalog/fleet.js'
 import type { DiskBounds } from '../runtime/disk-bounds/disk-bounds.js'
-import { DockerDriver } from '../runtime/docker/docker-driver.js'
+import type { DockerDriver } from '../runtime/docker/docker-driver.js'
 import type { LogNumbersKeeping } from '../runtime/docker/log-numbers-store.js'
-import {
-  dockerConnectionOf,
-  type EngineConnectionOptions,
-} from '../runtime/docker/docker-endpoint.js'
+import type { EngineConnectionOptions } from '../runtime/docker/docker-endpoint.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { LocalGpus } from '../runtime/host-discovery.js'
 import type { HostRuntime } from '../runtime/host-runtime.js'
 import { NoRuntimeDriver } from '../runtime/no-runtime-driver.js'
 import { DEFAULT_DISK_WRITE_RULE, type DiskWriteRule } from '../runtime/workload-limits.js'
 import type { PlatformServerIds } from './server-id-wiring.js'
+
+/**
+ * The docker driver's modules, loaded for the fleet's first Docker host only: dockerode and
+ * ssh2 take about 200 ms of CPU to load, which a server on the process driver alone (the
+ * default) never needs.
+ */
+const dockerModules = async () => {
+  const [driver, endpoint] = await Promise.all([
+    import('../runtime/docker/docker-driver.js'),
+    import('../runtime/docker/docker-endpoint.js'),
+  ])
+  return { DockerDriver: driver.DockerDriver, dockerConnectionOf: endpoint.dockerConnectionOf }
+}
 
 /** How a host is reached: a change of any of these gives it a new runtime. */
 const reachedBy = (host: Host) =>
@@ -103,6 +113,7 @@ export class HostRuntimes {
     let docker = this.localEngines.get(simulatedGpus)
     if (!docker) {
       const localGpus = this.localGpus
+      const { DockerDriver } = await dockerModules()
       docker = new DockerDriver({
         ...this.serverIds,
         logMaxBytes: this.logs.maxBytes,
@@ -159,6 +170,7 @@ export class HostRuntimes {
       return { ...engineRuntime(host.id, docker, false), probe }
     }
     if (kind === 'engine' && host.docker) {
+      const { DockerDriver, dockerConnectionOf } = await dockerModules()
       let connection: { options: EngineConnectionOptions; where: string }
       try {
         connection = { options: dockerConnectionOf(host.docker), where: host.docker.url }

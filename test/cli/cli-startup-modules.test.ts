@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runCli } from '../support/cli.js'
+import { runCli, startServe } from '../support/cli.js'
 
 // What a client command loads: the CLI and its HTTP client, not the server, the store or the
 // config's schema (its validator alone is about 250 modules, half of `podyard --version`'s
@@ -56,6 +56,24 @@ register('./hooks.mjs', import.meta.url)
       expect(modules.filter((url) => serverSide.test(url))).toEqual([])
     },
   )
+
+  it('podyard serve on the defaults (SQLite, the process driver) loads no Docker client, PostgreSQL driver or log prettifier', async () => {
+    await rm(loaded, { force: true })
+    const dataDir = path.join(dir, 'serve-data')
+    const server = await startServe(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn'], {
+      NODE_OPTIONS: `--import=${path.join(dir, 'register.mjs')}`,
+      PODYARD_ADMIN_KEY: 'pk_serve-startup-test-admin-key',
+    })
+    const answer = await fetch(`${server.url}/readyz`)
+    server.child.kill('SIGTERM')
+    await server.exited.catch(() => undefined)
+    expect(answer.status).toBe(200)
+    const modules = (await readFile(loaded, 'utf8')).trim().split('\n')
+    expect(modules.some((url) => url.endsWith('/dist/platform.js'))).toBe(true)
+    expect(
+      modules.filter((url) => /\/node_modules\/(dockerode|ssh2|pg|pino-pretty)\//.test(url)),
+    ).toEqual([])
+  })
 
   it('podyard serve --help is a client command too; the check sees the schema where it is read', async () => {
     expect((await modulesOf(['serve', '--help'])).filter((url) => serverSide.test(url))).toEqual([])
