@@ -1,13 +1,12 @@
-import { readdirSync, rmdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { readdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect } from 'vitest'
 import { probeBubblewrap } from '../../src/runtime/process/bubblewrap.js'
-import { probeCgroups } from '../../src/runtime/process/cgroup-files.js'
-import { groupDirs } from '../../src/runtime/process/cgroup-plan.js'
 import { DiskBounds } from '../../src/runtime/disk-bounds/disk-bounds.js'
 import { probePodNetwork } from '../../src/runtime/process/pod-network.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../../src/runtime/process/sandbox-users.js'
+import { probeTestCgroups } from '../support/cgroup-probe.js'
 import { abuseSuite } from '../support/abuse-suite.js'
 import { fleetYaml, gpuHost } from '../support/fleet-yaml.js'
 
@@ -30,10 +29,8 @@ async function whatThisHostLacks(): Promise<string[]> {
   if (!network.ok) lacks.push(network.reason)
   const probeDir = mkdtempSync(path.join(tmpdir(), 'podyard-abuse-probe-'))
   try {
-    const cgroups = await probeCgroups(probeDir)
-    // The probe's (empty) group of workloads is not the platform's: removed at once.
-    if (cgroups.ok) for (const group of groupDirs(cgroups.layout, probeDir)) rmdirSync(group)
-    else lacks.push(cgroups.reason)
+    const cgroups = await probeTestCgroups()
+    if (!cgroups.ok) lacks.push(cgroups.reason)
     const disk = await new DiskBounds({ mode: 'auto', root: probeDir, probeDir }).unenforced()
     lacks.push(...disk.map((d) => d.reason))
   } finally {

@@ -1,12 +1,10 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { probeBubblewrap } from '../../src/runtime/process/bubblewrap.js'
-import { probeCgroups } from '../../src/runtime/process/cgroup-files.js'
-import { groupDirs } from '../../src/runtime/process/cgroup-plan.js'
 import { DEFAULT_SANDBOX_UID_BASE } from '../../src/runtime/process/sandbox-users.js'
 import { PIDS_PER_VCPU } from '../../src/runtime/workload-limits.js'
+import { probeTestCgroups } from '../support/cgroup-probe.js'
 import { forkBomb, MEMORY_HOG } from '../support/hostile-workloads.js'
 import { json, podLog } from '../support/http.js'
 import { fleetYaml, gpuHost } from '../support/fleet-yaml.js'
@@ -29,11 +27,7 @@ const bubblewrap = await probeBubblewrap({
   searchPath: process.env.PATH,
   probeUid: DEFAULT_SANDBOX_UID_BASE,
 })
-const probeState = mkdtempSync(path.join(tmpdir(), 'podyard-cgroup-probe-'))
-const cgroups = await probeCgroups(probeState)
-// The probe's (empty) group of workloads is not the platform's: removed at once.
-if (cgroups.ok) for (const group of groupDirs(cgroups.layout, probeState)) rmdirSync(group)
-rmSync(probeState, { recursive: true, force: true })
+const cgroups = await probeTestCgroups()
 const runnable = bubblewrap.ok && cgroups.ok
 if (!runnable) {
   console.log(

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,8 +7,7 @@ import {
   lostWorkerError,
   MAX_JOB_ATTEMPTS,
 } from '../../src/domain/serverless/job.js'
-import { probeCgroups } from '../../src/runtime/process/cgroup-files.js'
-import { groupDirs } from '../../src/runtime/process/cgroup-plan.js'
+import { probeTestCgroups } from '../support/cgroup-probe.js'
 import { repoRoot } from '../support/cli.js'
 import {
   engineForwarder,
@@ -36,13 +35,7 @@ import { until } from '../support/until.js'
 const callerTrace = (n: number) => `${'cd'.repeat(15)}${String(n).padStart(2, '0')}`
 const CALLER_SPAN = '00f067aa0ba902b7'
 
-const cgroups = await (async () => {
-  const state = mkdtempSync(path.join(tmpdir(), 'podyard-cgroup-probe-'))
-  const setup = await probeCgroups(state)
-  if (setup.ok) for (const group of groupDirs(setup.layout, state)) rmdirSync(group)
-  rmSync(state, { recursive: true, force: true })
-  return setup
-})()
+const cgroups = await probeTestCgroups()
 if (!cgroups.ok) console.log(`out-of-memory worker spans: left out: ${cgroups.reason}`)
 const docker = process.env.PODYARD_TEST_DOCKER === '1'
 if (!docker) console.log('host-lost worker spans: skipped: set PODYARD_TEST_DOCKER=1')
