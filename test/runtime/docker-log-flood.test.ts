@@ -107,24 +107,32 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
         const decoder = new TextDecoder()
         let pending = ''
         let last = 0
+        let lastSeq = 0
         let disordered = 0
+        // What a failure shows: the first lines out of order, with the line before each.
+        const seen: string[] = []
         for (;;) {
           const { value, done } = await reader
             .read()
             .catch(() => ({ value: undefined, done: true }))
-          if (done || !value) return { ended: false, last, disordered }
+          if (done || !value) return { ended: false, last, disordered, seen }
           pending += decoder.decode(value, { stream: true })
           const blocks = pending.split('\n\n')
           pending = blocks.pop()!
           for (const event of logEvents(blocks.join('\n\n') + '\n\n')) {
             if (event.line === 'flood-done') {
               await reader.cancel()
-              return { ended: true, last, disordered }
+              return { ended: true, last, disordered, seen }
             }
             const n = numberOf(event.line)
             if (Number.isFinite(n)) {
-              if (n <= last) disordered++
+              if (n <= last) {
+                disordered++
+                if (seen.length < 5)
+                  seen.push(`line ${n} (seq ${seqOf(event)}) after line ${last} (seq ${lastSeq})`)
+              }
               last = n
+              lastSeq = seqOf(event)
             }
           }
         }
@@ -147,7 +155,7 @@ describe.runIf(enabled)('a log flood on the docker driver', () => {
 
       const giveUp = setTimeout(() => givenUp.abort(), 60_000)
       const followed = await follower.finally(() => clearTimeout(giveUp))
-      expect(followed).toEqual({ ended: true, last: LINES, disordered: 0 })
+      expect(followed).toEqual({ ended: true, last: LINES, disordered: 0, seen: [] })
 
       const tail = logEvents(await (await read('follow=false&tail=1000')).text())
       expect(tail.map((e) => e.line).at(-1)).toBe('flood-done')
