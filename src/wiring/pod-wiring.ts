@@ -26,6 +26,7 @@ import { hostPublicIp, type Host } from '../domain/catalog/fleet.js'
 import type { RuntimeDriver } from '../runtime/driver.js'
 import type { PlatformContext, PodParts } from './platform-context.js'
 import { podChangedKey } from './replica-wiring.js'
+import { hasSharedVolumeStorage } from '../domain/catalog/fleet.js'
 
 /**
  * Pods (docs/pods.md) and what they are made of: templates, network volumes, registries, the
@@ -142,7 +143,8 @@ export function wirePods(context: PlatformContext): PodParts {
     isolationRefusal: (pod, hostDriver) =>
       isolationRefusal(hostDriver, pod.accountId, parts.fleet.isolationPolicy, {
         mountsVolume: (pod.mounts.network?.length ?? 0) > 0,
-        ...(pod.dataCenterId && !volumeStorage.isLocal(pod.dataCenterId)
+        // The same rule as the host view's and the workers' (hasSharedVolumeStorage).
+        ...(pod.dataCenterId && hasSharedVolumeStorage(parts.fleet.fleet, pod.dataCenterId)
           ? { sharedStorageOf: pod.dataCenterId }
           : {}),
       }),
