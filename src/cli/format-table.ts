@@ -1,4 +1,5 @@
-import stringWidth from 'string-width'
+import { createRequire } from 'node:module'
+import type StringWidth from 'string-width'
 
 /** Amounts, counts and prices: what a column is right-aligned for. */
 const NUMERIC = /^[-+]?\$?\d[\d,]*(\.\d+)?$/
@@ -15,7 +16,7 @@ export function formatTable(
 ): string {
   const cells = rows.map((row) => headers.map((_, i) => cellText(row[i])))
   const widths = headers.map((header, i) =>
-    Math.max(stringWidth(header), ...cells.map((row) => stringWidth(row[i]!))),
+    Math.max(columns(header), ...cells.map((row) => columns(row[i]!))),
   )
   const numeric = headers.map((_, i) => {
     const values = rows.map((row) => row[i]).filter((cell) => cell !== null && cell !== undefined)
@@ -27,12 +28,28 @@ export function formatTable(
   const line = (values: string[]) =>
     values
       .map((value, i) => {
-        const padding = ' '.repeat(widths[i]! - stringWidth(value))
+        const padding = ' '.repeat(widths[i]! - columns(value))
         return numeric[i] ? padding + value : value + padding
       })
       .join('  ')
       .trimEnd()
   return [line(headers), ...cells.map(line)].join('\n')
+}
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+let stringWidth: typeof StringWidth | undefined
+
+/**
+ * Terminal columns of a cell: its length when it is printable ASCII, as nearly every cell is;
+ * otherwise string-width's count, loaded on the first such cell (loading it is about a fifth of
+ * a client command's start).
+ */
+function columns(text: string): number {
+  if (PRINTABLE_ASCII.test(text)) return text.length
+  stringWidth ??= (
+    createRequire(import.meta.url)('string-width') as { default: typeof StringWidth }
+  ).default
+  return stringWidth(text)
 }
 
 function cellText(cell: string | number | boolean | null | undefined): string {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import type { Command } from 'commander'
-import { parse as parseYaml } from 'yaml'
 import { clientFrom, withClientOptions, type ClientFlags } from './client-options.js'
 import type { HostsCommandDeps } from './hosts-commands.js'
+import { yamlModule } from './output-format.js'
 import { checkSshAccess } from './ssh-access.js'
 import { issueHostTls } from './tls-issue.js'
 import { UsageError } from './usage-error.js'
@@ -208,7 +208,7 @@ function changeLines(changes: FleetChange[]): string[] {
 
 /** The hosts of a fleet file for `fleet apply`: its `hosts:` (the rest is the server's setting). */
 function hostsOfFile(file: string): { hosts: unknown[]; ignored: string[] } {
-  const doc: unknown = parseYaml(readFileSync(file, 'utf8'))
+  const doc: unknown = yamlModule().parse(readFileSync(file, 'utf8'))
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
     throw new UsageError(`${file}: not a fleet file (a YAML or JSON object with hosts:)`)
   const { hosts, ...rest } = doc as Record<string, unknown>

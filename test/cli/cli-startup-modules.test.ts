@@ -6,8 +6,10 @@ import { runCli, startServe } from '../support/cli.js'
 
 // What a client command loads: the CLI and its HTTP client, not the server, the store or the
 // config's schema (its validator alone is about 250 modules, half of `podyard --version`'s
-// start). A module loader hook, given to the CLI's process through NODE_OPTIONS, writes every
-// module the process loads to a file.
+// start), nor the YAML library and string-width before output needs them (together about a
+// third of a client command's start). A module loader hook, given to the CLI's process through
+// NODE_OPTIONS, writes every ES module the process loads to a file, and at exit every module
+// `require` loaded.
 describe('modules a client command loads', () => {
   let dir: string
   let loaded: string
@@ -26,8 +28,13 @@ export async function load(url, context, next) {
     )
     await writeFile(
       path.join(dir, 'register.mjs'),
-      `import { register } from 'node:module'
+      `import { appendFileSync } from 'node:fs'
+import { createRequire, register } from 'node:module'
 register('./hooks.mjs', import.meta.url)
+const required = createRequire(import.meta.url).cache
+process.on('exit', () => {
+  appendFileSync(${JSON.stringify(loaded)}, Object.keys(required).map((file) => 'file://' + file + '\\n').join(''))
+})
 `,
     )
   })
@@ -56,6 +63,20 @@ register('./hooks.mjs', import.meta.url)
       expect(modules.filter((url) => serverSide.test(url))).toEqual([])
     },
   )
+
+  const outputOnly = /\/node_modules\/(yaml|string-width)\//
+
+  it.each([[['--version']], [['pods', 'list']], [['config', 'list']]])(
+    'podyard %j loads neither the YAML library nor string-width',
+    async (args) => {
+      expect((await modulesOf(args)).filter((url) => outputOnly.test(url))).toEqual([])
+    },
+  )
+
+  it('podyard config list -o yaml loads the YAML library, which the check above would see', async () => {
+    const modules = await modulesOf(['config', 'list', '-o', 'yaml'])
+    expect(modules.some((url) => /\/node_modules\/yaml\//.test(url))).toBe(true)
+  })
 
   it('podyard serve on the defaults (SQLite, the process driver) loads no Docker client, PostgreSQL driver or log prettifier', async () => {
     await rm(loaded, { force: true })
