@@ -46,25 +46,34 @@ module.exports = {
     {
       name: 'only-main-imports-platform',
       severity: 'error',
-      comment: 'platform.ts composes the server; only the CLI entry (main.ts) loads it.',
+      comment:
+        'platform.ts composes the server, store-root.ts the store commands; only the CLI entry (main.ts) loads them.',
       from: { path: '^src/', pathNot: '^src/main\\.ts$' },
-      to: { path: '^src/platform\\.ts$' },
+      to: { path: '^src/(platform|store-root)\\.ts$' },
     },
     {
       name: 'only-platform-imports-wiring',
       severity: 'error',
       comment:
-        'src/wiring/ is the composition split by area (docs/architecture.md); only platform.ts puts it together.',
-      from: { path: '^src/', pathNot: '^src/(platform\\.ts$|wiring/)' },
+        'src/wiring/ is the composition split by area (docs/architecture.md); only platform.ts puts it together, and store-root.ts its store part.',
+      from: { path: '^src/', pathNot: '^src/(platform\\.ts$|store-root\\.ts$|wiring/)' },
       to: { path: '^src/wiring/' },
+    },
+    {
+      name: 'store-root-without-the-server',
+      severity: 'error',
+      comment:
+        'store-root.ts serves the store commands (migrate, keys, accounts, store): it wires the store and its services, not the server, so those commands do not load it.',
+      from: { path: '^src/store-root\\.ts$' },
+      to: { path: '^src/wiring/', pathNot: '^src/wiring/store-(wiring|commands)\\.ts$' },
     },
     {
       name: 'wiring-below-platform',
       severity: 'error',
       comment:
-        'The areas are wired for platform.ts; none of them reaches back to it or to main.ts.',
+        'The areas are wired for platform.ts; none of them reaches back to it, to store-root.ts or to main.ts.',
       from: { path: '^src/wiring/' },
-      to: { path: '^src/(platform|main)\\.ts$' },
+      to: { path: '^src/(platform|store-root|main)\\.ts$' },
     },
     {
       name: 'nothing-imports-main',

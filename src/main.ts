@@ -1,8 +1,9 @@
 /**
  * The CLI entry (`bin/podyard.js`, `npm start`). cli/ parses flags and formats output; the
- * server and the store are composed in platform.ts, and the config's schema is read by
- * load-config.ts: both are imported only by the commands that use them, so client commands
- * (`pods`, `catalog`, ...) start fast (the schema's validator alone is about 250 modules).
+ * server is composed in platform.ts, the store commands' store in store-root.ts, and the
+ * config's schema is read by load-config.ts: each is imported only by the commands that use it,
+ * so client commands (`pods`, `catalog`, ...) start fast (the schema's validator alone is about
+ * 250 modules) and store commands (`keys`, `migrate`, ...) load no server.
  */
 import { readFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
@@ -44,6 +45,7 @@ const version = (
 
 let loaded: Promise<typeof PlatformModule> | undefined
 const platform = () => (loaded ??= import('./platform.js'))
+const storeRoot = () => import('./store-root.js')
 
 /** Resolves on the first SIGINT or SIGTERM; later ones say that stopping is under way. */
 function waitForStop(): Promise<string> {
@@ -108,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
     migrate: async (flags) => {
       const config = await configFromFlags(flags)
       const { store, applied } = await (
-        await platform()
+        await storeRoot()
       ).openMigratedStore(config, undefined, {
         mustExist: !flags.init,
       })
@@ -116,7 +118,7 @@ export async function run(argv: string[]): Promise<number> {
       return { applied, storeUrl: store.displayUrl }
     },
     withStore: async (flags, use) =>
-      (await platform()).withStoreCommands(await configFromFlags(flags), use, {
+      (await storeRoot()).withStoreCommands(await configFromFlags(flags), use, {
         init: flags.init ?? false,
       }),
     startDevPlatform: async (flags) =>

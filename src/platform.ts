@@ -39,9 +39,6 @@ import { wireTracing } from './wiring/tracing-wiring.js'
 import { openServingStore } from './wiring/store-wiring.js'
 import { listenError } from './wiring/listen-error.js'
 
-export { openMigratedStore } from './wiring/store-wiring.js'
-export { withStoreCommands } from './wiring/store-commands.js'
-
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     version: string

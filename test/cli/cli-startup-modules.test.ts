@@ -78,6 +78,20 @@ process.on('exit', () => {
     expect(modules.some((url) => /\/node_modules\/yaml\//.test(url))).toBe(true)
   })
 
+  // What only a server loads; the serve test below checks that a server does.
+  const theServer = /\/dist\/(platform\.js$|api\/|control\/|runtime\/)|\/node_modules\/fastify\//
+
+  it('podyard migrate and keys list load the store and its services, not the server', async () => {
+    const dataDir = path.join(dir, 'store-data')
+    const server = theServer
+    const migrated = await modulesOf(['migrate', '--init', '--data-dir', dataDir])
+    expect(migrated.some((url) => url.endsWith('/dist/store/migrate.js'))).toBe(true)
+    expect(migrated.filter((url) => server.test(url))).toEqual([])
+    const listed = await modulesOf(['keys', 'list', '--data-dir', dataDir])
+    expect(listed.some((url) => url.endsWith('/dist/store/api-key-repo.js'))).toBe(true)
+    expect(listed.filter((url) => server.test(url))).toEqual([])
+  })
+
   it('podyard serve on the defaults (SQLite, the process driver) loads no Docker client, PostgreSQL driver or log prettifier', async () => {
     await rm(loaded, { force: true })
     const dataDir = path.join(dir, 'serve-data')
@@ -91,6 +105,7 @@ process.on('exit', () => {
     expect(answer.status).toBe(200)
     const modules = (await readFile(loaded, 'utf8')).trim().split('\n')
     expect(modules.some((url) => url.endsWith('/dist/platform.js'))).toBe(true)
+    expect(modules.filter((url) => theServer.test(url)).length).toBeGreaterThan(100)
     expect(
       modules.filter((url) => /\/node_modules\/(dockerode|ssh2|pg|pino-pretty)\//.test(url)),
     ).toEqual([])
