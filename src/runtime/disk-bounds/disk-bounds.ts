@@ -15,6 +15,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import type { UnenforcedLimit } from '../../shared/contained-limits.js'
 import type { WorkloadSpec } from '../driver.js'
+import { probeHostOnce, serverIdentity } from '../host-probes.js'
 import {
   diskBoundPlans,
   imageOf,
@@ -128,9 +129,13 @@ export class DiskBounds {
     ]
   }
 
-  /** Whether this host bounds disks: decided once, on first use. */
+  /** Whether this host bounds disks: decided once, on first use (a success once per process). */
   private probe(): Promise<{ tools: Tools } | { reason: string }> {
-    this.probing ??= this.probeNow()
+    this.probing ??= probeHostOnce(
+      `disk bounds ${serverIdentity()} ${this.mode} ${process.env.PATH}`,
+      () => this.probeNow(),
+      (answer) => 'tools' in answer,
+    )
     return this.probing
   }
 

@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { EgressRules } from '../../shared/egress-cidrs.js'
 import type { WorkloadIsolation, WorkloadSpec } from '../driver.js'
 import type { DiskWriteRule } from '../workload-limits.js'
+import { probeHostOnce, serverIdentity } from '../host-probes.js'
 import { findExecutable, probeBubblewrap } from './bubblewrap.js'
 import { probeCgroups, releaseWorkloadCgroup, type CgroupSetup } from './cgroup-files.js'
 import { leaveGlobalNetworks } from './global-network.js'
@@ -97,12 +98,17 @@ export class WorkloadContainment {
           this.unsandboxedReason = 'sandbox: none'
           return null
         }
-        const probe = await probeBubblewrap({
+        const options = {
           searchPath: process.env.PATH,
           probeUid: sandboxUidBase,
           executables: hostExecutables,
           ...(bwrapPath ? { bwrapPath } : {}),
-        })
+        }
+        const probe = await probeHostOnce(
+          `bubblewrap ${serverIdentity()} ${JSON.stringify(options)}`,
+          () => probeBubblewrap(options),
+          (answer) => answer.ok,
+        )
         if (probe.ok) return probe.sandbox
         if (sandboxMode === 'bubblewrap') {
           throw new Error(`sandbox 'bubblewrap' is not usable: ${probe.reason}`)
@@ -124,7 +130,12 @@ export class WorkloadContainment {
     if (this.networkChoice === undefined) {
       this.networkChoice = (async () => {
         if (this.options.networkMode === 'host') return null
-        const probe = await probePodNetwork(process.env.PATH)
+        const searchPath = process.env.PATH
+        const probe = await probeHostOnce(
+          `pod network ${serverIdentity()} ${searchPath}`,
+          () => probePodNetwork(searchPath),
+          (answer) => answer.ok,
+        )
         if (probe.ok) return { ...probe.network, egress: this.options.egress }
         this.sharedNetworkReason = `network namespaces are not usable here: ${probe.reason}`
         return null
