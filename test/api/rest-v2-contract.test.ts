@@ -406,7 +406,12 @@ describe('REST v2 contract points', () => {
         .poll(
           async () => {
             both = events(await (await platform.call(path)).text())
-            return both.some((e) => e.line === 'hello-logs')
+            // The workload may print before its STARTING is written: wait for both sources to
+            // be done with the start, RUNNING being the last line of it.
+            return (
+              both.some((e) => e.line === 'hello-logs') &&
+              both.some((e) => e.source === 'system' && e.line === 'RUNNING')
+            )
           },
           { timeout: 20_000, interval: 200 },
         )
