@@ -1,6 +1,12 @@
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
+// Node.js reads and parses the bundle NODE_EXTRA_CA_CERTS names at every start, about 50 ms of
+// CPU for a distribution's bundle (Debian's 144 certificates), and the suite starts hundreds of
+// Node.js processes (podyard commands, servers, workers), which talk only to this machine and to
+// servers with the tests' own certificates: they run without it (docs/development.md).
+delete process.env.NODE_EXTRA_CA_CERTS
+
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
