@@ -693,7 +693,10 @@ describe('ProcessDriver logs within a budget', () => {
   it('keeps a flooding workload within its budget while a follower goes on across rotations', async () => {
     const d = driver({ logMaxBytes: budget })
     const spec = makeSpec({
-      command: 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); echo "line-$i"; done; exec sleep 300',
+      // The flood's own last lines can be lost (output.log emptied in the instant they are
+      // written, as copytruncate would: docs/runtime.md, "Logs"): a line a second later is not.
+      command:
+        'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); echo "line-$i"; done; sleep 1; echo flood-done; exec sleep 300',
     })
     await d.start(spec)
     const seqs: number[] = []
@@ -702,7 +705,7 @@ describe('ProcessDriver logs within a budget', () => {
     for await (const line of d.followLogs(spec.id, 0, abort.signal)) {
       seqs.push(line.seq)
       lines.push(line.line)
-      if (line.line === 'line-20000') break
+      if (line.line === 'flood-done') break
     }
     abort.abort()
     // Each line once, in order; the follower may have been left behind (lines gone), never
@@ -710,7 +713,8 @@ describe('ProcessDriver logs within a budget', () => {
     expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!)).toBe(true)
     // 20 000 lines of about 60 bytes of log each would be 1.2 MB: the budget is 64 KiB.
     expect(logBytes(spec.id)).toBeLessThanOrEqual(budget)
-    const tail = await d.readLogs(spec.id, { tail: 3 })
-    expect(tail.map((l) => l.line)).toEqual(['line-19998', 'line-19999', 'line-20000'])
+    expect(lines.filter((line) => line.startsWith('line-')).length).toBeGreaterThan(0)
+    const tail = await d.readLogs(spec.id, { tail: 1 })
+    expect(tail.map((l) => l.line)).toEqual(['flood-done'])
   })
 })
