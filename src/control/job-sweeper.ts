@@ -19,8 +19,8 @@ export const JOB_SWEEP_INTERVAL_MS = 1_000
 export class JobSweeper {
   private readonly loop: ReconcileLoop
 
-  /** Set by start(): the first sweep renews the running jobs' leases first. */
-  private justStarted = false
+  /** Set by stop(): a start still renewing leases then starts no loop. */
+  private stopped = false
 
   constructor(
     private readonly deps: {
@@ -52,25 +52,17 @@ export class JobSweeper {
    * their jobs: their heartbeats found nobody to renew them. So the first sweep renews every
    * running job's lease to a full lease from now before it looks for expired ones: workers get a
    * whole lease to report back, instead of losing finished work to a sweep in the first second
-   * (docs/serverless-queue.md, "Guarantees").
+   * (docs/serverless-queue.md, "Guarantees"). It resolves once they are renewed, and the leader
+   * starts the autoscaler only then: a worker the autoscaler finds lost has its jobs released
+   * (their leases ended), and a renewal after that gave them a whole lease again, so that they
+   * waited a minute for nobody.
    */
-  start(): void {
+  async start(): Promise<void> {
     if (this.loop.running) return
-    this.justStarted = true
-    this.loop.start()
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop()
-  }
-
-  /** One sweep; exposed for tests. */
-  async sweep(): Promise<void> {
-    const now = this.deps.clock.now()
-    if (this.justStarted) {
-      this.justStarted = false
+    this.stopped = false
+    try {
       const renewed = await this.deps.queue.renewRunningLeases(
-        new Date(now.getTime() + this.deps.leaseMs),
+        new Date(this.deps.clock.now().getTime() + this.deps.leaseMs),
       )
       if (renewed > 0) {
         this.deps.logger.info(
@@ -78,7 +70,20 @@ export class JobSweeper {
           'renewed the running jobs’ leases: their workers have a full lease to report back',
         )
       }
+    } catch (error) {
+      this.deps.logger.error({ err: error }, 'renewing the running jobs’ leases failed')
     }
+    if (!this.stopped) this.loop.start()
+  }
+
+  stop(): Promise<void> {
+    this.stopped = true
+    return this.loop.stop()
+  }
+
+  /** One sweep; exposed for tests. */
+  async sweep(): Promise<void> {
+    const now = this.deps.clock.now()
     const leases = await this.deps.queue.requeueExpiredLeases(now)
     const expired = await this.deps.queue.expire(now)
     const ended = [...leases.ended, ...expired.ended]

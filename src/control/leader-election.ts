@@ -21,8 +21,8 @@ export interface LeaderElectionDeps {
   logger: Pick<Logger, 'info' | 'warn' | 'error'>
   /** Wall-clock milliseconds; the lease compares the replicas' clocks, never a test clock. */
   now?: () => number
-  /** Starts the reconcile loops. */
-  onLead: () => void
+  /** Starts the reconcile loops (a lose waits for it). */
+  onLead: () => void | Promise<void>
   /** Stops them; resolves once no pass of theirs is running. */
   onLose: () => Promise<void>
 }
@@ -150,14 +150,14 @@ export class LeaderElection {
   private lead(): void {
     this.leading = true
     this.sinceMs = this.now()
-    this.changes = this.changes.then(() => {
+    this.changes = this.changes.then(async () => {
       if (!this.leading) return
       this.deps.logger.info(
         { replica: this.deps.replicaId },
         'this replica leads the cluster: it runs the reconcile loops',
       )
       try {
-        this.deps.onLead()
+        await this.deps.onLead()
       } catch (error) {
         this.deps.logger.error({ err: error }, 'starting the reconcile loops failed')
       }

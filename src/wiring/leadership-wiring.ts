@@ -63,18 +63,20 @@ export function wireLeadership(context: PlatformContext, jobLimiter: JobLimiter)
     replicaId,
     ttlMs: config.cluster.leaseTtlMs,
     logger,
-    onLead: () => {
+    onLead: async () => {
       void autoscaler.unfollow()
       driver.setActive(true)
       monitor.start()
       remoteGpus.start()
       imagePulls.start()
       lifecycle.start()
-      sweeper.start()
       dispatcher.start()
       meter.start()
       objectSweep.start()
-      // Workers are told where the job API is: the loops start only once it listens.
+      // The running jobs' leases renewed before the autoscaler can release a lost worker's
+      // (job-sweeper.ts). Workers are told where the job API is: the loops start only once it
+      // listens.
+      await sweeper.start()
       autoscaler.start()
     },
     onLose: async () => {

@@ -57,7 +57,7 @@ describe.each(testStores())('leader lease on $name', (factory) => {
         ttlMs: 300,
         logger: silent,
         ...(now ? { now } : {}),
-        onLead: () => events.push(`${id} leads`),
+        onLead: () => void events.push(`${id} leads`),
         onLose: async () => {
           events.push(`${id} stops`)
         },
@@ -139,7 +139,7 @@ describe('leader election without leases (SQLite: one process)', () => {
     const only = new LeaderElection({
       replicaId: 'only',
       logger: silent,
-      onLead: () => events.push('lead'),
+      onLead: () => void events.push('lead'),
       onLose: async () => {
         events.push('lose')
       },

@@ -600,7 +600,9 @@ describe('job sweeper', () => {
       intervalMs: 20,
       leaseMs: 15_000,
     })
-    sweeper.start()
+    await sweeper.start()
+    // The renewal is done when start() resolves: the leader starts the autoscaler only then.
+    expect(calls).toEqual(['renew'])
     await vi.waitFor(() => expect(calls.length).toBeGreaterThanOrEqual(5), { interval: 10 })
     await sweeper.stop()
     const count = calls.length
