@@ -41,7 +41,7 @@ export const EXCLUDED: Record<string, string> = {
     '.ci/run creates the database',
   'docs/development.md: PODYARD_TEST_POSTGRES_URL=postgres://podyard:podyard@127.0.0.1:5432/podyard_test npm test':
     '.ci/run runs the suite with this variable',
-  "docs/development.md: unshare -m sh -c 'mount --bind /dev/null /usr/bin/bwrap && npx vitest run test/pods/pods-api.test.ts'":
+  "docs/development.md: unshare -m sh -c 'mount --bind /dev/null /usr/bin/bwrap && npx vitest run test/pods/pods-api'":
     'a suite run without bubblewrap, in the checkout; not inside the suite',
   'docs/development.md: PODYARD_TEST_FUZZ=1 npx vitest run test/fuzz/':
     '.ci/run runs the fuzz suite',

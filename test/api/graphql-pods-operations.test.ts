@@ -1,177 +1,33 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { TestPlatform } from '../support/platform.js'
 import {
-  TEST_ADMIN_KEY,
-  otherAccountKey,
-  startTestPlatform,
-  type TestPlatform,
-} from '../support/platform.js'
+  graphqlPodsSuite,
+  POD_FIELDS,
+  RTX_4090,
+  RUNPODCTL_CREATE,
+  type Json,
+} from '../support/graphql-pods-client.js'
 
 /**
  * Pods over GraphQL with documents shaped like the real clients' (wire-compat §6):
  * runpod-python inlines every value and sends no variables; runpodctl sends variables, `{}`
- * when it has none (legacy client) or `null` (Client.graphqlRequest).
+ * when it has none (legacy client) or `null` (Client.graphqlRequest). Creating, running,
+ * stopping, resuming and terminating pods, listing them, and placing them; the errors are in
+ * graphql-pods-errors.test.ts.
  */
 
-interface GraphqlError {
-  message: string
-  path?: string[]
-  extensions?: { code?: string; errors?: string[] }
-}
-interface GraphqlBody<T = Record<string, unknown>> {
-  data: T | null
-  errors?: GraphqlError[]
-}
-// Documents read loosely: every field is checked explicitly below.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
-
-const RTX_4090 = 'NVIDIA GeForce RTX 4090'
 const RTX_3090 = 'NVIDIA GeForce RTX 3090'
-const H200 = 'NVIDIA H200'
-
-/** runpodctl's selection on create (wire-compat §6.3, union of its clients). */
-const RUNPODCTL_CREATE = `
-mutation Mutation($input: PodFindAndDeployOnDemandInput) {
-  podFindAndDeployOnDemand(input: $input) {
-    id costPerHr desiredStatus imageName lastStatusChange machineId
-    machine { podHostId gpuDisplayName location }
-    name containerDiskInGb volumeInGb volumeMountPath gpuCount memoryInGb vcpuCount ports env
-  }
-}`
-
-/** runpod-python's pod query (get_pod) and runpodctl's pod fields. */
-const POD_FIELDS = `
-  id containerDiskInGb costPerHr desiredStatus dockerArgs dockerId env gpuCount imageName
-  lastStatusChange machineId memoryInGb name podType port ports uptimeSeconds vcpuCount
-  volumeInGb volumeMountPath
-  runtime {
-    uptimeInSeconds
-    ports { ip isIpPublic privatePort publicPort type }
-    gpus { id gpuUtilPercent memoryUtilPercent }
-    container { cpuPercent memoryPercent }
-  }
-  machine { gpuDisplayName location podHostId }`
 
 /** A command that answers HTTP on the public port the platform gives 8080. */
 const HTTP_SERVER = `exec node -e 'require("http").createServer((q, r) => r.end("hi " + process.env.GREETING)).listen(process.env.RUNPOD_TCP_PORT_8080)'`
 
 describe('GraphQL pods', () => {
+  const suite = graphqlPodsSuite()
+  const { created, ok, failed, createPython, createCtl, getPod, waitForRuntime, restPod } = suite
   let platform: TestPlatform
-  const created: string[] = []
-
-  async function graphql<T = Json>(
-    body: Record<string, unknown>,
-    key: string = TEST_ADMIN_KEY,
-  ): Promise<{ status: number; body: GraphqlBody<T> }> {
-    const response = await fetch(`${platform.url}/graphql?api_key=${key}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    return { status: response.status, body: (await response.json()) as GraphqlBody<T> }
-  }
-
-  /** A successful operation: HTTP 200, no errors, the data. */
-  async function ok(body: Record<string, unknown>, key?: string): Promise<Json> {
-    const result = await graphql(body, key)
-    expect(result.status, JSON.stringify(result.body)).toBe(200)
-    expect(result.body.errors, JSON.stringify(result.body.errors)).toBeUndefined()
-    return result.body.data
-  }
-
-  /** A domain error: HTTP 200, data.<op> null, one error with path and code. */
-  async function failed(op: string, body: Record<string, unknown>, code: string, key?: string) {
-    const result = await graphql(body, key)
-    expect(result.status, JSON.stringify(result.body)).toBe(200)
-    expect(result.body.data).toEqual({ [op]: null })
-    expect(result.body.errors).toHaveLength(1)
-    const [error] = result.body.errors!
-    expect(error).toMatchObject({ path: [op], extensions: { code } })
-    return error!
-  }
-
-  /** runpod-python's create_pod document (generate_pod_deployment_mutation), values inlined. */
-  function pythonCreate(fields: Record<string, string | number | boolean>): string {
-    const inline = Object.entries({
-      name: 'py',
-      imageName: 'ubuntu',
-      gpuTypeId: RTX_4090,
-      cloudType: 'ALL',
-      startSsh: true,
-      supportPublicIp: true,
-      gpuCount: 1,
-      volumeInGb: 0,
-      containerDiskInGb: 10,
-      minVcpuCount: 1,
-      minMemoryInGb: 1,
-      dockerArgs: 'sleep 600',
-      ...fields,
-    })
-      .map(([k, v]) =>
-        k === 'cloudType' || typeof v !== 'string' ? `${k}: ${v}` : `${k}: ${JSON.stringify(v)}`,
-      )
-      .join(', ')
-    return `mutation { podFindAndDeployOnDemand( input: { ${inline}, env: [{ key: "GREETING", value: "hello" }] } ) { id desiredStatus imageName env machineId machine { podHostId } } }`
-  }
-
-  async function createPython(fields: Record<string, string | number | boolean> = {}) {
-    const data = await ok({ query: pythonCreate(fields) })
-    created.push(data.podFindAndDeployOnDemand.id)
-    return data.podFindAndDeployOnDemand
-  }
-
-  async function createCtl(input: Record<string, unknown>) {
-    const data = await ok({
-      query: RUNPODCTL_CREATE,
-      variables: {
-        input: {
-          cloudType: 'ALL',
-          containerDiskInGb: 20,
-          volumeInGb: 1,
-          gpuCount: 1,
-          gpuTypeId: RTX_4090,
-          imageName: 'ubuntu',
-          name: 'ctl',
-          dockerArgs: 'sleep 600',
-          env: [],
-          ports: '',
-          volumeMountPath: '/workspace',
-          ...input,
-        },
-      },
-    })
-    created.push(data.podFindAndDeployOnDemand.id)
-    return data.podFindAndDeployOnDemand
-  }
-
-  const getPod = async (podId: string) =>
-    (await ok({ query: `query pod { pod(input: {podId: "${podId}"}) { ${POD_FIELDS} } }` })).pod
-
-  /** The runpod-python CLI's wait: desiredStatus RUNNING, runtime non-null, the port up. */
-  async function waitForRuntime(podId: string, privatePort: number) {
-    const deadline = Date.now() + 20_000
-    for (;;) {
-      const pod = await getPod(podId)
-      const port = pod.runtime?.ports?.find((p: Json) => p.privatePort === privatePort)
-      if (pod.desiredStatus === 'RUNNING' && pod.runtime && port) return { pod, port }
-      if (Date.now() > deadline) throw new Error(`pod ${podId} never ran: ${JSON.stringify(pod)}`)
-      await new Promise((resolve) => setTimeout(resolve, 150))
-    }
-  }
-
-  const restPod = async (id: string) =>
-    (await (await platform.call(`/v2/pods/${id}`)).json()) as Record<string, Json>
-
-  beforeAll(async () => {
-    platform = await startTestPlatform()
+  beforeAll(() => {
+    platform = suite.platform()
   })
-  // Every test starts with the fleet empty: terminate what the last one created.
-  afterEach(async () => {
-    for (const id of created.splice(0)) {
-      await platform.call(`/v2/pods/${id}`, { method: 'DELETE' })
-    }
-  })
-  afterAll(() => platform.close())
 
   it('creates a pod from runpod-python`s inlined document, RUNNING at once, with a machine', async () => {
     const pod = await createPython()
@@ -511,177 +367,5 @@ describe('GraphQL pods', () => {
       'RULE_CONFLICT',
     )
     expect(unknown.message).toMatch(/unknown CPU flavor "gpu9x"/)
-  })
-
-  describe('errors', () => {
-    it('no capacity, unknown GPU type and validation answer HTTP 200 with errors[] and data.op null', async () => {
-      const full = await failed(
-        'podFindAndDeployOnDemand',
-        { query: pythonCreate({ gpuTypeId: H200, gpuCount: 9 }) },
-        'NO_CAPACITY',
-      )
-      expect(full.message).toMatch(/^no capacity in any cloud: SECURE: .*9 free NVIDIA H200/)
-
-      const unknown = await failed(
-        'podFindAndDeployOnDemand',
-        { query: pythonCreate({ gpuTypeId: 'NVIDIA GeForce RTX 9999' }) },
-        'RULE_CONFLICT',
-      )
-      expect(unknown.message).toBe(
-        'unknown GPU type "NVIDIA GeForce RTX 9999": list the GPU types with the gpuTypes query',
-      )
-
-      const invalid = await failed(
-        'podFindAndDeployOnDemand',
-        {
-          query: RUNPODCTL_CREATE,
-          variables: {
-            input: {
-              gpuTypeId: RTX_4090,
-              containerDiskInGb: 0,
-              ports: '8888/http,nope',
-              env: [{ key: '1BAD', value: 'x' }],
-            },
-          },
-        },
-        'VALIDATION_FAILED',
-      )
-      expect(invalid.extensions!.errors).toEqual([
-        'input.imageName: is required unless templateId gives it',
-        'input.containerDiskInGb: must be >= 1',
-        'input.ports[1]: must be <port>/<protocol> with a port 1-65535 and protocol http, tcp or udp',
-        'input.env.1BAD: must be a variable name (letters, digits and _, not starting with a digit)',
-      ])
-      expect(invalid.message).toMatch(/^the request failed validation: input.imageName/)
-    })
-
-    it('refuses mutations to a read-only key (FORBIDDEN) and lets it read', async () => {
-      const response = await platform.call('/v2/account/api-keys', {
-        method: 'POST',
-        json: { name: 'ro', permission: 'READ_ONLY' },
-      })
-      const { key } = (await response.json()) as { key: string }
-      const error = await failed(
-        'podFindAndDeployOnDemand',
-        { query: pythonCreate({}) },
-        'FORBIDDEN',
-        key,
-      )
-      expect(error.message).toBe('this API key is read-only: mutations need a read-write key')
-      await failed(
-        'podTerminate',
-        { query: 'mutation { podTerminate(input: {podId: "x"}) }' },
-        'FORBIDDEN',
-        key,
-      )
-      expect((await ok({ query: '{ myself { id pods { id } } }' }, key)).myself.id).toMatch(
-        /^acct_/,
-      )
-    })
-
-    it('401 with errors[] for a bad key', async () => {
-      const result = await graphql({ query: pythonCreate({}) }, `pyd_${'x'.repeat(40)}`)
-      expect(result.status).toBe(401)
-      expect(result.body).toMatchObject({
-        data: null,
-        errors: [{ extensions: { code: 'UNAUTHENTICATED' } }],
-      })
-    })
-
-    it('hides another account`s pods, and answers invalid transitions with the reason', async () => {
-      const pod = await createPython({ name: 'mine' })
-      const other = await otherAccountKey(platform, 'other-graphql@example.com')
-      const hidden = await failed(
-        'pod',
-        { query: `{ pod(input: {podId: "${pod.id}"}) { id } }` },
-        'NOT_FOUND',
-        other,
-      )
-      expect(hidden.message).toBe(`pod ${pod.id} not found`)
-      await failed(
-        'podStop',
-        { query: `mutation { podStop(input: {podId: "${pod.id}"}) { id } }` },
-        'NOT_FOUND',
-        other,
-      )
-
-      await expect
-        .poll(async () => (await restPod(pod.id)).status, { timeout: 20_000 })
-        .toBe('RUNNING')
-      const resume = await failed(
-        'podResume',
-        { query: `mutation { podResume(input: {podId: "${pod.id}"}) { id } }` },
-        'INVALID_STATE',
-      )
-      expect(resume.message).toMatch(
-        /cannot start pod .* while it is (PROVISIONING|STARTING|RUNNING)/,
-      )
-      await ok({ query: `mutation { podStop(input: {podId: "${pod.id}"}) { id } }` })
-      const count = await failed(
-        'podResume',
-        { query: `mutation { podResume(input: {podId: "${pod.id}", gpuCount: 2}) { id } }` },
-        'RULE_CONFLICT',
-      )
-      expect(count.message).toMatch(/has 1 GPUs and a pod's GPU count is fixed at create/)
-    })
-
-    it('refuses a bid resume of an on-demand pod and a spot rent without a bid', async () => {
-      const created = await ok({
-        query:
-          'mutation { podFindAndDeployOnDemand(input: {name: "no-bid", imageName: "ubuntu", gpuTypeId: "NVIDIA GeForce RTX 4090", cloudType: SECURE, gpuCount: 1, dockerArgs: "sleep 600"}) { id } }',
-      })
-      const id = (created.podFindAndDeployOnDemand as { id: string }).id
-      await ok({ query: `mutation { podStop(input: {podId: "${id}"}) { id } }` })
-      const bid = await failed(
-        'podBidResume',
-        {
-          query: `mutation { podBidResume(input: {podId: "${id}", bidPerGpu: 0.2, gpuCount: 1}) { id costPerHr desiredStatus lastStatusChange } }`,
-        },
-        'RULE_CONFLICT',
-      )
-      expect(bid.message).toMatch(/is an on-demand pod: start it with podResume/)
-      const rent = await failed(
-        'podRentInterruptable',
-        {
-          query:
-            'mutation { podRentInterruptable(input: {gpuTypeId: "NVIDIA GeForce RTX 4090", imageName: "y"}) { id imageName env machineId machine { podHostId } } }',
-        },
-        'VALIDATION_FAILED',
-      )
-      expect(rent.message).toMatch(/input\.bidPerGpu: is required/)
-    })
-
-    it('refuses a deploy that would cost more per hour than its deployCost, and keeps one that does not', async () => {
-      const gpu = await failed(
-        'podFindAndDeployOnDemand',
-        {
-          query:
-            'mutation { podFindAndDeployOnDemand(input: {name: "capped", imageName: "ubuntu", gpuTypeId: "NVIDIA GeForce RTX 4090", cloudType: SECURE, gpuCount: 2, deployCost: 0.6}) { id } }',
-        },
-        'RULE_CONFLICT',
-      )
-      expect(gpu.message).toMatch(
-        /the pod would cost 1\.18 USD per hour, more than the deployCost of 0\.6 it was given/,
-      )
-      const cpu = await failed(
-        'deployCpuPod',
-        {
-          query:
-            'mutation { deployCpuPod(input: {name: "capped-cpu", imageName: "ubuntu", instanceId: "cpu3c-2-4", deployCost: 0.07}) { id } }',
-        },
-        'RULE_CONFLICT',
-      )
-      expect(cpu.message).toMatch(
-        /would cost 0\.08 USD per hour, more than the deployCost of 0\.07/,
-      )
-      // A cap equal to the price, as dstack sends the offer's price.
-      const kept = await ok({
-        query:
-          'mutation { deployCpuPod(input: {name: "at-cap", imageName: "ubuntu", instanceId: "cpu3c-2-4", deployCost: 0.08}) { id costPerHr } }',
-      })
-      const pod = kept.deployCpuPod as { id: string; costPerHr: number }
-      expect(pod.costPerHr).toBe(0.08)
-      await ok({ query: `mutation { podTerminate(input: {podId: "${pod.id}"}) }` })
-    })
   })
 })
