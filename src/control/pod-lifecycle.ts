@@ -3,7 +3,7 @@ import path from 'node:path'
 import type { Pod, PodRuntime } from '../domain/pods/pod.js'
 import { TERMINATED_RETENTION_MS } from '../domain/pods/pod-service.js'
 import type { PodLogLine, PodLogQuery, PodRuntimeReader } from '../domain/pods/ports.js'
-import type { RuntimeDriver, WorkloadState } from '../runtime/driver.js'
+import { canWatchWorkloads, type RuntimeDriver, type WorkloadState } from '../runtime/driver.js'
 import { POD_LABEL_GENERATION, POD_LABEL_KIND } from './pod-workload.js'
 import { PodReconciler, type NextLook, type PodReconcileDeps } from './pod-reconcile.js'
 import { PodRuntimeSampler } from './pod-runtime-sampler.js'
@@ -104,19 +104,19 @@ export class PodLifecycle implements PodRuntimeReader {
     if (this.loop.running) return
     this.sampler.start()
     this.fullWanted = true
-    for (const driver of this.deps.drivers) {
-      const stop = driver.watch?.((id) => this.nudge(id))
-      if (stop) this.unwatch.push(stop)
-    }
+    for (const driver of this.deps.drivers) this.watchEnds(driver)
     this.loop.start({ immediate: true })
   }
 
   /** A driver added after start (a remote host added at runtime): its workloads are watched too. */
   watchDriver(driver: RuntimeDriver): void {
     if (!this.loop.running) return
-    const stop = driver.watch?.((id) => this.nudge(id))
-    if (stop) this.unwatch.push(stop)
+    this.watchEnds(driver)
     this.nudge()
+  }
+
+  private watchEnds(driver: RuntimeDriver): void {
+    if (canWatchWorkloads(driver)) this.unwatch.push(driver.watch((id) => this.nudge(id)))
   }
 
   /**
@@ -149,7 +149,7 @@ export class PodLifecycle implements PodRuntimeReader {
     const now = performance.now()
     if (this.dirty.size > 0 || this.fullWanted) return 0
     let next = Math.min(this.lastFull + FULL_PASS_INTERVAL_MS, this.due.next() ?? Infinity)
-    if (this.deps.drivers.some((d) => !d.watch)) {
+    if (this.deps.drivers.some((d) => !canWatchWorkloads(d))) {
       next = Math.min(next, this.lastListing + LIST_INTERVAL_MS)
     }
     return next - now
@@ -269,7 +269,7 @@ export class PodLifecycle implements PodRuntimeReader {
   /** Ids whose workload changed in the list of a driver without watch(). */
   private async listChanges(): Promise<string[]> {
     this.lastListing = performance.now()
-    const unwatched = this.deps.drivers.filter((d) => !d.watch)
+    const unwatched = this.deps.drivers.filter((d) => !canWatchWorkloads(d))
     if (unwatched.length === 0) return []
     const { workloads, unlisted } = await this.listWorkloads(unwatched)
     const changed: string[] = []
@@ -292,7 +292,7 @@ export class PodLifecycle implements PodRuntimeReader {
   private remember(workloads: Listing): void {
     this.listed = new Map(
       [...workloads]
-        .filter(([, { driver }]) => !driver.watch)
+        .filter(([, { driver }]) => !canWatchWorkloads(driver))
         .map(([id, { state, driver }]) => [id, { print: fingerprint(state), driver }]),
     )
     this.lastListing = performance.now()

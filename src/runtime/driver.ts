@@ -203,13 +203,6 @@ export interface RuntimeDriver {
    * others before it reads their state: a host of thousands of pods lists its few workers).
    */
   list(filter?: WorkloadFilter): Promise<WorkloadState[]>
-  /**
-   * Optional: calls `listener` with a workload's id when it ended on its own (or was found
-   * ended), until the returned function is called. The pod lifecycle then reads such a
-   * driver's workloads one by one as they change, and lists them all only now and then; a
-   * driver without it is listed on every reconcile pass.
-   */
-  watch?(listener: (id: string) => void): () => void
   /** Live usage; undefined when not running. */
   stats(id: string): Promise<WorkloadStats | undefined>
   /** Lines the workload has written (stdout and stderr), oldest first. */
@@ -222,6 +215,25 @@ export interface RuntimeDriver {
   isolation(): Promise<WorkloadIsolation>
   /** Releases watchers and timers; running workloads keep running (they are re-adopted). */
   close(): Promise<void>
+}
+
+/**
+ * An optional power: drivers that learn of a workload's end as it happens (process) tell it.
+ * The pod lifecycle then reads such a driver's workloads one by one as they change, and lists
+ * them all only now and then; a driver without it is listed on every reconcile pass.
+ */
+export interface WorkloadWatcher {
+  /**
+   * Calls `listener` with a workload's id when it ended on its own (or was found ended), until
+   * the returned function is called.
+   */
+  watch(listener: (id: string) => void): () => void
+}
+
+export function canWatchWorkloads(
+  driver: RuntimeDriver,
+): driver is RuntimeDriver & WorkloadWatcher {
+  return typeof (driver as Partial<WorkloadWatcher>).watch === 'function'
 }
 
 /**

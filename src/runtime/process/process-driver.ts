@@ -13,6 +13,7 @@ import type {
   WorkloadSpec,
   WorkloadState,
   WorkloadStats,
+  WorkloadWatcher,
 } from '../driver.js'
 import { DEFAULT_WORKLOAD_LOG_MAX_BYTES, hasLabels } from '../driver.js'
 import { joinGlobalNetwork } from './global-network.js'
@@ -119,7 +120,7 @@ const LEFTOVER_GRACE_MS = 1_000
  * workload-containment.ts's, stopping workload-stop.ts's, measuring workload-stats.ts's, the
  * record and log pumping tracked-workload.ts's, the disks workload-disks.ts's.
  */
-export class ProcessDriver implements RuntimeDriver {
+export class ProcessDriver implements RuntimeDriver, WorkloadWatcher {
   readonly name = 'process'
 
   private readonly stateDir: string
