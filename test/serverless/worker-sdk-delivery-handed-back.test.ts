@@ -26,7 +26,10 @@ import {
  */
 
 describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
-  const { createEndpoint, submit, status, finished, start } = deliverySuite(store)
+  // Its tests run on a platform of their own (below), on a clock they move.
+  const { createEndpoint, submit, status, finished, start } = deliverySuite(store, {
+    withPlatform: false,
+  })
 
   describe('a job handed back to the worker that holds it (its lease ran out)', () => {
     // The platform's clock decides the leases; no heartbeat during a test (pingIntervalMs 60 s).

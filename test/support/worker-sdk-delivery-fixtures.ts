@@ -114,9 +114,13 @@ export function serverLog(seen: {
  * `describe`, where it adds the hooks that start the platform (its log in `urls`), stop the
  * workers `start` started and run `cleanups` after each test (starting the platform again
  * when the test left it stopped), and close it at the end. `platform()` is the running platform,
- * from the first `beforeAll` on.
+ * from the first `beforeAll` on. `withPlatform: false`: no platform of its own, for tests that
+ * pass theirs to each call.
  */
-export function deliverySuite(store: StoreKind) {
+export function deliverySuite(
+  store: StoreKind,
+  { withPlatform = true }: { withPlatform?: boolean } = {},
+) {
   let platform: RestartablePlatform
   const urls: string[] = []
   const workers: WorkerHandle[] = []
@@ -166,6 +170,7 @@ export function deliverySuite(store: StoreKind) {
     urls.slice(from).filter((url) => url.startsWith(`/v2/${endpointId}/${route}/`))
 
   beforeAll(async () => {
+    if (!withPlatform) return
     platform = await startRestartablePlatform(
       store,
       {},
@@ -175,7 +180,7 @@ export function deliverySuite(store: StoreKind) {
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((worker) => worker.stop({ gracePeriodMs: 0 })))
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-    await platform.start()
+    await platform?.start()
   })
   afterAll(async () => {
     await platform?.close()
