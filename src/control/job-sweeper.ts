@@ -49,7 +49,7 @@ export class JobSweeper {
   /**
    * Starts sweeping, on the replica that leads. The platform may have been away (stopped,
    * crashed, or no replica leading) for longer than a lease, while its workers kept running
-   * their jobs: their heartbeats found nobody to renew them. So the first sweep renews every
+   * their jobs: their heartbeats found nobody to renew them. So it first renews every
    * running job's lease to a full lease from now before it looks for expired ones: workers get a
    * whole lease to report back, instead of losing finished work to a sweep in the first second
    * (docs/serverless-queue.md, "Guarantees"). It resolves once they are renewed, and the leader

@@ -63,8 +63,8 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     )
     cleanups.push(() => short.close())
     // The worker reaches the platform through a proxy that keeps refusing (503) after the
-    // platform is back, until its first sweep has run: the sweep comes before the worker can
-    // report.
+    // platform is back, until it has renewed the running leases, as the leader does before its
+    // loops run: the renewal comes before the worker can report.
     const proxy = await startAnswerProxy(() => short.url)
     cleanups.push(() => proxy.close())
     const id = await createEndpoint(short)
@@ -91,7 +91,7 @@ describe.each(restartableStores())('podyard/worker delivery on %s', (store) => {
     await sleep(7_000)
     proxy.rule = () => ({ status: 503, body: 'still starting' })
     await short.start()
-    await eventually('the first sweep renewed the lease', () =>
+    await eventually('the leases renewed at start', () =>
       seen.messages.some((message) => message.startsWith('renewed the running jobs')),
     )
     proxy.rule = () => 'forward'
