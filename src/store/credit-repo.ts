@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely'
 import type { AccountCredit, CreditEntry, CreditKind } from '../domain/billing/credits.js'
 import type { CreditRepo } from '../domain/billing/ports.js'
 import type { CreditLedgerTable, Database } from './database-schema.js'
+import { changesOf, Statement } from './raw-sql.js'
 
 function entryOf(row: Selectable<CreditLedgerTable>): CreditEntry {
   return {
@@ -27,14 +28,20 @@ function ledgerRow(entry: CreditEntry) {
   }
 }
 
+/**
+ * The ledger's statements, which a meter tick runs for every running resource: as SQL text
+ * (raw-sql.ts), not built through Kysely, whose building and compiling cost more than the
+ * statements themselves (bench/README.md).
+ */
+const growLedgerEntryStatement = new Statement(
+  'insert into credit_ledger (id, account_id, amount_nano, kind, note, created_by, created_at) ' +
+    'values (?, ?, ?, ?, ?, ?, ?) on conflict (id) ' +
+    'do update set amount_nano = credit_ledger.amount_nano + excluded.amount_nano',
+)
 /** One statement: two concurrent entries each add their own amount. */
-async function moveBalance(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
-  await trx
-    .updateTable('accounts')
-    .set((eb) => ({ balance_nano: eb('balance_nano', '+', entry.amountNano) }))
-    .where('id', '=', entry.accountId)
-    .execute()
-}
+const moveBalanceStatement = new Statement(
+  'update accounts set balance_nano = balance_nano + ? where id = ?',
+)
 
 /**
  * Writes the entry and moves the balance by its amount; call it inside a transaction (the
@@ -42,25 +49,35 @@ async function moveBalance(trx: Kysely<Database>, entry: CreditEntry): Promise<v
  */
 export async function appendLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
   await trx.insertInto('credit_ledger').values(ledgerRow(entry)).execute()
-  await moveBalance(trx, entry)
+  await changesOf(trx, moveBalanceStatement, [entry.amountNano, entry.accountId])
 }
 
 /**
- * Adds a charge to the ledger entry of the same id, or starts it: the meter's entry of one
- * resource and hour grows tick by tick (docs/billing.md, "Ledger"). The balance moves by the
- * amount added, so the sum of the entries stays the balance.
+ * Adds each charge to the ledger entry of the same id, or starts it: the meter's entry of one
+ * resource and hour grows tick by tick (docs/billing.md, "Ledger"). Each account's balance moves
+ * once, by the sum of its charges, so the sum of the entries stays the balance. Call it inside a
+ * transaction (the billing meter writes its usage in the same one).
  */
-export async function addToLedgerEntry(trx: Kysely<Database>, entry: CreditEntry): Promise<void> {
-  await trx
-    .insertInto('credit_ledger')
-    .values(ledgerRow(entry))
-    .onConflict((oc) =>
-      oc.column('id').doUpdateSet((eb) => ({
-        amount_nano: eb('credit_ledger.amount_nano', '+', eb.ref('excluded.amount_nano')),
-      })),
-    )
-    .execute()
-  await moveBalance(trx, entry)
+export async function addToLedgerEntries(
+  trx: Kysely<Database>,
+  entries: readonly CreditEntry[],
+): Promise<void> {
+  const moves = new Map<string, number>()
+  for (const entry of entries) {
+    await changesOf(trx, growLedgerEntryStatement, [
+      entry.id,
+      entry.accountId,
+      entry.amountNano,
+      entry.kind,
+      entry.note,
+      entry.createdBy,
+      entry.createdAt,
+    ])
+    moves.set(entry.accountId, (moves.get(entry.accountId) ?? 0) + entry.amountNano)
+  }
+  for (const [accountId, amountNano] of moves) {
+    await changesOf(trx, moveBalanceStatement, [amountNano, accountId])
+  }
 }
 
 export async function readCredit(

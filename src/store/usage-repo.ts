@@ -16,7 +16,7 @@ import {
   type UsageRecord,
   type UsageResourceKind,
 } from '../domain/billing/usage.js'
-import { addToLedgerEntry, readCredit } from './credit-repo.js'
+import { addToLedgerEntries, readCredit } from './credit-repo.js'
 import type { Database, UsageMetersTable } from './database-schema.js'
 import { changesOf, Statement } from './raw-sql.js'
 
@@ -128,7 +128,7 @@ export class KyselyUsageRepo implements UsageRepo, UsageRecorder {
           if (Number(deleted.numDeletedRows) !== 1) throw new MeterConflict()
         }
         for (const record of commit.records) await addUsage(trx, record)
-        for (const charge of commit.charges) await addToLedgerEntry(trx, charge)
+        await addToLedgerEntries(trx, commit.charges)
         const credit = await readCredit(trx, commit.accountId)
         if (!credit) throw new Error(`account ${commit.accountId} vanished during a meter tick`)
         return credit
