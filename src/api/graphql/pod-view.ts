@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { gpuShare } from '../../domain/catalog/capacity.js'
 import { findCpuFlavor } from '../../domain/catalog/cpu-flavors.js'
-import type { Fleet, Host } from '../../domain/catalog/fleet.js'
+import type { Host } from '../../domain/catalog/fleet.js'
 import { findGpuType } from '../../domain/catalog/gpu-types.js'
 import type { Pod, PodRuntime, PodStatus } from '../../domain/pods/pod.js'
 import { costOf } from '../../domain/pods/pod-rules.js'
@@ -79,11 +79,14 @@ export function runtimeView(pod: Pod, runtime: PodRuntime): RuntimeView {
 }
 
 /** vCPUs and memory the pod holds: the instance's for CPU pods, the host share for GPU pods. */
-function resourcesOf(pod: Pod, hosts: readonly Host[]): { vcpus: number; memoryGb: number } {
+function resourcesOf(
+  pod: Pod,
+  hostOf: (id: string) => Host | undefined,
+): { vcpus: number; memoryGb: number } {
   if (pod.compute.kind === 'cpu') {
     return { vcpus: pod.compute.vcpuCount, memoryGb: pod.compute.memoryGb }
   }
-  const host = hosts.find((h) => h.id === pod.hostId)
+  const host = pod.hostId === null ? undefined : hostOf(pod.hostId)
   return host ? gpuShare(host, pod.compute.gpuCount) : { vcpus: 0, memoryGb: 0 }
 }
 
@@ -92,9 +95,8 @@ function lastStatusChangeOf(pod: Pod): string {
 }
 
 export interface PodViewDeps {
-  fleet: Fleet
-  /** The hosts as they offer themselves (a GPU pod's share is of these); the fleet's if absent. */
-  hosts?: () => readonly Host[]
+  /** The host of an id as it offers itself (a GPU pod's share is of it). */
+  hostOf: (id: string) => Host | undefined
   now: () => Date
   runtimeOf: (pod: Pod) => Promise<PodRuntime | null>
 }
@@ -104,7 +106,7 @@ export interface PodViewDeps {
  * when a document selects it (graphql-js calls function-valued fields).
  */
 export function podView(pod: Pod, deps: PodViewDeps) {
-  const { vcpus, memoryGb } = resourcesOf(pod, deps.hosts?.() ?? deps.fleet.hosts)
+  const { vcpus, memoryGb } = resourcesOf(pod, deps.hostOf)
   const volumeMount = pod.mounts.persistent ?? pod.mounts.network?.[0]
   const uptimeSeconds =
     pod.status === 'RUNNING' && pod.startedAt

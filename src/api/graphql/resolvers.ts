@@ -168,8 +168,7 @@ export function buildResolvers(services: GraphqlServices): IResolvers {
   }
   const view = (pod: Pod) =>
     podView(pod, {
-      fleet: catalog.fleet,
-      hosts: () => catalog.hosts(),
+      hostOf: (id) => catalog.host(id),
       now: () => clock.now(),
       runtimeOf: (p) => pods.runtimeOf(p),
     })

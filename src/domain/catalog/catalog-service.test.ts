@@ -260,6 +260,18 @@ describe('CatalogService on the demo fleet', () => {
     })
   })
 
+  it('finds a host by id as it offers itself, also after its offer changed', () => {
+    const declared = host('eu-ro-1-l40s-1')!
+    let offered: readonly Host[] = demoFleet.hosts
+    const reporting = new CatalogService(demoFleet, repo, undefined, () => offered)
+    expect(reporting.host(declared.id)).toBe(declared)
+    expect(reporting.host('no-such-host')).toBeUndefined()
+    // The host reported fewer vCPUs: the board hands out another array with its lowered offer.
+    const lowered = { ...declared, vcpus: 8 }
+    offered = demoFleet.hosts.map((h) => (h.id === declared.id ? lowered : h))
+    expect(reporting.host(declared.id)).toBe(lowered)
+  })
+
   it('counts no stock on hosts that take no new pods (DOWN, cordoned, draining)', async () => {
     let unavailable: Record<string, string> = {}
     const gated = new CatalogService(demoFleet, repo, () => unavailable)

@@ -203,6 +203,22 @@ export class CatalogService {
     return this.offeredHosts()
   }
 
+  // A pod's answer names its host's share: a scan of 10 000 hosts per read cost more than the
+  // read (bench/README.md). Rebuilt when the offered hosts are another array (a host's offer
+  // changed, or the fleet was reloaded).
+  private hostsIndexed: readonly Host[] | undefined
+  private hostIndex = new Map<string, Host>()
+
+  /** The host of this id as it offers itself (hosts()), from a map by id. */
+  host(id: string): Host | undefined {
+    const hosts = this.offeredHosts()
+    if (this.hostsIndexed !== hosts) {
+      this.hostIndex = new Map(hosts.map((h) => [h.id, h]))
+      this.hostsIndexed = hosts
+    }
+    return this.hostIndex.get(id)
+  }
+
   /** Hosts and what they hold now, for placement decisions. */
   async snapshot(): Promise<FleetSnapshot> {
     return {
