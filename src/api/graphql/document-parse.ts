@@ -29,3 +29,45 @@ export function parseDocument(source: string): ParsedDocument {
     throw error
   }
 }
+
+/** A document that parsed, and the limit errors of query-limits.ts once they were asked for. */
+interface CheckedDocument {
+  document: DocumentNode
+  overLimits?: readonly GraphQLError[]
+}
+
+/**
+ * Documents that parsed, by their text: a client sends the same few documents again and again,
+ * and parsing one and walking it for the limits cost about 6 µs of each pod query's CPU
+ * (bench/README.md). Bounded in count and in the length of a text kept; the oldest is dropped
+ * first. A document that does not parse is not kept (its answer is an error anyway).
+ */
+export class ParsedDocuments {
+  private readonly kept = new Map<string, CheckedDocument>()
+
+  constructor(
+    private readonly limits: (document: DocumentNode) => readonly GraphQLError[],
+    private readonly maxCount = 1_000,
+    private readonly maxLength = 16_384,
+  ) {}
+
+  /** parseDocument(source), from what is kept when the text was parsed before. */
+  parse(source: string): ParsedDocument {
+    const kept = this.kept.get(source)
+    if (kept) return { ok: true, document: kept.document }
+    const parsed = parseDocument(source)
+    if (parsed.ok && source.length <= this.maxLength) {
+      if (this.kept.size >= this.maxCount) this.kept.delete(this.kept.keys().next().value!)
+      this.kept.set(source, { document: parsed.document })
+    }
+    return parsed
+  }
+
+  /** The limit errors of a document `parse` returned, walked once per text kept. */
+  overLimits(source: string, document: DocumentNode): readonly GraphQLError[] {
+    const kept = this.kept.get(source)
+    if (kept?.document !== document) return this.limits(document)
+    kept.overLimits ??= this.limits(document)
+    return kept.overLimits
+  }
+}

@@ -14,7 +14,7 @@ import { traceOriginOf } from '../http/trace-context.js'
 import type { TraceOrigin } from '../../shared/tracing.js'
 import { GRAPHIQL_HTML } from './graphiql-page.js'
 import { MAX_DOCUMENT_TOKENS } from './document-budget.js'
-import { parseDocument } from './document-parse.js'
+import { ParsedDocuments } from './document-parse.js'
 import {
   budgetContext,
   ExecutionBudget,
@@ -140,7 +140,7 @@ function requestOf(request: FastifyRequest): {
 export const GRAPHQL_BODY_LIMIT = 1024 * 1024
 
 /** A document refused before it runs: over its budget or its limits, or not GraphQL (HTTP 400). */
-function sendDocumentErrors(reply: FastifyReply, errors: GraphQLError[]): FastifyReply {
+function sendDocumentErrors(reply: FastifyReply, errors: readonly GraphQLError[]): FastifyReply {
   return reply
     .code(400)
     .type('application/json')
@@ -167,6 +167,7 @@ export async function graphqlRoutes(
 
   await app.register(async (api) => {
     const budgets = new WeakMap<FastifyRequest, ExecutionBudget>()
+    const documents = new ParsedDocuments(queryLimitErrors)
 
     api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
       const { query, operationName, jsonParameters } = requestOf(request)
@@ -193,7 +194,7 @@ export async function graphqlRoutes(
       // it is answered at once, with nothing parsed or walked and no key looked up. Then it is
       // parsed here, so that one that does not parse is answered as a syntax error: mercurius
       // would try it as a JSON-encoded syntax tree.
-      const parsed = typeof query === 'string' ? parseDocument(query) : undefined
+      const parsed = typeof query === 'string' ? documents.parse(query) : undefined
       if (parsed?.ok === false && parsed.overBudget) {
         return sendDocumentErrors(reply, [parsed.error])
       }
@@ -215,7 +216,7 @@ export async function graphqlRoutes(
       if (parsed?.ok === false) return sendDocumentErrors(reply, [parsed.error])
       // The field and depth limits (query-limits.ts), in one linear pass, before graphql-js's
       // validation: some of its rules are quadratic in the fields of a document.
-      const overLimits = parsed ? queryLimitErrors(parsed.document) : []
+      const overLimits = parsed ? documents.overLimits(query as string, parsed.document) : []
       if (overLimits.length > 0) return sendDocumentErrors(reply, overLimits)
     })
 
