@@ -270,7 +270,7 @@ describe('without a usable sandbox (bubblewrap forced missing)', () => {
   let decoy: ChildProcess
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ bwrapPath: '/nonexistent/bwrap' })
+    platform = await startTestPlatform({ bwrapPath: '/nonexistent/bwrap', sandbox: 'auto' })
     api = apiAt(platform.url)
     attackerKey = await otherAccountKey(platform, 'attacker@example.com')
     // Stands in for the server as the target of an unsandboxed pod's signal and environ read.

@@ -41,12 +41,14 @@ localHost: false
 
 /**
  * Counts its starts in a file of the network volume, prints the count, and answers on its
- * published port with its id and the count.
+ * published port with its id and the count. The volume is at /runpod-volume in a sandbox, and
+ * at PODYARD_MOUNT_RUNPOD_VOLUME without one (docs/runtime.md, "Mounts").
  */
 const COUNT_VISITS = [
-  'echo visit >> /runpod-volume/visits',
-  'echo "visits $(wc -l < /runpod-volume/visits)"',
-  `exec node -e 'require("http").createServer((q, r) => r.end(process.env.RUNPOD_POD_ID + " " + require("fs").readFileSync("/runpod-volume/visits", "utf8").trim().split("\\n").length)).listen(Number(process.env.RUNPOD_TCP_PORT_8080))'`,
+  'volume="${PODYARD_MOUNT_RUNPOD_VOLUME:-/runpod-volume}"',
+  'echo visit >> "$volume/visits"',
+  'echo "visits $(wc -l < "$volume/visits")"',
+  `exec node -e 'require("http").createServer((q, r) => r.end(process.env.RUNPOD_POD_ID + " " + require("fs").readFileSync((process.env.PODYARD_MOUNT_RUNPOD_VOLUME || "/runpod-volume") + "/visits", "utf8").trim().split("\\n").length)).listen(Number(process.env.RUNPOD_TCP_PORT_8080))'`,
 ].join('\n')
 
 interface PodJson {

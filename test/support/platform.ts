@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pino, type Logger } from 'pino'
@@ -12,6 +12,7 @@ import { removeDataDir } from './processes.js'
 import { TestResolver } from './test-resolver.js'
 import { KyselyAccountRepo } from '../../src/store/account-repo.js'
 import { KyselyApiKeyRepo } from '../../src/store/api-key-repo.js'
+import { ProcessDriver } from '../../src/runtime/process/process-driver.js'
 
 export const TEST_ADMIN_KEY = 'pyd_test-admin-key-0123456789'
 
@@ -51,6 +52,35 @@ export interface TestPlatformOptions {
   fleetYaml?: string
 }
 
+let machineSandbox: Promise<Config['sandbox']> | undefined
+
+/**
+ * The `sandbox` of a test platform whose test does not choose one: the default, `auto`, where
+ * this machine can sandbox another account's workloads (bubblewrap, and pasta for their network,
+ * as CI installs); `none` where it cannot, so that the suite runs on a machine with nothing but
+ * Node.js and npm (README), where `auto` refuses every pod but the admin's. Decided once per
+ * test process, the way the process driver decides it, and said once on stderr. The suites of
+ * containment itself choose their settings (test/containment/).
+ */
+export function sandboxOfThisMachine(): Promise<Config['sandbox']> {
+  machineSandbox ??= (async () => {
+    const stateDir = mkdtempSync(path.join(tmpdir(), 'podyard-sandbox-check-'))
+    const driver = new ProcessDriver({ stateDir, sandbox: 'auto', network: 'isolated' })
+    try {
+      const isolation = await driver.isolation()
+      if (isolation.level !== 'none') return 'auto'
+      process.stderr.write(
+        `test platforms run workloads with sandbox: none, as this machine cannot sandbox them (${isolation.detail}); CI installs bubblewrap and passt\n`,
+      )
+      return 'none'
+    } finally {
+      await driver.close()
+      rmSync(stateDir, { recursive: true, force: true })
+    }
+  })()
+  return machineSandbox
+}
+
 /** A real platform: SQLite file in a temp dir, real HTTP on a free port, the demo fleet. */
 export async function startTestPlatform(
   overrides: TestConfig = {},
@@ -62,7 +92,8 @@ export async function startTestPlatform(
     writeFileSync(path.join(dataDir, 'fleet.yaml'), options.fleetYaml)
     fleet = { fleet: path.join(dataDir, 'fleet.yaml') }
   }
-  const config = testConfig(dataDir, { ...fleet, ...overrides })
+  const sandbox = overrides.sandbox ?? (await sandboxOfThisMachine())
+  const config = testConfig(dataDir, { ...fleet, sandbox, ...overrides })
   const platform = await startPlatform(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
