@@ -61,6 +61,8 @@ export function workerHostRules(
       const models = endpoint.accountId === parts.accounts.modelsAccount.id
       // One answer per driver and data center: the hosts of one engine share it, and a data
       // center's shared storage leaves the endpoint's volumes unbounded on each of its hosts.
+      // The answers are awaited after the pass over the hosts (10 000 of them on a large fleet,
+      // every second), not once per host.
       const isolationReasons = new Map<RuntimeDriver, Map<string, Promise<string | null>>>()
       const isolationReason = (driver: RuntimeDriver, dataCenterId: string) => {
         const ofDriver = isolationReasons.get(driver) ?? new Map()
@@ -73,10 +75,10 @@ export function workerHostRules(
         }
         return reason
       }
+      const isolationOf = new Map<Promise<string | null>, string[]>()
       for (const host of fleet.hosts) {
         if (out[host.id] !== undefined) continue
-        const processHost = onProcessDriver(host.id)
-        if (models && !processHost) {
+        if (models && !onProcessDriver(host.id)) {
           out[host.id] =
             "runs no model workers (the platform's models run under the process driver)"
         } else if (unreachable && runtimeOf(host.id).remote) {
@@ -84,9 +86,14 @@ export function workerHostRules(
             `cannot reach the job API at ${url} (${unreachable}; set workers.jobApiUrl to an ` +
             'address the host reaches)'
         } else {
-          const unisolated = await isolationReason(driverFor(host.id), host.dataCenterId)
-          if (unisolated) out[host.id] = unisolated
+          const reason = isolationReason(driverFor(host.id), host.dataCenterId)
+          const hosts = isolationOf.get(reason) ?? []
+          if (hosts.push(host.id) === 1) isolationOf.set(reason, hosts)
         }
+      }
+      for (const [reason, hostIds] of isolationOf) {
+        const unisolated = await reason
+        if (unisolated) for (const hostId of hostIds) out[hostId] = unisolated
       }
       return out
     },
@@ -106,9 +113,16 @@ export function workerHostRules(
     },
     hostDown: (hostId) => board.down(hostId),
     hostDraining: (hostId) => board.state(hostId)?.schedule === 'DRAINING',
+    // Asked of every driver on every pass: it stops at the first of its hosts that is not DOWN
+    // (the first host, as a rule) instead of collecting all of them.
     driverDown: (driver: RuntimeDriver) => {
-      const served = fleet.hosts.filter((h) => driverFor(h.id) === driver)
-      return served.length > 0 && served.every((h) => board.down(h.id) !== undefined)
+      let serves = false
+      for (const host of fleet.hosts) {
+        if (driverFor(host.id) !== driver) continue
+        if (board.down(host.id) === undefined) return false
+        serves = true
+      }
+      return serves
     },
   }
 }
