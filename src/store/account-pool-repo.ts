@@ -1,15 +1,16 @@
 import type { Kysely } from 'kysely'
 import type { AccountPoolRepo } from '../domain/accounts/account-pools.js'
 import type { Database } from './database-schema.js'
+import { rowsOf, Statement } from './raw-sql.js'
+
+/** Read on every placement (pod create, worker start): as SQL text (raw-sql.ts). */
+const poolsOfStatement = new Statement(
+  'select pool from account_pools where account_id = ? order by pool',
+)
 
 /** The pools an account is bound to, sorted; [] when none. */
 export async function readAccountPools(db: Kysely<Database>, accountId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('account_pools')
-    .select('pool')
-    .where('account_id', '=', accountId)
-    .orderBy('pool')
-    .execute()
+  const rows = await rowsOf<{ pool: string }>(db, poolsOfStatement, [accountId])
   return rows.map((r) => r.pool)
 }
 

@@ -1,7 +1,8 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Selectable } from 'kysely'
 import type { QuotaRepo, QuotaUseReader } from '../domain/quotas/ports.js'
 import { NO_QUOTAS, type AccountQuotas, type QuotaUse } from '../domain/quotas/quota.js'
-import type { Database } from './database-schema.js'
+import type { AccountQuotasTable, Database } from './database-schema.js'
+import { rowsOf, Statement } from './raw-sql.js'
 
 /** The phases of a worker that has been launched and not yet retired: it counts as a worker. */
 const LAUNCHED_WORKER_PHASES = ['STARTING', 'READY']
@@ -9,16 +10,17 @@ const LAUNCHED_WORKER_PHASES = ['STARTING', 'READY']
 const nullable = (value: number | string | null): number | null =>
   value === null ? null : Number(value)
 
+/** Read on every placement (pod create, worker start): as SQL text (raw-sql.ts). */
+const quotasOfStatement = new Statement('select * from account_quotas where account_id = ?')
+
 /** The admin's quotas per account, on SQLite and PostgreSQL alike. */
 export class KyselyQuotaRepo implements QuotaRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async get(accountId: string): Promise<AccountQuotas> {
-    const row = await this.db
-      .selectFrom('account_quotas')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .executeTakeFirst()
+    const [row] = await rowsOf<Selectable<AccountQuotasTable>>(this.db, quotasOfStatement, [
+      accountId,
+    ])
     if (!row) return { ...NO_QUOTAS }
     return {
       gpus: nullable(row.gpus),
