@@ -45,7 +45,7 @@ import { compareKeys, lockedRows } from './lock-order.js'
 import * as stops from './stop-notices.js'
 import { WakeUps } from './wake-ups.js'
 import { queueTablesOf } from './job-tables.js'
-import { WriteBatcher } from './write-batcher.js'
+import { WriteBatcher } from '../shared/write-batcher.js'
 import { CompletionWriter, type Completion, type CompletionOutcome } from './job-completions.js'
 import {
   cancelJobIn,
@@ -90,7 +90,7 @@ export class KyselyJobQueue implements JobQueue {
   private readonly waits: JobWaits
   private readonly onWebhookQueued: (() => void) | undefined
   private readonly secrets: SecretSealer | undefined
-  /** Submissions and completions are group-committed (src/queue/write-batcher.ts). */
+  /** Submissions and completions are group-committed (src/shared/write-batcher.ts). */
   private readonly submissions: WriteBatcher<Job, void>
   private readonly completions: WriteBatcher<Completion, CompletionOutcome>
   /** The hot statements, precompiled for the dialect. */

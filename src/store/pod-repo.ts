@@ -11,12 +11,13 @@ import type {
 import type { Host } from '../domain/catalog/fleet.js'
 import { AllocationLedger } from './allocation-ledger.js'
 import { KyselyAllocationRepo } from './allocation-repo.js'
-import { podStatements } from './pod-statements.js'
+import { eventAppendMany, podStatements } from './pod-statements.js'
 import { readAccountPools } from './account-pool-repo.js'
 import { readQuotaUse } from './quota-repo.js'
 import { changesOf, rowsOf } from './raw-sql.js'
 import type { Database } from './database-schema.js'
 import type { Store } from './open-store.js'
+import { WriteBatcher } from '../shared/write-batcher.js'
 
 function columnsOf(pod: Pod) {
   return {
@@ -102,11 +103,32 @@ export class KyselyPodRepo implements PodRepo {
   }
 }
 
-export class KyselyPodEventRepo implements PodEventRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+/** The most system log lines one insert writes. */
+const EVENT_BATCH = 64
 
-  async append(podId: string, ts: string, line: string): Promise<void> {
-    await changesOf(this.db, podStatements.eventAppend, [podId, ts, line])
+export class KyselyPodEventRepo implements PodEventRepo {
+  /**
+   * Lines are group-committed (shared/write-batcher.ts): each pod's start writes three or four,
+   * and on SQLite a commit of its own costs several times the line (bench/README.md). The
+   * lines of one batch are inserted in the order they were appended, so one pod's keep theirs.
+   */
+  private readonly appends: WriteBatcher<[string, string, string], void>
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.appends = new WriteBatcher({
+      writeOne: async (event) => {
+        await changesOf(this.db, podStatements.eventAppend, event)
+      },
+      writeBatch: async (events) => {
+        await changesOf(this.db, eventAppendMany(events.length), events.flat())
+        return events.map(() => undefined)
+      },
+      maxBatch: EVENT_BATCH,
+    })
+  }
+
+  append(podId: string, ts: string, line: string): Promise<void> {
+    return this.appends.write([podId, ts, line])
   }
 
   async list(

@@ -22,3 +22,16 @@ export const podStatements = {
   ),
   allocationEpoch: new Statement('select epoch from allocation_epoch where id = 1'),
 } as const
+
+const eventAppends = new Map<number, Statement>()
+
+/** `n` system log lines in one insert, each `pod_id, ts, line` in turn (group commit). */
+export function eventAppendMany(n: number): Statement {
+  let statement = eventAppends.get(n)
+  if (statement === undefined) {
+    const rows = Array.from({ length: n }, () => '(?, ?, ?)').join(', ')
+    statement = new Statement(`insert into pod_events (pod_id, ts, line) values ${rows}`)
+    eventAppends.set(n, statement)
+  }
+  return statement
+}

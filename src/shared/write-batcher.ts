@@ -1,9 +1,10 @@
 /**
- * Group commit for the queue's hottest writes. A write that arrives while the store is busy
+ * Group commit for the hottest writes (the job queue's submissions and completions, pods'
+ * system log lines). A write that arrives while the store is busy
  * with the previous batch waits for it and then goes out together with every other write that
  * arrived meanwhile, in one statement or transaction: on SQLite each commit costs far more than
- * the rows it writes (bench/README.md), and on PostgreSQL it saves round trips. An idle queue
- * writes at once (one `setImmediate` later, which gathers the requests read in the same turn).
+ * the rows it writes (bench/README.md), and on PostgreSQL it saves round trips. An idle store
+ * is written at once (one `setImmediate` later, which gathers the requests read in the same turn).
  *
  * Each caller's promise settles with its own result, only after its batch has committed. When a
  * batch fails as a whole, every write in it is retried on its own, so one bad write fails alone.
