@@ -14,6 +14,11 @@ export interface AnchorSettings {
   concurrency: number
   /** graphile-worker: the runner's PostgreSQL pool (its default, and podyard's, is 10). */
   pool: number
+  /**
+   * graphile-worker: `batched` runs it with the batching its docs recommend for throughput
+   * (anchor-graphile-worker.ts); unbatched (its defaults) without it.
+   */
+  batched?: boolean
   /** graphile-worker: the fresh database; BullMQ: the redis-server's URL. */
   url: string
   /** BullMQ: the redis-server's pid, whose CPU is counted beside the anchor's. */

@@ -16,31 +16,34 @@ interface Row {
 export class Figures {
   private readonly rows: Row[] = []
 
-  /** A latency distribution (sorted ms) against p50/p99 targets and an anchor's p50. */
+  /**
+   * A latency distribution (sorted ms) against p50/p99 targets (each percentile `<` its bound,
+   * or `<=` with `relation`) and an anchor's p50.
+   */
   latency(
     what: string,
     sorted: number[],
-    target: { p50?: number; p99?: number },
+    target: { p50?: number; p99?: number; relation?: '<' | '<=' },
     anchor?: { name: string; ms: number },
   ): void {
     const p50 = percentile(sorted, 50)
     const p99 = percentile(sorted, 99)
-    const met =
-      (target.p50 === undefined || p50 < target.p50) &&
-      (target.p99 === undefined || p99 < target.p99)
+    const relation = target.relation ?? '<'
+    const within = (value: number, bound: number | undefined) =>
+      bound === undefined || (relation === '<' ? value < bound : value <= bound)
     this.rows.push({
       what,
       measured: `p50 ${fmt(p50)}, p99 ${fmt(p99)} (${sorted.length} calls)`,
       target: [
-        target.p50 === undefined ? '' : `p50 < ${target.p50} ms`,
-        target.p99 === undefined ? '' : `p99 < ${target.p99} ms`,
+        target.p50 === undefined ? '' : `p50 ${relation} ${target.p50} ms`,
+        target.p99 === undefined ? '' : `p99 ${relation} ${target.p99} ms`,
       ]
         .filter(Boolean)
         .join(', '),
       anchor: anchor
         ? `${anchor.name}: ${fmt(anchor.ms)}; ratio ${(p50 / anchor.ms).toFixed(2)}x`
         : '-',
-      met: met ? 'yes' : 'no',
+      met: within(p50, target.p50) && within(p99, target.p99) ? 'yes' : 'no',
     })
   }
 
@@ -58,6 +61,17 @@ export class Figures {
       target: `>= ${anchor.target}x anchor`,
       anchor: `${anchor.name}: ${anchor.rate.toFixed(0)}; ratio ${ratio.toFixed(2)}x`,
       met: ratio >= anchor.target ? 'yes' : 'no',
+    })
+  }
+
+  /** A rate printed beside another rate with no target: a figure beside, not a goal. */
+  beside(what: string, value: number, other: { name: string; rate: number }, note = ''): void {
+    this.rows.push({
+      what,
+      measured: `${value.toFixed(0)}${note ? ` (${note})` : ''}`,
+      target: '- (a figure beside)',
+      anchor: `${other.name}: ${other.rate.toFixed(0)}; ratio ${(value / other.rate).toFixed(2)}x`,
+      met: '-',
     })
   }
 

@@ -28,7 +28,7 @@ export interface QueueScaleResult {
 }
 
 /** Writes `count` queued no-op jobs of the endpoint into the store; returns a sample of ids. */
-async function fill(
+export async function fill(
   server: BenchServer,
   endpointId: string,
   accountId: string,
@@ -88,7 +88,8 @@ async function fill(
   return sample
 }
 
-async function accountOf(server: BenchServer, endpointId: string): Promise<string> {
+/** The account of the endpoint's jobs, as the store has it on one of them. */
+export async function accountOf(server: BenchServer, endpointId: string): Promise<string> {
   if (server.storeUrl === undefined) {
     const db = new Database(path.join(server.dataDir, 'podyard.db'), { readonly: true })
     try {

@@ -7,8 +7,15 @@
  *   whose role may create databases, on a fresh database there (`--stores=sqlite,postgres`).
  *   Each of `--rounds` rounds is followed by a round of the store's anchor (anchors.ts):
  *   BullMQ + Redis beside SQLite (a redis-server the bench starts; quoted when none is on
- *   PATH), graphile-worker unbatched on a fresh database of the same PostgreSQL beside it.
- * - `runsync`: sequential `/runsync` through one idle warm TS worker (the bench's own).
+ *   PATH), graphile-worker unbatched on a fresh database of the same PostgreSQL beside it, and
+ *   graphile-worker batched (its docs' throughput settings) after it, a figure beside with no
+ *   target. Targets (performance round 3): >= 1.0x BullMQ on SQLite, >= 3x graphile-worker
+ *   unbatched on PostgreSQL.
+ * - `backlog`: the throughput round on SQLite with `--backlogs=0,10000,100000` jobs queued on
+ *   another endpoint that has no worker (backlog.ts), each on a fresh server, `--rounds` times;
+ *   each backlog's jobs/s and its ratio to the first (no backlog).
+ * - `runsync`: sequential `/runsync` through one idle warm TS worker (the bench's own); targets
+ *   p50 <= 1 ms, p99 <= 4 ms (as for `example` and `dev`).
  * - `example`: the same through the README's example (examples/echo-worker.ts) on an endpoint
  *   whose worker the platform starts.
  * - `dev`: the same through `podyard dev examples/echo-worker.ts` (its own platform process).
@@ -21,8 +28,11 @@
  *
  * Throughput options: --jobs=10000 --submitters=32 --rate=0 --client=raw|node
  * --worker-processes=1 --concurrency=64 --warmup=2000 --in-process-workers
- * --worker-auth=worker-key|api-key --rounds=3 --anchors=graphile-worker,bullmq (or none)
- * --anchor-concurrency=<workers x concurrency> --anchor-pool=10. Others: --runsync=1000 (calls per /runsync figure)
+ * --worker-auth=worker-key|api-key --rounds=3
+ * --anchors=graphile-worker,graphile-worker-batched,bullmq (or none)
+ * --anchor-concurrency=<workers x concurrency> --anchor-pool=10 (unbatched; batched runs a pool
+ * of the concurrency + 1). Backlog: --backlogs=0,10000,100000 --backlog-via=store|run (written
+ * straight into the store, or through /run). Others: --runsync=1000 (calls per /runsync figure)
  * --log-level=info --cpu-prof --keep.
  */
 import { spawnSync } from 'node:child_process'
@@ -49,6 +59,7 @@ import {
 import { openThroughputAnchor, type AnchorResult, type ThroughputAnchor } from './anchors.js'
 import { closedLoop, cpuSeconds, startBareHttp } from '../fleet/load.js'
 import { Figures } from './figures.js'
+import { backlogThroughputs } from './backlog.js'
 import { devRunsync } from './dev-runsync.js'
 import { coldStarts, warmManagedRunsync, type WorkerCommand } from './managed-runsync.js'
 import { queueScale } from './queue-scale.js'
@@ -59,7 +70,7 @@ import {
   type ThroughputSettings,
 } from './throughput.js'
 
-const ALL_PARTS = ['throughput', 'runsync', 'example', 'dev', 'python', 'cold', 'scale']
+const ALL_PARTS = ['throughput', 'backlog', 'runsync', 'example', 'dev', 'python', 'cold', 'scale']
 const parts = new Set(option('parts', ALL_PARTS.join(',')).split(','))
 const postgresAdminUrl =
   process.env.PODYARD_BENCH_POSTGRES_URL ?? process.env.PODYARD_TEST_POSTGRES_URL
@@ -78,7 +89,7 @@ const settings: ThroughputSettings = {
 const rounds = Number(option('rounds', '3'))
 const anchorOptions = {
   postgresAdminUrl,
-  enabled: new Set(option('anchors', 'graphile-worker,bullmq').split(',')),
+  enabled: new Set(option('anchors', 'graphile-worker,graphile-worker-batched,bullmq').split(',')),
   settings: {
     jobs: settings.jobs,
     warmup: settings.warmup,
@@ -136,7 +147,7 @@ async function benchWorkerRunsync(server: BenchServer): Promise<void> {
     figures.latency(
       '/runsync, warm TS worker (bench worker)',
       durations,
-      { p50: 1, p99: 4 },
+      { p50: 1, p99: 4, relation: '<=' },
       {
         name: 'runpod-python --rp_serve_api, handler in-process (quoted)',
         ms: 0.55,
@@ -154,8 +165,8 @@ function median(values: number[]): number {
 }
 const jobsPerSecond = (values: number[]) => values.map((v) => v.toFixed(0)).join(', ')
 
-function printAnchorRound(anchor: ThroughputAnchor, result: AnchorResult): void {
-  console.log(`\nanchor ${anchor.name}: ${settings.jobs} no-op jobs (its own child process)`)
+function printAnchorRound(name: string, result: AnchorResult): void {
+  console.log(`\nanchor ${name}: ${settings.jobs} no-op jobs (its own child process)`)
   console.log(
     `  end to end: ${result.jobsPerSecond.toFixed(0)} jobs/s ` +
       `(first add to last completion ${result.seconds.toFixed(2)} s); ` +
@@ -170,8 +181,58 @@ function printAnchorRound(anchor: ThroughputAnchor, result: AnchorResult): void 
 }
 
 /**
+ * One round of an anchor, printed and added to `results`; why it could not be measured when it
+ * failed (undefined when it was).
+ */
+async function anchorRound(
+  name: string,
+  round: () => Promise<AnchorResult>,
+  results: AnchorResult[],
+): Promise<string | undefined> {
+  try {
+    const measured = await round()
+    printAnchorRound(name, measured)
+    results.push(measured)
+    return undefined
+  } catch (error) {
+    return `failed: ${(error as Error).message.split('\n')[0]}`
+  }
+}
+
+/**
+ * The figure of the configuration measured beside the store's anchor (graphile-worker batched):
+ * podyard's rate beside its median, with no target; or why it was not measured.
+ */
+function reportBeside(
+  store: string,
+  rate: number,
+  beside: NonNullable<ThroughputAnchor['beside']>,
+  notMeasured: string | undefined,
+  results: AnchorResult[],
+): void {
+  const what = `/run -> TS worker -> done, ${store} (jobs/s), beside ${beside.label}`
+  if (notMeasured !== undefined || results.length !== rounds) {
+    console.log(`\nanchor ${beside.name}: not measured: ${notMeasured}`)
+    figures.skipped(what, `not measured: ${notMeasured}`)
+    return
+  }
+  const besideRate = median(results.map((r) => r.jobsPerSecond))
+  console.log(
+    `\nbeside it on ${store}: ${beside.name} ${besideRate.toFixed(0)} jobs/s (median; rounds ` +
+      `${jobsPerSecond(results.map((r) => r.jobsPerSecond))}), ` +
+      `${median(results.map((r) => r.cpuMsPerJob)).toFixed(3)} ms CPU per job in its process: ` +
+      `podyard ${(rate / besideRate).toFixed(2)}x`,
+  )
+  figures.beside(what, rate, {
+    name: `${beside.name} (measured, median of ${rounds})`,
+    rate: besideRate,
+  })
+}
+
+/**
  * The throughput part on one store, `rounds` times, each podyard round followed by a round of
- * the store's anchor; the figure is each one's median.
+ * the store's anchor (and of the configuration beside it, if any); the figure is each one's
+ * median.
  */
 async function throughputWithAnchor(store: string): Promise<void> {
   const anchor = await openThroughputAnchor(store, anchorOptions)
@@ -185,19 +246,19 @@ async function throughputWithAnchor(store: string): Promise<void> {
     await withServer(store, async (server) => {
       const ours: ThroughputResult[] = []
       const theirs: AnchorResult[] = []
+      const besides: AnchorResult[] = []
       let notMeasured = anchor.notMeasured
+      let besideNotMeasured = anchor.beside?.notMeasured
       for (let round = 1; round <= rounds; round++) {
         console.log(`\n== throughput on ${store}, round ${round} of ${rounds}`)
         const result = await throughput(server, settings)
         if (!result) return
         ours.push(result)
-        if (notMeasured !== undefined) continue
-        try {
-          const measured = await anchor.round()
-          printAnchorRound(anchor, measured)
-          theirs.push(measured)
-        } catch (error) {
-          notMeasured = `failed: ${(error as Error).message.split('\n')[0]}`
+        if (notMeasured === undefined) {
+          notMeasured = await anchorRound(anchor.name, () => anchor.round(), theirs)
+        }
+        if (anchor.beside && besideNotMeasured === undefined) {
+          besideNotMeasured = await anchorRound(anchor.beside.name, anchor.beside.round, besides)
         }
       }
       const rate = median(ours.map((r) => r.jobsPerSecond))
@@ -224,9 +285,10 @@ async function throughputWithAnchor(store: string): Promise<void> {
       figures.rate(
         `/run -> TS worker -> done, ${store} (jobs/s)`,
         rate,
-        { name: anchorName, rate: anchorRate, target: store === 'postgres' ? 2 : 0.5 },
+        { name: anchorName, rate: anchorRate, target: store === 'postgres' ? 3 : 1 },
         `${median(ours.map((r) => r.serverCpuMsPerJob)).toFixed(3)} ms server CPU/job`,
       )
+      if (anchor.beside) reportBeside(store, rate, anchor.beside, besideNotMeasured, besides)
       figures.value(
         `/run -> TS worker -> done, ${store}: 5xx answers + deadlocks logged (${rounds} round${rounds === 1 ? '' : 's'})`,
         ours.reduce((sum, r) => sum + r.errors5xx + r.deadlocks, 0),
@@ -236,6 +298,44 @@ async function throughputWithAnchor(store: string): Promise<void> {
     })
   } finally {
     await anchor.close()
+  }
+}
+
+/**
+ * The backlog part: the throughput on SQLite with each of `--backlogs` jobs queued on an
+ * endpoint that has no worker (backlog.ts); each backlog's median beside the first one's (no
+ * backlog by default), with the server's CPU per job (a wait shows as fewer jobs/s at the same
+ * CPU per job).
+ */
+async function backlogPart(): Promise<void> {
+  const backlogs = option('backlogs', '0,10000,100000').split(',').map(Number)
+  const via = option('backlog-via', 'store') === 'run' ? 'run' : 'store'
+  const results = await backlogThroughputs(backlogs, via, rounds, settings, (run) =>
+    withServer('sqlite', run),
+  )
+  const first = results.get(backlogs[0]!)!
+  if (first.length === 0) return // no workers: nothing completes
+  const firstRate = median(first.map((r) => r.jobsPerSecond))
+  console.log('')
+  for (const backlog of backlogs) {
+    const measured = results.get(backlog)!
+    const rate = median(measured.map((r) => r.jobsPerSecond))
+    const cpuMsPerJob = median(measured.map((r) => r.serverCpuMsPerJob))
+    // The share of a core the server was busy: lower at the same CPU per job means it waited
+    // (for a CPU the machine's other processes had, or for something else).
+    const busy = 100 * median(measured.map((r) => r.serverCoreShare))
+    console.log(
+      `backlog ${backlog}: ${rate.toFixed(0)} jobs/s (median; rounds ` +
+        `${jobsPerSecond(measured.map((r) => r.jobsPerSecond))}), ${cpuMsPerJob.toFixed(3)} ms ` +
+        `server CPU per job, server busy ${busy.toFixed(0)}% of a core: ` +
+        `${(rate / firstRate).toFixed(2)}x of ${backlogs[0]} queued`,
+    )
+    figures.beside(
+      `/run -> TS worker -> done, sqlite, ${backlog} queued on a worker-less endpoint (jobs/s)`,
+      rate,
+      { name: `the same with ${backlogs[0]} queued (median of ${rounds})`, rate: firstRate },
+      `${cpuMsPerJob.toFixed(3)} ms server CPU/job, ${busy.toFixed(0)}% of a core`,
+    )
   }
 }
 
@@ -308,6 +408,7 @@ async function main(): Promise<void> {
     if (parts.has('throughput')) {
       for (const store of stores) await throughputWithAnchor(store)
     }
+    if (parts.has('backlog')) await backlogPart()
     if (['runsync', 'example', 'python', 'cold'].some((p) => parts.has(p))) {
       await withServer('sqlite', async (server) => {
         if (parts.has('runsync')) await benchWorkerRunsync(server)
@@ -324,6 +425,7 @@ async function main(): Promise<void> {
           figures.latency("/runsync, README's example on a managed endpoint", durations, {
             p50: 1,
             p99: 4,
+            relation: '<=',
           })
         }
         if (parts.has('dev')) {
@@ -331,6 +433,7 @@ async function main(): Promise<void> {
           figures.latency('/runsync, `podyard dev examples/echo-worker.ts`', durations, {
             p50: 1,
             p99: 4,
+            relation: '<=',
           })
         }
         if (parts.has('python')) await pythonRunsync(server)

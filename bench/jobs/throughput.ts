@@ -45,9 +45,13 @@ export interface ThroughputResult {
   /** HTTP requests the server answered per job (every route but /health). */
   requestsPerJob: number
   latencyP50: number
+  /**
+   * The server's CPU over the round's wall time: the share of one core it was busy (over 1 when
+   * its threads, the SQLite checkpointer and the garbage collector's, ran beside the event loop).
+   */
+  serverCoreShare: number
 }
 
-/** Requests the server has answered so far, per route (from /metrics). */
 /** Answers of status 500 or more so far (from /metrics), and the server log's deadlocks. */
 export async function serverErrors(
   server: BenchServer,
@@ -61,6 +65,7 @@ export async function serverErrors(
   return { errors5xx, deadlocks: log.match(/deadlock detected/g)?.length ?? 0 }
 }
 
+/** Requests the server has answered so far, per route (from /metrics). */
 export async function requestCounts(server: BenchServer): Promise<Map<string, number>> {
   const text = (await request('GET', `${server.url}/metrics`)).text
   const counts = new Map<string, number>()
@@ -319,6 +324,7 @@ export async function throughput(
     serverCpuMsPerJob: (1000 * serverCpu) / settings.jobs,
     requestsPerJob,
     latencyP50: percentile(latencies, 50),
+    serverCoreShare: serverCpu / wall,
   }
 }
 
