@@ -1,7 +1,7 @@
 /**
  * The fleet benchmark's measuring tools (bench/README.md): closed-loop HTTP load over the jobs
- * bench's raw client, a bare node:http anchor in a process of its own, percentiles,
- * and what /proc says of the server process.
+ * bench's raw client, the anchors (bare node:http, Fastify + SQLite, mercurius), each in a
+ * process of its own, percentiles, and what /proc says of the server process.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -213,5 +213,27 @@ export async function startFastifySqlite(ids: readonly string[], body: string): 
     body,
     fastify: require.resolve('fastify'),
     sqlite: require.resolve('better-sqlite3'),
+  })
+}
+
+/**
+ * The GraphQL anchor: mercurius on Fastify (what podyard's `/graphql` is built on) in a process
+ * of its own, with a schema of one field, answering `{ hello }` and nothing else.
+ */
+export async function startMercuriusHello(): Promise<Anchor> {
+  const require = createRequire(import.meta.url)
+  const source = `
+    const Fastify = require(anchorData.fastify)
+    const mercurius = require(anchorData.mercurius)
+    const app = Fastify({ logger: false })
+    app.register(mercurius, {
+      schema: 'type Query { hello: String }',
+      resolvers: { Query: { hello: async () => 'world' } },
+    })
+    app.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log(app.server.address().port))
+  `
+  return startAnchorProcess(source, {
+    fastify: require.resolve('fastify'),
+    mercurius: require.resolve('mercurius'),
   })
 }

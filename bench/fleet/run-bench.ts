@@ -6,7 +6,12 @@
  * fork and exec): creates `--pods` pods from `--creators` clients and prints the create rate per
  * 500 pods (flat or not), then, with every pod RUNNING, the idle server's CPU, and
  * `GET /v2/pods/{id}` latency (one client) and requests per second at `--clients` clients,
- * interleaved round by round with a bare node:http anchor that answers the same body.
+ * interleaved round by round with a bare node:http anchor that answers the same body
+ * (bench/fleet/pod-reads.ts), and the GraphQL `pod` query at `--clients` clients, interleaved
+ * with mercurius answering `{ hello }` (bench/fleet/graphql-reads.ts).
+ *
+ * Part `read-growth`, on the same fleet: pods created up to each count of `--growth`, and at each
+ * `GET /v2/pods/{id}` p50 and p99 at one client (bench/fleet/read-growth.ts).
  *
  * Part 2, the process driver with real processes (`exec sleep infinity`, no sandbox) on a small
  * simulated fleet: `--process-pods` pods; idle CPU; the same reads (their runtime block now from
@@ -18,9 +23,12 @@
  * bench's options) on a fresh SQLite data dir in the temp directory.
  *
  * Options: --hosts=10000 --pods=2000 --warmup=500 --creators=16 --clients=50 --seconds=3 --rounds=3
- * --latency-requests=2000 --idle-seconds=10 --process-pods=2000 --terminate=1000
- * --port-pods=20 --part=all|record|process --max-create-seconds=300 --cpu-prof --idle-only
- * (each part ends after its idle measurement) --keep
+ * --latency-requests=2000 --idle-seconds=60 --process-pods=2000 --terminate=1000
+ * --port-pods=20 --growth=10,1000,10000 --part=all|record|read-growth|process
+ * --max-create-seconds=300 --cpu-prof --idle-only (each part ends after its idle measurement)
+ * --keep
+ *
+ * The figures with a target are printed again at the end as one table (fleet-figures.ts).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
@@ -29,18 +37,11 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { BENCH_ADMIN_KEY, startBenchServer, type BenchServer } from '../bench-server.js'
 import { RawHttpConnection } from '../jobs/raw-http.js'
-import {
-  closedLoop,
-  cpuSeconds,
-  loadAverage,
-  median,
-  memoryMb,
-  percentile,
-  sequential,
-  sleep,
-  startBareHttp,
-  startFastifySqlite,
-} from './load.js'
+import { FleetFigures, fmt, met } from './fleet-figures.js'
+import { graphqlReads } from './graphql-reads.js'
+import { cpuSeconds, loadAverage, memoryMb, percentile, sleep } from './load.js'
+import { podReads, type ReadBench } from './pod-reads.js'
+import { readGrowth } from './read-growth.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ADMIN_KEY = BENCH_ADMIN_KEY
@@ -73,6 +74,11 @@ const settings = {
   processPods: Number(option('process-pods', '2000')),
   terminate: Number(option('terminate', '1000')),
   portPods: Number(option('port-pods', '20')),
+  /** The pod counts of part read-growth, ascending. */
+  growth: option('growth', '10,1000,10000')
+    .split(',')
+    .map(Number)
+    .sort((a, b) => a - b),
   part: option('part', 'all'),
   maxCreateSeconds: Number(option('max-create-seconds', '300')),
   cpuProf: flag('cpu-prof'),
@@ -81,17 +87,27 @@ const settings = {
   keep: flag('keep'),
 }
 
+/** The targets of performance round 3 (bench/README.md). */
 const TARGETS = {
-  idleCpuPercent: 5,
+  /** Of a core, with every pod of part 1 RUNNING (2 500 by default); 5 in round 2. */
+  idleCpuPercent: 2,
   getP50Ms: 2,
+  /** `GET /v2/pods/{id}` at `--clients` clients over bare node:http's requests per second. */
   getRatio: 0.5,
-  createsPerSecond: 500,
+  /** The GraphQL `pod` query at `--clients` clients over mercurius's `{ hello }`. */
+  graphqlRatio: 0.5,
+  /** On `--hosts` (10 000) hosts; 500 in round 2. */
+  createsPerSecond: 2000,
   portRunningP50Ms: 300,
+  /**
+   * The one-client p50 of `GET /v2/pods/{id}` at the largest `--growth` count over the
+   * smallest's: flat (1.5x is wider than what identical runs vary by here, about a fifth).
+   */
+  readGrowthRatio: 1.5,
 }
 
-const fmt = (n: number, digits = 2) => n.toFixed(digits)
-const ratio = (value: number, anchor: number) => `${fmt(value / anchor, 2)}x`
-const met = (ok: boolean) => (ok ? 'met' : 'NOT MET')
+const figures = new FleetFigures()
+const reads: ReadBench = { settings, targets: TARGETS, figures }
 
 type Server = BenchServer
 
@@ -260,86 +276,6 @@ async function idleCpu(server: Server): Promise<{ percent: number; rssMb: number
   }
 }
 
-/**
- * GET /v2/pods/{id} as the member that owns the pods against the bare node:http anchor, round
- * by round; medians, and each process's CPU per request over all rounds.
- */
-async function podReads(
-  server: Server,
-  ids: string[],
-  label: string,
-  headers: Record<string, string>,
-): Promise<void> {
-  const pick = () => ({
-    method: 'GET',
-    path: `/v2/pods/${ids[Math.floor(Math.random() * ids.length)]}`,
-  })
-  const sample = await call(server, 'GET', `/v2/pods/${ids[0]}`, undefined, headers)
-  const body = JSON.stringify(sample.json)
-  const anchor = await startBareHttp(body)
-  const framework = await startFastifySqlite(ids, body)
-  try {
-    // Warm-up of all three (JIT), not counted.
-    await closedLoop(server.url, settings.clients, 1, pick, headers)
-    await closedLoop(anchor.url, settings.clients, 1, pick, headers)
-    await closedLoop(framework.url, settings.clients, 1, pick, headers)
-    const latency = await sequential(server.url, settings.latencyRequests, pick, headers)
-    const anchorLatency = await sequential(anchor.url, settings.latencyRequests, pick, headers)
-    const ours: number[] = []
-    const theirs: number[] = []
-    const frameworks: number[] = []
-    const cpuBefore = cpuSeconds(server.pid)
-    const anchorCpuBefore = cpuSeconds(anchor.pid)
-    const frameworkCpuBefore = cpuSeconds(framework.pid)
-    let served = 0
-    let anchorServed = 0
-    let frameworkServed = 0
-    let failures = 0
-    const failed: string[] = []
-    for (let round = 0; round < settings.rounds; round++) {
-      const a = await closedLoop(anchor.url, settings.clients, settings.seconds, pick, headers)
-      const b = await closedLoop(server.url, settings.clients, settings.seconds, pick, headers)
-      const c = await closedLoop(framework.url, settings.clients, settings.seconds, pick, headers)
-      theirs.push(a.perSecond)
-      ours.push(b.perSecond)
-      frameworks.push(c.perSecond)
-      served += b.requests
-      anchorServed += a.requests
-      frameworkServed += c.requests
-      failures += b.failures
-      failed.push(...b.firstFailures)
-    }
-    if (failures > 0)
-      console.log(`  ${failures} reads failed, e.g. ${failed.slice(0, 2).join('; ')}`)
-    const cpuPerRead = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / served
-    const anchorCpu = ((cpuSeconds(anchor.pid) - anchorCpuBefore) * 1e6) / anchorServed
-    const frameworkCpu = ((cpuSeconds(framework.pid) - frameworkCpuBefore) * 1e6) / frameworkServed
-    const p50 = percentile(latency, 50)
-    const runtime = (sample.json as { runtime: unknown }).runtime
-    console.log(
-      `\n${label}: GET /v2/pods/{id} of ${ids.length} RUNNING pods (${body.length} bytes, runtime ${JSON.stringify(runtime)})`,
-    )
-    console.log(
-      `  1 client: p50 ${fmt(p50)} ms, p99 ${fmt(percentile(latency, 99))} ms; anchor p50 ${fmt(percentile(anchorLatency, 50))} ms; target p50 < ${TARGETS.getP50Ms} ms: ${met(p50 < TARGETS.getP50Ms)}`,
-    )
-    const rps = median(ours)
-    const anchorRps = median(theirs)
-    console.log(
-      `  ${settings.clients} clients: ${fmt(rps, 0)} req/s (rounds ${ours.map((r) => fmt(r, 0)).join(', ')}), bare node:http ${fmt(anchorRps, 0)} req/s (rounds ${theirs.map((r) => fmt(r, 0)).join(', ')}): ${ratio(rps, anchorRps)} of the anchor; target >= ${TARGETS.getRatio}x: ${met(rps / anchorRps >= TARGETS.getRatio)}; server CPU ${fmt(cpuPerRead, 0)} µs per read`,
-    )
-    console.log(
-      `  CPU per request (each process, all rounds): podyard ${fmt(cpuPerRead, 1)} µs, bare node:http ${fmt(anchorCpu, 1)} µs (${ratio(cpuPerRead, anchorCpu)}), Fastify + SQLite ${fmt(frameworkCpu, 1)} µs; load average ${loadAverage()}`,
-    )
-    const frameworkRps = median(frameworks)
-    console.log(
-      `  for scale: Fastify reading the document by primary key from SQLite, nothing else, ${fmt(frameworkRps, 0)} req/s (rounds ${frameworks.map((r) => fmt(r, 0)).join(', ')}): ${ratio(frameworkRps, anchorRps)} of bare node:http; podyard is ${ratio(rps, frameworkRps)} of it`,
-    )
-  } finally {
-    await anchor.stop()
-    await framework.stop()
-  }
-}
-
 async function partRecord(): Promise<void> {
   console.log(
     `\n== Part 1: ${settings.hosts} simulated hosts, workloads recorded (no processes), ${settings.pods} pods`,
@@ -376,6 +312,12 @@ async function partRecord(): Promise<void> {
       `  creates: ${fmt(created.perSecond, 0)}/s over ${created.ids.length} pods from ${settings.creators} clients, after ${settings.warmup} not counted (${fmt(created.cpuMsPerCreate)} ms of server CPU each, with the lifecycle starting them meanwhile); target >= ${TARGETS.createsPerSecond}/s: ${met(created.perSecond >= TARGETS.createsPerSecond)}`,
     )
     console.log(`  per 500 pods: ${created.windows.map((w) => `${fmt(w, 0)}/s`).join(', ')}`)
+    figures.add({
+      what: `pod creates, ${settings.hosts} hosts, ${settings.creators} clients`,
+      measured: `${fmt(created.perSecond, 0)}/s, ${fmt(created.cpuMsPerCreate)} ms CPU each`,
+      target: `>= ${TARGETS.createsPerSecond}/s`,
+      met: created.perSecond >= TARGETS.createsPerSecond,
+    })
     const pending =
       (await waitSettled(server, 120_000)) + (await waitSettled(server, 120_000, member))
     if (pending > 0) console.log(`  (${pending} pods still not RUNNING after 120 s)`)
@@ -383,9 +325,16 @@ async function partRecord(): Promise<void> {
     console.log(
       `  idle with ${created.ids.length + settings.warmup} RUNNING pods: ${fmt(idle.percent)} % of a core over ${settings.idleSeconds} s (RSS ${fmt(idle.rssMb, 0)} MB); target < ${TARGETS.idleCpuPercent} %: ${met(idle.percent < TARGETS.idleCpuPercent)}`,
     )
+    figures.add({
+      what: `idle CPU, ${created.ids.length + settings.warmup} RUNNING pods (recorded)`,
+      measured: `${fmt(idle.percent)} % of a core`,
+      target: `< ${TARGETS.idleCpuPercent} %`,
+      met: idle.percent < TARGETS.idleCpuPercent,
+    })
     // With --cpu-prof, a profile of the idle server alone.
     if (settings.idleOnly) return
-    await podReads(server, created.ids, 'Part 1 (as a member)', member)
+    await podReads(reads, server, created.ids, 'Part 1 (as a member)', member)
+    await graphqlReads(reads, server, created.ids, member)
     const more = await createPods(server, Math.min(500, settings.pods), (i) => ({
       name: `bench-more-${i}`,
       image: 'runpod/base:0.6.2',
@@ -486,6 +435,41 @@ async function timeToRunning(server: Server, count: number, body: (i: number) =>
   return { times, ids }
 }
 
+/** Pods of a member created up to each `--growth` count, and the read's latency at each. */
+async function partReadGrowth(): Promise<void> {
+  console.log(
+    `\n== Part read-growth: ${settings.hosts} simulated hosts, workloads recorded, pods up to ${settings.growth.join(', ')}`,
+  )
+  const server = await startServer(
+    'read-growth',
+    fleetFile(settings.hosts, { vcpus: 32, memoryGb: 128, diskGb: 2000 }),
+    { record: true },
+  )
+  try {
+    const member = memberAuth(await memberKey(server))
+    const ids: string[] = []
+    await readGrowth(reads, server, member, settings.growth, async (count) => {
+      const created = await createPods(
+        server,
+        count - ids.length,
+        (i) => ({
+          name: `growth-${ids.length + i}`,
+          image: 'runpod/base:0.6.2',
+          disk: 10,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+        }),
+        member,
+      )
+      ids.push(...created.ids)
+      const pending = await waitSettled(server, 120_000, member)
+      if (pending > 0) console.log(`  (${pending} pods still not RUNNING after 120 s)`)
+      return ids
+    })
+  } finally {
+    await server.stop()
+  }
+}
+
 async function partProcess(): Promise<void> {
   console.log(`\n== Part 2: the process driver, real processes, ${settings.processPods} pods`)
   const hosts = Math.max(1, Math.ceil(settings.processPods / 50))
@@ -508,11 +492,17 @@ async function partProcess(): Promise<void> {
     console.log(
       `  idle with ${created.ids.length} RUNNING pods (${created.ids.length} processes): ${fmt(idle.percent)} % of a core over ${settings.idleSeconds} s (RSS ${fmt(idle.rssMb, 0)} MB); target < ${TARGETS.idleCpuPercent} %: ${met(idle.percent < TARGETS.idleCpuPercent)}`,
     )
+    figures.add({
+      what: `idle CPU, ${created.ids.length} RUNNING pods (real processes)`,
+      measured: `${fmt(idle.percent)} % of a core`,
+      target: `< ${TARGETS.idleCpuPercent} %`,
+      met: idle.percent < TARGETS.idleCpuPercent,
+    })
     if (settings.idleOnly) {
       await terminate(server, created.ids)
       return
     }
-    await podReads(server, created.ids, 'Part 2 (as the admin)', AUTH)
+    await podReads(reads, server, created.ids, 'Part 2 (as the admin)', AUTH)
     const doomed = created.ids.slice(0, Math.min(settings.terminate, created.ids.length))
     await terminate(server, doomed)
 
@@ -529,6 +519,12 @@ async function partProcess(): Promise<void> {
     console.log(
       `  pods with an http port that listens at once: create -> RUNNING p50 ${fmt(p50, 0)} ms, max ${fmt(Math.max(...withPort.times), 0)} ms (${settings.portPods} pods); target p50 < ${TARGETS.portRunningP50Ms} ms: ${met(p50 < TARGETS.portRunningP50Ms)}`,
     )
+    figures.add({
+      what: 'create -> RUNNING, a pod with an http port',
+      measured: `p50 ${fmt(p50, 0)} ms`,
+      target: `p50 < ${TARGETS.portRunningP50Ms} ms`,
+      met: p50 < TARGETS.portRunningP50Ms,
+    })
     const plain = await timeToRunning(server, 5, (i) => ({
       name: `plain-${i}`,
       image: 'runpod/base:0.6.2',
@@ -547,6 +543,11 @@ async function partProcess(): Promise<void> {
 console.log(
   `bench/fleet on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Node ${process.version}; load average at start ${loadAverage()}`,
 )
-if (settings.part === 'all' || settings.part === 'record') await partRecord()
-if (settings.part === 'all' || settings.part === 'process') await partProcess()
+try {
+  if (settings.part === 'all' || settings.part === 'record') await partRecord()
+  if (settings.part === 'all' || settings.part === 'read-growth') await partReadGrowth()
+  if (settings.part === 'all' || settings.part === 'process') await partProcess()
+} finally {
+  figures.print(loadAverage())
+}
 console.log(`\nload average at the end ${loadAverage()}`)
