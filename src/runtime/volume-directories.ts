@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { lstat, mkdir, opendir, readFile, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { lastMountAt } from './disk-bounds/disk-bound-plan.js'
 
 const run = promisify(execFile)
 
@@ -150,8 +151,7 @@ export class DirectoryVolumeStorage {
 async function isMountPoint(dir: string): Promise<boolean> {
   const resolved = path.resolve(dir)
   const mountInfo = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
-  // The fifth field is the mount point (octal escapes for spaces and the like; ids have none).
-  return mountInfo.split('\n').some((line) => line.split(' ')[4] === resolved)
+  return lastMountAt(mountInfo, resolved) !== undefined
 }
 
 /**

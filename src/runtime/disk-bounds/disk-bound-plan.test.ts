@@ -4,6 +4,7 @@ import {
   leftoversUnder,
   mkfsArgs,
   parseLoopDevices,
+  lastMountAt,
   parseMountInfo,
 } from './disk-bound-plan.js'
 
@@ -106,6 +107,33 @@ describe('parseMountInfo', () => {
       { mountPoint: '/data/pods/p two/disk', fsType: 'ext4', source: '/dev/loop1' },
       { mountPoint: '/elsewhere/disk', fsType: 'ext4', source: '/dev/loop2' },
     ])
+  })
+})
+
+describe('lastMountAt', () => {
+  const mounts = [
+    MOUNTINFO.trimEnd(),
+    // Mounted a second time at the same point: the last mount is the one seen there.
+    '64 61 7:3 / /data/pods/p1/disk rw,relatime - ext4 /dev/loop3 rw,discard',
+    // A longer path that starts with another, and a root field (the fourth) naming one.
+    '65 22 7:4 / /data/pods/p1/disk2 rw,relatime - ext4 /dev/loop4 rw',
+    '66 22 0:50 /elsewhere/disk /bind/target rw,relatime - ext4 /dev/vda rw',
+  ].join('\n')
+
+  it('finds the last mount at a path, as parseMountInfo would, without a partial match', () => {
+    for (const point of ['/', '/data/pods/p1/disk', '/data/pods/p two/disk', '/elsewhere/disk']) {
+      const all = parseMountInfo(mounts).filter((m) => m.mountPoint === point)
+      expect(lastMountAt(mounts, point), point).toEqual(all.at(-1))
+    }
+    expect(lastMountAt(mounts, '/data/pods/p1/disk')?.source).toBe('/dev/loop3')
+    expect(lastMountAt(mounts, '/data/pods/p1/disk2')?.source).toBe('/dev/loop4')
+    expect(lastMountAt(mounts, '/data/pods/p1')).toBeUndefined()
+    expect(lastMountAt(mounts, '/bind/target')?.source).toBe('/dev/vda')
+  })
+
+  it('reads a text without a final newline, and one with no mounts', () => {
+    expect(lastMountAt(mounts, '/bind/target')).toBeDefined()
+    expect(lastMountAt('', '/')).toBeUndefined()
   })
 })
 

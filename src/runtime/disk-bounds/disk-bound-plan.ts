@@ -106,6 +106,33 @@ export function parseMountInfo(text: string): MountEntry[] {
   return mounts
 }
 
+/** A path as mountinfo writes it: space, tab, newline and backslash as octal escapes. */
+function escapeMountField(field: string): string {
+  return field.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`)
+}
+
+/**
+ * The last mount at `mountPoint` (an absolute, resolved path) in a mountinfo text, parsing only
+ * the lines that name it: on a host with a bounded disk per workload the text has thousands of
+ * lines, and parsing them all on each start and stop of a workload made stopping a thousand pods
+ * take half a minute of the server's CPU (bench/README.md).
+ */
+export function lastMountAt(text: string, mountPoint: string): MountEntry | undefined {
+  const needle = ` ${escapeMountField(mountPoint)} `
+  let found: MountEntry | undefined
+  let from = 0
+  for (;;) {
+    const at = text.indexOf(needle, from)
+    if (at < 0) return found
+    const lineStart = text.lastIndexOf('\n', at) + 1
+    const lineEnd = text.indexOf('\n', at)
+    const [entry] = parseMountInfo(text.slice(lineStart, lineEnd < 0 ? text.length : lineEnd))
+    if (entry?.mountPoint === mountPoint) found = entry
+    if (lineEnd < 0) return found
+    from = lineEnd
+  }
+}
+
 export interface LoopDevice {
   name: string
   /** The image attached, without the ` (deleted)` losetup adds once it was removed. */

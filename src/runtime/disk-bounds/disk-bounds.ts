@@ -23,6 +23,7 @@ import {
   mkfsArgs,
   MOUNT_OPTIONS,
   parseLoopDevices,
+  lastMountAt,
   parseMountInfo,
   type DiskBoundPlan,
 } from './disk-bound-plan.js'
@@ -446,9 +447,8 @@ export class DiskBounds {
 
   /** The device mounted at `mountPoint` (the last mount there), if any. */
   private async deviceAt(mountPoint: string): Promise<string | undefined> {
-    const mounts = parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8'))
-    const resolved = path.resolve(mountPoint)
-    return mounts.filter((m) => m.mountPoint === resolved).at(-1)?.source
+    const text = await readFile('/proc/self/mountinfo', 'utf8')
+    return lastMountAt(text, path.resolve(mountPoint))?.source
   }
 }
 
