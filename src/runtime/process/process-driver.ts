@@ -326,10 +326,15 @@ export class ProcessDriver implements RuntimeDriver, WorkloadWatcher {
         await this.registry.stopNow(tracked, DEFAULT_STOP_GRACE_MS, false)
         tracked.removed = true
         this.registry.forget(tracked)
+        // Only a network volume is shared with other workloads: what they claim (every
+        // workload's state file read, a thousand reads per pod removed on a busy host) is asked
+        // only when the workload mounts one.
+        const { spec } = tracked.record
+        const sharesVolume = spec.mounts.some((mount) => mount.kind === 'network')
         await removeContainerDisk(
           this.disks,
-          tracked.record.spec,
-          await this.diskClaimsOfOthers(id),
+          spec,
+          sharesVolume ? await this.diskClaimsOfOthers(id) : new Set(),
         )
       }
       if (isValidWorkloadId(id)) {
