@@ -31,9 +31,11 @@ class Turns {
  * The store's `allocation_epoch` row counts every change of the allocations (triggers of
  * migration 0022, in the writing transaction). The index is trusted for as long as that count
  * is the one it was built at, plus the changes made through this ledger: a capacity unit reads
- * the count first and rebuilds the index from the store when someone else (another replica, a
- * tool) changed the allocations meanwhile. This process's units and writes take turns, so the
- * count read at a unit's start is never ahead of the index by one of its own writes.
+ * the count first, and when someone else (another replica, a tool) changed the allocations
+ * meanwhile, reads again the owners those changes touched (migration 0031 keeps them), or
+ * rebuilds the index from every allocation when they are no longer kept. This process's units
+ * and writes take turns; when others wrote between them, the count the index is said to reflect
+ * stays behind, and the next unit reads this process's own changes again with theirs.
  */
 export class AllocationLedger {
   private index: CapacityIndex | undefined
@@ -42,6 +44,8 @@ export class AllocationLedger {
   private readonly turns = new Turns()
   /** Indexes built from the store (tests and the bench read it: after the first, a rebuild means someone else wrote). */
   rebuilds = 0
+  /** Times the index was brought up to date with others' changes instead (catchUp). */
+  caughtUp = 0
 
   /**
    * @param hosts the hosts the index is built over, or where to read them: the index is built
@@ -75,12 +79,18 @@ export class AllocationLedger {
           await lock(tx)
           const start = await readEpoch(tx)
           const hosts = this.hosts()
-          if (!this.index || start !== this.epoch || this.index.hosts !== hosts) {
-            this.index = new CapacityIndex(hosts, await new KyselyAllocationRepo(tx).list())
-            this.epoch = start
+          let index = this.index
+          const current =
+            index !== undefined &&
+            index.hosts === hosts &&
+            (start === this.epoch || (await this.catchUp(tx, index, start)))
+          if (!current || index === undefined) {
+            index = new CapacityIndex(hosts, await new KyselyAllocationRepo(tx).list())
+            this.index = index
             this.rebuilds += 1
           }
-          unit = new UnitAllocations(tx, this.index)
+          this.epoch = start
+          unit = new UnitAllocations(tx, index)
           const value = await work(tx, unit)
           // Everything this unit changed, and nothing else: then the index is the store's.
           if (
@@ -92,10 +102,9 @@ export class AllocationLedger {
           }
           return value
         })
-        if (unit && unit.changes > 0) {
-          if (unit.foreign) this.forget()
-          else this.epoch += unit.changes
-        }
+        // Others wrote too: the epoch stays at the unit's start, so that the next unit takes
+        // their changes in (catchUp), reading the owners of this unit's own again with them.
+        if (unit && unit.changes > 0 && !unit.foreign) this.epoch += unit.changes
         return result
       } catch (error) {
         // Rolled back: the index holds what the unit wrote, the store does not.
@@ -105,12 +114,40 @@ export class AllocationLedger {
     })
   }
 
+  /**
+   * Brings `index` from this ledger's epoch to `to` with the changes others made meanwhile
+   * (migration 0031 keeps the owners of the last 1 000): each owner they touched is read again.
+   * False when they are no longer all kept (the caller reads every allocation instead).
+   * Reading an owner's row as it is now, rather than replaying each change, makes a change read
+   * twice (committed after `to` was read) harmless.
+   */
+  private async catchUp(tx: Kysely<Database>, index: CapacityIndex, to: number): Promise<boolean> {
+    if (this.epoch < 0 || to < this.epoch) return false
+    const changes = await rowsOf<{ epoch: number | string; owner_kind: string; owner_id: string }>(
+      tx,
+      podStatements.allocationChangesSince,
+      [this.epoch, to],
+    )
+    const epochs = new Set(changes.map((c) => Number(c.epoch)))
+    if (epochs.size !== to - this.epoch) return false
+    const rows = new KyselyAllocationRepo(tx)
+    const owners = new Map(changes.map((c) => [`${c.owner_kind}\0${c.owner_id}`, c]))
+    for (const { owner_kind, owner_id } of owners.values()) {
+      const kind = owner_kind as AllocationOwnerKind
+      index.remove(kind, owner_id)
+      const row = await rows.findByOwner(kind, owner_id)
+      if (row) index.add(row)
+    }
+    this.caughtUp += 1
+    return true
+  }
+
   /** The repo for writes outside a capacity unit: each is its own transaction, in turn. */
   repo(): AllocationRepo {
     return new LedgerAllocations(this.db, this)
   }
 
-  /** A write outside any unit: applies it to the index when nobody else wrote in between. */
+  /** A write outside any unit, applied to the index too (see the class's comment). */
   async single(
     write: (tx: Transaction<Database>) => Promise<number>,
     apply: (index: CapacityIndex) => void,
@@ -120,11 +157,11 @@ export class AllocationLedger {
         const changed = await write(tx)
         return { changed, epoch: changed > 0 ? await readEpoch(tx) : this.epoch }
       })
-      if (changed === 0) return 0
-      if (this.index && epoch === this.epoch + changed) {
-        apply(this.index)
-        this.epoch = epoch
-      } else this.forget()
+      if (changed === 0 || !this.index) return changed
+      apply(this.index)
+      // Others wrote in between: the epoch stays, and the next unit takes their changes in
+      // (catchUp), reading this write's owner again with them.
+      if (epoch === this.epoch + changed) this.epoch = epoch
       return changed
     })
   }

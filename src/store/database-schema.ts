@@ -70,6 +70,13 @@ export interface AllocationEpochTable {
   epoch: number | string
 }
 
+/** Migration 0031: the owners each change of the epoch touched, the last 1 000 changes. */
+export interface AllocationChangesTable {
+  epoch: number | string
+  owner_kind: string
+  owner_id: string
+}
+
 export interface PodsTable {
   id: string
   account_id: string
@@ -463,6 +470,7 @@ export interface Database {
   api_keys: ApiKeysTable
   allocations: AllocationsTable
   allocation_epoch: AllocationEpochTable
+  allocation_changes: AllocationChangesTable
   pods: PodsTable
   pod_events: PodEventsTable
   network_volumes: NetworkVolumesTable

@@ -21,6 +21,10 @@ export const podStatements = {
     'select * from allocations where owner_kind = ? and owner_id = ?',
   ),
   allocationEpoch: new Statement('select epoch from allocation_epoch where id = 1'),
+  allocationChangesSince: new Statement(
+    'select epoch, owner_kind, owner_id from allocation_changes where epoch > ? and epoch <= ? ' +
+      'order by epoch',
+  ),
 } as const
 
 const eventAppends = new Map<number, Statement>()

@@ -98,4 +98,38 @@ describe.each(testStores())('AllocationLedger on $name', ({ open }) => {
     expect(await freeVcpus(ledger)).toBe(30)
     expect(await new KyselyAllocationRepo(store.db).list()).toHaveLength(1)
   })
+
+  it("takes in another replica's few changes without reading every allocation again", async () => {
+    const second = new AllocationLedger(store.db, [host])
+    const mine: Allocation[] = []
+    // Creates taken in turn by two replicas, as behind a load balancer.
+    for (let i = 0; i < 4; i++) {
+      const added = allocation(1)
+      await (i % 2 === 0 ? ledger : second).exclusive(noLock, (_, allocations) =>
+        allocations.insert(added),
+      )
+      mine.push(added)
+    }
+    // A tool's write and a removal through the other replica are taken in too.
+    await new KyselyAllocationRepo(store.db).insert(allocation(8))
+    expect(await second.repo().remove('pod', mine[0]!.ownerId)).toBe(true)
+    expect(await freeVcpus(ledger)).toBe(32 - 3 - 8)
+    expect(await freeVcpus(second)).toBe(32 - 3 - 8)
+    expect([ledger.rebuilds, second.rebuilds]).toEqual([1, 1])
+    expect([ledger.caughtUp, second.caughtUp]).toEqual([2, 2])
+  })
+
+  it('reads every allocation again when more changed meanwhile than the store keeps', async () => {
+    expect(await freeVcpus(ledger)).toBe(32)
+    const other = new KyselyAllocationRepo(store.db)
+    const foreign = allocation(1)
+    await other.insert(foreign)
+    // 1 001 changes more: the first of them is no longer kept (migration 0031 keeps 1 000).
+    for (let i = 0; i < 500; i++) {
+      await other.remove('pod', foreign.ownerId)
+      await other.insert(foreign)
+    }
+    expect(await freeVcpus(ledger)).toBe(31)
+    expect([ledger.rebuilds, ledger.caughtUp]).toEqual([2, 0])
+  })
 })

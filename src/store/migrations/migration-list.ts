@@ -58,6 +58,8 @@ import * as postgres0029 from './postgres/0029-host-images.js'
 import * as sqlite0029 from './sqlite/0029-host-images.js'
 import * as postgres0030 from './postgres/0030-container-log-numbers.js'
 import * as sqlite0030 from './sqlite/0030-container-log-numbers.js'
+import * as postgres0031 from './postgres/0031-allocation-changes.js'
+import * as sqlite0031 from './sqlite/0031-allocation-changes.js'
 import type { Dialect } from '../open-store.js'
 
 /**
@@ -183,6 +185,11 @@ export const migrationList: ReadonlyArray<{ name: string; sqlite: string[]; post
       name: '0030-container-log-numbers',
       sqlite: sqlite0030.statements,
       postgres: postgres0030.statements,
+    },
+    {
+      name: '0031-allocation-changes',
+      sqlite: sqlite0031.statements,
+      postgres: postgres0031.statements,
     },
   ]
 
