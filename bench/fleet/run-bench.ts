@@ -38,6 +38,7 @@ import { fileURLToPath } from 'node:url'
 import { BENCH_ADMIN_KEY, startBenchServer, type BenchServer } from '../bench-server.js'
 import { RawHttpConnection } from '../jobs/raw-http.js'
 import { FleetFigures, fmt, met } from './fleet-figures.js'
+import { fleetFile, measuredPod } from './fleet-shape.js'
 import { graphqlReads } from './graphql-reads.js'
 import { cpuSeconds, loadAverage, memoryMb, percentile, sleep } from './load.js'
 import { podReads, type ReadBench } from './pod-reads.js'
@@ -110,25 +111,6 @@ const figures = new FleetFigures()
 const reads: ReadBench = { settings, targets: TARGETS, figures }
 
 type Server = BenchServer
-
-/** A fleet of `count` simulated hosts here: one in five has 8 RTX 4090, the others CPUs. */
-function fleetFile(count: number, cpuHost: { vcpus: number; memoryGb: number; diskGb: number }) {
-  const dataCenters = ['US-KS-2', 'US-TX-1', 'EU-RO-1', 'EU-SE-1', 'CA-MTL-1'].map((id) => ({
-    id,
-    name: id,
-    region: id.startsWith('EU') ? 'EUROPE' : 'NORTH_AMERICA',
-  }))
-  const hosts = Array.from({ length: count }, (_, i) => ({
-    id: `host-${String(i).padStart(5, '0')}`,
-    dataCenterId: dataCenters[i % dataCenters.length]!.id,
-    simulated: true,
-    ...(i % 5 === 0
-      ? { gpu: { typeId: 'NVIDIA GeForce RTX 4090', count: 8 }, vcpus: 64, memoryGb: 512 }
-      : { vcpus: cpuHost.vcpus, memoryGb: cpuHost.memoryGb, cpuFlavors: ['cpu3c', 'cpu3g'] }),
-    diskGb: cpuHost.diskGb,
-  }))
-  return { dataCenters, hosts, localHost: false }
-}
 
 async function startServer(
   name: string,
@@ -295,19 +277,7 @@ async function partRecord(): Promise<void> {
       }))
     }
     const member = memberAuth(await memberKey(server))
-    const created = await createPods(
-      server,
-      settings.pods,
-      (i) => ({
-        name: `bench-${i}`,
-        image: 'runpod/base:0.6.2',
-        disk: 10,
-        ...(i % 4 === 3
-          ? { gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }
-          : { cpu: { id: 'cpu3c', vcpuCount: 2 } }),
-      }),
-      member,
-    )
+    const created = await createPods(server, settings.pods, measuredPod, member)
     console.log(
       `  creates: ${fmt(created.perSecond, 0)}/s over ${created.ids.length} pods from ${settings.creators} clients, after ${settings.warmup} not counted (${fmt(created.cpuMsPerCreate)} ms of server CPU each, with the lifecycle starting them meanwhile); target >= ${TARGETS.createsPerSecond}/s: ${met(created.perSecond >= TARGETS.createsPerSecond)}`,
     )

@@ -45,6 +45,7 @@ import {
   sleep,
   workerKeyOf,
 } from '../jobs/bench-server.js'
+import { fleetFile, measuredPod } from '../fleet/fleet-shape.js'
 import { RawHttpConnection } from '../jobs/raw-http.js'
 import { serverErrors, startWorkers } from '../jobs/throughput.js'
 import { observerOf, postgresCpu, startReplicaSet, type ReplicaSet } from './replica-set.js'
@@ -87,25 +88,6 @@ if (settings.replicas.some((count) => !Number.isInteger(count) || count < 1)) {
 }
 
 const ADMIN_JSON = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }
-
-/** A fleet of `count` simulated hosts, as bench/fleet's: one in five has 8 RTX 4090. */
-function fleetOf(count: number) {
-  const dataCenters = ['US-KS-2', 'US-TX-1', 'EU-RO-1', 'EU-SE-1', 'CA-MTL-1'].map((id) => ({
-    id,
-    name: id,
-    region: id.startsWith('EU') ? 'EUROPE' : 'NORTH_AMERICA',
-  }))
-  const hosts = Array.from({ length: count }, (_, i) => ({
-    id: `host-${String(i).padStart(5, '0')}`,
-    dataCenterId: dataCenters[i % dataCenters.length]!.id,
-    simulated: true,
-    ...(i % 5 === 0
-      ? { gpu: { typeId: 'NVIDIA GeForce RTX 4090', count: 8 }, vcpus: 64, memoryGb: 512 }
-      : { vcpus: 32, memoryGb: 128, cpuFlavors: ['cpu3c', 'cpu3g'] }),
-    diskGb: 2000,
-  }))
-  return { dataCenters, hosts, localHost: false }
-}
 
 /** CPU of each replica and of PostgreSQL from now on; call the result to read the window. */
 function cpuWindow(set: ReplicaSet) {
@@ -216,7 +198,7 @@ async function podRound(replicas: number): Promise<Round> {
     kind: 'record',
     count: replicas,
     adminUrl: postgresAdminUrl!,
-    fleet: fleetOf(settings.hosts),
+    fleet: fleetFile(settings.hosts, { vcpus: 32, memoryGb: 128, diskGb: 2000 }),
     logLevel: settings.logLevel,
     keep: settings.keep,
   })
@@ -244,19 +226,7 @@ async function podRound(replicas: number): Promise<Round> {
     )
     const member = { authorization: `Bearer ${apiKey.key}`, 'content-type': 'application/json' }
     const window = cpuWindow(set)
-    const created = await createPods(
-      set,
-      settings.pods,
-      (i) => ({
-        name: `bench-${i}`,
-        image: 'runpod/base:0.6.2',
-        disk: 10,
-        ...(i % 4 === 3
-          ? { gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }
-          : { cpu: { id: 'cpu3c', vcpuCount: 2 } }),
-      }),
-      member,
-    )
+    const created = await createPods(set, settings.pods, measuredPod, member)
     const pending = await waitRunning(set, apiKey.key)
     const runningAfter = (now() - created.lastAt) / 1000
     const cpu = window()
